@@ -1,0 +1,83 @@
+"""The items assay judges."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["Message", "Sample", "ToolCall"]
+
+
+class ToolCall(BaseModel):
+    """One tool call made by an assistant turn."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+
+
+class Message(BaseModel):
+    """One turn of a multi-turn trace (agents)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class Sample(BaseModel):
+    """One item to judge.
+
+    Every text field is *untrusted*: prompts quote it as delimited data and never let it
+    change the judge's instructions.
+
+    Attributes:
+        id: A stable identifier (the dataset's ``id`` field, else ``line-N``).
+        question: The user input (``input`` is accepted as an alias).
+        answer: The output being judged (``output`` and ``response`` are aliases).
+        contexts: Retrieved passages the answer should be grounded in.
+        reference: A reference answer or goal, where the metric uses one.
+        trace: A multi-turn conversation, for agent metrics.
+        metadata: Anything else from the row, kept and passed through to results.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    id: str
+    question: str | None = None
+    answer: str | None = None
+    contexts: tuple[str, ...] = ()
+    reference: str | None = None
+    trace: tuple[Message, ...] = ()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_to_str(cls, value: object) -> object:
+        # Integer ids are common in JSONL files; keep them as their text.
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+    @field_validator("contexts", mode="before")
+    @classmethod
+    def _one_context(cls, value: object) -> object:
+        # A single string is one context, not a sequence of characters.
+        if isinstance(value, str):
+            return (value,)
+        return value
+
+    def field_present(self, name: str) -> bool:
+        """Whether the field ``name`` holds a usable (non-empty) value."""
+        value = getattr(self, name)
+        if value is None:
+            return False
+        if isinstance(value, str | tuple):
+            return len(value) > 0
+        return True

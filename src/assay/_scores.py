@@ -1,0 +1,245 @@
+"""Results: verdicts, judge calls and scores.
+
+A :class:`Score` carries its own evidence: the verdicts (subject, value, reason), the
+judge calls that produced them, and the metric spec that can rebuild the metric.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+__all__ = [
+    "Binary",
+    "JudgeCall",
+    "MetricSpec",
+    "Score",
+    "UnscoredReason",
+    "Usage",
+    "Verdict",
+    "Summary",
+    "summarize",
+]
+
+
+def _strict_binary(value: object) -> object:
+    """Accept exactly 0/1 (int) or the strings "0"/"1"/"yes"/"no"; reject the rest.
+
+    ``True``, ``1.0``, ``"1.0"``, ``2`` and ``-1`` are parse failures, never "supported".
+    """
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"verdict must be 0 or 1, got {value!r}")
+    if isinstance(value, int):
+        if value in (0, 1):
+            return value
+        raise ValueError(f"verdict must be 0 or 1, got {value!r}")
+    text = value.strip().lower()
+    mapping = {"1": 1, "0": 0, "yes": 1, "no": 0}
+    if text in mapping:
+        return mapping[text]
+    raise ValueError(f"verdict must be 0 or 1, got {value!r}")
+
+
+Binary = Annotated[Literal[0, 1], BeforeValidator(_strict_binary)]
+"""A binary verdict: 1 (yes, supported, relevant) or 0. Validated strictly."""
+
+
+class UnscoredReason(StrEnum):
+    """Why a score has no value. Machine-readable; aggregates count each."""
+
+    NO_STATEMENTS = "no_statements"
+    PARSE_FAILURE = "parse_failure"
+    REFUSAL = "refusal"
+    EMPTY_OUTPUT = "empty_output"
+    TRUNCATED_OUTPUT = "truncated_output"
+    VERDICT_COUNT_MISMATCH = "verdict_count_mismatch"
+    JUDGE_ERROR = "judge_error"
+    MISSING_FIELD = "missing_field"
+    NOT_APPLICABLE = "not_applicable"
+    METRIC_ERROR = "metric_error"
+
+
+class Usage(BaseModel):
+    """Token counts of one judge call (or a sum of calls)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+        )
+
+
+class JudgeCall(BaseModel):
+    """One exchange with a judge: what it was shown and what it said."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    purpose: str
+    messages: tuple[dict[str, str], ...]
+    raw_output: str | None
+    usage: Usage = Usage()
+    latency_s: float = 0.0
+    error: str | None = None
+
+
+class Verdict(BaseModel):
+    """One atomic judgement: a subject, a value, and the judge's reason.
+
+    ``value`` is 1/0 for binary questions, ``"PASS"``/``"FAIL"``/``"NA"`` for graders.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    subject: str
+    value: Literal[0, 1, "PASS", "FAIL", "NA"]
+    reason: str = ""
+
+
+class MetricSpec(BaseModel):
+    """Enough of a metric's configuration to rebuild it (see ``Metric.spec``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    version: str = "1"
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Score(BaseModel):
+    """A metric's result for one sample.
+
+    ``value`` is NaN exactly when ``unscored_reason`` is set. In JSON, NaN is ``null``.
+    """
+
+    model_config = ConfigDict(frozen=True, ser_json_inf_nan="null")
+
+    metric: str
+    value: float
+    unscored_reason: UnscoredReason | None = None
+    detail: str | None = None
+    verdicts: tuple[Verdict, ...] = ()
+    explanation: str | None = None
+    calls: tuple[JudgeCall, ...] = ()
+    spec: MetricSpec | None = None
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _none_is_nan(cls, value: object) -> object:
+        return math.nan if value is None else value
+
+    @classmethod
+    def scored(
+        cls,
+        metric: str,
+        value: float,
+        *,
+        verdicts: Iterable[Verdict] = (),
+        explanation: str | None = None,
+        calls: Iterable[JudgeCall] = (),
+        spec: MetricSpec | None = None,
+    ) -> Score:
+        """A scored result. ``value`` must be a finite number."""
+        if not math.isfinite(value):
+            raise ValueError(f"a scored result needs a finite value, got {value!r}")
+        return cls(
+            metric=metric,
+            value=value,
+            verdicts=tuple(verdicts),
+            explanation=explanation,
+            calls=tuple(calls),
+            spec=spec,
+        )
+
+    @classmethod
+    def unscored(
+        cls,
+        metric: str,
+        reason: UnscoredReason,
+        detail: str | None = None,
+        *,
+        verdicts: Iterable[Verdict] = (),
+        calls: Iterable[JudgeCall] = (),
+        spec: MetricSpec | None = None,
+    ) -> Score:
+        """A result with no value (NaN) and a machine-readable reason.
+
+        Whatever evidence was gathered before the failure (verdicts, calls) is kept.
+        """
+        return cls(
+            metric=metric,
+            value=math.nan,
+            unscored_reason=reason,
+            detail=detail,
+            verdicts=tuple(verdicts),
+            calls=tuple(calls),
+            spec=spec,
+        )
+
+    @property
+    def is_scored(self) -> bool:
+        """Whether the score has a value."""
+        return self.unscored_reason is None
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens summed over this score's judge calls."""
+        total = Usage()
+        for call in self.calls:
+            total = total + call.usage
+        return total
+
+    @property
+    def failing(self) -> tuple[Verdict, ...]:
+        """The verdicts that count against the sample (0 or FAIL)."""
+        return tuple(v for v in self.verdicts if v.value in (0, "FAIL"))
+
+
+class Summary(BaseModel):
+    """Aggregate of one metric over many samples. Unscored results are skipped and counted."""
+
+    model_config = ConfigDict(frozen=True, ser_json_inf_nan="null")
+
+    metric: str
+    mean: float
+    n_scored: int
+    n_unscored: int
+    unscored_by_reason: Mapping[str, int]
+    usage: Usage
+
+
+def summarize(metric: str, scores: Iterable[Score]) -> Summary:
+    """Mean over scored samples; count of unscored samples by reason; tokens used."""
+    total = 0.0
+    n_scored = 0
+    reasons: dict[str, int] = {}
+    usage = Usage()
+    for score in scores:
+        usage = usage + score.usage
+        if score.unscored_reason is None:
+            total += score.value
+            n_scored += 1
+        else:
+            reasons[score.unscored_reason.value] = reasons.get(score.unscored_reason.value, 0) + 1
+    return Summary(
+        metric=metric,
+        mean=total / n_scored if n_scored else math.nan,
+        n_scored=n_scored,
+        n_unscored=sum(reasons.values()),
+        unscored_by_reason=dict(sorted(reasons.items())),
+        usage=usage,
+    )

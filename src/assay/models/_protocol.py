@@ -1,0 +1,88 @@
+"""The judge-model protocol every backend implements."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, Protocol, TypedDict, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+from assay._scores import Usage
+
+__all__ = ["ChatMessage", "GenerateConfig", "JudgeModel", "JudgeResponse"]
+
+
+class ChatMessage(TypedDict):
+    """One chat message sent to a judge."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class GenerateConfig(BaseModel):
+    """Decoding settings for one judge call.
+
+    ``repeat`` is the repeat index of a deliberate repeat run: it is part of cache keys so
+    that repeats are real repeats, and it is mixed into the seed of local models.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    temperature: float = 0.0
+    max_tokens: int = 512
+    seed: int = 0
+    repeat: int = 0
+
+
+class JudgeResponse(BaseModel):
+    """What a judge said, with its cost.
+
+    ``finish_reason`` is ``"stop"``, ``"length"`` (truncated), ``"refusal"`` or whatever the
+    backend reports; ``text`` is the raw output, kept verbatim for the record.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    model: str
+    usage: Usage = Usage()
+    latency_s: float = 0.0
+    finish_reason: str | None = None
+
+
+@runtime_checkable
+class JudgeModel(Protocol):
+    """A model that answers judge prompts.
+
+    ``schema`` is the pydantic model the answer must validate against; a backend enforces
+    it as strongly as it can (a grammar for local models, a JSON schema for APIs) but the
+    caller still validates: the backend returns text, never a trusted object.
+
+    Backends raise :class:`assay.errors.JudgeError` when no output could be had at all;
+    callers turn that into an unscored result with reason ``judge_error``.
+    """
+
+    @property
+    def model_id(self) -> str:
+        """A stable identifier, e.g. ``local:qwen2.5-coder-1.5b-instruct-q4_k_m``."""
+        ...
+
+    @property
+    def max_concurrency(self) -> int:
+        """How many calls are worth sending at once (1 for an in-process model)."""
+        ...
+
+    @property
+    def prefers_per_statement(self) -> bool:
+        """Whether one constrained call per statement beats one call for all statements."""
+        ...
+
+    async def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        schema: type[BaseModel] | None = None,
+        config: GenerateConfig | None = None,
+    ) -> JudgeResponse:
+        """Answer ``messages``; constrain the answer to ``schema`` where possible."""
+        ...

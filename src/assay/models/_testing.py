@@ -1,0 +1,164 @@
+"""Public test doubles: judges that never touch a model or the network.
+
+Use them to test code built on assay (and assay itself) deterministically::
+
+    judge = ScriptedJudge(['{"statements": ["Paris is in France."]}',
+                           '{"verdict": 1, "reason": "stated in context"}'])
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from assay._scores import Usage
+from assay.errors import JudgeError
+from assay.models._protocol import ChatMessage, GenerateConfig, JudgeResponse
+
+__all__ = ["FunctionJudge", "JudgeRequest", "ScriptedJudge", "ScriptExhaustedError"]
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One request a test double received."""
+
+    messages: tuple[ChatMessage, ...]
+    schema: type[BaseModel] | None
+    config: GenerateConfig
+
+
+class ScriptExhaustedError(AssertionError):
+    """A :class:`ScriptedJudge` was asked more often than it had answers for."""
+
+
+def _estimate_usage(messages: Sequence[ChatMessage], text: str) -> Usage:
+    # A rough, deterministic token count (4 characters a token) so cost plumbing is testable.
+    prompt_chars = sum(len(m["content"]) for m in messages)
+    return Usage(prompt_tokens=prompt_chars // 4 + 1, completion_tokens=len(text) // 4 + 1)
+
+
+class ScriptedJudge:
+    """Answers with a fixed script, in order.
+
+    Each script item is the raw text to return, a :class:`JudgeResponse`, or an exception
+    to raise (e.g. ``JudgeError("timeout")``). Every request is recorded in ``requests``.
+    """
+
+    def __init__(
+        self,
+        script: Iterable[str | JudgeResponse | BaseException],
+        *,
+        model_id: str = "scripted",
+        per_statement: bool = True,
+    ) -> None:
+        self._script = list(script)
+        self._model_id = model_id
+        self._per_statement = per_statement
+        self.requests: list[JudgeRequest] = []
+
+    @property
+    def model_id(self) -> str:
+        """The name given at construction."""
+        return self._model_id
+
+    @property
+    def max_concurrency(self) -> int:
+        """One: a script is consumed in order."""
+        return 1
+
+    @property
+    def prefers_per_statement(self) -> bool:
+        """As configured (default True)."""
+        return self._per_statement
+
+    @property
+    def remaining(self) -> int:
+        """Answers not yet used."""
+        return len(self._script)
+
+    async def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        schema: type[BaseModel] | None = None,
+        config: GenerateConfig | None = None,
+    ) -> JudgeResponse:
+        """Return the next scripted answer (or raise the next scripted exception)."""
+        self.requests.append(JudgeRequest(tuple(messages), schema, config or GenerateConfig()))
+        if not self._script:
+            raise ScriptExhaustedError(
+                f"ScriptedJudge ran out of answers after {len(self.requests) - 1} calls"
+            )
+        item = self._script.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        if isinstance(item, JudgeResponse):
+            return item
+        return JudgeResponse(
+            text=item,
+            model=self._model_id,
+            usage=_estimate_usage(messages, item),
+            finish_reason="stop",
+        )
+
+
+JudgeFunction = Callable[
+    [Sequence[ChatMessage], JudgeRequest], "str | JudgeResponse | Awaitable[str | JudgeResponse]"
+]
+
+
+@dataclass
+class FunctionJudge:
+    """Answers by calling ``fn(messages, request)``; sync or async, returns text or a response.
+
+    Good for judges whose answer depends on the prompt, e.g. a fake that marks a
+    statement supported when its words appear in the context.
+    """
+
+    fn: JudgeFunction
+    name: str = "function"
+    concurrency: int = 8
+    per_statement: bool = True
+    requests: list[JudgeRequest] = field(default_factory=list)
+
+    @property
+    def model_id(self) -> str:
+        """The name given at construction."""
+        return self.name
+
+    @property
+    def max_concurrency(self) -> int:
+        """As configured (default 8)."""
+        return self.concurrency
+
+    @property
+    def prefers_per_statement(self) -> bool:
+        """As configured (default True)."""
+        return self.per_statement
+
+    async def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        schema: type[BaseModel] | None = None,
+        config: GenerateConfig | None = None,
+    ) -> JudgeResponse:
+        """Call the function; wrap a text answer in a :class:`JudgeResponse`."""
+        request = JudgeRequest(tuple(messages), schema, config or GenerateConfig())
+        self.requests.append(request)
+        result = self.fn(messages, request)
+        if inspect.isawaitable(result):
+            result = await result
+        if isinstance(result, JudgeResponse):
+            return result
+        if not isinstance(result, str):
+            raise JudgeError(f"FunctionJudge function returned {type(result).__name__}, not str")
+        return JudgeResponse(
+            text=result,
+            model=self.name,
+            usage=_estimate_usage(messages, result),
+            finish_reason="stop",
+        )
