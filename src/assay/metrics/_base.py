@@ -1,0 +1,43 @@
+"""The metric protocol."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from assay._samples import Sample
+from assay._scores import MetricSpec, Score
+from assay.models._protocol import JudgeModel
+
+__all__ = ["Metric", "missing_fields"]
+
+
+@runtime_checkable
+class Metric(Protocol):
+    """Something that scores one sample, possibly by asking a judge.
+
+    A metric is a plain value (a frozen dataclass or pydantic model): printable,
+    comparable, and rebuildable from its :meth:`spec`.
+    """
+
+    @property
+    def name(self) -> str:
+        """The metric's name in results and on the command line."""
+        ...
+
+    @property
+    def required_fields(self) -> tuple[str, ...]:
+        """The :class:`~assay.Sample` fields that must be present and non-empty."""
+        ...
+
+    def spec(self) -> MetricSpec:
+        """The configuration that rebuilds this metric."""
+        ...
+
+    async def score(self, sample: Sample, judge: JudgeModel) -> Score:
+        """Score one sample. Judge failures become unscored results, never exceptions."""
+        ...
+
+
+def missing_fields(metric: Metric, sample: Sample) -> list[str]:
+    """The fields ``metric`` needs that ``sample`` lacks or has empty."""
+    return [name for name in metric.required_fields if not sample.field_present(name)]

