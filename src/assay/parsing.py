@@ -9,21 +9,27 @@ What is understood:
 
 - plain JSON; JSON inside ```` ``` ```` / ```` ```json ```` fences; JSON surrounded by prose
   (the first balanced object or array that validates);
-- for verdict lists, additionally: a bare JSON list of verdicts, the legacy form
+- for verdict lists, additionally: ``{"verdicts": [...]}``, Ragas' ``{"statements": [...]}``,
+  a single ``{"verdict": ...}`` object, a bare JSON list of verdicts, the legacy form
   ``Final verdict for each statement in order: Yes. No. Yes.``, and free lines such as
-  ``Verdict: yes`` or ``Statement 2: No``.
+  ``Verdict: yes``, ``**Statement 2:** No`` or ``3. Yes - reason``.
+
+Order of precedence for verdicts: verdict-shaped JSON, then the legacy line, then free
+lines. A text that both apologises and gives verdicts is parsed; the refusal only counts
+when no verdicts were found.
 
 What becomes unscored: empty output (``empty_output``), a refusal (``refusal``), an
 object cut off before its end (``truncated_output``), anything that does not validate
-(``parse_failure``: a verdict of ``2``, ``-1``, ``"1.0"`` or ``true`` among them), and a
-verdict count different from the statement count (``verdict_count_mismatch``).
+(``parse_failure``: a verdict of ``2``, ``-1``, ``"1.0"``, ``1.0``, ``true``, ``null`` or
+``"maybe"`` among them, with the path of the bad value in the detail), and a verdict count
+different from the statement count (``verdict_count_mismatch``).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -76,13 +82,19 @@ class StatementVerdicts(BaseModel):
     verdicts: list[_VerdictItem] = Field(default_factory=list)
 
 
+_BINARY: TypeAdapter[int] = TypeAdapter(Binary)
+
+# A refusal phrase at the start of a line or sentence (straight or curly apostrophes).
 _REFUSAL = re.compile(
-    r"^\s*(?:i(?:'m| am)? (?:sorry|unable|not able)|i (?:cannot|can't|can not|won't|will not)"
-    r"|as an ai\b|i apologi[sz]e|unfortunately,? i|i do not have enough|"
-    r"i'm not able|sorry,? (?:but )?i)",
-    re.IGNORECASE,
+    r"(?:^|[.!?:,]\s+)\s*(?:"
+    r"i(?:['’]m| am) (?:sorry|unable|not able)"
+    r"|i (?:cannot|can['’]t|can not|won['’]t|will not|do not have enough|don['’]t have enough)"
+    r"|as an ai\b|i apologi[sz]e|unfortunately,? i\b|sorry,? (?:but )?i\b"
+    r"|it(?:['’]s| is) (?:not possible|impossible) to (?:determine|evaluate|assess)"
+    r")",
+    re.IGNORECASE | re.MULTILINE,
 )
-_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
+_FENCE = re.compile(r"```[ \t]*(?:json)?[ \t]*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
 def looks_like_refusal(text: str) -> bool:
@@ -90,8 +102,12 @@ def looks_like_refusal(text: str) -> bool:
     return bool(_REFUSAL.search(text))
 
 
-def _balanced_spans(text: str) -> Iterator[tuple[int, int]]:
-    """Yield (start, end) of each top-level balanced {...} or [...] span, string-aware."""
+def _balanced_spans(text: str) -> Iterator[tuple[int, int, bool]]:
+    """Yield (start, end, closed) of each top-level {...} or [...] span, string-aware.
+
+    A span that never closes runs to the end of the text (``closed`` is False) and ends
+    the scan: what follows its opening bracket is inside it.
+    """
     i = 0
     n = len(text)
     while i < n:
@@ -101,9 +117,7 @@ def _balanced_spans(text: str) -> Iterator[tuple[int, int]]:
         depth = 0
         in_string = False
         escaped = False
-        j = i
-        closed = False
-        while j < n:
+        for j in range(i, n):
             ch = text[j]
             if in_string:
                 if escaped:
@@ -119,33 +133,31 @@ def _balanced_spans(text: str) -> Iterator[tuple[int, int]]:
             elif ch in "}]":
                 depth -= 1
                 if depth == 0:
-                    closed = True
+                    yield i, j + 1, True
+                    i = j + 1
                     break
-            j += 1
-        if closed:
-            yield i, j + 1
-            i = j + 1
         else:
-            # Unclosed from here to the end: report it as a span that runs to the end.
-            yield i, n
+            yield i, n, False
             return
 
 
-def find_json_values(text: str) -> tuple[list[Any], bool]:
-    """All JSON values embedded in ``text``, best candidates first.
+@dataclass(frozen=True)
+class _Scan:
+    values: list[Any]
+    truncated: bool
+    json_error: str | None
 
-    Returns the decoded values and whether an unterminated object or array was seen (a
-    sign that the output was truncated).
-    """
-    candidates: list[str] = []
+
+def _scan(text: str) -> _Scan:
     stripped = text.strip()
-    candidates.append(stripped)
-    candidates.extend(m.group(1).strip() for m in _FENCE.finditer(text))
-    truncated = False
-    for start, end in _balanced_spans(text):
-        span = text[start:end]
-        candidates.append(span)
+    candidates = [stripped, *(m.group(1).strip() for m in _FENCE.finditer(text))]
+    # An odd number of fence markers means a fence was opened and never closed.
+    truncated = text.count("```") % 2 == 1
+    for start, end, closed in _balanced_spans(text):
+        candidates.append(text[start:end])
+        truncated = truncated or not closed
     values: list[Any] = []
+    json_error: str | None = None
     seen: set[str] = set()
     for candidate in candidates:
         if not candidate or candidate in seen:
@@ -154,32 +166,70 @@ def find_json_values(text: str) -> tuple[list[Any], bool]:
         try:
             values.append(json.loads(candidate))
         except json.JSONDecodeError as exc:
-            if candidate[:1] in "{[" and exc.pos >= len(candidate) - 1:
-                truncated = True
-            continue
-    # An unclosed fence or an object that never closes also means truncation.
-    if stripped.startswith("```") and stripped.count("```") == 1:
-        truncated = True
-    return values, truncated
+            if json_error is None and candidate[0] in "{[":
+                json_error = f"invalid JSON {candidate[:60]!r}: {exc.msg} at char {exc.pos}"
+    return _Scan(values, truncated, json_error)
 
 
-def _short(err: ValidationError) -> str:
-    first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"]) or "value"
-    return f"{loc}: {first['msg']} (got {first.get('input')!r})"[:300]
+def find_json_values(text: str) -> tuple[list[Any], bool]:
+    """All JSON values embedded in ``text``, best candidates first.
+
+    Candidates are the whole text, then each fenced block, then each top-level balanced
+    object or array. Returns the decoded values and whether an object, array or fence
+    was opened and never closed (a sign that the output was truncated).
+    """
+    scan = _scan(text)
+    return scan.values, scan.truncated
 
 
-def _classify_empty(text: str | None, finish_reason: str | None) -> Unparsed | None:
-    if text is None or not text.strip():
+def _describe(exc: ValidationError, where: str = "") -> str:
+    """Say which value was wrong and why, e.g. ``verdicts.0.verdict: ... got 2``."""
+    problems = []
+    for error in exc.errors()[:3]:
+        loc = ".".join(str(p) for p in (where, *error["loc"]) if p != "") or "value"
+        if error["type"] == "value_error":
+            message = str(error.get("ctx", {}).get("error", error["msg"]))
+        elif error["type"] == "missing":
+            message = error["msg"].lower()
+        else:
+            message = f"{error['msg']}, got {error['input']!r:.80}"
+        problems.append(f"{loc}: {message}")
+    return "; ".join(problems)
+
+
+def _empty(text: str, finish_reason: str | None) -> Unparsed | None:
+    """Output with nothing to parse: no text, or a backend that stopped it."""
+    if not text.strip():
         if finish_reason == "length":
             return Unparsed(UnscoredReason.TRUNCATED_OUTPUT, "output cut off before any text")
         return Unparsed(UnscoredReason.EMPTY_OUTPUT, "the judge returned no text")
     if finish_reason in ("refusal", "content_filter"):
-        return Unparsed(UnscoredReason.REFUSAL, f"the backend reported {finish_reason}: {text[:200]}")
+        return Unparsed(
+            UnscoredReason.REFUSAL, f"the backend reported {finish_reason}: {text[:200]}"
+        )
     return None
 
 
-def parse_output(text: str | None, model: type[T], *, finish_reason: str | None = None) -> T | Unparsed:
+def _unreadable(text: str, scan: _Scan, finish_reason: str | None, detail: str) -> Unparsed:
+    """Why nothing usable was found: truncation, then refusal, then a parse failure."""
+    if scan.truncated:
+        return Unparsed(
+            UnscoredReason.TRUNCATED_OUTPUT, f"output ends mid-object: …{text[-120:]!r}"
+        )
+    if finish_reason == "length":
+        return Unparsed(
+            UnscoredReason.TRUNCATED_OUTPUT, f"the judge hit its length limit: …{text[-120:]!r}"
+        )
+    if looks_like_refusal(text):
+        return Unparsed(UnscoredReason.REFUSAL, text.strip()[:300])
+    if scan.json_error is not None:
+        detail = f"{detail}; {scan.json_error}"
+    return Unparsed(UnscoredReason.PARSE_FAILURE, detail)
+
+
+def parse_output(
+    text: str | None, model: type[T], *, finish_reason: str | None = None
+) -> T | Unparsed:
     """Validate judge output against ``model``, tolerating fences and surrounding prose.
 
     Args:
@@ -188,71 +238,148 @@ def parse_output(text: str | None, model: type[T], *, finish_reason: str | None 
         finish_reason: The backend's finish reason, if known (``"length"`` means truncated).
 
     Returns:
-        The validated object, or an :class:`Unparsed` with the reason.
+        The validated object, or an :class:`Unparsed` with the reason. When a JSON object
+        was found but did not validate, the detail names the offending field.
     """
-    empty = _classify_empty(text, finish_reason)
+    text = text or ""
+    empty = _empty(text, finish_reason)
     if empty is not None:
         return empty
-    assert text is not None
-    values, truncated = find_json_values(text)
-    first_error: ValidationError | None = None
-    for value in values:
+    scan = _scan(text)
+    object_error: ValidationError | None = None
+    other_error: ValidationError | None = None
+    for value in scan.values:
         try:
             return model.model_validate(value)
         except ValidationError as exc:
-            first_error = first_error or exc
-    if looks_like_refusal(text) and not values:
-        return Unparsed(UnscoredReason.REFUSAL, text.strip()[:300])
-    if truncated or finish_reason == "length":
-        return Unparsed(UnscoredReason.TRUNCATED_OUTPUT, f"output ends mid-object: …{text[-120:]!r}")
-    if first_error is not None:
-        return Unparsed(UnscoredReason.PARSE_FAILURE, _short(first_error))
-    return Unparsed(UnscoredReason.PARSE_FAILURE, f"no JSON found in output: {text.strip()[:200]!r}")
+            # A JSON object is what the judge was asked for; its error is the one to report.
+            if isinstance(value, dict):
+                object_error = object_error or exc
+            else:
+                other_error = other_error or exc
+    if object_error is not None:
+        return Unparsed(UnscoredReason.PARSE_FAILURE, _describe(object_error))
+    if other_error is not None:
+        detail = _describe(other_error)
+    else:
+        detail = f"no JSON found in output: {text.strip()[:200]!r}"
+    return _unreadable(text, scan, finish_reason, detail)
 
 
-_LEGACY = re.compile(r"final verdicts? for each statement in order\s*:\s*(.*)", re.IGNORECASE | re.DOTALL)
+def _read_item(item: Any, where: str) -> ParsedVerdict | str:
+    """One verdict from a JSON object or a bare value, or what is wrong with it."""
+    try:
+        if isinstance(item, dict):
+            parsed = _VerdictItem.model_validate(item)
+            return ParsedVerdict(parsed.verdict, parsed.reason)
+        return ParsedVerdict(_BINARY.validate_python(item))
+    except ValidationError as exc:
+        return _describe(exc, where)
+
+
+def _verdicts_in(value: Any) -> list[ParsedVerdict] | Unparsed | None:
+    """The verdicts a decoded JSON value holds; None if it is not verdict-shaped."""
+    if isinstance(value, list):
+        located = [(f"[{i}]", item) for i, item in enumerate(value)]
+    elif isinstance(value, dict):
+        key = next((k for k in ("verdicts", "statements") if k in value), None)
+        if key is None:
+            if "verdict" not in value:
+                return None
+            located = [("", value)]
+        elif not isinstance(value[key], list):
+            return Unparsed(
+                UnscoredReason.PARSE_FAILURE, f"{key}: expected a list, got {value[key]!r:.80}"
+            )
+        else:
+            located = [(f"{key}.{i}", item) for i, item in enumerate(value[key])]
+    else:
+        return None
+    read = [_read_item(item, where) for where, item in located]
+    problems = [r for r in read if isinstance(r, str)]
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        return Unparsed(UnscoredReason.PARSE_FAILURE, "; ".join(problems[:3]) + more)
+    return [r for r in read if isinstance(r, ParsedVerdict)]
+
+
+def _from_json(values: list[Any]) -> list[ParsedVerdict] | Unparsed | None:
+    """The first verdict-shaped value that validates, else the first one's failure."""
+    first_failure: Unparsed | None = None
+    for value in values:
+        found = _verdicts_in(value)
+        if isinstance(found, list):
+            return found
+        first_failure = first_failure or found
+    return first_failure
+
+
+_LEGACY = re.compile(
+    r"final\s+verdicts?\s+for\s+each\s+statement\s+in\s+order\W*?:[\s*_]*", re.IGNORECASE
+)
+# A run of yes/no words, optionally numbered; it stops at the first other word, so a
+# "Maybe" in the middle shortens the run (count mismatch) instead of being skipped.
+_LEGACY_RUN = re.compile(r"(?:(?:\(?\d+[.):]\s*)?(?:yes|no)\b[\s.,;/|*_]*)+", re.IGNORECASE)
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 _LINE = re.compile(
-    r"^\s*(?:[-*]\s*)?(?:\*\*)?(?:statement\s*\d+|verdict|\d+[.)])(?:\*\*)?\s*(?:\([^)]*\))?\s*[:\-–]?\s*(?:\*\*)?\s*"
-    r"(yes|no|1|0|supported|unsupported|not supported)\b(?:\*\*)?[\s.,;:-]*(.*)$",
-    re.IGNORECASE,
+    r"""^[\s>*_#-]*                                  # bullets, quotes, bold, headings
+    (?: (?:verdict\s+for\s+)?(?:statement|claim)\s*\#?\s*(?P<num>\d+)(?:\s+verdict)?
+      | (?P<item>\d+)[.)]                            # "2." or "2)"
+      | verdict )
+    [\s*_]*(?:\([^)]*\))?[\s*_]*                     # "**", "(the sky is blue)"
+    [:=\-–—]?[\s*_]*
+    (?P<value>yes|no|not\ supported|unsupported|supported|[01])
+    (?=[\s,;:!)*_]|\.(?!\d)|$)                       # a whole word: "1.0" and "10" are not "1"
+    [\s.,;:!*_\-–—]*(?P<reason>.*)$""",
+    re.IGNORECASE | re.VERBOSE,
 )
-_WORD_VALUE = {"yes": 1, "no": 0, "1": 1, "0": 0, "supported": 1, "unsupported": 0, "not supported": 0}
-_VERDICT_LIST: TypeAdapter[list[Binary]] = TypeAdapter(list[Binary])
-_ITEM_LIST: TypeAdapter[list[_VerdictItem]] = TypeAdapter(list[_VerdictItem])
+_VERDICT_LABEL = re.compile(r"^[\s>*_#-]*verdict[\s*_]*[:=][\s*_]*\S", re.IGNORECASE)
+_WORD_VALUE = {
+    "yes": 1,
+    "no": 0,
+    "1": 1,
+    "0": 0,
+    "supported": 1,
+    "unsupported": 0,
+    "not supported": 0,
+}
 
 
-def _from_json(values: list[Any]) -> tuple[list[ParsedVerdict] | None, ValidationError | None]:
-    first_error: ValidationError | None = None
-    for value in values:
-        for attempt in (
-            lambda v: [ParsedVerdict(i.verdict, i.reason) for i in StatementVerdicts.model_validate(v).verdicts],
-            lambda v: [ParsedVerdict(i.verdict, i.reason) for i in _ITEM_LIST.validate_python(v)],
-            lambda v: [ParsedVerdict(b) for b in _VERDICT_LIST.validate_python(v)],
-            lambda v: [ParsedVerdict(_VerdictItem.model_validate(v).verdict, _VerdictItem.model_validate(v).reason)],
-        ):
-            try:
-                parsed = attempt(value)
-            except ValidationError as exc:
-                first_error = first_error or exc
-                continue
-            if isinstance(value, dict) and "verdicts" not in value and "verdict" not in value:
-                continue
-            if parsed or value == [] or (isinstance(value, dict) and value.get("verdicts") == []):
-                return parsed, None
-    return None, first_error
+def _from_legacy(text: str) -> list[ParsedVerdict] | Unparsed | None:
+    header = _LEGACY.search(text)
+    if header is None:
+        return None
+    run = _LEGACY_RUN.match(text, header.end())
+    if run is None:
+        after = text[header.end() :].strip()[:80]
+        return Unparsed(
+            UnscoredReason.PARSE_FAILURE, f"legacy verdict line has no yes/no: {after!r}"
+        )
+    return [ParsedVerdict(1 if w.lower() == "yes" else 0) for w in _YES_NO.findall(run.group(0))]
 
 
-def _from_text(text: str) -> list[ParsedVerdict] | None:
-    legacy = _LEGACY.search(text)
-    if legacy:
-        words = _YES_NO.findall(legacy.group(1))
-        if words:
-            return [ParsedVerdict(1 if w.lower() == "yes" else 0) for w in words]
-    lines = [m for m in (_LINE.match(line) for line in text.splitlines()) if m]
-    if lines:
-        return [ParsedVerdict(_WORD_VALUE[m.group(1).lower()], m.group(2).strip()) for m in lines]
-    return None
+def _from_lines(text: str) -> list[ParsedVerdict] | Unparsed | None:
+    verdicts: list[ParsedVerdict] = []
+    numbers: list[int] = []
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m is None:
+            if _VERDICT_LABEL.match(line):
+                return Unparsed(
+                    UnscoredReason.PARSE_FAILURE,
+                    f"verdict line {line.strip()[:80]!r} is not yes/no or 1/0",
+                )
+            continue
+        verdicts.append(ParsedVerdict(_WORD_VALUE[m["value"].lower()], m["reason"].strip()))
+        if (number := m["num"] or m["item"]) is not None:
+            numbers.append(int(number))
+    # Numbered lines must run 1, 2, 3...: a gap means a verdict was not yes/no.
+    if numbers and numbers != list(range(1, len(numbers) + 1)):
+        return Unparsed(
+            UnscoredReason.PARSE_FAILURE,
+            f"verdict lines are numbered {numbers}, expected 1 to {len(numbers)} in order",
+        )
+    return verdicts or None
 
 
 def parse_verdicts(
@@ -263,33 +390,34 @@ def parse_verdicts(
     Args:
         text: The judge's raw output.
         n_statements: How many statements were asked about; any other count is
-            ``verdict_count_mismatch``, never a padded or truncated list.
+            ``verdict_count_mismatch`` (``truncated_output`` if the judge hit its length
+            limit), never a padded or truncated list.
         finish_reason: The backend's finish reason, if known.
 
     Returns:
         ``n_statements`` verdicts in order, or an :class:`Unparsed` with the reason.
     """
-    empty = _classify_empty(text, finish_reason)
+    text = text or ""
+    empty = _empty(text, finish_reason)
     if empty is not None:
         return empty
-    assert text is not None
-    values, truncated = find_json_values(text)
-    verdicts, error = _from_json(values)
-    if verdicts is None and not values:
-        if looks_like_refusal(text) and _LEGACY.search(text) is None:
-            return Unparsed(UnscoredReason.REFUSAL, text.strip()[:300])
-        verdicts = _from_text(text)
-    if verdicts is None:
-        if truncated or finish_reason == "length":
-            return Unparsed(UnscoredReason.TRUNCATED_OUTPUT, f"output ends mid-object: …{text[-120:]!r}")
-        if error is not None:
-            return Unparsed(UnscoredReason.PARSE_FAILURE, _short(error))
-        if looks_like_refusal(text):
-            return Unparsed(UnscoredReason.REFUSAL, text.strip()[:300])
-        return Unparsed(UnscoredReason.PARSE_FAILURE, f"no verdicts found in output: {text.strip()[:200]!r}")
-    if len(verdicts) != n_statements:
-        return Unparsed(
-            UnscoredReason.VERDICT_COUNT_MISMATCH,
-            f"{len(verdicts)} verdicts for {n_statements} statements",
+    scan = _scan(text)
+    found = _from_json(scan.values)
+    if found is None:
+        found = _from_legacy(text)
+    if found is None:
+        found = _from_lines(text)
+    if found is None:
+        return _unreadable(
+            text, scan, finish_reason, f"no verdicts found in output: {text.strip()[:200]!r}"
         )
-    return verdicts
+    if isinstance(found, Unparsed):
+        return found
+    if len(found) != n_statements:
+        detail = f"{len(found)} verdicts for {n_statements} statements"
+        if finish_reason == "length":
+            return Unparsed(
+                UnscoredReason.TRUNCATED_OUTPUT, f"{detail}; the judge hit its length limit"
+            )
+        return Unparsed(UnscoredReason.VERDICT_COUNT_MISMATCH, detail)
+    return found
