@@ -137,10 +137,23 @@ def test_batch_strategy_one_call_for_all_statements() -> None:
 @pytest.mark.parametrize(
     ("batch", "reason"),
     [
-        (json.dumps({"verdicts": [{"statement": "a", "reason": "r", "verdict": 1}]}), UnscoredReason.VERDICT_COUNT_MISMATCH),
+        (
+            json.dumps({"verdicts": [{"statement": "a", "reason": "r", "verdict": 1}]}),
+            UnscoredReason.VERDICT_COUNT_MISMATCH,
+        ),
         ("Final verdict for each statement in order: Yes. No. Yes.", UnscoredReason.VERDICT_COUNT_MISMATCH),
         ("I'm sorry, I cannot evaluate these statements.", UnscoredReason.REFUSAL),
-        (json.dumps({"verdicts": [{"statement": "a", "reason": "r", "verdict": 1}, {"statement": "b", "reason": "r", "verdict": 3}]}), UnscoredReason.PARSE_FAILURE),
+        (
+            json.dumps(
+                {
+                    "verdicts": [
+                        {"statement": "a", "reason": "r", "verdict": 1},
+                        {"statement": "b", "reason": "r", "verdict": 3},
+                    ]
+                }
+            ),
+            UnscoredReason.PARSE_FAILURE,
+        ),
     ],
 )
 def test_batch_failures_are_unscored(batch: str, reason: UnscoredReason) -> None:

@@ -1,10 +1,10 @@
 """assay: judge LLM outputs with binary verdicts.
 
-    import assay
-    from assay.metrics import Faithfulness
+import assay
+from assay.metrics import Faithfulness
 
-    result = assay.evaluate(samples, metrics=[Faithfulness()], judge="local")
-    result.summary(); result.to_pandas()
+result = assay.evaluate(samples, metrics=[Faithfulness()], judge="local")
+result.summary(); result.to_pandas()
 """
 
 from assay._samples import Message, Sample, ToolCall

@@ -18,10 +18,10 @@ __all__ = [
     "JudgeCall",
     "MetricSpec",
     "Score",
+    "Summary",
     "UnscoredReason",
     "Usage",
     "Verdict",
-    "Summary",
     "summarize",
 ]
 

@@ -204,22 +204,16 @@ def _empty(text: str, finish_reason: str | None) -> Unparsed | None:
             return Unparsed(UnscoredReason.TRUNCATED_OUTPUT, "output cut off before any text")
         return Unparsed(UnscoredReason.EMPTY_OUTPUT, "the judge returned no text")
     if finish_reason in ("refusal", "content_filter"):
-        return Unparsed(
-            UnscoredReason.REFUSAL, f"the backend reported {finish_reason}: {text[:200]}"
-        )
+        return Unparsed(UnscoredReason.REFUSAL, f"the backend reported {finish_reason}: {text[:200]}")
     return None
 
 
 def _unreadable(text: str, scan: _Scan, finish_reason: str | None, detail: str) -> Unparsed:
     """Why nothing usable was found: truncation, then refusal, then a parse failure."""
     if scan.truncated:
-        return Unparsed(
-            UnscoredReason.TRUNCATED_OUTPUT, f"output ends mid-object: …{text[-120:]!r}"
-        )
+        return Unparsed(UnscoredReason.TRUNCATED_OUTPUT, f"output ends mid-object: …{text[-120:]!r}")
     if finish_reason == "length":
-        return Unparsed(
-            UnscoredReason.TRUNCATED_OUTPUT, f"the judge hit its length limit: …{text[-120:]!r}"
-        )
+        return Unparsed(UnscoredReason.TRUNCATED_OUTPUT, f"the judge hit its length limit: …{text[-120:]!r}")
     if looks_like_refusal(text):
         return Unparsed(UnscoredReason.REFUSAL, text.strip()[:300])
     if scan.json_error is not None:
@@ -227,9 +221,7 @@ def _unreadable(text: str, scan: _Scan, finish_reason: str | None, detail: str) 
     return Unparsed(UnscoredReason.PARSE_FAILURE, detail)
 
 
-def parse_output(
-    text: str | None, model: type[T], *, finish_reason: str | None = None
-) -> T | Unparsed:
+def parse_output(text: str | None, model: type[T], *, finish_reason: str | None = None) -> T | Unparsed:
     """Validate judge output against ``model``, tolerating fences and surrounding prose.
 
     Args:
@@ -288,9 +280,7 @@ def _verdicts_in(value: Any) -> list[ParsedVerdict] | Unparsed | None:
                 return None
             located = [("", value)]
         elif not isinstance(value[key], list):
-            return Unparsed(
-                UnscoredReason.PARSE_FAILURE, f"{key}: expected a list, got {value[key]!r:.80}"
-            )
+            return Unparsed(UnscoredReason.PARSE_FAILURE, f"{key}: expected a list, got {value[key]!r:.80}")
         else:
             located = [(f"{key}.{i}", item) for i, item in enumerate(value[key])]
     else:
@@ -314,9 +304,7 @@ def _from_json(values: list[Any]) -> list[ParsedVerdict] | Unparsed | None:
     return first_failure
 
 
-_LEGACY = re.compile(
-    r"final\s+verdicts?\s+for\s+each\s+statement\s+in\s+order\W*?:[\s*_]*", re.IGNORECASE
-)
+_LEGACY = re.compile(r"final\s+verdicts?\s+for\s+each\s+statement\s+in\s+order\W*?:[\s*_]*", re.IGNORECASE)
 # A run of yes/no words, optionally numbered; it stops at the first other word, so a
 # "Maybe" in the middle shortens the run (count mismatch) instead of being skipped.
 _LEGACY_RUN = re.compile(r"(?:(?:\(?\d+[.):]\s*)?(?:yes|no)\b[\s.,;/|*_]*)+", re.IGNORECASE)
@@ -352,9 +340,7 @@ def _from_legacy(text: str) -> list[ParsedVerdict] | Unparsed | None:
     run = _LEGACY_RUN.match(text, header.end())
     if run is None:
         after = text[header.end() :].strip()[:80]
-        return Unparsed(
-            UnscoredReason.PARSE_FAILURE, f"legacy verdict line has no yes/no: {after!r}"
-        )
+        return Unparsed(UnscoredReason.PARSE_FAILURE, f"legacy verdict line has no yes/no: {after!r}")
     return [ParsedVerdict(1 if w.lower() == "yes" else 0) for w in _YES_NO.findall(run.group(0))]
 
 
@@ -408,16 +394,12 @@ def parse_verdicts(
     if found is None:
         found = _from_lines(text)
     if found is None:
-        return _unreadable(
-            text, scan, finish_reason, f"no verdicts found in output: {text.strip()[:200]!r}"
-        )
+        return _unreadable(text, scan, finish_reason, f"no verdicts found in output: {text.strip()[:200]!r}")
     if isinstance(found, Unparsed):
         return found
     if len(found) != n_statements:
         detail = f"{len(found)} verdicts for {n_statements} statements"
         if finish_reason == "length":
-            return Unparsed(
-                UnscoredReason.TRUNCATED_OUTPUT, f"{detail}; the judge hit its length limit"
-            )
+            return Unparsed(UnscoredReason.TRUNCATED_OUTPUT, f"{detail}; the judge hit its length limit")
         return Unparsed(UnscoredReason.VERDICT_COUNT_MISMATCH, detail)
     return found

@@ -79,9 +79,9 @@ def _print_summary(result: EvalResult, out: Path, elapsed: float) -> None:
     if unscored:
         out_console.print(f"[yellow]{len(unscored)} unscored:[/yellow]")
         for r, n in unscored[:10]:
-            s = r.scores[n]
-            reason = s.unscored_reason.value if s.unscored_reason else "?"
-            out_console.print(f"  line {r.line} id={escape(r.sample.id)} {n}: {reason} — {escape(s.detail or '')}")
+            bad = r.scores[n]
+            reason = bad.unscored_reason.value if bad.unscored_reason else "?"
+            out_console.print(f"  line {r.line} id={escape(r.sample.id)} {n}: {reason} — {escape(bad.detail or '')}")
     if result.errors:
         err_console.print(f"[red]{len(result.errors)} invalid input rows (not scored):[/red]")
         for e in result.errors[:20]:
@@ -96,18 +96,12 @@ def run(
     metric: Annotated[
         list[str] | None, typer.Option("--metric", "-m", help=f"Metric to compute ({', '.join(METRICS)}); repeatable.")
     ] = None,
-    judge: Annotated[
-        str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE", help=f"Judge: {JUDGE_FORMS}.")
-    ] = "local",
+    judge: Annotated[str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE", help=f"Judge: {JUDGE_FORMS}.")] = "local",
     base_url: Annotated[
         str | None, typer.Option("--base-url", envvar="OPENAI_BASE_URL", help="Server URL for openai: judges.")
     ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Where to write one JSON line per sample.")
-    ] = None,
-    strategy: Annotated[
-        str, typer.Option(help="Faithfulness verdicts: auto, per_statement or batch.")
-    ] = "auto",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Where to write one JSON line per sample.")] = None,
+    strategy: Annotated[str, typer.Option(help="Faithfulness verdicts: auto, per_statement or batch.")] = "auto",
     decomposer: Annotated[
         str, typer.Option(help="Statement extraction: llm (atomic, pronouns resolved) or sentences.")
     ] = "llm",

@@ -14,13 +14,13 @@ from assay.parsing import Unparsed
 from assay.prompts import Example, JudgePrompt, ask
 
 __all__ = [
+    "STATEMENTS_PROMPT",
+    "AnswerToSplit",
     "Decomposer",
     "Decomposition",
     "LLMDecomposer",
     "SentenceDecomposer",
-    "STATEMENTS_PROMPT",
     "Statements",
-    "AnswerToSplit",
 ]
 
 
@@ -119,7 +119,7 @@ class SentenceDecomposer:
 class LLMDecomposer:
     """Atomic, standalone statements with pronouns resolved, written by the judge."""
 
-    config: GenerateConfig = GenerateConfig(max_tokens=1024)
+    config: GenerateConfig = field(default_factory=lambda: GenerateConfig(max_tokens=1024))
     name: str = field(default="llm", init=False)
 
     async def decompose(self, question: str, answer: str, judge: JudgeModel) -> Decomposition:

@@ -17,8 +17,8 @@ from assay.prompts import JudgePrompt, ask, call_judge
 
 __all__ = [
     "BATCH_PROMPT",
-    "Faithfulness",
     "STATEMENT_PROMPT",
+    "Faithfulness",
     "StatementCheck",
     "StatementJudgement",
     "StatementsCheck",
@@ -54,8 +54,7 @@ STATEMENT_PROMPT: JudgePrompt[StatementCheck, StatementJudgement] = JudgePrompt(
     input_model=StatementCheck,
     output_model=StatementJudgement,
     question=(
-        "Is the statement in <statement> supported by <context>? Give verdict 1 or 0, then a "
-        "one-sentence reason."
+        "Is the statement in <statement> supported by <context>? Give verdict 1 or 0, then a one-sentence reason."
     ),
 )
 
@@ -114,7 +113,7 @@ class Faithfulness:
 
     strategy: FaithfulnessStrategy = "auto"
     decomposer: DecomposerName = "llm"
-    config: GenerateConfig = GenerateConfig(max_tokens=256)
+    config: GenerateConfig = field(default_factory=lambda: GenerateConfig(max_tokens=256))
     name: str = field(default="faithfulness", init=False)
     version: str = field(default="1", init=False)
 
@@ -138,9 +137,7 @@ class Faithfulness:
                 "strategy": self.strategy,
                 "decomposer": self.decomposer,
                 "config": self.config.model_dump(),
-                "prompts": {
-                    p.name: p.version for p in (STATEMENT_PROMPT, BATCH_PROMPT)
-                },
+                "prompts": {p.name: p.version for p in (STATEMENT_PROMPT, BATCH_PROMPT)},
             },
         )
 
@@ -156,14 +153,14 @@ class Faithfulness:
         split = await self._decomposer().decompose(sample.question or "", sample.answer, judge)
         calls = list(split.calls)
         if split.failure is not None:
-            return Score.unscored(self.name, split.failure.reason, f"statement extraction: {split.failure.detail}", calls=calls, spec=spec)
+            return Score.unscored(
+                self.name, split.failure.reason, f"statement extraction: {split.failure.detail}", calls=calls, spec=spec
+            )
         if not split.statements:
             return Score.unscored(
                 self.name, UnscoredReason.NO_STATEMENTS, "the answer states nothing to check", calls=calls, spec=spec
             )
-        per_statement = self.strategy == "per_statement" or (
-            self.strategy == "auto" and judge.prefers_per_statement
-        )
+        per_statement = self.strategy == "per_statement" or (self.strategy == "auto" and judge.prefers_per_statement)
         if per_statement:
             verdicts, failure = await self._one_by_one(sample.contexts, split.statements, judge, calls)
         else:
@@ -217,9 +214,7 @@ class Faithfulness:
     ) -> tuple[list[Verdict], Unparsed | None]:
         messages = BATCH_PROMPT.render(StatementsCheck(context=list(contexts), statements=list(statements)))
         config = self.config.model_copy(update={"max_tokens": max(self.config.max_tokens, 96 * len(statements))})
-        response, call = await call_judge(
-            judge, messages, schema=VerdictList, purpose=BATCH_PROMPT.name, config=config
-        )
+        response, call = await call_judge(judge, messages, schema=VerdictList, purpose=BATCH_PROMPT.name, config=config)
         calls.append(call)
         if response is None:
             return [], Unparsed(UnscoredReason.JUDGE_ERROR, call.error or "judge failed")
@@ -227,5 +222,6 @@ class Faithfulness:
         if isinstance(parsed, Unparsed):
             return [], parsed
         return [
-            Verdict(subject=s, value=1 if p.value == 1 else 0, reason=p.reason) for s, p in zip(statements, parsed, strict=True)
+            Verdict(subject=s, value=1 if p.value == 1 else 0, reason=p.reason)
+            for s, p in zip(statements, parsed, strict=True)
         ], None

@@ -36,6 +36,7 @@ _LOADED: dict[tuple[str, int], Any] = {}
 _LOCKS: dict[tuple[str, int], threading.Lock] = {}
 _LOAD_LOCK = threading.Lock()
 
+
 def local_model_path(model_path: str | Path | None = None, progress: Progress | None = None) -> Path:
     """Resolve which GGUF file the local judge runs.
 
@@ -49,6 +50,7 @@ def local_model_path(model_path: str | Path | None = None, progress: Progress | 
             raise ModelWeightsError(f"local model file not found: {path}")
         return path
     return default_model_path(progress)
+
 
 def _bound_strings(schema: dict[str, Any], max_chars: int) -> dict[str, Any]:
     """A copy of ``schema`` where every unbounded string has ``maxLength``."""
@@ -66,6 +68,7 @@ def _bound_strings(schema: dict[str, Any], max_chars: int) -> dict[str, Any]:
 
     walk(bounded)
     return bounded
+
 
 class LocalJudge:
     """An in-process llama.cpp judge (extra ``local``).
@@ -146,9 +149,7 @@ class LocalJudge:
             import llama_cpp
 
             bounded = _bound_strings(schema.model_json_schema(), self.max_string_chars)
-            self._grammars[schema] = llama_cpp.LlamaGrammar.from_json_schema(
-                json.dumps(bounded), verbose=False
-            )
+            self._grammars[schema] = llama_cpp.llama_grammar.LlamaGrammar.from_json_schema(json.dumps(bounded), verbose=False)
         return self._grammars[schema]
 
     def _generate_sync(
@@ -195,4 +196,3 @@ class LocalJudge:
         """Tokens ``text`` takes in this model (loads the model)."""
         llama = self.load()
         return len(llama.tokenize(text.encode("utf-8"), add_bos=False))
-

@@ -18,7 +18,7 @@ from assay._scores import Usage
 from assay.errors import JudgeError
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeResponse
 
-__all__ = ["FunctionJudge", "JudgeRequest", "ScriptedJudge", "ScriptExhaustedError"]
+__all__ = ["FunctionJudge", "JudgeRequest", "ScriptExhaustedError", "ScriptedJudge"]
 
 
 @dataclass(frozen=True)
@@ -89,9 +89,7 @@ class ScriptedJudge:
         """Return the next scripted answer (or raise the next scripted exception)."""
         self.requests.append(JudgeRequest(tuple(messages), schema, config or GenerateConfig()))
         if not self._script:
-            raise ScriptExhaustedError(
-                f"ScriptedJudge ran out of answers after {len(self.requests) - 1} calls"
-            )
+            raise ScriptExhaustedError(f"ScriptedJudge ran out of answers after {len(self.requests) - 1} calls")
         item = self._script.pop(0)
         if isinstance(item, BaseException):
             raise item
@@ -105,9 +103,7 @@ class ScriptedJudge:
         )
 
 
-JudgeFunction = Callable[
-    [Sequence[ChatMessage], JudgeRequest], "str | JudgeResponse | Awaitable[str | JudgeResponse]"
-]
+JudgeFunction = Callable[[Sequence[ChatMessage], JudgeRequest], "str | JudgeResponse | Awaitable[str | JudgeResponse]"]
 
 
 @dataclass

@@ -119,10 +119,7 @@ class JudgePrompt(Generic[In, Out]):
             f"Answer with one JSON object matching this JSON schema, and nothing else:\n{schema}"
         )
         for i, example in enumerate(self.examples, start=1):
-            text += (
-                f"\n\nExample {i}:\n{self._blocks(example.input)}\n"
-                f"Answer: {example.output.model_dump_json()}"
-            )
+            text += f"\n\nExample {i}:\n{self._blocks(example.input)}\nAnswer: {example.output.model_dump_json()}"
         return text
 
     def render(self, value: In) -> list[ChatMessage]:

@@ -21,6 +21,7 @@ class Row(NamedTuple):
     sample: Sample
     line: int
 
+
 ALIASES: Mapping[str, str] = {
     "input": "question",
     "query": "question",
@@ -127,9 +128,7 @@ def read_jsonl(
                 yield SampleError(f"invalid JSON: {exc.msg} at column {exc.colno}", source=str(path), line=number)
                 continue
             try:
-                sample = sample_from_record(
-                    record, line=number, source=str(path), required=required, mapping=mapping
-                )
+                sample = sample_from_record(record, line=number, source=str(path), required=required, mapping=mapping)
             except SampleError as exc:
                 yield exc
                 continue

