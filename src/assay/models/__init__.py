@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.models._local import LocalJudge, local_model_path
-from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
+from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse, close_judge
 from assay.models._registry import JUDGE_FORMS, get_judge
 from assay.models._testing import FunctionJudge, JudgeRequest, ScriptedJudge, ScriptExhaustedError
 from assay.models._weights import cache_dir, default_model_path
@@ -30,6 +30,7 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedJudge",
     "cache_dir",
+    "close_judge",
     "default_model_path",
     "get_judge",
     "local_model_path",

@@ -10,6 +10,8 @@ owns retries, and it decides from :class:`JudgeHTTPError`'s ``transient`` and
 
 from __future__ import annotations
 
+import asyncio
+
 import email.utils
 import ipaddress
 import json
@@ -144,9 +146,20 @@ class OpenAIJudge:
         self._max_concurrency = max_concurrency
         self._structured: StructuredMode = structured
         self._token_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
-        self._client: AsyncOpenAI = openai.AsyncOpenAI(
-            api_key=key, base_url=base_url, timeout=self._timeout, max_retries=0
-        )
+        self._openai = openai
+        # One HTTP client per event loop: its connection pool belongs to the loop that
+        # opened it, and evaluate() runs each call in a fresh loop.
+        self._client: AsyncOpenAI | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def _get_client(self) -> AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = self._openai.AsyncOpenAI(
+                api_key=self._secret, base_url=self._base_url, timeout=self._timeout, max_retries=0
+            )
+            self._client_loop = loop
+        return self._client
 
     def __repr__(self) -> str:
         return (
@@ -175,8 +188,10 @@ class OpenAIJudge:
         return self._structured
 
     async def aclose(self) -> None:
-        """Close the HTTP client. The judge cannot be used afterwards."""
-        await self._client.close()
+        """Close the HTTP client; a later call opens a new one."""
+        client, self._client, self._client_loop = self._client, None, None
+        if client is not None:
+            await client.close()
 
     async def __aenter__(self) -> OpenAIJudge:
         return self
@@ -220,7 +235,7 @@ class OpenAIJudge:
             started = time.perf_counter()
             failure: JudgeError | None = None
             try:
-                completion = await self._client.chat.completions.create(
+                completion = await self._get_client().chat.completions.create(
                     model=self._model,
                     messages=payload,
                     temperature=config.temperature,

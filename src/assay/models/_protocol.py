@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from assay._scores import Usage
 
-__all__ = ["ChatMessage", "GenerateConfig", "JudgeModel", "JudgeResponse"]
+__all__ = ["ChatMessage", "GenerateConfig", "JudgeModel", "JudgeResponse", "close_judge"]
 
 
 class ChatMessage(TypedDict):
@@ -86,3 +86,13 @@ class JudgeModel(Protocol):
     ) -> JudgeResponse:
         """Answer ``messages``; constrain the answer to ``schema`` where possible."""
         ...
+
+
+async def close_judge(judge: JudgeModel) -> None:
+    """Release what a judge holds in the running event loop (HTTP clients), if anything.
+
+    Backends with network clients define ``async aclose()``; others need nothing.
+    """
+    aclose = getattr(judge, "aclose", None)
+    if aclose is not None:
+        await aclose()

@@ -13,7 +13,7 @@ from assay._samples import Sample
 from assay._scores import Score, Summary, UnscoredReason, summarize
 from assay.errors import SampleError
 from assay.metrics._base import Metric, missing_fields
-from assay.models._protocol import JudgeModel
+from assay.models._protocol import JudgeModel, close_judge
 from assay.models._registry import get_judge
 from assay.run._dataset import Row, sample_from_record
 
@@ -180,6 +180,7 @@ async def aevaluate(
     finally:
         for task in tasks:
             task.cancel()
+        await close_judge(judge_model)
     return result
 
 

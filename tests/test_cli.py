@@ -1,0 +1,98 @@
+"""`assay run` end to end against a real OpenAI-compatible server on loopback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from assay.cli import app
+from assay.testing import FakeOpenAIServer
+
+pytest.importorskip("openai")
+
+ROWS = [
+    {
+        "id": "good",
+        "question": "Capital?",
+        "answer": "Paris is the capital of France.",
+        "contexts": ["Paris is the capital of France."],
+    },
+    {
+        "id": "bad",
+        "question": "Capital?",
+        "answer": "Lyon is the capital of France.",
+        "contexts": ["Paris is the capital of France."],
+    },
+]
+
+
+def word_overlap_judge(body: dict[str, Any]) -> str:
+    """A deterministic judge: statements are sentences; supported if every word is in the context."""
+    user = body["messages"][-1]["content"]
+    if "<answer>" in user:
+        answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
+        return json.dumps({"statements": [s.strip() + "." for s in answer.split(".") if s.strip()]})
+    context = user.split("<context>\n")[1].split("\n</context>")[0].lower()
+    statements = user.split("<statements>\n")[1].split("\n</statements>")[0].splitlines()
+    items = []
+    for line in statements:
+        text = line.split("] ", 1)[1]
+        words = [w.strip(".").lower() for w in text.split()]
+        ok = all(w in context for w in words)
+        items.append(
+            {"statement": text, "reason": "all words present" if ok else "a word is missing", "verdict": int(ok)}
+        )
+    return json.dumps({"verdicts": items})
+
+
+def test_run_with_openai_compatible_judge(tmp_path: Path) -> None:
+    data = tmp_path / "rag.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    out = tmp_path / "out.jsonl"
+    with FakeOpenAIServer(word_overlap_judge) as server:
+        result = CliRunner().invoke(
+            app, ["run", str(data), "--judge", "openai:fake-judge", "--base-url", server.base_url, "--out", str(out)]
+        )
+        # batch strategy for API judges: one statements call and one verdicts call per sample
+        assert server.calls == 4
+        schemas = [r["response_format"]["json_schema"]["name"] for r in server.requests]
+        assert sorted(set(schemas)) == ["Statements", "VerdictList"]
+    assert result.exit_code == 0, result.output
+    rows = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert rows["good"]["scores"]["faithfulness"]["value"] == 1.0
+    bad = rows["bad"]["scores"]["faithfulness"]
+    assert bad["value"] == 0.0
+    assert bad["verdicts"] == [{"subject": "Lyon is the capital of France.", "value": 0, "reason": "a word is missing"}]
+    # the summary names the failing statement with the judge's reason
+    assert "Lyon is the capital of France." in result.output and "a word is missing" in result.output
+    assert "faithfulness" in result.output and "0.500" in result.output
+
+
+def test_unknown_metric_and_judge_are_usage_errors(tmp_path: Path) -> None:
+    data = tmp_path / "rag.jsonl"
+    data.write_text(json.dumps(ROWS[0]) + "\n")
+    result = CliRunner().invoke(app, ["run", str(data), "--metric", "vibes"])
+    assert result.exit_code == 1 and "unknown metric vibes" in result.output
+    result = CliRunner().invoke(app, ["run", str(data), "--judge", "gpt5"])
+    assert result.exit_code == 1 and "unknown judge 'gpt5'" in result.output
+
+
+def test_missing_input_file_exits_1(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "nope.jsonl")])
+    assert result.exit_code == 1 and "no such file" in result.output
+
+
+def test_one_api_judge_serves_two_evaluate_calls() -> None:
+    """evaluate() runs each call in a fresh event loop; the judge must not keep a dead client."""
+    from assay import Faithfulness, evaluate
+    from assay.models import OpenAIJudge
+
+    with FakeOpenAIServer(word_overlap_judge) as server:
+        judge = OpenAIJudge("fake-judge", base_url=server.base_url)
+        first = evaluate(ROWS, [Faithfulness()], judge)
+        second = evaluate(ROWS, [Faithfulness()], judge)
+    assert first.summary()["faithfulness"].mean == second.summary()["faithfulness"].mean == 0.5
