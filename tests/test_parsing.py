@@ -42,9 +42,7 @@ class Case:
 
 
 def _verdicts_json(*items: tuple[str, str, Any]) -> str:
-    return json.dumps(
-        {"verdicts": [{"statement": s, "reason": r, "verdict": v} for s, r, v in items]}
-    )
+    return json.dumps({"verdicts": [{"statement": s, "reason": r, "verdict": v} for s, r, v in items]})
 
 
 OURS_3 = _verdicts_json(
@@ -143,8 +141,7 @@ CORPUS: list[Case] = [
     ),
     Case(
         "refusal-phrase-plus-valid-json",
-        "I cannot be completely certain about statement 2, but here is my best evaluation:\n"
-        + OURS_3,
+        "I cannot be completely certain about statement 2, but here is my best evaluation:\n" + OURS_3,
         3,
         [1, 0, 1],
     ),
@@ -328,9 +325,7 @@ CORPUS: list[Case] = [
         finish_reason="length",
     ),
     # --- legacy text form -------------------------------------------------------------
-    Case(
-        "legacy-canonical", "Final verdict for each statement in order: Yes. No. Yes.", 3, [1, 0, 1]
-    ),
+    Case("legacy-canonical", "Final verdict for each statement in order: Yes. No. Yes.", 3, [1, 0, 1]),
     Case(
         "legacy-after-reasoning",
         "1. Paris is the capital: the context says so.\n2. 40 million: the context says 2.1 "
@@ -358,8 +353,7 @@ CORPUS: list[Case] = [
     ),
     Case(
         "legacy-next-lines-numbered",
-        "Final verdict for each statement in order:\n1. Yes\n2. No\n3. No\n\n"
-        "Note: no other claims.",
+        "Final verdict for each statement in order:\n1. Yes\n2. No\n3. No\n\nNote: no other claims.",
         3,
         [1, 0, 0],
     ),
@@ -419,8 +413,7 @@ CORPUS: list[Case] = [
     ),
     Case(
         "statement-with-parenthetical",
-        "- Statement 1 (Paris is the capital): Supported\n"
-        "- Statement 2 (40 million): Not supported",
+        "- Statement 1 (Paris is the capital): Supported\n- Statement 2 (40 million): Not supported",
         2,
         [1, 0],
     ),
@@ -431,9 +424,7 @@ CORPUS: list[Case] = [
         2,
         [1, 0],
     ),
-    Case(
-        "statement-n-verdict-lines", "Statement 1 verdict: No\nStatement 2 verdict: Yes", 2, [0, 1]
-    ),
+    Case("statement-n-verdict-lines", "Statement 1 verdict: No\nStatement 2 verdict: Yes", 2, [0, 1]),
     Case("numbered-paren-lowercase", "1) yes\n2) no\n3) yes", 3, [1, 0, 1]),
     Case("quoted-bold-claim-line", "> **Claim 1:** Unsupported", 1, [0]),
     Case(
@@ -467,8 +458,7 @@ CORPUS: list[Case] = [
     Case("bare-yes-is-not-a-verdict", "Yes", 1, R.PARSE_FAILURE, detail="no verdicts found"),
     Case(
         "apology-then-verdict-lines",
-        "I apologize for the confusion earlier. Here are the verdicts:\n"
-        "Statement 1: No\nStatement 2: Yes",
+        "I apologize for the confusion earlier. Here are the verdicts:\nStatement 1: No\nStatement 2: Yes",
         2,
         [0, 1],
     ),
@@ -513,15 +503,13 @@ CORPUS: list[Case] = [
     ),
     Case(
         "truncated-mid-array",
-        '{"verdicts": [{"statement": "a", "reason": "r", "verdict": 1}, '
-        '{"statement": "b", "verdict": 0},',
+        '{"verdicts": [{"statement": "a", "reason": "r", "verdict": 1}, {"statement": "b", "verdict": 0},',
         3,
         R.TRUNCATED_OUTPUT,
     ),
     Case(
         "truncated-mid-fence",
-        'Here you go:\n```json\n{\n  "verdicts": [\n'
-        '    {"statement": "a", "verdict": 1},\n    {"stat',
+        'Here you go:\n```json\n{\n  "verdicts": [\n    {"statement": "a", "verdict": 1},\n    {"stat',
         2,
         R.TRUNCATED_OUTPUT,
     ),
@@ -641,9 +629,7 @@ OUTPUT_CASES: list[tuple[str, str | None, Judgement | UnscoredReason, str | None
     ("text", "expected", "detail"),
     [pytest.param(t, e, d, id=i) for i, t, e, d in OUTPUT_CASES],
 )
-def test_parse_output(
-    text: str | None, expected: Judgement | UnscoredReason, detail: str | None
-) -> None:
+def test_parse_output(text: str | None, expected: Judgement | UnscoredReason, detail: str | None) -> None:
     result = parse_output(text, Judgement)
     if isinstance(expected, Judgement):
         assert result == expected

@@ -44,6 +44,7 @@ class Sample(BaseModel):
         contexts: Retrieved passages the answer should be grounded in.
         reference: A reference answer or goal, where the metric uses one.
         trace: A multi-turn conversation, for agent metrics.
+        reference_tool_calls: The tool calls an agent was expected to make, in order.
         metadata: Anything else from the row, kept and passed through to results.
     """
 
@@ -55,6 +56,7 @@ class Sample(BaseModel):
     contexts: tuple[str, ...] = ()
     reference: str | None = None
     trace: tuple[Message, ...] = ()
+    reference_tool_calls: tuple[ToolCall, ...] = ()
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("id", mode="before")

@@ -251,10 +251,7 @@ def parse_output(text: str | None, model: type[T], *, finish_reason: str | None 
                 other_error = other_error or exc
     if object_error is not None:
         return Unparsed(UnscoredReason.PARSE_FAILURE, _describe(object_error))
-    if other_error is not None:
-        detail = _describe(other_error)
-    else:
-        detail = f"no JSON found in output: {text.strip()[:200]!r}"
+    detail = _describe(other_error) if other_error is not None else f"no JSON found in output: {text.strip()[:200]!r}"
     return _unreadable(text, scan, finish_reason, detail)
 
 

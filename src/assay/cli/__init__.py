@@ -6,6 +6,7 @@ import typer
 
 from assay import __version__
 from assay.cli._model import model_app
+from assay.cli._retrieval import retrieval, trec
 from assay.cli._run import run
 
 __all__ = ["app", "main"]
@@ -18,6 +19,8 @@ app = typer.Typer(
     context_settings={"auto_envvar_prefix": "ASSAY"},
 )
 app.command("run")(run)
+app.command("retrieval")(retrieval)
+app.command("trec")(trec)
 app.add_typer(model_app, name="model")
 
 

@@ -11,7 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from assay.models._local import LocalJudge, local_model_path
-from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse, close_judge
+from assay.models._protocol import (
+    ChatMessage,
+    ChoiceScorer,
+    GenerateConfig,
+    JudgeModel,
+    JudgeResponse,
+    close_judge,
+)
 from assay.models._registry import JUDGE_FORMS, get_judge
 from assay.models._testing import FunctionJudge, JudgeRequest, ScriptedJudge, ScriptExhaustedError
 from assay.models._weights import cache_dir, default_model_path
@@ -19,6 +26,7 @@ from assay.models._weights import cache_dir, default_model_path
 __all__ = [
     "JUDGE_FORMS",
     "ChatMessage",
+    "ChoiceScorer",
     "FunctionJudge",
     "GenerateConfig",
     "JudgeHTTPError",

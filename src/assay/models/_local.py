@@ -149,7 +149,9 @@ class LocalJudge:
             import llama_cpp
 
             bounded = _bound_strings(schema.model_json_schema(), self.max_string_chars)
-            self._grammars[schema] = llama_cpp.llama_grammar.LlamaGrammar.from_json_schema(json.dumps(bounded), verbose=False)
+            self._grammars[schema] = llama_cpp.llama_grammar.LlamaGrammar.from_json_schema(
+                json.dumps(bounded), verbose=False
+            )
         return self._grammars[schema]
 
     def _generate_sync(

@@ -11,7 +11,6 @@ owns retries, and it decides from :class:`JudgeHTTPError`'s ``transient`` and
 from __future__ import annotations
 
 import asyncio
-
 import email.utils
 import ipaddress
 import json
@@ -109,9 +108,7 @@ class OpenAIJudge:
         if not model:
             raise ConfigError("OpenAIJudge needs a model name, e.g. OpenAIJudge('gpt-4o-mini')")
         if structured not in get_args(StructuredMode):
-            raise ConfigError(
-                f"structured must be one of {list(get_args(StructuredMode))}, got {structured!r}"
-            )
+            raise ConfigError(f"structured must be one of {list(get_args(StructuredMode))}, got {structured!r}")
         if not (timeout > 0 and math.isfinite(timeout)):
             raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
         if max_concurrency < 1:
@@ -162,10 +159,7 @@ class OpenAIJudge:
         return self._client
 
     def __repr__(self) -> str:
-        return (
-            f"OpenAIJudge(model={self._model!r}, base_url={self._base_url!r}, "
-            f"structured={self._structured!r})"
-        )
+        return f"OpenAIJudge(model={self._model!r}, base_url={self._base_url!r}, structured={self._structured!r})"
 
     @property
     def model_id(self) -> str:
@@ -280,20 +274,15 @@ class OpenAIJudge:
         if isinstance(err, openai.APIConnectionError):
             cause = type(err.__cause__).__name__ if err.__cause__ else "connection error"
             return JudgeHTTPError(
-                f"Could not talk to the OpenAI-compatible server at {self._host} "
-                f"({cause}); is it running?",
+                f"Could not talk to the OpenAI-compatible server at {self._host} ({cause}); is it running?",
                 transient=True,
             )
-        return JudgeError(
-            f"The OpenAI client failed ({type(err).__name__}): "
-            f"{self._redact(str(err))[:_EXCERPT_CHARS]}"
-        )
+        return JudgeError(f"The OpenAI client failed ({type(err).__name__}): {self._redact(str(err))[:_EXCERPT_CHARS]}")
 
     def _to_response(self, completion: ChatCompletion, latency_s: float) -> JudgeResponse:
         if not completion.choices:
             raise JudgeError(
-                f"The OpenAI-compatible server at {self._host} answered without any choice "
-                f"(model {self._model!r})."
+                f"The OpenAI-compatible server at {self._host} answered without any choice (model {self._model!r})."
             )
         choice = completion.choices[0]
         message = choice.message

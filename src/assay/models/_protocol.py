@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from assay._scores import Usage
 
-__all__ = ["ChatMessage", "GenerateConfig", "JudgeModel", "JudgeResponse", "close_judge"]
+__all__ = ["ChatMessage", "ChoiceScorer", "GenerateConfig", "JudgeModel", "JudgeResponse", "close_judge"]
 
 
 class ChatMessage(TypedDict):
@@ -85,6 +85,30 @@ class JudgeModel(Protocol):
         config: GenerateConfig | None = None,
     ) -> JudgeResponse:
         """Answer ``messages``; constrain the answer to ``schema`` where possible."""
+        ...
+
+
+@runtime_checkable
+class ChoiceScorer(Protocol):
+    """A judge that can read the probability of each of a few answers from its logits.
+
+    Used to turn a binary verdict into P(1) (and threshold it on dev data), and to take an
+    expected value over a rating scale instead of the argmax.
+    """
+
+    async def choice_probabilities(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        prefix: str,
+        choices: Sequence[str],
+        config: GenerateConfig | None = None,
+    ) -> dict[str, float]:
+        """P(choice) for the next text after the assistant starts its answer with ``prefix``.
+
+        Probabilities are renormalised over ``choices`` (they sum to 1). Each choice must
+        begin with a distinct token.
+        """
         ...
 
 

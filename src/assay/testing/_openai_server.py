@@ -178,9 +178,7 @@ def _text_chars(messages: object) -> int:
             total += len(content)
         elif isinstance(content, list):
             total += sum(
-                len(part["text"])
-                for part in content
-                if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+                len(part["text"]) for part in content if isinstance(part, Mapping) and isinstance(part.get("text"), str)
             )
     return total
 
@@ -250,9 +248,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(400, "The request body is not valid JSON.", "invalid_request_error")
             return
         if not isinstance(body, dict):
-            self._send_error(
-                400, "The request body must be a JSON object.", "invalid_request_error"
-            )
+            self._send_error(400, "The request body must be a JSON object.", "invalid_request_error")
             return
         self.server.owner._answer(self, body)
 
@@ -275,9 +271,7 @@ class _Handler(BaseHTTPRequestHandler):
         )
         return False
 
-    def _send_json(
-        self, status: int, payload: object, headers: Mapping[str, str] | None = None
-    ) -> None:
+    def _send_json(self, status: int, payload: object, headers: Mapping[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -521,8 +515,7 @@ class FakeOpenAIServer:
         ):
             handler._send_error(
                 400,
-                "Invalid parameter: 'response_format' of type 'json_schema' is not supported "
-                "with this model.",
+                "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.",
                 "invalid_request_error",
                 param="response_format",
             )
@@ -565,9 +558,7 @@ class FakeOpenAIServer:
         try:
             content = self.responder(body)
         except Exception as exc:  # a broken responder is a test bug: make it visible
-            handler._send_error(
-                500, f"responder raised {type(exc).__name__}: {exc}", "responder_error"
-            )
+            handler._send_error(500, f"responder raised {type(exc).__name__}: {exc}", "responder_error")
             return
         if fault == "malformed":
             content = MALFORMED_TEXT

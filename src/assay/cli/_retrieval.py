@@ -1,0 +1,160 @@
+"""``assay retrieval`` (judge retrieved texts) and ``assay trec`` (trec_eval on TREC files)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from assay.cli._console import EXIT_USAGE, err_console, out_console
+from assay.errors import AssayError
+from assay.retrieval import (
+    LLMJudge,
+    RelevanceJudge,
+    RetrievalReport,
+    SemanticJudge,
+    TokenOverlapJudge,
+    evaluate_retrieval,
+    evaluate_trec,
+    load_retrieval_dataset,
+    read_qrels,
+    read_run,
+)
+
+__all__ = ["retrieval", "trec"]
+
+
+def _parse_ks(text: str) -> list[int]:
+    try:
+        ks = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"--k must be comma-separated integers, got {text!r}") from None
+    if not ks or min(ks) < 1:
+        raise typer.BadParameter(f"--k must be positive integers, got {text!r}")
+    return ks
+
+
+def _build_judge(judge: str, threshold: float | None, model: str) -> RelevanceJudge:
+    if judge == "token":
+        return TokenOverlapJudge() if threshold is None else TokenOverlapJudge(threshold=threshold)
+    if judge == "semantic":
+        return SemanticJudge() if threshold is None else SemanticJudge(threshold=threshold)
+    if judge == "llm":
+        from assay.models import get_judge
+
+        return LLMJudge(get_judge(model))
+    raise typer.BadParameter(f"--judge must be token, semantic or llm, got {judge!r}")
+
+
+def _print_report(report: RetrievalReport, show_matches: bool) -> None:
+    table = Table(title=f"assay retrieval · judge {report.judge}", title_justify="left")
+    table.add_column("metric")
+    table.add_column("mean", justify="right")
+    for name in report.metrics:
+        table.add_row(name, f"{report.mean[name]:.4f}")
+    out_console.print(table)
+    if report.n_unjudged:
+        reasons = ", ".join(f"{r}: {n}" for r, n in report.unjudged_by_reason.items())
+        out_console.print(f"[yellow]{report.n_unjudged} retrieved results unjudged ({reasons})[/]")
+    if not show_matches:
+        return
+    for q in report.queries:
+        t = Table(title=f"{escape(q.id)}: {escape(q.query[:80])}", title_justify="left")
+        t.add_column("rank", justify="right")
+        t.add_column("status")
+        t.add_column("expected #", justify="right")
+        t.add_column("why")
+        t.add_column("retrieved")
+        for rec in q.matches:
+            t.add_row(
+                str(rec.rank),
+                rec.status,
+                "" if rec.expected_index is None else str(rec.expected_index),
+                escape(rec.reason[:60]),
+                escape(rec.retrieved[:60]),
+            )
+        out_console.print(t)
+
+
+def retrieval(
+    data: Annotated[Path, typer.Argument(help="JSONL: id, query, expected, retrieved.")],
+    judge: Annotated[str, typer.Option("--judge", "-j", help="token, semantic or llm.")] = "token",
+    k: Annotated[str, typer.Option("--k", help="Comma-separated cut-offs.")] = "1,3,5,10",
+    metric: Annotated[
+        list[str] | None,
+        typer.Option("--metric", "-m", help="precision, recall, hit_rate, mrr, ndcg, ap, ..."),
+    ] = None,
+    threshold: Annotated[float | None, typer.Option(help="Match threshold of the token or semantic judge.")] = None,
+    model: Annotated[str, typer.Option("--model", help="Judge model for --judge llm (see assay model).")] = "local",
+    level: Annotated[int, typer.Option("--level", "-l", help="Relevance threshold.")] = 1,
+    matches: Annotated[bool, typer.Option(help="Print each query's matching table.")] = False,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the full report as JSON.")] = None,
+) -> None:
+    """Judge retrieved texts against expected ones and report IR metrics at each k."""
+    ks = _parse_ks(k)
+    try:
+        examples = load_retrieval_dataset(data)
+        relevance_judge = _build_judge(judge, threshold, model)
+        kwargs: dict[str, object] = {"k": ks, "level": level}
+        if metric:
+            kwargs["metrics"] = metric
+        report = evaluate_retrieval(examples, relevance_judge, **kwargs)
+    except AssayError as exc:
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(EXIT_USAGE) from None
+    _print_report(report, matches)
+    if output is not None:
+        output.write_text(report.model_dump_json(indent=1), encoding="utf-8")
+
+
+def trec(
+    qrels: Annotated[Path, typer.Argument(help="TREC qrels: QID ITER DOC REL.")],
+    run: Annotated[Path, typer.Argument(help="TREC run: QID Q0 DOC RANK SCORE RUN.")],
+    measure: Annotated[
+        list[str] | None,
+        typer.Option("--measure", "-m", help="trec_eval measure, e.g. map, P.5,10, ndcg_cut.10."),
+    ] = None,
+    per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also print each query's values.")] = False,
+    level: Annotated[int, typer.Option("--level", "-l", help="Relevance threshold (trec_eval -l).")] = 1,
+    complete: Annotated[
+        bool,
+        typer.Option("--complete", "-c", help="Score qrels queries missing from the run as 0."),
+    ] = False,
+    table: Annotated[bool, typer.Option("--table", help="Print a rich table instead.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead.")] = False,
+) -> None:
+    """Evaluate a TREC run against qrels, with trec_eval's semantics and output format."""
+    try:
+        result = evaluate_trec(
+            read_qrels(qrels),
+            read_run(run),
+            measure or ["all_trec"],
+            level=level,
+            complete=complete,
+        )
+    except AssayError as exc:
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(EXIT_USAGE) from None
+    if as_json:
+        payload: dict[str, object] = {"run": result.run_name, "aggregate": result.aggregate}
+        if per_query:
+            payload["per_query"] = result.per_query
+        typer.echo(json.dumps(payload, indent=1))
+    elif table:
+        t = Table(title=f"trec · {escape(result.run_name)}", title_justify="left")
+        t.add_column("measure")
+        t.add_column("query")
+        t.add_column("value", justify="right")
+        for line in result.lines(per_query=per_query):
+            name, qid, value = line.split("\t")
+            t.add_row(name.strip(), qid, value)
+        out_console.print(t)
+    else:
+        for line in result.lines(per_query=per_query):
+            typer.echo(line)
+    if result.run_only_queries:
+        err_console.print(f"[yellow]{len(result.run_only_queries)} run queries have no qrels and were skipped[/yellow]")
