@@ -152,9 +152,32 @@ def test_cli_run_writes_results_and_reports_bad_rows(tmp_path: Path) -> None:
         ["run", str(data), "--judge", f"local:{smollm2_path()}", "--decomposer", "sentences", "--out", str(out)],
     )
     assert result.exit_code == 2, result.output
-    assert ":2: invalid JSON" in result.output
-    assert ":3: missing or empty field 'contexts'" in result.output
+    output = "".join(result.output.split())  # rich wraps long paths
+    assert ":2:invalidJSON" in output
+    assert ":3:missingoremptyfield'contexts'" in output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == ["ok"]
     score = rows[0]["scores"]["faithfulness"]
     assert len(score["verdicts"]) == 2 and score["calls"][0]["raw_output"]
+
+
+async def test_choice_probabilities_are_a_distribution_over_the_choices(tiny: LocalJudge) -> None:
+    messages = STATEMENT_PROMPT.render(StatementCheck(context=list(SAMPLE.contexts), statement="Paris is in France."))
+    probs = await tiny.choice_probabilities(messages, prefix='{"verdict": ', choices=["1", "0"])
+    assert set(probs) == {"1", "0"}
+    assert sum(probs.values()) == pytest.approx(1.0)
+    assert all(0.0 < p < 1.0 for p in probs.values())
+    # Same prompt again: served from the KV cache; only float noise from a different batch shape.
+    again = await tiny.choice_probabilities(messages, prefix='{"verdict": ', choices=["1", "0"])
+    assert again == pytest.approx(probs, abs=0.01)
+    # And generation afterwards still works on the same context (cache state stays consistent).
+    answer = await ask(tiny, STATEMENT_PROMPT, StatementCheck(context=list(SAMPLE.contexts), statement="x"))
+    assert answer.failure is None
+
+
+async def test_choices_that_share_a_first_token_are_rejected(tiny: LocalJudge) -> None:
+    from assay.errors import ConfigError
+
+    messages = STATEMENT_PROMPT.render(StatementCheck(context=["c"], statement="s"))
+    with pytest.raises(ConfigError, match="distinct tokens"):
+        await tiny.choice_probabilities(messages, prefix='{"verdict": ', choices=["10", "1"])

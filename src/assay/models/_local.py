@@ -194,6 +194,90 @@ class LocalJudge:
         """Generate in a worker thread so the event loop (and progress bar) stay live."""
         return await asyncio.to_thread(self._generate_sync, messages, schema, config or GenerateConfig())
 
+    def _formatter(self, llama: Any) -> Any:
+        """The chat template llama-cpp-python itself uses for this model (from GGUF metadata)."""
+        if getattr(self, "_chat_formatter", None) is None:
+            from llama_cpp import llama_chat_format
+
+            template = llama.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise JudgeError(f"{self.model_id} has no chat template in its GGUF metadata")
+            eos, bos = llama.token_eos(), llama.token_bos()
+            self._chat_formatter = llama_chat_format.Jinja2ChatFormatter(
+                template=template,
+                eos_token=llama._model.token_get_text(eos) if eos != -1 else "",
+                bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
+                stop_token_ids=[eos],
+            )
+        return self._chat_formatter
+
+    def _eval_with_prefix_reuse(self, llama: Any, tokens: list[int]) -> None:
+        """Evaluate ``tokens``, re-using the KV cache of the longest prefix already evaluated."""
+        common = 0
+        for a, b in zip(llama._input_ids.tolist(), tokens, strict=False):
+            if a != b:
+                break
+            common += 1
+        common = min(common, len(tokens) - 1)  # always evaluate one token for fresh logits
+        if common > 0 and llama._ctx.kv_cache_seq_rm(-1, common, -1):
+            llama.n_tokens = common
+        else:
+            llama.reset()
+            common = 0
+        if len(tokens) > self.n_ctx:
+            raise JudgeError(f"prompt of {len(tokens)} tokens exceeds the context window ({self.n_ctx})")
+        llama.eval(tokens[common:])
+
+    def _choices_sync(self, messages: Sequence[ChatMessage], prefix: str, choices: Sequence[str]) -> dict[str, float]:
+        import llama_cpp
+        import numpy as np
+
+        llama = self.load()
+        formatted = self._formatter(llama)(messages=[dict(m) for m in messages])
+        text = formatted.prompt + prefix
+
+        def tok(t: str) -> list[int]:
+            return list(llama.tokenize(t.encode("utf-8"), add_bos=not formatted.added_special, special=True))
+
+        base = tok(text)
+        contexts: set[int] = set()
+        first: dict[str, int] = {}
+        for choice in choices:
+            ids = tok(text + choice)
+            common = 0
+            for a, b in zip(base, ids, strict=False):
+                if a != b:
+                    break
+                common += 1
+            if common >= len(ids):
+                raise ConfigError(f"choice {choice!r} adds no token after the prefix")
+            contexts.add(common)
+            first[choice] = ids[common]
+        if len(contexts) != 1 or len(set(first.values())) != len(first):
+            raise ConfigError(f"choices {list(choices)} must begin with distinct tokens after the prefix")
+        with _LOCKS[self._key]:
+            self._eval_with_prefix_reuse(llama, base[: contexts.pop()])
+            logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llama._ctx.ctx, -1), shape=(llama.n_vocab(),))
+            picked = np.array([logits[first[c]] for c in choices], dtype=np.float64)
+        picked = np.exp(picked - picked.max())
+        picked /= picked.sum()
+        return {c: float(p) for c, p in zip(choices, picked, strict=True)}
+
+    async def choice_probabilities(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        prefix: str,
+        choices: Sequence[str],
+        config: GenerateConfig | None = None,
+    ) -> dict[str, float]:
+        """P(choice) for the first token after the assistant's answer starts with ``prefix``.
+
+        One forward pass over the part of the prompt not already in the KV cache; the
+        logits of the choices' first tokens are renormalised over the choices.
+        """
+        return await asyncio.to_thread(self._choices_sync, messages, prefix, choices)
+
     def count_tokens(self, text: str) -> int:
         """Tokens ``text`` takes in this model (loads the model)."""
         llama = self.load()
