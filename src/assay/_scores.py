@@ -100,13 +100,15 @@ class JudgeCall(BaseModel):
 class Verdict(BaseModel):
     """One atomic judgement: a subject, a value, and the judge's reason.
 
-    ``value`` is 1/0 for binary questions, ``"PASS"``/``"FAIL"``/``"NA"`` for graders.
+    ``value`` is 1/0 for binary questions, ``"PASS"``/``"FAIL"``/``"NA"`` for graders, and
+    the chosen level for a rating scale. (Judge output is validated strictly when parsed;
+    this is the record of what was decided.)
     """
 
     model_config = ConfigDict(frozen=True)
 
     subject: str
-    value: Literal[0, 1, "PASS", "FAIL", "NA"]
+    value: int | Literal["PASS", "FAIL", "NA"]
     reason: str = ""
 
 
@@ -136,6 +138,7 @@ class Score(BaseModel):
     explanation: str | None = None
     calls: tuple[JudgeCall, ...] = ()
     spec: MetricSpec | None = None
+    parts: tuple[Score, ...] = ()
 
     @field_validator("value", mode="before")
     @classmethod
@@ -152,8 +155,12 @@ class Score(BaseModel):
         explanation: str | None = None,
         calls: Iterable[JudgeCall] = (),
         spec: MetricSpec | None = None,
+        parts: Iterable[Score] = (),
     ) -> Score:
-        """A scored result. ``value`` must be a finite number."""
+        """A scored result. ``value`` must be a finite number.
+
+        ``parts`` are the scores of sub-metrics this one combines (each keeps its own calls).
+        """
         if not math.isfinite(value):
             raise ValueError(f"a scored result needs a finite value, got {value!r}")
         return cls(
@@ -163,6 +170,7 @@ class Score(BaseModel):
             explanation=explanation,
             calls=tuple(calls),
             spec=spec,
+            parts=tuple(parts),
         )
 
     @classmethod
@@ -175,10 +183,11 @@ class Score(BaseModel):
         verdicts: Iterable[Verdict] = (),
         calls: Iterable[JudgeCall] = (),
         spec: MetricSpec | None = None,
+        parts: Iterable[Score] = (),
     ) -> Score:
         """A result with no value (NaN) and a machine-readable reason.
 
-        Whatever evidence was gathered before the failure (verdicts, calls) is kept.
+        Whatever evidence was gathered before the failure (verdicts, calls, parts) is kept.
         """
         return cls(
             metric=metric,
@@ -188,6 +197,7 @@ class Score(BaseModel):
             verdicts=tuple(verdicts),
             calls=tuple(calls),
             spec=spec,
+            parts=tuple(parts),
         )
 
     @property
@@ -197,11 +207,18 @@ class Score(BaseModel):
 
     @property
     def usage(self) -> Usage:
-        """Tokens summed over this score's judge calls."""
+        """Tokens summed over this score's judge calls and its parts' calls."""
         total = Usage()
         for call in self.calls:
             total = total + call.usage
+        for part in self.parts:
+            total = total + part.usage
         return total
+
+    @property
+    def all_calls(self) -> tuple[JudgeCall, ...]:
+        """This score's judge calls followed by its parts' (recursively)."""
+        return self.calls + tuple(c for part in self.parts for c in part.all_calls)
 
     @property
     def failing(self) -> tuple[Verdict, ...]:

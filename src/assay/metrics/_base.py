@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from assay._samples import Sample
-from assay._scores import MetricSpec, Score
+from assay._scores import MetricSpec, Score, UnscoredReason
 from assay.models._protocol import JudgeModel
 
-__all__ = ["Metric", "missing_fields"]
+__all__ = ["Metric", "missing_fields", "score_safely"]
 
 
 @runtime_checkable
@@ -41,3 +41,23 @@ class Metric(Protocol):
 def missing_fields(metric: Metric, sample: Sample) -> list[str]:
     """The fields ``metric`` needs that ``sample`` lacks or has empty."""
     return [name for name in metric.required_fields if not sample.field_present(name)]
+
+
+async def score_safely(metric: Metric, sample: Sample, judge: JudgeModel) -> Score:
+    """``metric.score`` that always returns a Score.
+
+    A sample lacking a required field is ``missing_field`` (no judge call); an exception
+    from the metric (a bug) is ``metric_error`` with its type and message, so one bad
+    metric never sinks a run or a combined score.
+    """
+    missing = missing_fields(metric, sample)
+    if missing:
+        return Score.unscored(
+            metric.name, UnscoredReason.MISSING_FIELD, f"sample lacks {', '.join(missing)}", spec=metric.spec()
+        )
+    try:
+        return await metric.score(sample, judge)
+    except Exception as exc:  # a bug in a metric must not sink the run: record it
+        return Score.unscored(
+            metric.name, UnscoredReason.METRIC_ERROR, f"{type(exc).__name__}: {exc}", spec=metric.spec()
+        )

@@ -1,5 +1,5 @@
 """Typed prompts: render delimited untrusted data, ask a judge, validate the answer."""
 
-from assay.prompts._prompt import DATA_RULES, Answer, Example, JudgePrompt, ask, call_judge
+from assay.prompts._prompt import DATA_RULES, Answer, Example, JudgePrompt, ask, call_judge, neutralise
 
-__all__ = ["DATA_RULES", "Answer", "Example", "JudgePrompt", "ask", "call_judge"]
+__all__ = ["DATA_RULES", "Answer", "Example", "JudgePrompt", "ask", "call_judge", "neutralise"]

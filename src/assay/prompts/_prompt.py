@@ -29,7 +29,7 @@ from assay.errors import JudgeError
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
 from assay.parsing import Unparsed, parse_output
 
-__all__ = ["DATA_RULES", "Answer", "Example", "JudgePrompt", "ask", "call_judge"]
+__all__ = ["DATA_RULES", "Answer", "Example", "JudgePrompt", "ask", "call_judge", "neutralise"]
 
 In = TypeVar("In", bound=BaseModel)
 Out = TypeVar("Out", bound=BaseModel)
@@ -50,8 +50,8 @@ class Example(Generic[In, Out]):
     output: Out
 
 
-def _neutralise(text: str, tags: Sequence[str]) -> str:
-    """Stop data from opening or closing one of the prompt's blocks."""
+def neutralise(text: str, tags: Sequence[str]) -> str:
+    """Stop untrusted ``text`` from opening or closing a block tagged with one of ``tags``."""
     if not tags:
         return text
     pattern = re.compile(r"<(/?)\s*(" + "|".join(map(re.escape, tags)) + r")\b", re.IGNORECASE)
@@ -107,7 +107,7 @@ class JudgePrompt(Generic[In, Out]):
     def _blocks(self, value: In) -> str:
         parts = []
         for name in self.tags:
-            text = _neutralise(_render_value(getattr(value, name)), self.tags)
+            text = neutralise(_render_value(getattr(value, name)), self.tags)
             parts.append(f"<{name}>\n{text}\n</{name}>")
         return "\n".join(parts)
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from assay._samples import Sample
-from assay._scores import Score, Summary, UnscoredReason, summarize
+from assay._scores import Score, Summary, summarize
 from assay.errors import SampleError
-from assay.metrics._base import Metric, missing_fields
+from assay.metrics._base import Metric, score_safely
 from assay.models._protocol import JudgeModel, close_judge
 from assay.models._registry import get_judge
 from assay.run._dataset import Row, sample_from_record
@@ -104,24 +104,7 @@ class EvalResult:
 
 
 async def _score_one(sample: Sample, metrics: Sequence[Metric], judge: JudgeModel) -> dict[str, Score]:
-    scores: dict[str, Score] = {}
-    for metric in metrics:
-        missing = missing_fields(metric, sample)
-        if missing:
-            scores[metric.name] = Score.unscored(
-                metric.name,
-                UnscoredReason.MISSING_FIELD,
-                f"sample lacks {', '.join(missing)}",
-                spec=metric.spec(),
-            )
-            continue
-        try:
-            scores[metric.name] = await metric.score(sample, judge)
-        except Exception as exc:  # a bug in a metric must not sink the run: record it
-            scores[metric.name] = Score.unscored(
-                metric.name, UnscoredReason.METRIC_ERROR, f"{type(exc).__name__}: {exc}", spec=metric.spec()
-            )
-    return scores
+    return {metric.name: await score_safely(metric, sample, judge) for metric in metrics}
 
 
 async def aevaluate(
