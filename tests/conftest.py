@@ -19,3 +19,19 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", guarded)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("ASSAY_JUDGE", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_reasks_by_default(request: pytest.FixtureRequest) -> object:
+    """Unit tests script one answer per call; re-asking has its own tests (marked ``reasks``).
+
+    The library default is one re-ask per invalid answer; see ``assay.prompts.REASKS``.
+    """
+    from assay.prompts import REASKS
+
+    if request.node.get_closest_marker("reasks"):
+        yield
+        return
+    token = REASKS.set(0)
+    yield
+    REASKS.reset(token)

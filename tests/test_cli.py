@@ -49,6 +49,12 @@ def word_overlap_judge(body: dict[str, Any]) -> str:
     return json.dumps({"verdicts": items})
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """assay run writes .assay/ (store, cache) into the working directory."""
+    monkeypatch.chdir(tmp_path)
+
+
 def test_run_with_openai_compatible_judge(tmp_path: Path) -> None:
     data = tmp_path / "rag.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
@@ -76,7 +82,7 @@ def test_unknown_metric_and_judge_are_usage_errors(tmp_path: Path) -> None:
     data = tmp_path / "rag.jsonl"
     data.write_text(json.dumps(ROWS[0]) + "\n")
     result = CliRunner().invoke(app, ["run", str(data), "--metric", "vibes"])
-    assert result.exit_code == 1 and "unknown metric vibes" in result.output
+    assert result.exit_code == 1 and "unknown metric 'vibes'" in result.output
     result = CliRunner().invoke(app, ["run", str(data), "--judge", "gpt5"])
     assert result.exit_code == 1 and "unknown judge 'gpt5'" in result.output
 

@@ -134,8 +134,10 @@ def test_default_judge_tells_supported_from_unsupported() -> None:
     assert asyncio.run(verdict("The Eiffel Tower was designed by Leonardo da Vinci.")) == 0
 
 
-def test_cli_run_writes_results_and_reports_bad_rows(tmp_path: Path) -> None:
+def test_cli_run_writes_results_and_reports_bad_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
+
+    monkeypatch.chdir(tmp_path)
 
     from assay.cli import app
 

@@ -126,7 +126,7 @@ def test_schema_call_validates_and_records_usage_latency_and_request(
     server: FakeOpenAIServer,
 ) -> None:
     server.latency_s = 0.05
-    config = GenerateConfig(temperature=0.3, seed=7, max_tokens=123)
+    config = GenerateConfig(temperature=0.3, seed=7, max_tokens=123, repeat=2)
     response = ask(make_judge(server), Verdicts, config)
 
     parsed = Verdicts.model_validate_json(response.text)
@@ -142,7 +142,7 @@ def test_schema_call_validates_and_records_usage_latency_and_request(
     assert body["model"] == "fake-judge"
     assert body["messages"] == MESSAGES
     assert body["temperature"] == 0.3
-    assert body["seed"] == 7
+    assert body["seed"] == 9  # seed + repeat index: repeats are real repeats
     assert body["max_tokens"] == 123
     assert "max_completion_tokens" not in body
     assert body["response_format"] == {

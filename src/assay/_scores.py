@@ -95,6 +95,8 @@ class JudgeCall(BaseModel):
     usage: Usage = Usage()
     latency_s: float = 0.0
     error: str | None = None
+    attempts: int = 1
+    cached: bool = False
 
 
 class Verdict(BaseModel):

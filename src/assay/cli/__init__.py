@@ -5,9 +5,11 @@ from __future__ import annotations
 import typer
 
 from assay import __version__
+from assay.cli._metrics import metrics
 from assay.cli._model import model_app
 from assay.cli._retrieval import retrieval, trec
 from assay.cli._run import run
+from assay.cli._runs import runs_app
 
 __all__ = ["app", "main"]
 
@@ -21,6 +23,8 @@ app = typer.Typer(
 app.command("run")(run)
 app.command("retrieval")(retrieval)
 app.command("trec")(trec)
+app.command("metrics")(metrics)
+app.add_typer(runs_app, name="runs")
 app.add_typer(model_app, name="model")
 
 

@@ -6,11 +6,12 @@ import math
 
 from rich.console import Console
 
-__all__ = ["EXIT_BAD_ROWS", "EXIT_OK", "EXIT_USAGE", "err_console", "fmt_score", "out_console"]
+__all__ = ["EXIT_BAD_ROWS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "err_console", "fmt_score", "out_console"]
 
 EXIT_OK = 0
 EXIT_USAGE = 1
 EXIT_BAD_ROWS = 2
+EXIT_INTERRUPTED = 130
 
 out_console = Console()
 err_console = Console(stderr=True)

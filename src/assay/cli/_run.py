@@ -1,13 +1,13 @@
-"""``assay run``: evaluate a JSONL dataset with one or more metrics."""
+"""``assay run``: evaluate a dataset with one or more metrics, into the run store."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections import defaultdict
 from pathlib import Path
-from typing import Annotated, cast
+from typing import IO, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -23,162 +23,109 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from assay.cli._console import EXIT_BAD_ROWS, EXIT_OK, EXIT_USAGE, err_console, fmt_score, out_console
-from assay.errors import AssayError, SampleError
-from assay.metrics import Faithfulness, Metric
-from assay.metrics._faithfulness import DecomposerName, FaithfulnessStrategy
+import assay
+from assay.cli._console import (
+    EXIT_BAD_ROWS,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    err_console,
+    fmt_score,
+    out_console,
+)
+from assay.errors import AssayError, ConfigError, SampleError
+from assay.metrics import Metric
+from assay.metrics._registry import build_metric
 from assay.models import JUDGE_FORMS, LocalJudge, get_judge
-from assay.run import EvalResult, SampleResult, aevaluate, count_rows, read_jsonl
+from assay.run import (
+    EvalResult,
+    JudgeCache,
+    Limits,
+    RunSpec,
+    RunStore,
+    SampleResult,
+    aevaluate,
+    count_rows,
+    new_run_id,
+)
+from assay.run._cost import CostReport, PriceTable
+from assay.run._dryrun import EstimatingJudge
+from assay.run._readers import read_dataset
 
-__all__ = ["METRICS", "run"]
-
-METRICS: dict[str, Callable[[str, str], Metric]] = {
-    "faithfulness": lambda strategy, decomposer: Faithfulness(
-        strategy=cast(FaithfulnessStrategy, strategy), decomposer=cast(DecomposerName, decomposer)
-    ),
-}
+__all__ = ["build_metrics", "run"]
 
 
-def _default_out(data: Path) -> Path:
-    return Path(".assay") / "results" / f"{data.stem}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+def _parse_sets(sets: list[str]) -> dict[str, dict[str, str]]:
+    options: dict[str, dict[str, str]] = defaultdict(dict)
+    for item in sets:
+        key, eq, value = item.partition("=")
+        metric, dot, option = key.partition(".")
+        if not eq or not dot or not metric or not option:
+            raise ConfigError(f"--set takes METRIC.OPTION=VALUE, got {item!r}")
+        options[metric][option] = value
+    return dict(options)
 
 
-def _print_summary(result: EvalResult, out: Path, elapsed: float) -> None:
-    table = Table(title=f"assay run · judge {result.judge} · {elapsed:.1f}s", title_justify="left")
+def _parse_mapping(pairs: list[str]) -> dict[str, str]:
+    mapping = {}
+    for pair in pairs:
+        source, eq, target = pair.partition("=")
+        if not eq or not source or not target:
+            raise ConfigError(f"--map takes COLUMN=FIELD (e.g. response=answer), got {pair!r}")
+        mapping[source] = target
+    return mapping
+
+
+def build_metrics(names: list[str], options: dict[str, dict[str, str]]) -> list[Metric]:
+    """The metrics named on the command line, with their ``--set`` options."""
+    stray = sorted(set(options) - set(names))
+    if stray:
+        raise ConfigError(f"--set names metric {stray[0]!r}, which is not among the -m metrics ({', '.join(names)})")
+    return [build_metric(name, options.get(name)) for name in names]
+
+
+def _fingerprint(path: Path) -> str:
+    stat = path.stat()
+    return f"size={stat.st_size} mtime_ns={stat.st_mtime_ns}"
+
+
+def _print_summary(result: EvalResult, cost: CostReport, run_id: str, elapsed: float, store: Path) -> None:
+    table = Table(title=f"run {run_id} · judge {result.judge} · {elapsed:.1f}s", title_justify="left")
     table.add_column("metric")
     table.add_column("mean", justify="right")
     table.add_column("scored", justify="right")
     table.add_column("unscored (by reason)")
-    table.add_column("tokens in/out", justify="right")
     for name, s in result.summary().items():
         reasons = ", ".join(f"{r}: {n}" for r, n in s.unscored_by_reason.items()) or "0"
-        table.add_row(
-            name,
-            fmt_score(s.mean),
-            str(s.n_scored),
-            reasons,
-            f"{s.usage.prompt_tokens:,}/{s.usage.completion_tokens:,}",
-        )
+        table.add_row(name, fmt_score(s.mean), str(s.n_scored), reasons)
     out_console.print(table)
+    out_console.print(
+        f"judge calls {cost.calls} (cached {cost.cached_calls}, failed {cost.failed_calls}) · tokens "
+        f"{cost.usage.prompt_tokens:,} in / {cost.usage.completion_tokens:,} out · cost {cost.describe()}"
+    )
     for name in result.metrics:
         lowest = [r for r in result.lowest(name, 5) if r.scores[name].value < 1.0]
         if not lowest:
             continue
         low = Table(title=f"lowest {name}", title_justify="left", show_lines=True)
+        low.add_column("line", justify="right")
         low.add_column("id")
         low.add_column("score", justify="right")
-        low.add_column("failing statements (judge's reason)")
+        low.add_column("failing verdicts (judge's reason)")
         for r in lowest:
             score = r.scores[name]
             failing = "\n".join(
                 f"[red]✗[/red] {escape(v.subject)} [dim]({escape(v.reason)})[/dim]" for v in score.failing
             )
-            low.add_row(escape(r.sample.id), fmt_score(score.value), failing or "—")
+            low.add_row(str(r.line), escape(r.sample.id), fmt_score(score.value), failing or "—")
         out_console.print(low)
-    unscored = [(r, n) for r in result.results for n, s in r.scores.items() if not s.is_scored]
-    if unscored:
-        out_console.print(f"[yellow]{len(unscored)} unscored:[/yellow]")
-        for r, n in unscored[:10]:
-            bad = r.scores[n]
-            reason = bad.unscored_reason.value if bad.unscored_reason else "?"
-            out_console.print(f"  line {r.line} id={escape(r.sample.id)} {n}: {reason} — {escape(bad.detail or '')}")
     if result.errors:
         err_console.print(f"[red]{len(result.errors)} invalid input rows (not scored):[/red]")
         for e in result.errors[:20]:
             err_console.print(f"  {escape(str(e))}")
         if len(result.errors) > 20:
             err_console.print(f"  … and {len(result.errors) - 20} more")
-    out_console.print(f"results: {out}")
-
-
-def run(
-    data: Annotated[Path, typer.Argument(help="JSONL file: id, question, answer, contexts, reference.")],
-    metric: Annotated[
-        list[str] | None, typer.Option("--metric", "-m", help=f"Metric to compute ({', '.join(METRICS)}); repeatable.")
-    ] = None,
-    judge: Annotated[str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE", help=f"Judge: {JUDGE_FORMS}.")] = "local",
-    base_url: Annotated[
-        str | None, typer.Option("--base-url", envvar="OPENAI_BASE_URL", help="Server URL for openai: judges.")
-    ] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Where to write one JSON line per sample.")] = None,
-    strategy: Annotated[str, typer.Option(help="Faithfulness verdicts: auto, per_statement or batch.")] = "auto",
-    decomposer: Annotated[
-        str, typer.Option(help="Statement extraction: llm (atomic, pronouns resolved) or sentences.")
-    ] = "llm",
-    concurrency: Annotated[
-        int | None, typer.Option(min=1, help="Samples in flight (default: what the judge supports).")
-    ] = None,
-) -> None:
-    """Evaluate DATA with the chosen metrics and judge; write per-sample results and print a summary.
-
-    Exit codes: 0 every row evaluated; 1 could not run (unreadable input, bad option);
-    2 evaluated, but some input rows were invalid (listed with their line numbers).
-    """
-    names = metric or ["faithfulness"]
-    unknown = [n for n in names if n not in METRICS]
-    if unknown:
-        err_console.print(f"[red]error:[/red] unknown metric {', '.join(unknown)}; choose from {', '.join(METRICS)}")
-        raise typer.Exit(EXIT_USAGE)
-    try:
-        metrics = [METRICS[n](strategy, decomposer) for n in names]
-        judge_model = get_judge(judge, base_url=base_url)
-        total = count_rows(data)
-    except AssayError as exc:
-        err_console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(EXIT_USAGE) from None
-    required = sorted({f for m in metrics for f in m.required_fields})
-    out_path = out or _default_out(data)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    with (
-        Progress(
-            SpinnerColumn(),
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[stats]}"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=err_console,
-            transient=False,
-        ) as progress,
-        out_path.open("w", encoding="utf-8") as sink,
-    ):
-        if isinstance(judge_model, LocalJudge):
-            _load_local(judge_model, progress)
-        task = progress.add_task("judging", total=total, stats="")
-        scored = unscored = 0
-
-        def on_result(result: SampleResult) -> None:
-            nonlocal scored, unscored
-            sink.write(json.dumps(result.to_record(), ensure_ascii=False) + "\n")
-            sink.flush()
-            for s in result.scores.values():
-                scored += s.is_scored
-                unscored += not s.is_scored
-            progress.update(task, advance=1, stats=f"scored {scored} unscored {unscored}")
-
-        def on_error(error: SampleError) -> None:
-            progress.update(task, advance=1)
-            progress.console.print(f"[red]skipped[/red] {escape(str(error))}")
-
-        try:
-            result = asyncio.run(
-                aevaluate(
-                    read_jsonl(data, required=required),
-                    metrics,
-                    judge_model,
-                    concurrency=concurrency,
-                    on_result=on_result,
-                    on_error=on_error,
-                )
-            )
-        except AssayError as exc:
-            err_console.print(f"[red]error:[/red] {escape(str(exc))}")
-            raise typer.Exit(EXIT_USAGE) from None
-    _print_summary(result, out_path, time.perf_counter() - started)
-    raise typer.Exit(EXIT_BAD_ROWS if result.errors else EXIT_OK)
+    out_console.print(f"stored in {store} as run [bold]{run_id}[/bold] · 'assay runs show {run_id}'")
 
 
 def _load_local(judge: LocalJudge, progress: Progress) -> None:
@@ -194,3 +141,231 @@ def _load_local(judge: LocalJudge, progress: Progress) -> None:
     spinner = progress.add_task(f"loading {judge.model_id}", total=None, stats="")
     judge.load(progress=on_bytes)
     progress.update(spinner, total=1, completed=1)
+
+
+def _dry_run(
+    data: Path,
+    metrics: list[Metric],
+    judge_id: str,
+    per_statement: bool,
+    mapping: dict[str, str],
+    repeats: int,
+    prices: PriceTable,
+) -> None:
+    required = sorted({f for m in metrics for f in m.required_fields})
+    estimator = EstimatingJudge(judge_id, per_statement=per_statement)
+    result = assay.evaluate(
+        read_dataset(data, required=required, mapping=mapping), metrics, estimator, repeats=repeats, reasks=0
+    )
+    usd = prices.cost(judge_id, estimator.usage)
+    table = Table(title=f"dry run · {data} · judge {judge_id} · nothing was called", title_justify="left")
+    for column in ("samples", "invalid rows", "judge calls", "prompt tokens", "completion tokens", "cost"):
+        table.add_column(column, justify="right")
+    table.add_row(
+        str(result.n_samples),
+        str(len(result.errors)),
+        f"{estimator.calls:,}",
+        f"~{estimator.usage.prompt_tokens:,}",
+        f"~{estimator.usage.completion_tokens:,}",
+        "unknown (no price)" if usd is None else f"~${usd:.4f}",
+    )
+    out_console.print(table)
+    out_console.print(
+        "[dim]Estimates: statements counted as sentences, reasons of typical length, 4 characters a "
+        "token; the cache would make repeated calls free.[/dim]"
+    )
+
+
+def run(
+    data: Annotated[
+        Path | None, typer.Argument(help="JSONL, CSV or Parquet: id, question, answer, contexts, reference.")
+    ] = None,
+    metric: Annotated[
+        list[str] | None, typer.Option("--metric", "-m", help="Metric to compute (repeatable); see 'assay metrics'.")
+    ] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="A metric option: METRIC.OPTION=VALUE (repeatable).")
+    ] = None,
+    judge: Annotated[str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE", help=f"Judge: {JUDGE_FORMS}.")] = "local",
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", envvar="OPENAI_BASE_URL", help="Server URL for openai: judges.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write one JSON line per sample here.")] = None,
+    store_path: Annotated[Path, typer.Option("--store", help="The run store (SQLite).")] = Path(".assay/runs.sqlite"),
+    resume: Annotated[
+        str | None, typer.Option("--resume", help="Continue run RUN_ID; finished samples are not judged again.")
+    ] = None,
+    strategy: Annotated[str | None, typer.Option(help="Faithfulness verdicts: auto, per_statement, batch.")] = None,
+    decomposer: Annotated[str | None, typer.Option(help="Faithfulness statements: llm or sentences.")] = None,
+    map_: Annotated[
+        list[str] | None, typer.Option("--map", help="Rename an input column: COLUMN=FIELD (repeatable).")
+    ] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Samples and calls in flight at once.")] = None,
+    rpm: Annotated[float | None, typer.Option(min=0.001, help="Requests-per-minute budget.")] = None,
+    tpm: Annotated[float | None, typer.Option(min=1, help="Tokens-per-minute budget.")] = None,
+    timeout: Annotated[float, typer.Option(min=0.001, help="Seconds per judge call before it is retried.")] = 120.0,
+    retries: Annotated[int, typer.Option(min=0, help="Retries of a call after 429/5xx/timeouts.")] = 5,
+    reasks: Annotated[int, typer.Option(min=0, help="Re-asks of a judge whose answer is invalid.")] = 1,
+    repeats: Annotated[int, typer.Option(min=1, help="Judge each sample this many times.")] = 1,
+    cache: Annotated[bool, typer.Option(help="Answer identical judge calls from .assay/cache.sqlite.")] = True,
+    cache_path: Annotated[Path, typer.Option(help="The judge-call cache.")] = Path(".assay/cache.sqlite"),
+    prices: Annotated[
+        Path | None, typer.Option(envvar="ASSAY_PRICES", help="JSON price table overriding the built-in one.")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate calls, tokens and cost; call nothing.")] = False,
+) -> None:
+    """Evaluate DATA with the chosen metrics and judge; every sample is committed to the run store.
+
+    Exit codes: 0 every row evaluated; 1 could not run (unreadable input, bad option);
+    2 evaluated, but some input rows were invalid; 130 interrupted (resume with --resume).
+    """
+    try:
+        store = RunStore(store_path)
+        if resume:
+            spec = store.spec(resume)
+            options = spec.options
+            data = Path(spec.dataset) if spec.dataset else None
+            judge, base_url = spec.judge, spec.base_url
+        else:
+            names = metric or ["faithfulness"]
+            sets = _parse_sets(set_ or [])
+            if strategy is not None:
+                sets.setdefault("faithfulness", {})["strategy"] = strategy
+            if decomposer is not None:
+                sets.setdefault("faithfulness", {})["decomposer"] = decomposer
+            options = {
+                "metrics": names,
+                "metric_options": sets,
+                "mapping": _parse_mapping(map_ or []),
+                "repeats": repeats,
+                "reasks": reasks,
+            }
+        if data is None:
+            raise ConfigError("give a DATA file to evaluate (or --resume RUN_ID)")
+        metrics = build_metrics(list(options["metrics"]), dict(options["metric_options"]))
+        mapping = dict(options["mapping"])
+        price_table = PriceTable.load(prices)
+        judge_model = get_judge(judge, base_url=base_url)
+        if dry_run:
+            _dry_run(
+                data,
+                metrics,
+                judge_model.model_id,
+                judge_model.prefers_per_statement,
+                mapping,
+                int(options["repeats"]),
+                price_table,
+            )
+            raise typer.Exit(EXIT_OK)
+        total = count_rows(data) * int(options["repeats"])
+    except AssayError as exc:
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(EXIT_USAGE) from None
+
+    if resume:
+        run_id = resume
+        done = store.finished(run_id)
+        store.set_status(run_id, "running")
+    else:
+        run_id = new_run_id()
+        done = set()
+        spec = RunSpec(
+            run_id=run_id,
+            dataset=str(data),
+            dataset_fingerprint=_fingerprint(data),
+            judge=judge,
+            judge_model=judge_model.model_id,
+            base_url=base_url,
+            metrics=tuple(m.spec() for m in metrics),
+            options=options,
+            assay_version=assay.__version__,
+        )
+        store.create(spec)
+    required = sorted({f for m in metrics for f in m.required_fields})
+    limits = Limits(concurrency=concurrency, rpm=rpm, tpm=tpm, timeout_s=timeout, max_attempts=retries + 1)
+    judge_cache = JudgeCache(cache_path) if cache else None
+    cost = CostReport(prices=price_table)
+    sink: IO[str] | None = out.open("a" if resume else "w", encoding="utf-8") if out else None
+    started = time.perf_counter()
+    result: EvalResult | None = None
+    interrupted = False
+    try:
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[stats]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=err_console,
+        ) as progress:
+            if isinstance(judge_model, LocalJudge):
+                _load_local(judge_model, progress)
+            task = progress.add_task(f"judging ({run_id})", total=total, completed=len(done), stats="")
+            counts = {"scored": 0, "unscored": 0}
+
+            def on_result(sample_result: SampleResult) -> None:
+                store.record(run_id, sample_result, repeat=sample_result.repeat)
+                if sink is not None:
+                    sink.write(json.dumps(sample_result.to_record(), ensure_ascii=False) + "\n")
+                    sink.flush()
+                for s in sample_result.scores.values():
+                    counts["scored" if s.is_scored else "unscored"] += 1
+                    cost.add(s.all_calls)
+                stats = (
+                    f"scored {counts['scored']} unscored {counts['unscored']} · "
+                    f"{cost.usage.total_tokens:,} tok · ${cost.usd:.4f}"
+                )
+                progress.update(task, advance=1, stats=stats)
+
+            def on_error(error: SampleError) -> None:
+                store.record_error(run_id, error)
+                progress.update(task, advance=int(options["repeats"]))
+                progress.console.print(f"[red]skipped[/red] {escape(str(error))}")
+
+            result = asyncio.run(
+                aevaluate(
+                    read_dataset(data, required=required, mapping=mapping),
+                    metrics,
+                    judge_model,
+                    limits=limits,
+                    cache=judge_cache,
+                    repeats=int(options["repeats"]),
+                    reasks=int(options["reasks"]),
+                    skip=done,
+                    on_result=on_result,
+                    on_error=on_error,
+                    keep_results=False,
+                )
+            )
+    except KeyboardInterrupt:
+        interrupted = True
+    except AssayError as exc:
+        store.set_status(run_id, "failed")
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(EXIT_USAGE) from None
+    finally:
+        if sink is not None:
+            sink.close()
+        if judge_cache is not None:
+            judge_cache.close()
+    if interrupted or result is None:
+        store.set_status(run_id, "interrupted")
+        err_console.print(
+            f"[yellow]interrupted[/yellow]: every finished sample is stored. Continue with "
+            f"[bold]assay run --resume {run_id}[/bold]"
+        )
+        raise typer.Exit(EXIT_INTERRUPTED)
+    summary: dict[str, Any] = {name: s.model_dump(mode="json") for name, s in result.summary().items()}
+    summary["_cost"] = {
+        "calls": cost.calls,
+        "cached_calls": cost.cached_calls,
+        "usd": cost.usd,
+        "prompt_tokens": cost.usage.prompt_tokens,
+        "completion_tokens": cost.usage.completion_tokens,
+    }
+    store.set_status(run_id, "finished", summary)
+    _print_summary(result, cost, run_id, time.perf_counter() - started, store_path)
+    raise typer.Exit(EXIT_BAD_ROWS if result.errors else EXIT_OK)

@@ -175,7 +175,7 @@ class SubMetric(Generic[In, Out]):
     async def run(self, source: Sample | In, judge: JudgeModel) -> SubResult[Out]:
         """Render, ask ``judge`` (output model as schema), validate. Never raises for judge failures."""
         answer = await ask(judge, self.prompt, self.input_for(source), config=self.config)
-        return SubResult(self.name, answer.output, answer.failure, (answer.call,))
+        return SubResult(self.name, answer.output, answer.failure, answer.calls)
 
 
 @dataclass(frozen=True)

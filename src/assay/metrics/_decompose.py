@@ -128,6 +128,6 @@ class LLMDecomposer:
             judge, STATEMENTS_PROMPT, AnswerToSplit(question=question, answer=answer), config=self.config
         )
         if result.output is None:
-            return Decomposition((), (result.call,), result.failure)
+            return Decomposition((), result.calls, result.failure)
         statements = tuple(s.strip() for s in result.output.statements if s.strip())
-        return Decomposition(statements, (result.call,))
+        return Decomposition(statements, result.calls)

@@ -13,7 +13,7 @@ from assay.errors import ConfigError
 from assay.metrics._decompose import Decomposer, LLMDecomposer, SentenceDecomposer
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.parsing import Unparsed, parse_verdicts
-from assay.prompts import JudgePrompt, ask, call_judge
+from assay.prompts import JudgePrompt, ask, call_and_parse
 
 __all__ = [
     "BATCH_PROMPT",
@@ -196,7 +196,7 @@ class Faithfulness:
                 StatementCheck(context=list(contexts), statement=statement),
                 config=self.config,
             )
-            calls.append(answer.call)
+            calls.extend(answer.calls)
             if answer.output is None:
                 assert answer.failure is not None
                 return verdicts, Unparsed(
@@ -214,13 +214,18 @@ class Faithfulness:
     ) -> tuple[list[Verdict], Unparsed | None]:
         messages = BATCH_PROMPT.render(StatementsCheck(context=list(contexts), statements=list(statements)))
         config = self.config.model_copy(update={"max_tokens": max(self.config.max_tokens, 96 * len(statements))})
-        response, call = await call_judge(judge, messages, schema=VerdictList, purpose=BATCH_PROMPT.name, config=config)
-        calls.append(call)
-        if response is None:
-            return [], Unparsed(UnscoredReason.JUDGE_ERROR, call.error or "judge failed")
-        parsed = parse_verdicts(response.text, len(statements), finish_reason=response.finish_reason)
-        if isinstance(parsed, Unparsed):
-            return [], parsed
+        parsed, failure, made = await call_and_parse(
+            judge,
+            messages,
+            lambda text, finish: parse_verdicts(text, len(statements), finish_reason=finish),
+            schema=VerdictList,
+            purpose=BATCH_PROMPT.name,
+            config=config,
+        )
+        calls.extend(made)
+        if parsed is None:
+            assert failure is not None
+            return [], failure
         return [
             Verdict(subject=s, value=1 if p.value == 1 else 0, reason=p.reason)
             for s, p in zip(statements, parsed, strict=True)

@@ -1,7 +1,9 @@
 """Judge backends behind one protocol.
 
 - :class:`LocalJudge`: the default, an in-process llama.cpp model (grammar-constrained).
-- ``OpenAIJudge`` (``assay.models.OpenAIJudge``): any OpenAI-compatible server (extra ``openai``).
+- ``OpenAIJudge``: any OpenAI-compatible server (extra ``openai``).
+- ``AnthropicJudge``: Anthropic's Messages API (extra ``anthropic``).
+- ``ResilientJudge``: retries, timeouts, rate and token budgets around any judge.
 - :class:`ScriptedJudge`, :class:`FunctionJudge`: public test doubles.
 - :func:`get_judge`: build a judge from a string such as ``"local"`` or ``"openai:gpt-4o-mini"``.
 """
@@ -20,11 +22,13 @@ from assay.models._protocol import (
     close_judge,
 )
 from assay.models._registry import JUDGE_FORMS, get_judge
+from assay.models._resilient import RateLimiter, ResilientJudge, RetryPolicy
 from assay.models._testing import FunctionJudge, JudgeRequest, ScriptedJudge, ScriptExhaustedError
 from assay.models._weights import cache_dir, default_model_path
 
 __all__ = [
     "JUDGE_FORMS",
+    "AnthropicJudge",
     "ChatMessage",
     "ChoiceScorer",
     "FunctionJudge",
@@ -35,6 +39,9 @@ __all__ = [
     "JudgeResponse",
     "LocalJudge",
     "OpenAIJudge",
+    "RateLimiter",
+    "ResilientJudge",
+    "RetryPolicy",
     "ScriptExhaustedError",
     "ScriptedJudge",
     "cache_dir",
@@ -51,4 +58,8 @@ def __getattr__(name: str) -> Any:
         from assay.models import _openai
 
         return getattr(_openai, name)
+    if name == "AnthropicJudge":
+        from assay.models import _anthropic
+
+        return _anthropic.AnthropicJudge
     raise AttributeError(f"module 'assay.models' has no attribute {name!r}")

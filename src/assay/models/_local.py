@@ -107,6 +107,9 @@ class LocalJudge:
         """``local:<file stem>``."""
         return f"local:{self._name}"
 
+    interruptible = False
+    """A call runs to completion in its thread; runners do not time it out."""
+
     @property
     def max_concurrency(self) -> int:
         """One: llama.cpp runs one sequence at a time and reuses the previous prefix."""

@@ -233,7 +233,7 @@ class OpenAIJudge:
                     model=self._model,
                     messages=payload,
                     temperature=config.temperature,
-                    seed=config.seed,
+                    seed=config.seed + config.repeat,  # repeats are real repeats
                     max_tokens=config.max_tokens if token_param == "max_tokens" else openai.omit,
                     max_completion_tokens=(
                         config.max_tokens if token_param == "max_completion_tokens" else openai.omit

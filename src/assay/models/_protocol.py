@@ -39,6 +39,8 @@ class JudgeResponse(BaseModel):
 
     ``finish_reason`` is ``"stop"``, ``"length"`` (truncated), ``"refusal"`` or whatever the
     backend reports; ``text`` is the raw output, kept verbatim for the record.
+    ``attempts`` counts transport tries (retries after 429/5xx/timeouts); ``cached`` says
+    the answer came from the judge-call cache without calling the model.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -48,6 +50,8 @@ class JudgeResponse(BaseModel):
     usage: Usage = Usage()
     latency_s: float = 0.0
     finish_reason: str | None = None
+    attempts: int = 1
+    cached: bool = False
 
 
 @runtime_checkable

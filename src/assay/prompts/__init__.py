@@ -1,5 +1,27 @@
 """Typed prompts: render delimited untrusted data, ask a judge, validate the answer."""
 
-from assay.prompts._prompt import DATA_RULES, Answer, Example, JudgePrompt, ask, call_judge, neutralise
+from assay.prompts._prompt import (
+    DATA_RULES,
+    REASKABLE,
+    REASKS,
+    Answer,
+    Example,
+    JudgePrompt,
+    ask,
+    call_and_parse,
+    call_judge,
+    neutralise,
+)
 
-__all__ = ["DATA_RULES", "Answer", "Example", "JudgePrompt", "ask", "call_judge", "neutralise"]
+__all__ = [
+    "DATA_RULES",
+    "REASKABLE",
+    "REASKS",
+    "Answer",
+    "Example",
+    "JudgePrompt",
+    "ask",
+    "call_and_parse",
+    "call_judge",
+    "neutralise",
+]

@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -29,7 +30,18 @@ from assay.errors import JudgeError
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
 from assay.parsing import Unparsed, parse_output
 
-__all__ = ["DATA_RULES", "Answer", "Example", "JudgePrompt", "ask", "call_judge", "neutralise"]
+__all__ = [
+    "DATA_RULES",
+    "REASKABLE",
+    "REASKS",
+    "Answer",
+    "Example",
+    "JudgePrompt",
+    "ask",
+    "call_and_parse",
+    "call_judge",
+    "neutralise",
+]
 
 In = TypeVar("In", bound=BaseModel)
 Out = TypeVar("Out", bound=BaseModel)
@@ -138,11 +150,40 @@ class JudgePrompt(Generic[In, Out]):
 
 @dataclass(frozen=True)
 class Answer(Generic[Out]):
-    """The outcome of :func:`ask`: a validated output or the reason there is none, and the call."""
+    """The outcome of :func:`ask`: a validated output or the reason there is none, and the calls.
+
+    ``calls`` holds every exchange, re-asks included, in order; ``call`` is the last one.
+    """
 
     output: Out | None
     failure: Unparsed | None
-    call: JudgeCall
+    calls: tuple[JudgeCall, ...]
+
+    @property
+    def call(self) -> JudgeCall:
+        """The last exchange (the one whose answer was used or rejected)."""
+        return self.calls[-1]
+
+
+T = TypeVar("T")
+
+REASKABLE = frozenset(
+    {
+        UnscoredReason.PARSE_FAILURE,
+        UnscoredReason.TRUNCATED_OUTPUT,
+        UnscoredReason.EMPTY_OUTPUT,
+        UnscoredReason.VERDICT_COUNT_MISMATCH,
+    }
+)
+"""Failures worth one more try with the validation error shown; refusals are respected."""
+
+REASKS: ContextVar[int] = ContextVar("assay_reasks", default=1)
+"""Re-asks per call when the answer is invalid (default 1); ``evaluate(reasks=...)`` sets it."""
+
+REASK = (
+    "Your answer could not be used: {detail}. Reply again with only the JSON object the "
+    "system message asks for, complete and valid, with short reasons."
+)
 
 
 async def call_judge(
@@ -163,13 +204,16 @@ async def call_judge(
     try:
         response = await judge.generate(messages, schema=schema, config=config)
     except JudgeError as exc:
+        attempts = int(getattr(exc, "attempts", 1))
+        note = f" (after {attempts} attempts)" if attempts > 1 else ""
         return None, JudgeCall(
             model=judge.model_id,
             purpose=purpose,
             messages=recorded,
             raw_output=None,
             latency_s=time.perf_counter() - started,
-            error=f"{type(exc).__name__}: {exc}",
+            error=f"{type(exc).__name__}: {exc}{note}",
+            attempts=attempts,
         )
     return response, JudgeCall(
         model=response.model,
@@ -178,7 +222,48 @@ async def call_judge(
         raw_output=response.text,
         usage=response.usage,
         latency_s=response.latency_s or (time.perf_counter() - started),
+        attempts=response.attempts,
+        cached=response.cached,
     )
+
+
+async def call_and_parse(
+    judge: JudgeModel,
+    messages: list[ChatMessage],
+    parse: Callable[[str | None, str | None], T | Unparsed],
+    *,
+    schema: type[BaseModel] | None,
+    purpose: str,
+    config: GenerateConfig | None = None,
+    reasks: int | None = None,
+) -> tuple[T | None, Unparsed | None, tuple[JudgeCall, ...]]:
+    """Ask, parse with ``parse(text, finish_reason)``, and re-ask on invalid output.
+
+    A re-ask shows the judge its own answer and the validation error (at most ``reasks``
+    times, default :data:`REASKS`, only for the failures in :data:`REASKABLE`). Transport
+    errors are not retried here: :class:`~assay.models.ResilientJudge` owns that.
+    """
+    reasks = REASKS.get() if reasks is None else reasks
+    calls: list[JudgeCall] = []
+    conversation = list(messages)
+    failure: Unparsed | None = None
+    for attempt in range(reasks + 1):
+        response, call = await call_judge(judge, conversation, schema=schema, purpose=purpose, config=config)
+        calls.append(call if attempt == 0 else call.model_copy(update={"purpose": f"{purpose}.reask"}))
+        if response is None:
+            return None, Unparsed(UnscoredReason.JUDGE_ERROR, call.error or "judge failed"), tuple(calls)
+        parsed = parse(response.text, response.finish_reason)
+        if not isinstance(parsed, Unparsed):
+            return parsed, None, tuple(calls)
+        failure = parsed
+        if parsed.reason not in REASKABLE:
+            break
+        conversation = [
+            *conversation,
+            {"role": "assistant", "content": response.text or ""},
+            {"role": "user", "content": REASK.format(detail=parsed.detail)},
+        ]
+    return None, failure, tuple(calls)
 
 
 async def ask(
@@ -187,18 +272,21 @@ async def ask(
     value: In,
     *,
     config: GenerateConfig | None = None,
+    reasks: int | None = None,
 ) -> Answer[Out]:
-    """Render ``prompt`` for ``value``, ask ``judge``, validate, and record the exchange.
+    """Render ``prompt`` for ``value``, ask ``judge``, validate, and record every exchange.
 
     Never raises for judge failures: a :class:`~assay.errors.JudgeError` becomes a failure
-    with reason ``judge_error``, and bad output a failure with its parse reason.
+    with reason ``judge_error``, and bad output (after ``reasks`` re-asks) a failure with
+    its parse reason.
     """
-    response, call = await call_judge(
-        judge, prompt.render(value), schema=prompt.output_model, purpose=prompt.name, config=config
+    output, failure, calls = await call_and_parse(
+        judge,
+        prompt.render(value),
+        lambda text, finish: prompt.parse(text, finish_reason=finish),
+        schema=prompt.output_model,
+        purpose=prompt.name,
+        config=config,
+        reasks=reasks,
     )
-    if response is None:
-        return Answer(None, Unparsed(UnscoredReason.JUDGE_ERROR, call.error or "judge failed"), call)
-    parsed = prompt.parse(response.text, finish_reason=response.finish_reason)
-    if isinstance(parsed, Unparsed):
-        return Answer(None, parsed, call)
-    return Answer(parsed, None, call)
+    return Answer(output, failure, calls)

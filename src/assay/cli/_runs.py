@@ -1,0 +1,128 @@
+"""``assay runs``: list, show and export stored runs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from assay.cli._console import EXIT_USAGE, err_console, fmt_score, out_console
+from assay.errors import AssayError
+from assay.run import RunStore
+
+__all__ = ["runs_app"]
+
+runs_app = typer.Typer(help="Stored runs: list, show, export.", no_args_is_help=True)
+StoreOption = Annotated[Path, typer.Option("--store", help="The run store (SQLite).")]
+
+
+def _open(store: Path) -> RunStore:
+    if not store.exists():
+        err_console.print(f"[red]error:[/red] no run store at {store}; 'assay run' creates one")
+        raise typer.Exit(EXIT_USAGE)
+    return RunStore(store)
+
+
+@runs_app.command("list")
+def list_runs(store: StoreOption = Path(".assay/runs.sqlite")) -> None:
+    """Every run, newest first, with its status and headline scores."""
+    with _open(store) as runs:
+        table = Table(title=f"runs in {store}", title_justify="left")
+        for column in ("run", "created", "status", "dataset", "judge", "samples", "bad rows", "scores"):
+            table.add_column(column)
+        for info in runs.runs():
+            scores = ""
+            if info.summary:
+                scores = ", ".join(
+                    f"{name} {fmt_score(float('nan') if s['mean'] is None else s['mean'])}"
+                    for name, s in info.summary.items()
+                    if not name.startswith("_")
+                )
+            table.add_row(
+                info.run_id,
+                info.created_at,
+                info.status,
+                escape(info.spec.dataset or "-"),
+                escape(info.spec.judge_model),
+                str(info.n_results),
+                str(info.n_errors),
+                scores,
+            )
+        out_console.print(table)
+
+
+@runs_app.command("show")
+def show(run_id: str, store: StoreOption = Path(".assay/runs.sqlite")) -> None:
+    """One run's spec, summary, unscored samples and invalid rows."""
+    with _open(store) as runs:
+        try:
+            info = runs.info(run_id)
+        except AssayError as exc:
+            err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+            raise typer.Exit(EXIT_USAGE) from None
+        spec = info.spec
+        out_console.print(f"[bold]run {info.run_id}[/bold] · {info.status} · created {info.created_at}")
+        out_console.print(f"dataset {escape(spec.dataset or '-')} ({spec.dataset_fingerprint})")
+        out_console.print(f"judge {escape(spec.judge)} → {escape(spec.judge_model)}  engine {spec.engine}")
+        out_console.print(f"metrics {', '.join(f'{m.name} v{m.version}' for m in spec.metrics)}")
+        out_console.print(f"options {escape(str(spec.options))}")
+        if info.summary:
+            table = Table(title="summary", title_justify="left")
+            for column in ("metric", "mean", "scored", "unscored (by reason)"):
+                table.add_column(column)
+            for name, s in info.summary.items():
+                if name.startswith("_"):
+                    continue
+                mean = float("nan") if s["mean"] is None else s["mean"]
+                reasons = ", ".join(f"{r}: {n}" for r, n in s["unscored_by_reason"].items()) or "0"
+                table.add_row(name, fmt_score(mean), str(s["n_scored"]), reasons)
+            out_console.print(table)
+            cost = info.summary.get("_cost")
+            if cost:
+                out_console.print(
+                    f"judge calls {cost['calls']} (cached {cost['cached_calls']}) · tokens "
+                    f"{cost['prompt_tokens']:,} in / {cost['completion_tokens']:,} out · ${cost['usd']:.4f}"
+                )
+        unscored = [
+            (r["line"], r["id"], m, s["unscored_reason"], s.get("detail"))
+            for r in runs.records(run_id)
+            for m, s in r["scores"].items()
+            if s["unscored_reason"]
+        ]
+        if unscored:
+            out_console.print(f"[yellow]{len(unscored)} unscored[/yellow]")
+            for line, sample_id, m, reason, detail in unscored[:20]:
+                out_console.print(f"  line {line} id={escape(str(sample_id))} {m}: {reason} — {escape(detail or '')}")
+        for _line, message in runs.row_errors(run_id)[:20]:
+            err_console.print(f"[red]invalid row[/red] {escape(message)}")
+
+
+@runs_app.command("export")
+def export(
+    run_id: str,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="jsonl (full records) or csv (one row per metric).")] = (
+        "jsonl"
+    ),
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: standard output).")] = None,
+    store: StoreOption = Path(".assay/runs.sqlite"),
+) -> None:
+    """Write a run's results as JSONL or CSV."""
+    if fmt not in ("jsonl", "csv"):
+        err_console.print(f"[red]error:[/red] --format must be jsonl or csv, not {fmt!r}")
+        raise typer.Exit(EXIT_USAGE)
+    kind: Literal["jsonl", "csv"] = "jsonl" if fmt == "jsonl" else "csv"
+    with _open(store) as runs:
+        try:
+            if out is None:
+                n = runs.export(run_id, sys.stdout, kind)
+            else:
+                with out.open("w", encoding="utf-8", newline="") as handle:
+                    n = runs.export(run_id, handle, kind)
+        except AssayError as exc:
+            err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+            raise typer.Exit(EXIT_USAGE) from None
+    err_console.print(f"exported {n} rows")

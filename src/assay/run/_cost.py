@@ -1,0 +1,113 @@
+"""Token prices, and what a run cost.
+
+Prices are USD per million tokens (input, output), matched against a judge call's model id
+with shell-style patterns (``openai:gpt-4o-mini*`` also matches dated snapshots); the
+longest matching pattern wins. The built-in table is a convenience that goes stale:
+override it with a JSON file (``--prices prices.json`` or ``$ASSAY_PRICES``) shaped
+``{"openai:my-model*": {"input": 0.5, "output": 1.5}}``. Local models cost nothing;
+cached answers cost nothing; an unknown model's cost is reported as unknown, not 0.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assay._scores import JudgeCall, Usage
+from assay.errors import ConfigError
+
+__all__ = ["DEFAULT_PRICES", "CostReport", "PriceTable"]
+
+DEFAULT_PRICES: Mapping[str, tuple[float, float]] = {
+    "local:*": (0.0, 0.0),
+    "scripted*": (0.0, 0.0),
+    "function*": (0.0, 0.0),
+    "openai:gpt-4o-mini*": (0.15, 0.60),
+    "openai:gpt-4o*": (2.50, 10.00),
+    "openai:gpt-4.1-nano*": (0.10, 0.40),
+    "openai:gpt-4.1-mini*": (0.40, 1.60),
+    "openai:gpt-4.1*": (2.00, 8.00),
+    "anthropic:claude-3-5-haiku*": (0.80, 4.00),
+    "anthropic:claude-haiku-4*": (1.00, 5.00),
+    "anthropic:claude-sonnet-4*": (3.00, 15.00),
+    "anthropic:claude-opus-4*": (15.00, 75.00),
+}
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """Model-id pattern -> (input, output) USD per million tokens."""
+
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> PriceTable:
+        """The defaults, overridden by ``path`` (or ``$ASSAY_PRICES``) if given.
+
+        Raises:
+            ConfigError: the file is unreadable or not shaped ``{pattern: {input, output}}``.
+        """
+        path = path or os.environ.get("ASSAY_PRICES")
+        prices = dict(DEFAULT_PRICES)
+        if path:
+            try:
+                data = json.loads(Path(path).read_text())
+                for pattern, entry in data.items():
+                    prices[str(pattern)] = (float(entry["input"]), float(entry["output"]))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise ConfigError(
+                    f'price file {path}: {exc}; expected {{"model-pattern": {{"input": USD, "output": USD}}}}'
+                ) from exc
+        return cls(prices)
+
+    def rate(self, model: str) -> tuple[float, float] | None:
+        """(input, output) USD per million tokens for ``model``, or ``None`` if unknown."""
+        matches = [p for p in self.prices if fnmatch.fnmatchcase(model, p)]
+        return self.prices[max(matches, key=len)] if matches else None
+
+    def cost(self, model: str, usage: Usage) -> float | None:
+        """USD for ``usage`` tokens of ``model``, or ``None`` if its price is unknown."""
+        rate = self.rate(model)
+        if rate is None:
+            return None
+        return (usage.prompt_tokens * rate[0] + usage.completion_tokens * rate[1]) / 1_000_000
+
+
+@dataclass
+class CostReport:
+    """Calls, tokens and cost accumulated over judge calls."""
+
+    prices: PriceTable = field(default_factory=PriceTable)
+    calls: int = 0
+    cached_calls: int = 0
+    failed_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    usd: float = 0.0
+    unpriced_models: set[str] = field(default_factory=set)
+
+    def add(self, calls: Iterable[JudgeCall]) -> None:
+        """Count these calls (cached ones count as calls made, at no cost)."""
+        for call in calls:
+            if call.cached:
+                self.cached_calls += 1
+                continue
+            self.calls += 1
+            if call.error is not None:
+                self.failed_calls += 1
+            self.usage = self.usage + call.usage
+            cost = self.prices.cost(call.model, call.usage)
+            if cost is None:
+                self.unpriced_models.add(call.model)
+            else:
+                self.usd += cost
+
+    def describe(self) -> str:
+        """``"$0.0123"``, or the known part and which models lack a price."""
+        text = f"${self.usd:.4f}"
+        if self.unpriced_models:
+            text += f" + unknown ({', '.join(sorted(self.unpriced_models))}: no price; see --prices)"
+        return text

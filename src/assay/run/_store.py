@@ -1,0 +1,285 @@
+"""The run store: every run's spec and every sample's result, committed as it finishes.
+
+SQLite, one file per project directory (``.assay/runs.sqlite`` by default). The schema
+carries a version (``meta.schema_version``); a reader refuses a newer version and
+upgrades older ones explicitly. A killed run keeps every sample it finished, and
+``assay run --resume RUN_ID`` continues it without judging those samples again.
+
+API keys never reach the store: a run spec records the judge string and base URL only.
+
+Tables::
+
+    meta(key, value)                                  schema_version
+    runs(run_id, created_at, updated_at, status, spec, summary)
+    results(run_id, row_key, repeat, line, sample_id, record, finished_at)
+    row_errors(run_id, line, message)
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import secrets
+import sqlite3
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay._scores import MetricSpec
+from assay.errors import AssayError, SampleError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from assay.run._evaluate import SampleResult
+
+__all__ = ["SCHEMA_VERSION", "RunInfo", "RunSpec", "RunStatus", "RunStore", "new_run_id"]
+
+SCHEMA_VERSION = 1
+RunStatus = Literal["running", "finished", "interrupted", "failed"]
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id: ``YYYYMMDD-HHMMSS-xxxx``."""
+    return f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+class RunSpec(BaseModel):
+    """Everything needed to understand, resume and re-score a run (never a secret)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    dataset: str | None = None
+    dataset_fingerprint: str | None = None
+    judge: str
+    judge_model: str
+    base_url: str | None = None
+    metrics: tuple[MetricSpec, ...] = ()
+    options: dict[str, Any] = Field(default_factory=dict)
+    engine: str = "local"
+    assay_version: str = ""
+
+
+class RunInfo(BaseModel):
+    """One line of ``assay runs list``."""
+
+    run_id: str
+    created_at: str
+    updated_at: str
+    status: str
+    n_results: int
+    n_errors: int
+    spec: RunSpec
+    summary: dict[str, Any] | None
+
+
+_DDL = [
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
+    """CREATE TABLE IF NOT EXISTS runs (
+        run_id TEXT PRIMARY KEY, created_at TEXT, updated_at TEXT, status TEXT, spec TEXT, summary TEXT)""",
+    """CREATE TABLE IF NOT EXISTS results (
+        run_id TEXT, row_key TEXT, repeat INTEGER, line INTEGER, sample_id TEXT, record TEXT,
+        finished_at TEXT, PRIMARY KEY (run_id, row_key, repeat))""",
+    "CREATE TABLE IF NOT EXISTS row_errors (run_id TEXT, line INTEGER, message TEXT, PRIMARY KEY (run_id, line))",
+]
+
+
+class StoreError(AssayError):
+    """The run store cannot be used (unknown run, newer schema)."""
+
+
+class RunStore:
+    """A SQLite file of runs. Safe to share between the threads of one process."""
+
+    def __init__(self, path: str | Path = ".assay/runs.sqlite") -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=10000")
+        with self._lock:
+            for statement in _DDL:
+                self._db.execute(statement)
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is None:
+                self._db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            elif int(row[0]) > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path} was written by a newer assay (schema {row[0]}, this one reads up to "
+                    f"{SCHEMA_VERSION}); upgrade assay to read it"
+                )
+            # Older schemas would be upgraded here, one explicit step per version.
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _now(self) -> str:
+        return datetime.now(UTC).isoformat(timespec="seconds")
+
+    def create(self, spec: RunSpec) -> None:
+        """Register a new run as ``running``."""
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, 'running', ?, NULL)",
+                (spec.run_id, spec.created_at, self._now(), spec.model_dump_json()),
+            )
+
+    def spec(self, run_id: str) -> RunSpec:
+        """The spec of ``run_id``.
+
+        Raises:
+            StoreError: no such run.
+        """
+        with self._lock:
+            row = self._db.execute("SELECT spec FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no run {run_id!r} in {self.path}; see 'assay runs list'")
+        return RunSpec.model_validate_json(row[0])
+
+    def record(self, run_id: str, result: SampleResult, *, row_key: str | None = None, repeat: int = 0) -> None:
+        """Commit one sample's result (replacing an earlier one with the same key)."""
+        key = row_key if row_key is not None else str(result.line)
+        record = json.dumps(result.to_record(), ensure_ascii=False)
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (run_id, key, repeat, result.line, result.sample.id, record, self._now()),
+            )
+
+    def record_error(self, run_id: str, error: SampleError) -> None:
+        """Keep an invalid input row's message with its line."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO row_errors VALUES (?, ?, ?)", (run_id, error.line or 0, str(error))
+            )
+
+    def finished(self, run_id: str) -> set[tuple[str, int]]:
+        """(row key, repeat) of every sample already committed for ``run_id``."""
+        with self._lock:
+            rows = self._db.execute("SELECT row_key, repeat FROM results WHERE run_id = ?", (run_id,)).fetchall()
+        return {(str(k), int(r)) for k, r in rows}
+
+    def set_status(self, run_id: str, status: RunStatus, summary: dict[str, Any] | None = None) -> None:
+        """Mark the run's status (and store its summary)."""
+        with self._lock:
+            self._db.execute(
+                "UPDATE runs SET status = ?, updated_at = ?, summary = COALESCE(?, summary) WHERE run_id = ?",
+                (status, self._now(), json.dumps(summary) if summary is not None else None, run_id),
+            )
+
+    def runs(self) -> list[RunInfo]:
+        """Every run, newest first."""
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT r.run_id, r.created_at, r.updated_at, r.status, r.spec, r.summary,
+                   (SELECT COUNT(*) FROM results s WHERE s.run_id = r.run_id),
+                   (SELECT COUNT(*) FROM row_errors e WHERE e.run_id = r.run_id)
+                   FROM runs r ORDER BY r.created_at DESC, r.run_id DESC"""
+            ).fetchall()
+        return [
+            RunInfo(
+                run_id=r[0],
+                created_at=r[1],
+                updated_at=r[2],
+                status=r[3],
+                spec=RunSpec.model_validate_json(r[4]),
+                summary=json.loads(r[5]) if r[5] else None,
+                n_results=r[6],
+                n_errors=r[7],
+            )
+            for r in rows
+        ]
+
+    def info(self, run_id: str) -> RunInfo:
+        """One run's :class:`RunInfo`."""
+        for run in self.runs():
+            if run.run_id == run_id:
+                return run
+        raise StoreError(f"no run {run_id!r} in {self.path}; see 'assay runs list'")
+
+    def records(self, run_id: str) -> Iterator[dict[str, Any]]:
+        """Each stored sample record (as written by ``SampleResult.to_record``), in input order."""
+        self.spec(run_id)
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT record, repeat FROM results WHERE run_id = ? ORDER BY line, repeat", (run_id,)
+            ).fetchall()
+        for record, repeat in rows:
+            data = json.loads(record)
+            data["repeat"] = repeat
+            yield data
+
+    def row_errors(self, run_id: str) -> list[tuple[int, str]]:
+        """(line, message) of each invalid input row of the run."""
+        with self._lock:
+            return [
+                (int(line), str(msg))
+                for line, msg in self._db.execute(
+                    "SELECT line, message FROM row_errors WHERE run_id = ? ORDER BY line", (run_id,)
+                )
+            ]
+
+    def flat_rows(self, run_id: str) -> Iterator[dict[str, Any]]:
+        """One flat row per (sample, repeat, metric): for CSV and DataFrames."""
+        for record in self.records(run_id):
+            for metric, score in record["scores"].items():
+                failing = [v["subject"] for v in score.get("verdicts", ()) if v["value"] in (0, "FAIL")]
+                yield {
+                    "run_id": run_id,
+                    "id": record["id"],
+                    "line": record["line"],
+                    "repeat": record["repeat"],
+                    "metric": metric,
+                    "value": score["value"],
+                    "unscored_reason": score.get("unscored_reason"),
+                    "n_verdicts": len(score.get("verdicts", ())),
+                    "failing": " | ".join(failing),
+                    "explanation": score.get("explanation") or score.get("detail"),
+                    "judge_calls": len(score.get("calls", ())),
+                    "prompt_tokens": sum(c["usage"]["prompt_tokens"] for c in score.get("calls", ())),
+                    "completion_tokens": sum(c["usage"]["completion_tokens"] for c in score.get("calls", ())),
+                }
+
+    def export(self, run_id: str, out: IO[str], fmt: Literal["jsonl", "csv"] = "jsonl") -> int:
+        """Write the run's results to ``out``; return how many rows were written."""
+        n = 0
+        if fmt == "jsonl":
+            for record in self.records(run_id):
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                n += 1
+            return n
+        writer: csv.DictWriter[str] | None = None
+        for row in self.flat_rows(run_id):
+            if writer is None:
+                writer = csv.DictWriter(out, fieldnames=list(row))
+                writer.writeheader()
+            writer.writerow(row)
+            n += 1
+        return n
+
+    def to_pandas(self, run_id: str) -> pd.DataFrame:
+        """The run's flat rows as a DataFrame (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            from assay.errors import MissingExtraError
+
+            raise MissingExtraError("pandas", "pandas", "RunStore.to_pandas()") from exc
+        return pd.DataFrame(list(self.flat_rows(run_id)))

@@ -1,0 +1,423 @@
+"""CSV, Parquet, DataFrame and Hugging Face readers: rows stream, bad rows are reported where they are."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import sys
+import tracemalloc
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.errors import DatasetError, MissingExtraError, SampleError
+from assay.run._dataset import Row
+from assay.run._readers import (
+    DATASET_SUFFIXES,
+    from_dataframe,
+    from_hf_dataset,
+    read_csv,
+    read_dataset,
+    read_parquet,
+)
+
+Item = Row | SampleError
+
+
+def split(items: Iterator[Item]) -> tuple[list[Row], list[SampleError]]:
+    collected = list(items)
+    rows = [item for item in collected if isinstance(item, Row)]
+    errors = [item for item in collected if isinstance(item, SampleError)]
+    assert len(rows) + len(errors) == len(collected)
+    return rows, errors
+
+
+def write_csv(path: Path, rows: list[list[str]]) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(rows)
+    return path
+
+
+# -- CSV ------------------------------------------------------------------------------------
+
+
+def test_csv_rows_with_contexts_as_json_list_or_plain_text(tmp_path: Path) -> None:
+    path = write_csv(
+        tmp_path / "data.csv",
+        [
+            ["id", "question", "answer", "contexts", "reference", "source"],
+            ["a", "Where?", "Paris.", json.dumps(["Paris is in France.", "It is big."]), "", "wiki"],
+            ["b", "When?", "1900.", "[1] A citation-style passage, not JSON.", "1900", ""],
+            ["", "Who?", "Ada.", "Ada wrote it.", "", ""],
+        ],
+    )
+    rows, errors = split(read_csv(path))
+    assert errors == []
+    a, b, c = (row.sample for row in rows)
+    assert a.contexts == ("Paris is in France.", "It is big.")
+    assert a.reference is None  # an empty cell is absent
+    assert a.metadata == {"source": "wiki"}
+    assert b.contexts == ("[1] A citation-style passage, not JSON.",)
+    assert b.reference == "1900"
+    assert b.metadata == {}
+    assert c.id == "line-4"  # no id: the record's line (the header is line 1)
+    assert [row.line for row in rows] == [2, 3, 4]
+
+
+def test_csv_line_numbers_are_where_each_record_starts(tmp_path: Path) -> None:
+    path = write_csv(
+        tmp_path / "data.csv",
+        [
+            ["id", "answer", "contexts", "trace"],
+            ["a", "first line\nsecond line\nthird line", "c", ""],  # lines 2-4
+            ["b", "short", "c", "not json"],  # line 5: bad
+            ["c", "spans\ntwo lines", "c", "[oops"],  # lines 6-7: bad, reported at 6
+            ["d", "fine", "c", ""],  # line 8
+        ],
+    )
+    rows, errors = split(read_csv(path, required=["answer"]))
+    assert [(row.sample.id, row.line) for row in rows] == [("a", 2), ("d", 8)]
+    assert rows[0].sample.answer == "first line\nsecond line\nthird line"
+    assert [(error.source, error.line) for error in errors] == [(str(path), 5), (str(path), 6)]
+    assert "column 'trace': invalid JSON" in str(errors[0])
+    assert str(errors[0]).startswith(f"{path}:5: ")
+
+
+def test_csv_bad_rows_do_not_stop_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "data.csv"
+    path.write_bytes(
+        b"id,answer,contexts,metadata\n"
+        b"a,ok,c,\n"
+        b"b,too,many,cells,here\n"  # line 3
+        b"c,\xff\xfe not utf-8,c,\n"  # line 4
+        b"\n"
+        b"d,,c,\n"  # line 6: the required answer is empty
+        b'e,ok,c,"[1, 2]"\n'  # line 7: metadata must be an object
+        b'f,ok,c,"{""team"": ""x""}"\n'
+        b",,,\n"  # an empty record: skipped like a blank line
+        b"g,fewer cells\n"
+    )
+    rows, errors = split(read_csv(path, required=["answer"]))
+    assert [(row.sample.id, row.line) for row in rows] == [("a", 2), ("f", 8), ("g", 10)]
+    assert rows[1].sample.metadata == {"team": "x"}
+    assert rows[2].sample.contexts == ()
+    assert [error.line for error in errors] == [3, 4, 6, 7]
+    assert "5 cells but the header has 4 columns" in errors[0].detail
+    assert "not UTF-8" in errors[1].detail
+    assert "missing or empty field 'answer'" in errors[2].detail
+    assert "expected a JSON object" in errors[3].detail
+
+
+def test_csv_record_the_csv_module_rejects_is_reported_and_skipped(tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "data.csv", [["id", "answer"], ["a", "x"], ["b", "y" * 100], ["c", "z"]])
+    previous = csv.field_size_limit(50)
+    try:
+        rows, errors = split(read_csv(path))
+    finally:
+        csv.field_size_limit(previous)
+    assert [(row.sample.id, row.line) for row in rows] == [("a", 2), ("c", 4)]
+    (error,) = errors
+    assert error.line == 3
+    assert "invalid CSV: field larger than field limit" in error.detail
+
+
+def test_csv_column_mapping_applies_before_aliases(tmp_path: Path) -> None:
+    path = write_csv(
+        tmp_path / "data.csv",
+        [["my_id", "prompt", "my_answer", "docs", "output"], ["x", "q", "the answer", "d", "kept as metadata"]],
+    )
+    mapping = {"my_id": "id", "prompt": "question", "my_answer": "answer", "docs": "contexts"}
+    (row,), errors = split(read_csv(path, mapping=mapping))
+    assert errors == []
+    assert (row.sample.id, row.sample.question, row.sample.answer) == ("x", "q", "the answer")
+    assert row.sample.contexts == ("d",)
+    # "output" is an alias of answer, but the mapped column claimed the field first.
+    assert row.sample.metadata == {"output": "kept as metadata"}
+
+
+def test_csv_with_byte_order_mark_and_crlf(tmp_path: Path) -> None:
+    path = tmp_path / "excel.csv"
+    path.write_bytes(b"\xef\xbb\xbfid,answer\r\na,x\r\nb,y\r\n")
+    rows, errors = split(read_csv(path))
+    assert errors == []
+    assert [(row.sample.id, row.sample.answer, row.line) for row in rows] == [("a", "x", 2), ("b", "y", 3)]
+
+
+def test_csv_empty_and_header_only_files_yield_nothing(tmp_path: Path) -> None:
+    assert list(read_csv(write_csv(tmp_path / "empty.csv", []))) == []
+    assert list(read_csv(write_csv(tmp_path / "header.csv", [["id", "answer"]]))) == []
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        (b"id,answer,id\na,b,c\n", "column 'id' appears more than once"),
+        (b"id,\xffanswer\na,b\n", "header is not UTF-8"),
+    ],
+)
+def test_csv_unusable_header_is_a_dataset_error(tmp_path: Path, content: bytes, match: str) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_bytes(content)
+    with pytest.raises(DatasetError, match=match):
+        list(read_csv(path))
+
+
+def test_missing_file_and_directory_are_dataset_errors(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="no such file"):
+        list(read_csv(tmp_path / "nope.csv"))
+    with pytest.raises(DatasetError, match="is a directory"):
+        list(read_csv(tmp_path))
+
+
+def test_csv_streams_a_file_that_grows_while_it_is_read(tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "grow.csv", [["id", "answer"], ["a", "x"]])
+    reader = read_csv(path)
+    assert isinstance(reader, types.GeneratorType)
+    first = next(reader)
+    assert isinstance(first, Row)
+    assert first.sample.id == "a"
+    with path.open("a", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([["b", "y"], ["c", "z"]])
+    rest = list(reader)
+    assert [item.sample.id for item in rest if isinstance(item, Row)] == ["b", "c"]
+
+
+def test_csv_reading_the_first_rows_of_a_big_file_stays_small(tmp_path: Path) -> None:
+    path = tmp_path / "big.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "answer", "contexts"])
+        writer.writerows([f"row{i}", "an answer " * 4, "a context " * 4] for i in range(200_000))
+    assert path.stat().st_size > 15_000_000
+    tracemalloc.start()
+    try:
+        reader = read_csv(path)
+        assert isinstance(reader, types.GeneratorType)
+        first = list(itertools.islice(reader, 3))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    reader.close()
+    assert [item.sample.id for item in first if isinstance(item, Row)] == ["row0", "row1", "row2"]
+    assert peak < 2_000_000
+
+
+# -- Parquet ----------------------------------------------------------------------------------
+
+
+def write_parquet(path: Path, columns: dict[str, list[Any]], **kwargs: Any) -> Path:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    pq.write_table(pa.table(columns), path, **kwargs)
+    return path
+
+
+def test_parquet_rows_nulls_and_a_bad_row(tmp_path: Path) -> None:
+    path = write_parquet(
+        tmp_path / "data.parquet",
+        {
+            "id": ["a", "b", "c", None],
+            "answer": ["x", None, "z", "w"],
+            "contexts": [["c1", "c2"], ["c3"], None, ["c4"]],
+            "trace": [None, None, "not json", None],
+            "score": [1.5, 2.0, None, 3.0],
+        },
+    )
+    rows, errors = split(read_parquet(path, required=["answer"]))
+    assert [(row.sample.id, row.line) for row in rows] == [("a", 1), ("line-4", 4)]
+    assert rows[0].sample.contexts == ("c1", "c2")
+    assert rows[0].sample.metadata == {"score": 1.5}
+    assert [(error.line, error.source) for error in errors] == [(2, str(path)), (3, str(path))]
+    assert "missing or empty field 'answer'" in errors[0].detail
+    assert "column 'trace': invalid JSON" in errors[1].detail
+
+
+def test_parquet_contexts_as_json_text_and_mapping(tmp_path: Path) -> None:
+    path = write_parquet(
+        tmp_path / "data.parquet",
+        {"key": ["k"], "my_answer": ["yes"], "passages": [json.dumps(["p1", "p2"])]},
+    )
+    (row,) = list(read_parquet(path, mapping={"key": "id", "my_answer": "answer", "passages": "contexts"}))
+    assert isinstance(row, Row)
+    assert (row.sample.id, row.sample.answer, row.sample.contexts) == ("k", "yes", ("p1", "p2"))
+
+
+def test_parquet_reads_one_batch_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    count = 200_000
+    path = write_parquet(
+        tmp_path / "big.parquet",
+        {"id": [f"r{i}" for i in range(count)], "answer": ["a"] * count},
+        row_group_size=50_000,
+    )
+    batches: list[int] = []
+    original = pq.ParquetFile.iter_batches
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        for batch in original(self, *args, **kwargs):
+            batches.append(batch.num_rows)
+            yield batch
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", counting)
+    reader = read_parquet(path)
+    assert isinstance(reader, types.GeneratorType)
+    first = next(reader)
+    assert isinstance(first, Row)
+    assert first.sample.id == "r0"
+    assert batches == [1024]  # one batch read, not 200k rows
+    second = list(itertools.islice(reader, 1500))
+    assert isinstance(second[-1], Row)
+    assert second[-1].line == 1501
+    assert batches == [1024, 1024]
+    reader.close()
+
+
+def test_not_a_parquet_file_is_a_dataset_error(tmp_path: Path) -> None:
+    path = tmp_path / "fake.parquet"
+    path.write_text("id,answer\n")
+    with pytest.raises(DatasetError, match="not a readable Parquet file"):
+        list(read_parquet(path))
+
+
+def test_parquet_without_pyarrow_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "x.parquet"
+    path.write_bytes(b"PAR1")
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(MissingExtraError) as info:
+        list(read_parquet(path))
+    assert info.value.extra == "parquet"
+    assert "pip install 'assay[parquet]'" in str(info.value)
+
+
+# -- pandas -------------------------------------------------------------------------------------
+
+
+def test_dataframe_rows_with_numpy_values_and_missing_cells() -> None:
+    pd = pytest.importorskip("pandas")
+    np = pytest.importorskip("numpy")
+    df = pd.DataFrame(
+        {
+            "id": np.array([10, 11, 12], dtype=np.int64),
+            "response": ["x", None, "z"],
+            "retrieved_contexts": [["c1"], ["c2"], np.array(["c3", "c4"], dtype=object)],
+            "latency": [0.5, float("nan"), 2.0],
+            "flag": pd.array([True, None, False], dtype="boolean"),
+        },
+        index=["p", "q", "r"],
+    )
+    rows, errors = split(from_dataframe(df, required=["answer"]))
+    assert [(row.sample.id, row.line) for row in rows] == [("10", 1), ("12", 3)]
+    assert rows[0].sample.answer == "x"
+    assert rows[0].sample.metadata == {"latency": 0.5, "flag": True}
+    assert rows[1].sample.contexts == ("c3", "c4")
+    (error,) = errors
+    assert (error.source, error.line) == ("<dataframe>", 2)
+    assert str(error) == "<dataframe>:2: missing or empty field 'answer'"
+
+
+def test_dataframe_mapping_and_type_errors() -> None:
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"my_answer": ["yes"], "ctx": ['["a", "b"]']})
+    (row,) = list(from_dataframe(df, mapping={"my_answer": "answer", "ctx": "contexts"}, source="frame"))
+    assert isinstance(row, Row)
+    assert (row.sample.id, row.sample.answer, row.sample.contexts) == ("line-1", "yes", ("a", "b"))
+    with pytest.raises(DatasetError, match="needs a pandas DataFrame"):
+        list(from_dataframe([{"answer": "x"}]))  # type: ignore[arg-type]
+    duplicated = pd.DataFrame([["a", "b"]], columns=["answer", "answer"])
+    with pytest.raises(DatasetError, match="appears more than once"):
+        list(from_dataframe(duplicated))
+
+
+def test_dataframe_without_pandas_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(MissingExtraError) as info:
+        list(from_dataframe(object()))  # type: ignore[arg-type]
+    assert info.value.extra == "pandas"
+
+
+# -- Hugging Face datasets --------------------------------------------------------------------
+
+
+def test_hf_dataset_rows_and_a_bad_row() -> None:
+    datasets = pytest.importorskip("datasets")
+    ds = datasets.Dataset.from_dict(
+        {
+            "question": ["q1", "q2", "q3"],
+            "answer": ["a1", None, "a3"],
+            "contexts": [["c1"], ["c2"], ["c3", "c4"]],
+            "label": [1, 0, 1],
+        }
+    )
+    rows, errors = split(from_hf_dataset(ds, required=["answer", "contexts"]))
+    assert [(row.sample.id, row.line) for row in rows] == [("line-1", 1), ("line-3", 3)]
+    assert rows[1].sample.contexts == ("c3", "c4")
+    assert rows[1].sample.metadata == {"label": 1}
+    assert [(error.source, error.line) for error in errors] == [("<dataset>", 2)]
+
+
+def test_hf_formatted_and_iterable_datasets_and_mapping() -> None:
+    datasets = pytest.importorskip("datasets")
+    ds = datasets.Dataset.from_dict({"uid": [7, 8], "out": ["x", "y"]}).with_format("numpy")
+    mapping = {"uid": "id", "out": "answer"}
+    rows, errors = split(from_hf_dataset(ds, mapping=mapping))
+    assert errors == []
+    assert [(row.sample.id, row.sample.answer) for row in rows] == [("7", "x"), ("8", "y")]
+    streamed, errors = split(from_hf_dataset(ds.to_iterable_dataset(), mapping=mapping))
+    assert errors == []
+    assert [row.sample.id for row in streamed] == ["7", "8"]
+
+
+def test_hf_dataset_dict_asks_for_a_split() -> None:
+    datasets = pytest.importorskip("datasets")
+    splits = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"answer": ["x"]})})
+    with pytest.raises(DatasetError, match="pick one"):
+        list(from_hf_dataset(splits))
+    with pytest.raises(DatasetError, match=r"needs a datasets\.Dataset"):
+        list(from_hf_dataset([{"answer": "x"}]))
+
+
+def test_hf_without_datasets_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "datasets", None)
+    with pytest.raises(MissingExtraError) as info:
+        list(from_hf_dataset([]))
+    assert info.value.extra == "datasets"
+
+
+# -- dispatch on the suffix ---------------------------------------------------------------------
+
+
+def test_read_dataset_dispatches_on_the_suffix(tmp_path: Path) -> None:
+    record = {"id": "a", "answer": "x"}
+    (tmp_path / "d.jsonl").write_text(json.dumps(record) + "\n")
+    (tmp_path / "d.json").write_text(json.dumps(record) + "\n")
+    write_csv(tmp_path / "d.CSV", [["id", "answer"], ["a", "x"]])
+    write_parquet(tmp_path / "d.parquet", {"id": ["a"], "answer": ["x"]})
+    for name, line in [("d.jsonl", 1), ("d.json", 1), ("d.CSV", 2), ("d.parquet", 1)]:
+        (row,) = list(read_dataset(tmp_path / name, required=["answer"]))
+        assert isinstance(row, Row), name
+        assert (row.sample.id, row.sample.answer, row.line) == ("a", "x", line)
+    assert {".jsonl", ".json", ".csv", ".parquet"} <= set(DATASET_SUFFIXES)
+
+
+def test_read_dataset_passes_mapping_through(tmp_path: Path) -> None:
+    write_csv(tmp_path / "d.csv", [["my_answer"], ["x"]])
+    (row,) = list(read_dataset(tmp_path / "d.csv", mapping={"my_answer": "answer"}))
+    assert isinstance(row, Row)
+    assert row.sample.answer == "x"
+
+
+@pytest.mark.parametrize("name", ["data.txt", "data.xlsx", "data", "data.csv.gz"])
+def test_read_dataset_rejects_unknown_suffixes_at_once(tmp_path: Path, name: str) -> None:
+    with pytest.raises(DatasetError, match=r"cannot tell the format .* use one of \.jsonl"):
+        read_dataset(tmp_path / name)
+
+
+def test_read_dataset_refuses_a_json_array(tmp_path: Path) -> None:
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps([{"id": "a", "answer": "x"}]))
+    with pytest.raises(DatasetError, match="JSON array"):
+        list(read_dataset(path))
