@@ -32,7 +32,8 @@ def list_runs(store: StoreOption = Path(".assay/runs.sqlite")) -> None:
     """Every run, newest first, with its status and headline scores."""
     with _open(store) as runs:
         table = Table(title=f"runs in {store}", title_justify="left")
-        for column in ("run", "created", "status", "dataset", "judge", "samples", "bad rows", "scores"):
+        table.add_column("run", no_wrap=True)
+        for column in ("created", "status", "dataset", "judge", "samples", "bad rows", "scores"):
             table.add_column(column)
         for info in runs.runs():
             scores = ""

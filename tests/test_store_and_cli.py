@@ -1,0 +1,192 @@
+"""The run store and the CLI around it: runs list/show/export, dry runs, Ctrl-C, no secrets stored."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from assay import Faithfulness, Sample, evaluate
+from assay.cli import app
+from assay.models import FunctionJudge
+from assay.run import RunSpec, RunStore, SampleResult
+from assay.run._store import StoreError
+from assay.testing import FakeOpenAIServer
+
+pytest.importorskip("openai")
+
+SECRET = "sk-test-DO-NOT-STORE-1234567890abcdef"
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+
+def rows(n: int) -> str:
+    return "".join(
+        json.dumps(
+            {
+                "id": f"r{i}",
+                "question": "Colour?",
+                "answer": f"Row {i}. The sky is blue.",
+                "contexts": ["The sky is blue."],
+            }
+        )
+        + "\n"
+        for i in range(n)
+    )
+
+
+def sentence_judge(body: dict[str, object]) -> str:
+    user = body["messages"][1]["content"]  # type: ignore[index]
+    if "<answer>" in user:
+        answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
+        return json.dumps({"statements": [s.strip() + "." for s in answer.split(".") if s.strip()]})
+    items = user.split("<statements>\n")[1].split("\n</statements>")[0].splitlines()
+    return json.dumps(
+        {
+            "verdicts": [
+                {"statement": t, "reason": "r", "verdict": int("sky" in t)}
+                for t in (i.split("] ", 1)[1] for i in items)
+            ]
+        }
+    )
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "200", **(env or {})})
+    return result.exit_code, result.output
+
+
+def test_run_then_list_show_export_jsonl_and_csv(tmp_path: Path) -> None:
+    (tmp_path / "data.jsonl").write_text(rows(3) + "{not json\n")
+    with FakeOpenAIServer(sentence_judge) as server:
+        code, out = invoke(
+            "run", "data.jsonl", "--judge", "openai:fake", "--base-url", server.base_url, env={"OPENAI_API_KEY": SECRET}
+        )
+    assert code == 2, out  # one invalid row
+    store = RunStore(".assay/runs.sqlite")
+    (info,) = store.runs()
+    assert info.status == "finished" and info.n_results == 3 and info.n_errors == 1
+    assert info.summary is not None and info.summary["faithfulness"]["mean"] == pytest.approx(0.5)
+
+    code, out = invoke("runs", "list")
+    assert code == 0 and info.run_id in out and "finished" in out
+    code, out = invoke("runs", "show", info.run_id)
+    assert code == 0 and "openai:fake" in out and "faithfulness" in out and "invalid row" in out
+    code, out = invoke("runs", "export", info.run_id, "--format", "csv", "--out", "r.csv")
+    assert code == 0
+    with open("r.csv") as handle:
+        table = list(csv.DictReader(handle))
+    assert [r["id"] for r in table] == ["r0", "r1", "r2"]
+    assert table[0]["failing"] == "Row 0." and float(table[0]["value"]) == 0.5
+    code, out = invoke("runs", "export", info.run_id)
+    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert len(records) == 3 and records[0]["scores"]["faithfulness"]["verdicts"][1]["value"] == 1
+    frame = store.to_pandas(info.run_id)
+    assert list(frame["id"]) == ["r0", "r1", "r2"]
+    code, out = invoke("runs", "show", "nope")
+    assert code == 1 and "no run 'nope'" in out
+    store.close()
+    # The API key is in no table of the store, nor in the cache.
+    for name in ("runs.sqlite", "cache.sqlite"):
+        assert SECRET.encode() not in (tmp_path / ".assay" / name).read_bytes()
+
+
+def test_dry_run_counts_calls_and_calls_nothing(tmp_path: Path) -> None:
+    (tmp_path / "data.jsonl").write_text(rows(4))
+    with FakeOpenAIServer(sentence_judge) as server:
+        code, out = invoke(
+            "run", "data.jsonl", "--judge", "openai:gpt-4o-mini", "--base-url", server.base_url, "--dry-run"
+        )
+        assert server.calls == 0
+    assert code == 0, out
+    flat = " ".join(out.split())
+    assert "nothing was called" in flat
+    # batch strategy: a statements call and a verdicts call per sample
+    assert "│ 4 │ 0 │ 8 │" in flat.replace("  ", " ")
+    assert "~$" in flat
+    assert not (tmp_path / ".assay" / "runs.sqlite").exists() or not RunStore(".assay/runs.sqlite").runs()
+
+
+def test_ctrl_c_keeps_finished_samples_and_resume_completes(tmp_path: Path) -> None:
+    (tmp_path / "data.jsonl").write_text(rows(40))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ASSAY"))}
+    with FakeOpenAIServer(sentence_judge, latency_s=0.1) as server:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "assay",
+                "run",
+                "data.jsonl",
+                "--judge",
+                "openai:fake",
+                "--base-url",
+                server.base_url,
+                "--concurrency",
+                "2",
+            ],
+            cwd=tmp_path,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with sqlite3.connect(tmp_path / ".assay" / "runs.sqlite") as db:
+                    if db.execute("SELECT COUNT(*) FROM results").fetchone()[0] >= 5:
+                        break
+            except sqlite3.OperationalError:
+                pass
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 130, out
+        assert "assay run --resume" in out
+        store = RunStore(".assay/runs.sqlite")
+        (info,) = store.runs()
+        assert info.status == "interrupted" and 5 <= info.n_results < 40
+        code, out = invoke("run", "--resume", info.run_id)
+        assert code == 0, out
+        assert store.info(info.run_id).status == "finished" and store.info(info.run_id).n_results == 40
+
+
+def test_store_refuses_a_newer_schema(tmp_path: Path) -> None:
+    RunStore(tmp_path / "s.sqlite").close()
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:
+        db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match="newer assay"):
+        RunStore(tmp_path / "s.sqlite")
+
+
+def test_store_records_replace_and_round_trip(tmp_path: Path) -> None:
+    judge = FunctionJudge(lambda m, r: sentence_judge({"messages": [{}, {"content": m[-1]["content"]}]}))
+    result = evaluate(
+        [Sample(id="a", answer="The sky is blue.", contexts=("The sky is blue.",))],
+        [Faithfulness(strategy="batch")],
+        judge,
+    )
+    store = RunStore(tmp_path / "s.sqlite")
+    store.create(RunSpec(run_id="r1", judge="x", judge_model="function"))
+    sample_result: SampleResult = result.results[0]
+    store.record("r1", sample_result)
+    store.record("r1", sample_result)  # idempotent: same key replaces
+    assert store.finished("r1") == {("1", 0)}
+    (record,) = store.records("r1")
+    assert record["scores"]["faithfulness"]["value"] == 1.0
+    out = io.StringIO()
+    assert store.export("r1", out, "jsonl") == 1
