@@ -276,7 +276,10 @@ def test_faithfulness_as_a_composite_matches_the_built_in_metric() -> None:
     assert [c.purpose for c in composite.calls] == [c.purpose for c in built_in.calls]
     assert [c.messages for c in composite.calls] == [c.messages for c in built_in.calls], "same prompts"
     assert FAITHFULNESS.required_fields == ("answer", "contexts")
-    assert FAITHFULNESS.spec().params["sub_metrics"] == {"faithfulness.statements": "1", "faithfulness.verdict": "1"}
+    assert FAITHFULNESS.spec().params["sub_metrics"] == {
+        "faithfulness.statements": "1",
+        "faithfulness.verdict": STATEMENT_PROMPT.version,
+    }
 
 
 def test_per_item_failure_names_the_item_and_keeps_earlier_calls() -> None:

@@ -11,9 +11,10 @@ from assay._samples import Sample
 from assay._scores import Binary, JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
 from assay.errors import ConfigError
 from assay.metrics._decompose import Decomposer, LLMDecomposer, SentenceDecomposer
+from assay.metrics._verify import STATEMENT_PROMPT, StatementCheck, StatementJudgement, StatementVerifier
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.parsing import Unparsed, parse_verdicts
-from assay.prompts import JudgePrompt, ask, call_and_parse
+from assay.prompts import JudgePrompt, call_and_parse
 
 __all__ = [
     "BATCH_PROMPT",
@@ -30,32 +31,6 @@ _RULES = (
     "context. Verdict 0 means some part of the statement is missing from the context, "
     "contradicts it, or needs knowledge the context does not give: when in doubt, 0. "
     "Judge only against the context, never against what you know."
-)
-
-
-class StatementCheck(BaseModel):
-    """Input of the one-statement verdict prompt (statement last: the context prefix is reused)."""
-
-    context: list[str]
-    statement: str
-
-
-class StatementJudgement(BaseModel):
-    """One statement's verdict and the judge's reason."""
-
-    verdict: Binary
-    reason: str
-
-
-STATEMENT_PROMPT: JudgePrompt[StatementCheck, StatementJudgement] = JudgePrompt(
-    name="faithfulness.verdict",
-    version="1",
-    instruction=f"You check whether one statement is supported by a context. {_RULES}",
-    input_model=StatementCheck,
-    output_model=StatementJudgement,
-    question=(
-        "Is the statement in <statement> supported by <context>? Give verdict 1 or 0, then a one-sentence reason."
-    ),
 )
 
 
@@ -108,11 +83,14 @@ class Faithfulness:
             local models), ``batch`` (all statements in one structured call; cheapest for
             API judges), or ``auto`` (the judge's preference).
         decomposer: ``llm`` (atomic statements, pronouns resolved) or ``sentences`` (pysbd).
-        config: Decoding settings for verdict calls.
+        verifier: How per-statement verdicts are read (logit threshold or generated JSON),
+            chunking of long contexts, and which statements get reasons.
+        config: Decoding settings for the batch verdict call.
     """
 
     strategy: FaithfulnessStrategy = "auto"
     decomposer: DecomposerName = "llm"
+    verifier: StatementVerifier = field(default_factory=StatementVerifier)
     config: GenerateConfig = field(default_factory=lambda: GenerateConfig(max_tokens=256))
     name: str = field(default="faithfulness", init=False)
     version: str = field(default="1", init=False)
@@ -138,6 +116,7 @@ class Faithfulness:
                 "decomposer": self.decomposer,
                 "config": self.config.model_dump(),
                 "prompts": {p.name: p.version for p in (STATEMENT_PROMPT, BATCH_PROMPT)},
+                "verifier": self.verifier.params(),
             },
         )
 
@@ -188,22 +167,19 @@ class Faithfulness:
         judge: JudgeModel,
         calls: list[JudgeCall],
     ) -> tuple[list[Verdict], Unparsed | None]:
+        outcomes = await self.verifier.verify(contexts, statements, judge)
         verdicts: list[Verdict] = []
-        for i, statement in enumerate(statements, start=1):
-            answer = await ask(
-                judge,
-                STATEMENT_PROMPT,
-                StatementCheck(context=list(contexts), statement=statement),
-                config=self.config,
-            )
-            calls.extend(answer.calls)
-            if answer.output is None:
-                assert answer.failure is not None
-                return verdicts, Unparsed(
-                    answer.failure.reason, f"statement {i} ({statement!r}): {answer.failure.detail}"
+        for outcome in outcomes:
+            calls.extend(outcome.calls)
+        failure: Unparsed | None = None
+        for i, outcome in enumerate(outcomes, start=1):
+            if outcome.verdict is not None:
+                verdicts.append(outcome.verdict)
+            elif failure is None and outcome.failure is not None:
+                failure = Unparsed(
+                    outcome.failure.reason, f"statement {i} ({outcome.statement!r}): {outcome.failure.detail}"
                 )
-            verdicts.append(Verdict(subject=statement, value=answer.output.verdict, reason=answer.output.reason))
-        return verdicts, None
+        return verdicts, failure
 
     async def _all_at_once(
         self,

@@ -33,6 +33,8 @@ from assay.models._weights import DEFAULT_MODEL_FILE, Progress, default_model_pa
 __all__ = ["LocalJudge", "local_model_path"]
 
 _LOADED: dict[tuple[str, int], Any] = {}
+# GBNF: the rest of one JSON string (no quote, backslash or newline), then its closing quote.
+_STRING_BODY_GBNF = r'root ::= [^"\\\n]{1,%d} "\""'
 _LOCKS: dict[tuple[str, int], threading.Lock] = {}
 _LOAD_LOCK = threading.Lock()
 
@@ -280,6 +282,60 @@ class LocalJudge:
         logits of the choices' first tokens are renormalised over the choices.
         """
         return await asyncio.to_thread(self._choices_sync, messages, prefix, choices)
+
+    def _complete_sync(
+        self, messages: Sequence[ChatMessage], prefix: str, max_chars: int, config: GenerateConfig
+    ) -> JudgeResponse:
+        import llama_cpp
+
+        llama = self.load()
+        formatted = self._formatter(llama)(messages=[dict(m) for m in messages])
+        tokens = list(
+            llama.tokenize(
+                (formatted.prompt + prefix).encode("utf-8"), add_bos=not formatted.added_special, special=True
+            )
+        )
+        if len(tokens) + 8 > self.n_ctx:
+            raise JudgeError(f"prompt of {len(tokens)} tokens exceeds the context window ({self.n_ctx})")
+        # The rest of one JSON string: no quote, backslash or newline inside, then the closing quote.
+        grammar = llama_cpp.llama_grammar.LlamaGrammar.from_string(_STRING_BODY_GBNF % max_chars, verbose=False)
+        started = time.perf_counter()
+        with _LOCKS[self._key]:
+            result = llama.create_completion(
+                prompt=tokens,
+                grammar=grammar,
+                temperature=config.temperature,
+                max_tokens=config.max_tokens,
+                seed=config.seed + config.repeat,
+            )
+        choice = result["choices"][0]
+        usage = result.get("usage") or {}
+        return JudgeResponse(
+            text=str(choice.get("text") or "").removesuffix('"'),
+            model=self.model_id,
+            usage=Usage(
+                prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                completion_tokens=int(usage.get("completion_tokens", 0)),
+            ),
+            latency_s=time.perf_counter() - started,
+            finish_reason=choice.get("finish_reason"),
+        )
+
+    async def complete_string(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        prefix: str,
+        max_chars: int = 200,
+        config: GenerateConfig | None = None,
+    ) -> JudgeResponse:
+        """Continue the assistant's answer after ``prefix`` with the body of one JSON string.
+
+        Used to write a reason for a verdict that was already decided (``prefix`` ends with
+        ``"reason": "``): the prompt shares its whole prefix with the verdict call, so only
+        the reason's tokens are new work. The text returned has no closing quote.
+        """
+        return await asyncio.to_thread(self._complete_sync, messages, prefix, max_chars, config or GenerateConfig())
 
     def count_tokens(self, text: str) -> int:
         """Tokens ``text`` takes in this model (loads the model)."""

@@ -1,0 +1,353 @@
+"""Is a statement supported by the contexts? One owner for that question.
+
+Faithfulness (per-statement strategy) and the agreement benchmark both ask it through
+:class:`StatementVerifier`, so what the benchmark measures is what users get.
+
+Two ways to read the judge's answer:
+
+- ``threshold`` (judges that expose logits, i.e. the local llama.cpp judge): P(verdict=1)
+  is read from the logits right after ``{"verdict": `` in one forward pass, and the
+  statement is supported when P >= ``threshold``. The threshold is chosen on
+  human-labelled dev data (``benchmarks/judge_agreement.py``), not fixed at the argmax's
+  0.5: small judges say "supported" too easily. A reason is then written only for
+  unsupported statements (``reasons="failing"``), conditioned on the decided verdict
+  (``{"verdict": 0, "reason": "``), reusing the whole prompt from the KV cache.
+- ``generate`` (any judge): a grammar/schema-constrained JSON answer ``{verdict, reason}``.
+
+Long contexts are split into chunks of at most ``chunk_chars`` characters at sentence
+boundaries; a statement is supported if any chunk supports it (max over chunks). Calls
+are ordered chunk by chunk so all statements judged against one chunk share its prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel
+
+from assay._scores import Binary, JudgeCall, UnscoredReason, Usage, Verdict
+from assay.errors import ConfigError, JudgeError
+from assay.metrics._decompose import _segmenter
+from assay.models._protocol import ChatMessage, ChoiceScorer, GenerateConfig, JudgeModel
+from assay.parsing import Unparsed
+from assay.prompts import Example, JudgePrompt, ask
+
+__all__ = [
+    "STATEMENT_PROMPT",
+    "STATEMENT_PROMPT_V1",
+    "StatementCheck",
+    "StatementJudgement",
+    "StatementOutcome",
+    "StatementVerifier",
+    "chunk_contexts",
+]
+
+_RULES_V1 = (
+    "Verdict 1 means the context states the statement or it follows directly from the "
+    "context. Verdict 0 means some part of the statement is missing from the context, "
+    "contradicts it, or needs knowledge the context does not give: when in doubt, 0. "
+    "Judge only against the context, never against what you know."
+)
+
+
+class StatementCheck(BaseModel):
+    """Input of the one-statement verdict prompt (statement last: the context prefix is reused)."""
+
+    context: list[str]
+    statement: str
+
+
+class StatementJudgement(BaseModel):
+    """One statement's verdict and the judge's reason (verdict first: decided before the reason)."""
+
+    verdict: Binary
+    reason: str
+
+
+STATEMENT_PROMPT_V1: JudgePrompt[StatementCheck, StatementJudgement] = JudgePrompt(
+    name="faithfulness.verdict",
+    version="1",
+    instruction=f"You check whether one statement is supported by a context. {_RULES_V1}",
+    input_model=StatementCheck,
+    output_model=StatementJudgement,
+    question="Is the statement in <statement> supported by <context>? Give verdict 1 or 0, then a one-sentence reason.",
+)
+
+_AMAZON = (
+    "The Amazon River is about 6,400 km long and empties into the Atlantic Ocean. Its basin covers parts "
+    "of nine countries. The river was named by the Spanish explorer Francisco de Orellana in 1542."
+)
+
+STATEMENT_PROMPT: JudgePrompt[StatementCheck, StatementJudgement] = JudgePrompt(
+    name="faithfulness.verdict",
+    version="2",
+    instruction=(
+        "You are a strict fact-checker. Decide whether one statement is fully supported by a context.\n"
+        "Verdict 1 only if every part of the statement (each name, number, date, place, quantity, "
+        "relation and qualifier) is stated in the context or follows from it without outside knowledge.\n"
+        "Verdict 0 if any part is missing from the context, contradicts it, is more specific than the "
+        "context, or changes a detail: a different name, number, date or place, a reversed relation, or a "
+        "claim the context does not make. A statement that repeats most of the context's words but changes "
+        "one detail is 0. Opinions, feelings and advice that the context does not state are 0.\n"
+        "Judge only against the context, never against what you know. When in doubt, 0."
+    ),
+    input_model=StatementCheck,
+    output_model=StatementJudgement,
+    question="Is the statement in <statement> fully supported by <context>? Give verdict 1 or 0, then a reason.",
+    examples=(
+        Example(
+            StatementCheck(context=[_AMAZON], statement="The Amazon empties into the Atlantic."),
+            StatementJudgement(verdict=1, reason="The context says it empties into the Atlantic Ocean."),
+        ),
+        Example(
+            StatementCheck(context=[_AMAZON], statement="The Amazon River is about 7,000 km long."),
+            StatementJudgement(verdict=0, reason="The context gives about 6,400 km, not 7,000 km."),
+        ),
+        Example(
+            StatementCheck(context=[_AMAZON], statement="Francisco de Orellana named the river in 1542."),
+            StatementJudgement(verdict=1, reason="The context says Orellana named it in 1542."),
+        ),
+        Example(
+            StatementCheck(context=[_AMAZON], statement="The Amazon basin covers nine countries, mostly Brazil."),
+            StatementJudgement(verdict=0, reason="The context does not say that most of the basin is in Brazil."),
+        ),
+        Example(
+            StatementCheck(context=[_AMAZON], statement="The river was named by a Portuguese explorer."),
+            StatementJudgement(verdict=0, reason="The context says Orellana was Spanish, not Portuguese."),
+        ),
+    ),
+)
+
+VERDICT_PREFIX = '{"verdict": '
+REASON_PREFIX = '{"verdict": 0, "reason": "'
+
+
+def chunk_contexts(contexts: Sequence[str], chunk_chars: int) -> list[list[str]]:
+    """Pack contexts into chunks of at most ``chunk_chars`` characters.
+
+    Everything fits in one chunk when it can (a statement may need two contexts at once).
+    Otherwise contexts are packed whole where they fit and split at sentence boundaries
+    where they do not; a single sentence longer than the budget is cut.
+    """
+    if sum(len(c) for c in contexts) <= chunk_chars:
+        return [list(contexts)]
+    pieces: list[str] = []
+    for context in contexts:
+        if len(context) <= chunk_chars:
+            pieces.append(context)
+            continue
+        current = ""
+        for sentence in _segmenter("en").segment(context):
+            while len(sentence) > chunk_chars:
+                if current:
+                    pieces.append(current)
+                    current = ""
+                pieces.append(sentence[:chunk_chars])
+                sentence = sentence[chunk_chars:]
+            if len(current) + len(sentence) > chunk_chars and current:
+                pieces.append(current)
+                current = ""
+            current += sentence
+        if current.strip():
+            pieces.append(current)
+    chunks: list[list[str]] = []
+    size = 0
+    for piece in pieces:
+        if chunks and size + len(piece) <= chunk_chars:
+            chunks[-1].append(piece)
+            size += len(piece)
+        else:
+            chunks.append([piece])
+            size = len(piece)
+    return chunks
+
+
+@dataclass(frozen=True)
+class StatementOutcome:
+    """One statement's verdict (or why there is none), P(supported) if read, and the calls.
+
+    ``verdict`` and ``failure`` are both ``None`` for a statement left undecided because
+    another statement's failure stopped the sample.
+    """
+
+    statement: str
+    verdict: Verdict | None
+    failure: Unparsed | None
+    probability: float | None
+    calls: tuple[JudgeCall, ...]
+
+
+@dataclass
+class _State:
+    statement: str
+    best: float = -1.0
+    best_chunk: int = 0
+    supported: bool = False
+    reason: str = ""
+    failure: Unparsed | None = None
+    calls: list[JudgeCall] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StatementVerifier:
+    """Decides, per statement, whether the contexts support it.
+
+    Args:
+        method: ``threshold`` (P(1) from logits), ``generate`` (constrained JSON), or
+            ``auto``: threshold where the judge exposes logits, else generate.
+        threshold: P(supported) at or above which a statement is supported (threshold method).
+        chunk_chars: Contexts longer than this are judged chunk by chunk (max over chunks).
+        reasons: Threshold method: write reasons for ``failing`` statements only, ``all``, or ``none``.
+        prompt: The verdict prompt (default: the current version).
+        config: Decoding settings for generated verdicts and reasons.
+    """
+
+    method: Literal["auto", "threshold", "generate"] = "auto"
+    threshold: float = 0.5
+    chunk_chars: int = 2000
+    reasons: Literal["failing", "all", "none"] = "failing"
+    prompt: JudgePrompt[StatementCheck, StatementJudgement] = STATEMENT_PROMPT
+    config: GenerateConfig = field(default_factory=lambda: GenerateConfig(max_tokens=160))
+
+    def __post_init__(self) -> None:
+        if self.method not in ("auto", "threshold", "generate"):
+            raise ConfigError(f"verifier method must be auto, threshold or generate, not {self.method!r}")
+        if not 0.0 < self.threshold < 1.0:
+            raise ConfigError(f"threshold must be between 0 and 1, got {self.threshold}")
+        if self.chunk_chars < 200:
+            raise ConfigError(f"chunk_chars must be at least 200, got {self.chunk_chars}")
+
+    def params(self) -> dict[str, object]:
+        """For metric specs."""
+        return {
+            "method": self.method,
+            "threshold": self.threshold,
+            "chunk_chars": self.chunk_chars,
+            "reasons": self.reasons,
+            "prompt": f"{self.prompt.name} v{self.prompt.version}",
+        }
+
+    def uses_threshold(self, judge: JudgeModel) -> bool:
+        """Whether verdicts for ``judge`` are read from logits."""
+        if self.method == "threshold" and not isinstance(judge, ChoiceScorer):
+            raise ConfigError(f"judge {judge.model_id} does not expose logits; use method='generate'")
+        return self.method == "threshold" or (self.method == "auto" and isinstance(judge, ChoiceScorer))
+
+    async def verify(
+        self, contexts: Sequence[str], statements: Sequence[str], judge: JudgeModel
+    ) -> list[StatementOutcome]:
+        """Judge every statement against the contexts; never raises for judge failures."""
+        states = [_State(s) for s in statements]
+        chunks = chunk_contexts(contexts, self.chunk_chars)
+        threshold = self.uses_threshold(judge)
+        failed: _State | None = None
+        for index, chunk in enumerate(chunks):
+            for state in states:
+                if state.supported:
+                    continue
+                value = StatementCheck(context=chunk, statement=state.statement)
+                if threshold:
+                    await self._probability(judge, value, state, index)
+                else:
+                    await self._generated(judge, value, state, index)
+                if state.failure is not None:
+                    failed = state
+                    break
+            if failed is not None:
+                break
+        if failed is not None:
+            # The first failure stops the sample; statements not yet decided stay undecided
+            # (no verdict, no failure of their own).
+            return [
+                self._outcome(state, threshold)
+                if state is failed or state.supported
+                else StatementOutcome(state.statement, None, None, None, tuple(state.calls))
+                for state in states
+            ]
+        if threshold and self.reasons != "none":
+            for state in states:
+                if state.failure is None and (self.reasons == "all" or not state.supported):
+                    await self._reason(judge, chunks[state.best_chunk], state)
+        return [self._outcome(state, threshold) for state in states]
+
+    async def _probability(self, judge: JudgeModel, value: StatementCheck, state: _State, index: int) -> None:
+        assert isinstance(judge, ChoiceScorer)
+        messages = self.prompt.render(value)
+        started = time.perf_counter()
+        try:
+            probs = await judge.choice_probabilities(messages, prefix=VERDICT_PREFIX, choices=["1", "0"])
+        except JudgeError as exc:
+            state.failure = Unparsed(UnscoredReason.JUDGE_ERROR, str(exc))
+            state.calls.append(self._call(judge, messages, None, started, purpose="p1", error=str(exc)))
+            return
+        state.calls.append(self._call(judge, messages, json.dumps(probs), started, purpose="p1"))
+        p = probs["1"]
+        if p > state.best:
+            state.best, state.best_chunk = p, index
+        state.supported = p >= self.threshold
+
+    async def _generated(self, judge: JudgeModel, value: StatementCheck, state: _State, index: int) -> None:
+        answer = await ask(judge, self.prompt, value, config=self.config)
+        state.calls.extend(answer.calls)
+        if answer.output is None:
+            state.failure = answer.failure
+            return
+        state.reason = answer.output.reason
+        if answer.output.verdict == 1:
+            state.supported, state.best, state.best_chunk = True, 1.0, index
+        elif state.best < 0:
+            state.best, state.best_chunk = 0.0, index
+
+    async def _reason(self, judge: JudgeModel, chunk: list[str], state: _State) -> None:
+        complete = getattr(judge, "complete_string", None)
+        if complete is None:
+            return
+        verdict = 1 if state.supported else 0
+        prefix = REASON_PREFIX.replace('"verdict": 0', f'"verdict": {verdict}')
+        messages = self.prompt.render(StatementCheck(context=chunk, statement=state.statement))
+        started = time.perf_counter()
+        try:
+            response = await complete(messages, prefix=prefix, max_chars=200, config=self.config)
+        except JudgeError as exc:
+            state.calls.append(self._call(judge, messages, None, started, purpose="reason", error=str(exc)))
+            return
+        state.reason = response.text.strip()
+        state.calls.append(
+            self._call(judge, messages, prefix + response.text + '"}', started, purpose="reason", usage=response.usage)
+        )
+
+    def _call(
+        self,
+        judge: JudgeModel,
+        messages: Sequence[ChatMessage],
+        raw: str | None,
+        started: float,
+        *,
+        purpose: str,
+        error: str | None = None,
+        usage: Usage | None = None,
+    ) -> JudgeCall:
+        return JudgeCall(
+            model=judge.model_id,
+            purpose=f"{self.prompt.name}.{purpose}",
+            messages=tuple(dict(m) for m in messages),
+            raw_output=raw,
+            usage=usage or Usage(),
+            latency_s=time.perf_counter() - started,
+            error=error,
+        )
+
+    def _outcome(self, state: _State, threshold: bool) -> StatementOutcome:
+        if state.failure is not None:
+            return StatementOutcome(state.statement, None, state.failure, None, tuple(state.calls))
+        probability = state.best if threshold else None
+        reason = state.reason
+        if threshold:
+            shown = f"P(supported)={state.best:.2f}, threshold {self.threshold:g}"
+            reason = f"{reason} [{shown}]" if reason else shown
+        verdict = Verdict(subject=state.statement, value=1 if state.supported else 0, reason=reason)
+        return StatementOutcome(state.statement, verdict, None, probability, tuple(state.calls))

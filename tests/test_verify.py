@@ -1,0 +1,114 @@
+"""Statement verification: logit thresholds, reasons for failing statements, chunking."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pytest
+
+from assay import Faithfulness, Sample, UnscoredReason, evaluate
+from assay.errors import ConfigError, JudgeError
+from assay.metrics._verify import StatementVerifier, chunk_contexts
+from assay.models import ChatMessage, GenerateConfig, JudgeResponse, ScriptedJudge
+
+
+class LogitJudge(ScriptedJudge):
+    """A test double with logits: P(1) is looked up by statement; reasons are canned."""
+
+    def __init__(self, p1: dict[str, float], fail_on: str | None = None) -> None:
+        super().__init__([])
+        self.p1 = p1
+        self.fail_on = fail_on
+        self.seen: list[tuple[str, str]] = []  # (statement, first context) per probability call
+        self.reasons: list[str] = []
+
+    async def choice_probabilities(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        prefix: str,
+        choices: Sequence[str],
+        config: GenerateConfig | None = None,
+    ) -> dict[str, float]:
+        user = messages[-1]["content"]
+        statement = user.split("<statement>\n")[1].split("\n</statement>")[0]
+        context = user.split("<context>\n")[1].split("\n</context>")[0]
+        self.seen.append((statement, context))
+        if statement == self.fail_on:
+            raise JudgeError("boom")
+        p = self.p1[statement] if "KEY" in context or len(self.p1) == 1 else 0.01
+        return {"1": p, "0": 1 - p}
+
+    async def complete_string(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        prefix: str,
+        max_chars: int = 200,
+        config: GenerateConfig | None = None,
+    ) -> JudgeResponse:
+        self.reasons.append(prefix)
+        return JudgeResponse(text="the context says otherwise", model="logit")
+
+
+def test_threshold_decides_and_only_failing_statements_get_reasons() -> None:
+    judge = LogitJudge({"a": 0.9, "b": 0.6, "c": 0.2})
+    verifier = StatementVerifier(threshold=0.7)
+    outcomes = _run(verifier.verify(["KEY context"], ["a", "b", "c"], judge))
+    assert [o.verdict.value for o in outcomes if o.verdict] == [1, 0, 0]
+    assert [o.probability for o in outcomes] == [0.9, 0.6, 0.2]
+    assert judge.reasons == ['{"verdict": 0, "reason": "'] * 2
+    assert outcomes[1].verdict is not None and outcomes[1].verdict.reason.startswith("the context says otherwise")
+    assert "P(supported)=0.60, threshold 0.7" in outcomes[1].verdict.reason
+    assert [c.purpose for c in outcomes[1].calls] == ["faithfulness.verdict.p1", "faithfulness.verdict.reason"]
+
+
+def test_max_over_chunks_with_early_exit_and_chunk_major_order() -> None:
+    filler = "Filler sentence number one. " * 40  # ~1100 chars per context
+    contexts = [filler, filler + " KEY fact.", filler]
+    judge = LogitJudge({"a": 0.95, "b": 0.3})
+    outcomes = _run(StatementVerifier(chunk_chars=1500).verify(contexts, ["a", "b"], judge))
+    assert [o.verdict.value for o in outcomes if o.verdict] == [1, 0]
+    # chunk by chunk; "a" is not asked again once a chunk supports it
+    statements = [s for s, _ in judge.seen]
+    assert statements == ["a", "b", "a", "b", "b"]
+    assert outcomes[1].probability == 0.3
+
+
+def test_judge_error_stops_the_sample_and_faithfulness_names_the_statement() -> None:
+    judge = LogitJudge({"Sky is blue.": 0.9, "Grass is red.": 0.9}, fail_on="Grass is red.")
+    sample = Sample(id="x", answer="Sky is blue. Grass is red.", contexts=("KEY",))
+    score = evaluate([sample], [Faithfulness(decomposer="sentences")], judge).results[0].scores["faithfulness"]
+    assert score.unscored_reason is UnscoredReason.JUDGE_ERROR
+    assert "statement 2 ('Grass is red.')" in (score.detail or "")
+    assert [v.value for v in score.verdicts] == [1]
+
+
+def test_generate_method_on_judges_without_logits() -> None:
+    judge = ScriptedJudge([json.dumps({"verdict": 0, "reason": "no"}), json.dumps({"verdict": 1, "reason": "yes"})])
+    outcomes = _run(StatementVerifier(chunk_chars=200).verify(["x" * 150, "y" * 150], ["s"], judge))
+    assert outcomes[0].verdict is not None and outcomes[0].verdict.value == 1 and outcomes[0].verdict.reason == "yes"
+    with pytest.raises(ConfigError, match="does not expose logits"):
+        StatementVerifier(method="threshold").uses_threshold(ScriptedJudge([]))
+
+
+@pytest.mark.parametrize("bad", [{"threshold": 0.0}, {"threshold": 1.0}, {"chunk_chars": 50}, {"method": "vibes"}])
+def test_invalid_settings(bad: dict[str, object]) -> None:
+    with pytest.raises(ConfigError):
+        StatementVerifier(**bad)  # type: ignore[arg-type]
+
+
+def test_chunking_packs_whole_contexts_and_splits_long_ones_at_sentences() -> None:
+    assert chunk_contexts(["a. b.", "c."], 200) == [["a. b.", "c."]]
+    long = "".join(f"Sentence {i} is here. " for i in range(100))  # ~2200 chars
+    chunks = chunk_contexts([long, "short one."], 1000)
+    assert all(sum(len(p) for p in c) <= 1000 for c in chunks)
+    assert "".join(p for c in chunks for p in c).replace(" ", "") == (long + "short one.").replace(" ", "")
+    assert all(c[0].startswith("Sentence") or c[0] == "short one." for c in chunks)
+
+
+def _run(coro: object) -> list:  # type: ignore[type-arg]
+    import asyncio
+
+    return asyncio.run(coro)  # type: ignore[arg-type]
