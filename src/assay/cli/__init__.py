@@ -7,6 +7,7 @@ import typer
 from assay import __version__
 from assay.cli._metrics import metrics
 from assay.cli._model import model_app
+from assay.cli._report import report
 from assay.cli._retrieval import retrieval, trec
 from assay.cli._run import run
 from assay.cli._runs import runs_app
@@ -24,6 +25,7 @@ app.command("run")(run)
 app.command("retrieval")(retrieval)
 app.command("trec")(trec)
 app.command("metrics")(metrics)
+app.command("report")(report)
 app.add_typer(runs_app, name="runs")
 app.add_typer(model_app, name="model")
 

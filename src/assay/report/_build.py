@@ -1,0 +1,754 @@
+"""The report's data: everything the HTML shows, computed from stored records (pure).
+
+Nothing here touches a file or the store: :func:`build_report` takes a run's
+:class:`~assay.run.RunInfo` and its records (and optionally another run's) and returns a
+:class:`ReportData`. The small statistics helpers (:func:`bootstrap_mean_ci`,
+:func:`paired_bootstrap_ci`, :func:`spread`, :func:`pass_share`) are deliberately
+self-contained so they can be swapped for ``assay.analysis`` later.
+
+Conventions (also in ``docs/design/report.md``):
+
+- A *sample* is one input row (a line); its repeats are grouped. A sample's value for a
+  metric is the mean of its scored repeats; unscored repeats are skipped and counted.
+- A metric's mean is the mean of the per-sample values, with a seeded percentile
+  bootstrap CI over samples (repeats stay together: the sample is the unit).
+- A sample *passes* a metric when its value is ``>= threshold``; the *flake probability*
+  of a sample is the share of its scored repeats that pass (flaky when strictly between
+  0 and 1). The *gate* of a metric passes a repeat when that repeat's mean over samples is
+  ``>= threshold``; its flake probability is the share of repeats whose gate passes.
+- With a comparison run, samples are paired by id; delta = this run − the other run, and
+  the metric delta's CI is a paired bootstrap over samples scored in both.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from bisect import bisect_left
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from assay._scores import JudgeCall
+from assay.run import RunInfo
+from assay.run._cost import CostReport, PriceTable
+
+__all__ = [
+    "CompareMetric",
+    "CostView",
+    "Gate",
+    "Histogram",
+    "Interval",
+    "MetricView",
+    "ReportData",
+    "Spread",
+    "bootstrap_mean_ci",
+    "build_report",
+    "embed_json",
+    "histogram",
+    "locate_statements",
+    "paired_bootstrap_ci",
+    "pass_share",
+    "spread",
+    "to_utf16_offsets",
+    "verdict_tone",
+]
+
+# --------------------------------------------------------------------------- statistics
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a confidence interval (NaN bounds when it cannot be computed).
+
+    Attributes:
+        estimate: The statistic on the data (NaN when ``n`` is 0).
+        low: Lower bound of the interval.
+        high: Upper bound of the interval.
+        n: How many values it was computed from.
+        level: The interval's confidence level.
+    """
+
+    estimate: float
+    low: float
+    high: float
+    n: int
+    level: float = 0.95
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (NaN as ``None``)."""
+        return {
+            "estimate": _finite(self.estimate),
+            "low": _finite(self.low),
+            "high": _finite(self.high),
+            "n": self.n,
+            "level": self.level,
+        }
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else value
+
+
+def bootstrap_mean_ci(values: Sequence[float], *, level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> Interval:
+    """The mean of ``values`` and its percentile-bootstrap confidence interval.
+
+    Resamples ``values`` with replacement ``n_boot`` times (numpy ``default_rng(seed)``)
+    and takes the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles (numpy's default
+    linear interpolation) of the resampled means. With fewer than two values the bounds
+    are NaN. Deterministic for a given seed.
+    """
+    x = np.asarray(values, dtype=float)
+    n = int(x.size)
+    if n == 0:
+        return Interval(math.nan, math.nan, math.nan, 0, level)
+    estimate = float(x.mean())
+    if n == 1:
+        return Interval(estimate, math.nan, math.nan, 1, level)
+    rng = np.random.default_rng(seed)
+    batch = max(1, 4_000_000 // n)  # bound memory: at most ~4M indices at once
+    means: list[np.ndarray[Any, np.dtype[np.float64]]] = []
+    done = 0
+    while done < n_boot:
+        size = min(batch, n_boot - done)
+        means.append(x[rng.integers(0, n, size=(size, n))].mean(axis=1))
+        done += size
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(np.concatenate(means), [alpha, 1.0 - alpha])
+    return Interval(estimate, float(low), float(high), n, level)
+
+
+def paired_bootstrap_ci(
+    base: Sequence[float], other: Sequence[float], *, level: float = 0.95, n_boot: int = 2000, seed: int = 0
+) -> Interval:
+    """Mean paired difference ``base[i] - other[i]`` with a bootstrap CI over the pairs.
+
+    Raises:
+        ValueError: the sequences differ in length.
+    """
+    if len(base) != len(other):
+        raise ValueError(f"paired values differ in length: {len(base)} vs {len(other)}")
+    diffs = [a - b for a, b in zip(base, other, strict=True)]
+    return bootstrap_mean_ci(diffs, level=level, n_boot=n_boot, seed=seed)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One sample's scored repeats of one metric: mean, min, max, and how many.
+
+    Attributes:
+        mean: Mean of the scored repeats (NaN when none is scored).
+        low: Smallest scored value.
+        high: Largest scored value.
+        n: Scored repeats.
+    """
+
+    mean: float
+    low: float
+    high: float
+    n: int
+
+
+def spread(values: Sequence[float]) -> Spread:
+    """Mean, min and max of ``values`` (all NaN when empty)."""
+    if not values:
+        return Spread(math.nan, math.nan, math.nan, 0)
+    return Spread(sum(values) / len(values), min(values), max(values), len(values))
+
+
+def pass_share(values: Sequence[float], threshold: float) -> float:
+    """Share of ``values`` that are ``>= threshold`` (NaN when empty): the flake probability."""
+    if not values:
+        return math.nan
+    return sum(1 for v in values if v >= threshold) / len(values)
+
+
+# --------------------------------------------------------------------------- statements
+
+
+def verdict_tone(value: object) -> str:
+    """How a verdict is coloured: ``ok`` (1, PASS), ``bad`` (0, FAIL), ``na`` (NA), else ``info``."""
+    if (value == 1 and not isinstance(value, bool)) or value == "PASS":
+        return "ok"
+    if (value == 0 and not isinstance(value, bool)) or value == "FAIL":
+        return "bad"
+    if value == "NA":
+        return "na"
+    return "info"
+
+
+_TRAILING = ".!?;:,"
+
+
+def _pattern(text: str) -> re.Pattern[str] | None:
+    words = text.split()
+    if not words:
+        return None
+    return re.compile(r"\s+".join(re.escape(w) for w in words), re.IGNORECASE)
+
+
+def _free(a: int, b: int, taken: list[tuple[int, int, int]]) -> bool:
+    return b > a and all(b <= s or a >= e for s, e, _ in taken)
+
+
+def _find(
+    candidate: str, answer: str, lowered: str | None, start: int, taken: list[tuple[int, int, int]]
+) -> tuple[int, int] | None:
+    """The first match of ``candidate`` at or after ``start`` that overlaps nothing taken.
+
+    The exact (lower-cased) text first, with ``str.find``; then a regular expression in
+    which any run of whitespace matches any other.
+    """
+    needle = candidate.lower()
+    if lowered is not None and needle and len(needle) == len(candidate):
+        at = lowered.find(needle, start)
+        while at >= 0:
+            if _free(at, at + len(needle), taken):
+                return at, at + len(needle)
+            at = lowered.find(needle, at + 1)
+    pattern = _pattern(candidate)
+    if pattern is None:
+        return None
+    for match in pattern.finditer(answer, start):
+        if _free(*match.span(), taken):
+            return match.span()
+    return None
+
+
+def locate_statements(answer: str, subjects: Sequence[str]) -> tuple[list[tuple[int, int, int]], list[int]]:
+    """Where each statement occurs in ``answer``: ``(marks, unplaced)``.
+
+    A statement is found by its text, case-insensitively, with any run of whitespace
+    matching any other (and, failing that, without its trailing punctuation). Statements
+    are searched from the end of the previous match first (they usually come in order),
+    then from the start; a match never overlaps an earlier one.
+
+    Returns:
+        ``marks``: ``(start, end, index)`` in Python string offsets, sorted by start, where
+        ``index`` is the statement's position in ``subjects``; ``unplaced``: the indexes of
+        statements not found verbatim (e.g. rewritten by the judge), in order.
+    """
+    marks: list[tuple[int, int, int]] = []
+    unplaced: list[int] = []
+    cursor = 0
+    lowered: str | None = answer.lower()
+    if lowered is not None and len(lowered) != len(answer):
+        lowered = None  # lower-casing changed offsets (e.g. "İ"): use the regular expression only
+    for index, subject in enumerate(subjects):
+        found: tuple[int, int] | None = None
+        stripped = subject.strip()
+        candidates = [stripped]
+        if stripped.rstrip(_TRAILING) != stripped:
+            candidates.append(stripped.rstrip(_TRAILING))
+        for candidate in candidates:
+            found = _find(candidate, answer, lowered, cursor, marks) or _find(candidate, answer, lowered, 0, marks)
+            if found is not None:
+                break
+        if found is None:
+            unplaced.append(index)
+        else:
+            marks.append((found[0], found[1], index))
+            cursor = found[1]
+    marks.sort()
+    return marks, unplaced
+
+
+def to_utf16_offsets(text: str, marks: Iterable[tuple[int, int, int]]) -> list[list[int]]:
+    """Convert code-point offsets to UTF-16 code units (JavaScript string offsets)."""
+    astral = [i for i, ch in enumerate(text) if ord(ch) > 0xFFFF]
+    if not astral:
+        return [[a, b, i] for a, b, i in marks]
+    return [[a + bisect_left(astral, a), b + bisect_left(astral, b), i] for a, b, i in marks]
+
+
+# --------------------------------------------------------------------------- charts
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Counts of values in equal-width bins over ``[low, high]`` (the last bin is closed).
+
+    Attributes:
+        low: Left edge of the first bin.
+        high: Right edge of the last bin.
+        counts: Values per bin.
+    """
+
+    low: float
+    high: float
+    counts: tuple[int, ...]
+
+    @property
+    def edges(self) -> list[tuple[float, float]]:
+        """``(left, right)`` of each bin."""
+        width = (self.high - self.low) / len(self.counts)
+        return [(self.low + i * width, self.low + (i + 1) * width) for i in range(len(self.counts))]
+
+
+def histogram(values: Sequence[float], bins: int = 10, low: float = 0.0, high: float = 1.0) -> Histogram:
+    """Bin ``values``; the range widens to cover values outside ``[low, high]``."""
+    if values:
+        low, high = min(low, min(values)), max(high, max(values))
+    if high <= low:
+        high = low + 1.0
+    counts = [0] * bins
+    for v in values:
+        counts[min(bins - 1, int((v - low) / (high - low) * bins))] += 1
+    return Histogram(low, high, tuple(counts))
+
+
+# --------------------------------------------------------------------------- report
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A metric's gate (run mean ``>= threshold``) over repeats.
+
+    Attributes:
+        repeat_means: The run's mean per repeat index (NaN when nothing was scored).
+        passes: Repeats whose mean reached the threshold.
+        p_pass: ``passes`` / scored repeats: the gate's flake probability.
+    """
+
+    repeat_means: tuple[float, ...]
+    passes: int
+    p_pass: float
+
+    @property
+    def flaky(self) -> bool:
+        """The gate passed in some repeats and failed in others."""
+        return 0.0 < self.p_pass < 1.0
+
+
+@dataclass(frozen=True)
+class MetricView:
+    """Everything the report says about one metric of the run."""
+
+    name: str
+    mean: Interval
+    n_samples: int
+    n_scored: int
+    n_unscored: int
+    unscored_by_reason: Mapping[str, int]
+    histogram: Histogram
+    gate: Gate
+    n_passing: int
+    n_flaky: int
+    spreads: tuple[Spread, ...] = ()
+
+
+@dataclass(frozen=True)
+class CompareMetric:
+    """One metric compared between the run and the other run, over samples in both."""
+
+    name: str
+    delta: Interval
+    base_mean: float
+    other_mean: float
+    n_to_fail: int
+    n_to_pass: int
+
+
+@dataclass(frozen=True)
+class CostView:
+    """Judge calls, tokens and cost over every score (and part) of the run."""
+
+    calls: int
+    cached_calls: int
+    failed_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    usd: float
+    unpriced_models: tuple[str, ...]
+    description: str
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """The whole report: the run, per-metric summaries, cost, comparison, and samples.
+
+    ``samples`` is the JSON-ready per-sample payload the page renders in the browser;
+    ``texts`` holds the judge messages they refer to by index (each distinct text once).
+    """
+
+    info: RunInfo
+    threshold: float
+    repeats: int
+    metrics: tuple[MetricView, ...]
+    cost: CostView
+    row_errors: tuple[tuple[int, str], ...]
+    samples: list[dict[str, Any]]
+    texts: list[str] = field(default_factory=list)
+    other: RunInfo | None = None
+    compare: tuple[CompareMetric, ...] = ()
+    n_paired: int = 0
+    only_here: int = 0
+    only_other: int = 0
+    seed: int = 0
+
+    def page_data(self) -> dict[str, Any]:
+        """The JSON the page embeds: per-sample data and what the table needs to draw it."""
+        return {
+            "meta": {
+                "run_id": self.info.run_id,
+                "other_run_id": self.other.run_id if self.other else None,
+                "metrics": [m.name for m in self.metrics],
+                "repeats": self.repeats,
+                "threshold": self.threshold,
+            },
+            "samples": self.samples,
+            "texts": self.texts,
+        }
+
+
+def _value(score: Mapping[str, Any]) -> float | None:
+    value = score.get("value")
+    if value is None or score.get("unscored_reason"):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _calls(score: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
+    yield from score.get("calls") or ()
+    for part in score.get("parts") or ():
+        yield from _calls(part)
+
+
+class _Texts:
+    """Interned strings: judge prompts repeat across samples, so the page stores each once."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def __call__(self, text: object) -> int | None:
+        if text is None:
+            return None
+        key = str(text)
+        index = self._index.get(key)
+        if index is None:
+            index = self._index[key] = len(self.texts)
+            self.texts.append(key)
+        return index
+
+
+def _score_entries(
+    name: str, score: Mapping[str, Any], answer: str, texts: _Texts, depth: int = 0
+) -> list[dict[str, Any]]:
+    """One metric's score (and, flattened after it, its parts) as the page shows them.
+
+    Judge messages carry ``text``, an index into the report's interned ``texts``.
+    """
+    verdicts = [
+        {
+            "subject": str(v.get("subject", "")),
+            "value": v.get("value"),
+            "reason": str(v.get("reason") or ""),
+            "tone": verdict_tone(v.get("value")),
+        }
+        for v in score.get("verdicts") or ()
+    ]
+    marks, unplaced = locate_statements(answer, [v["subject"] for v in verdicts]) if answer else ([], [])
+    entry = {
+        "name": name,
+        "depth": depth,
+        "value": _value(score),
+        "unscored_reason": score.get("unscored_reason"),
+        "detail": score.get("detail"),
+        "explanation": score.get("explanation"),
+        "verdicts": verdicts,
+        "marks": to_utf16_offsets(answer, marks),
+        "unplaced": unplaced if answer else list(range(len(verdicts))),
+        "calls": [
+            {
+                "model": c.get("model"),
+                "purpose": c.get("purpose"),
+                "messages": [{"role": m.get("role"), "text": texts(m.get("content"))} for m in c.get("messages") or ()],
+                "raw_output": c.get("raw_output"),
+                "usage": c.get("usage") or {},
+                "latency_s": c.get("latency_s"),
+                "error": c.get("error"),
+                "attempts": c.get("attempts"),
+                "cached": c.get("cached"),
+            }
+            for c in score.get("calls") or ()
+        ],
+    }
+    entries = [entry]
+    for part in score.get("parts") or ():
+        part_name = f"{name} / {part.get('metric') or 'part'}"
+        entries.extend(_score_entries(part_name, part, answer, texts, depth + 1))
+    return entries
+
+
+def _metric_names(info: RunInfo, records: Sequence[Mapping[str, Any]]) -> list[str]:
+    names = [m.name for m in info.spec.metrics]
+    for record in records:
+        for name in record.get("scores") or {}:
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def _group(records: Iterable[Mapping[str, Any]]) -> dict[int, list[Mapping[str, Any]]]:
+    groups: dict[int, list[Mapping[str, Any]]] = {}
+    for record in records:
+        groups.setdefault(int(record.get("line") or 0), []).append(record)
+    for group in groups.values():
+        group.sort(key=lambda r: int(r.get("repeat") or 0))
+    return groups
+
+
+def _sample_values(group: Sequence[Mapping[str, Any]], metric: str) -> list[float]:
+    values = []
+    for record in group:
+        v = _value((record.get("scores") or {}).get(metric) or {})
+        if v is not None:
+            values.append(v)
+    return values
+
+
+def _cost(records: Iterable[Mapping[str, Any]], prices: PriceTable) -> CostView:
+    report = CostReport(prices=prices)
+    for record in records:
+        for score in (record.get("scores") or {}).values():
+            report.add(JudgeCall.model_validate(c) for c in _calls(score))
+    return CostView(
+        calls=report.calls,
+        cached_calls=report.cached_calls,
+        failed_calls=report.failed_calls,
+        prompt_tokens=report.usage.prompt_tokens,
+        completion_tokens=report.usage.completion_tokens,
+        usd=report.usd,
+        unpriced_models=tuple(sorted(report.unpriced_models)),
+        description=report.describe(),
+    )
+
+
+def _metric_view(
+    name: str, groups: Mapping[int, Sequence[Mapping[str, Any]]], repeats: int, threshold: float, seed: int
+) -> MetricView:
+    reasons: dict[str, int] = {}
+    all_values: list[float] = []
+    per_repeat: list[list[float]] = [[] for _ in range(repeats)]
+    spreads: list[Spread] = []
+    n_samples = 0
+    for group in groups.values():
+        present = False
+        for record in group:
+            score = (record.get("scores") or {}).get(name)
+            if score is None:
+                continue
+            present = True
+            v = _value(score)
+            if v is None:
+                reason = str(score.get("unscored_reason") or "unscored")
+                reasons[reason] = reasons.get(reason, 0) + 1
+            else:
+                all_values.append(v)
+                repeat = int(record.get("repeat") or 0)
+                if 0 <= repeat < repeats:
+                    per_repeat[repeat].append(v)
+        if present:
+            n_samples += 1
+        s = spread(_sample_values(group, name))
+        if s.n:
+            spreads.append(s)
+    sample_means = [s.mean for s in spreads]
+    repeat_means = tuple(sum(v) / len(v) if v else math.nan for v in per_repeat)
+    scored_means = [m for m in repeat_means if not math.isnan(m)]
+    gate_passes = sum(1 for m in scored_means if m >= threshold)
+    shares = []
+    for group in groups.values():
+        values = _sample_values(group, name)
+        if values:
+            shares.append(pass_share(values, threshold))
+    return MetricView(
+        name=name,
+        mean=bootstrap_mean_ci(sample_means, seed=seed),
+        n_samples=n_samples,
+        n_scored=len(all_values),
+        n_unscored=sum(reasons.values()),
+        unscored_by_reason=dict(sorted(reasons.items())),
+        histogram=histogram(all_values),
+        gate=Gate(repeat_means, gate_passes, pass_share(scored_means, threshold)),
+        n_passing=sum(1 for m in sample_means if m >= threshold),
+        n_flaky=sum(1 for p in shares if 0.0 < p < 1.0),
+        spreads=tuple(sorted(spreads, key=lambda s: (s.mean, s.low, s.high))) if repeats > 1 else (),
+    )
+
+
+def _sample_id(group: Sequence[Mapping[str, Any]]) -> str:
+    first = group[0]
+    return str(first.get("id") or (first.get("sample") or {}).get("id") or f"line-{first.get('line')}")
+
+
+def build_report(
+    info: RunInfo,
+    records: Iterable[Mapping[str, Any]],
+    *,
+    row_errors: Sequence[tuple[int, str]] = (),
+    other: RunInfo | None = None,
+    other_records: Iterable[Mapping[str, Any]] = (),
+    threshold: float = 0.8,
+    prices: PriceTable | None = None,
+    seed: int = 0,
+) -> ReportData:
+    """Compute everything the report shows from one run's records (and another run's).
+
+    Args:
+        info: The run.
+        records: Its stored records (``RunStore.records``).
+        row_errors: Its invalid input rows (``RunStore.row_errors``).
+        other: A run to compare with (the baseline: deltas are this run minus ``other``).
+        other_records: The other run's records.
+        threshold: A sample passes a metric when its value is at least this.
+        prices: The price table for the cost (default: the built-in one).
+        seed: Seed of every bootstrap.
+    """
+    records = list(records)
+    names = _metric_names(info, records)
+    groups = _group(records)
+    repeats = max([int(info.spec.options.get("repeats") or 1)] + [int(r.get("repeat") or 0) + 1 for r in records])
+    metrics = tuple(_metric_view(name, groups, repeats, threshold, seed) for name in names)
+
+    other_means: dict[str, dict[str, float | None]] = {}
+    other_names: list[str] = []
+    if other is not None:
+        other_list = list(other_records)
+        other_names = _metric_names(other, other_list)
+        for group in _group(other_list).values():
+            sid = _sample_id(group)
+            if sid in other_means:
+                continue  # duplicate ids: the first occurrence is the one compared
+            means: dict[str, float | None] = {}
+            for name in other_names:
+                values = _sample_values(group, name)
+                means[name] = sum(values) / len(values) if values else None
+            other_means[sid] = means
+
+    texts = _Texts()
+    samples: list[dict[str, Any]] = []
+    pairs: dict[str, list[tuple[float, float]]] = {name: [] for name in names if name in other_names}
+    seen: set[str] = set()
+    for line in sorted(groups):
+        group = groups[line]
+        sid = _sample_id(group)
+        sample = dict(group[0].get("sample") or {})
+        answer = str(sample.get("answer") or "")
+        stats: dict[str, dict[str, Any]] = {}
+        for name in names:
+            values = _sample_values(group, name)
+            s = spread(values)
+            n_unscored = sum(1 for r in group if name in (r.get("scores") or {}) and _value(r["scores"][name]) is None)
+            stats[name] = {
+                "mean": _finite(s.mean),
+                "min": _finite(s.low),
+                "max": _finite(s.high),
+                "n": s.n,
+                "unscored": n_unscored,
+                "pass": _finite(pass_share(values, threshold)),
+            }
+        item: dict[str, Any] = {
+            "id": sid,
+            "line": line,
+            "question": sample.get("question"),
+            "answer": sample.get("answer"),
+            "contexts": list(sample.get("contexts") or ()),
+            "reference": sample.get("reference"),
+            "metadata": sample.get("metadata"),
+            "trace": sample.get("trace"),
+            "stats": stats,
+            "repeats": [
+                {
+                    "repeat": int(r.get("repeat") or 0),
+                    "scores": [
+                        entry
+                        for name, score in (r.get("scores") or {}).items()
+                        for entry in _score_entries(name, score, answer, texts)
+                    ],
+                }
+                for r in group
+            ],
+        }
+        if other is not None:
+            delta: dict[str, dict[str, Any]] = {}
+            theirs = other_means.get(sid) if sid not in seen else None
+            for name in pairs:
+                mine = stats[name]["mean"]
+                their = theirs.get(name) if theirs is not None else None
+                d = mine - their if mine is not None and their is not None else None
+                flip = None
+                if d is not None and mine is not None and their is not None:
+                    pairs[name].append((mine, their))
+                    if (mine >= threshold) != (their >= threshold):
+                        flip = "fail→pass" if mine >= threshold else "pass→fail"
+                delta[name] = {"other": their, "delta": d, "flip": flip}
+            item["delta"] = delta
+            item["in_other"] = theirs is not None
+        seen.add(sid)
+        samples.append(item)
+
+    compare: list[CompareMetric] = []
+    for name, paired in pairs.items():
+        base = [a for a, _ in paired]
+        theirs_values = [b for _, b in paired]
+        compare.append(
+            CompareMetric(
+                name=name,
+                delta=paired_bootstrap_ci(base, theirs_values, seed=seed),
+                base_mean=sum(base) / len(base) if base else math.nan,
+                other_mean=sum(theirs_values) / len(theirs_values) if theirs_values else math.nan,
+                n_to_fail=sum(1 for a, b in paired if a < threshold <= b),
+                n_to_pass=sum(1 for a, b in paired if b < threshold <= a),
+            )
+        )
+    here_ids = {s["id"] for s in samples}
+    in_both = here_ids & set(other_means)
+    return ReportData(
+        info=info,
+        threshold=threshold,
+        repeats=repeats,
+        metrics=metrics,
+        cost=_cost(records, prices or PriceTable()),
+        row_errors=tuple(row_errors),
+        samples=samples,
+        texts=texts.texts,
+        other=other,
+        compare=tuple(compare),
+        n_paired=len(in_both),
+        only_here=len(here_ids - in_both),
+        only_other=len(set(other_means) - in_both),
+        seed=seed,
+    )
+
+
+# --------------------------------------------------------------------------- embedding
+
+_JSON_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_JSON_ESCAPE_RE = re.compile("[<>&\u2028\u2029]")
+
+
+def embed_json(data: Any) -> str:
+    r"""``data`` as JSON that is safe inside ``<script type="application/json">``.
+
+    ``<``, ``>``, ``&`` and U+2028/U+2029 are written as ``\uXXXX`` escapes (valid JSON,
+    the same value after ``JSON.parse``), so no string in the data can close the script
+    element (``</script>``), open a comment (``<!--``) or end a JavaScript line. NaN and
+    infinities are refused: the report writes them as ``null`` before this.
+
+    Raises:
+        ValueError: ``data`` holds a NaN or infinity.
+    """
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return _JSON_ESCAPE_RE.sub(lambda m: _JSON_ESCAPES[m.group(0)], text)

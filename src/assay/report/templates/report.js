@@ -1,0 +1,400 @@
+// assay report: draws the sample table and the sample view from the embedded JSON.
+// Every piece of evaluated data reaches the DOM through textContent, attributes set as
+// properties, or createTextNode: never through innerHTML.
+(function () {
+  "use strict";
+  var t0 = performance.now();
+  performance.mark("assay:start");
+  var timings = { parse_ms: 0, script_ms: 0, first_render_ms: 0, filters: [], filter_count: 0 };
+  window.assayTimings = timings;
+
+  var DATA = JSON.parse(document.getElementById("assay-data").textContent);
+  timings.parse_ms = performance.now() - t0;
+  var META = DATA.meta;
+  var SAMPLES = DATA.samples;
+  var TEXTS = DATA.texts;
+  var METRICS = META.metrics;
+  var THRESHOLD = META.threshold;
+  var REPEATS = META.repeats;
+  var COMPARE = META.other_run_id !== null;
+  var PAGE_SIZE = 50;
+
+  function el(tag, props) {
+    var node = document.createElement(tag);
+    if (props) {
+      for (var key in props) {
+        if (key === "text") node.textContent = props.text;
+        else if (key === "cls") node.className = props.cls;
+        else node[key] = props[key];
+      }
+    }
+    for (var i = 2; i < arguments.length; i++) {
+      var child = arguments[i];
+      if (child === null || child === undefined) continue;
+      node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+    }
+    return node;
+  }
+
+  function fmt(v, digits) {
+    if (v === null || v === undefined || typeof v !== "number" || !isFinite(v)) return "—";
+    return v.toFixed(digits === undefined ? 3 : digits);
+  }
+  function signed(v) {
+    if (v === null || v === undefined) return "—";
+    return (v > 0 ? "+" : "") + v.toFixed(3);
+  }
+
+  // ---------------------------------------------------------------- search index
+  for (var i = 0; i < SAMPLES.length; i++) {
+    var s = SAMPLES[i];
+    s._i = i;
+    s._search = [s.id, s.question || "", s.answer || ""].join("\n").toLowerCase();
+    var failing = false, unscored = false, flaky = false, flipped = false;
+    for (var m = 0; m < METRICS.length; m++) {
+      var st = s.stats[METRICS[m]];
+      if (!st) continue;
+      if (st.mean !== null && st.mean < THRESHOLD) failing = true;
+      if (st.unscored > 0) unscored = true;
+      if (st.pass !== null && st.pass > 0 && st.pass < 1) flaky = true;
+      if (COMPARE && s.delta && s.delta[METRICS[m]] && s.delta[METRICS[m]].flip) flipped = true;
+    }
+    s._flags = { failing: failing, unscored: unscored, flaky: flaky, flipped: flipped };
+  }
+
+  // ---------------------------------------------------------------- columns
+  var COLUMNS = [
+    { label: "line", num: true, key: function (s) { return s.line; }, cell: function (s) { return String(s.line); } },
+    { label: "id", key: function (s) { return s.id; }, cell: function (s) { return s.id; } },
+    { label: "question", key: function (s) { return s.question || ""; }, cell: function (s) { return s.question || "—"; }, cls: "q" },
+  ];
+  METRICS.forEach(function (name) {
+    COLUMNS.push({
+      label: name, num: true, metric: name,
+      key: function (s) { return s.stats[name] ? s.stats[name].mean : null; },
+      cell: function (s) {
+        var st = s.stats[name];
+        if (!st) return "—";
+        var text = fmt(st.mean);
+        if (st.unscored) text += " (" + st.unscored + " unscored)";
+        return text;
+      },
+      tone: function (s) {
+        var st = s.stats[name];
+        if (!st || st.mean === null) return "v-none";
+        return st.mean >= THRESHOLD ? "v-ok" : "v-bad";
+      },
+    });
+    if (REPEATS > 1) {
+      COLUMNS.push({
+        label: name + " min–max", num: true,
+        key: function (s) { var st = s.stats[name]; return st && st.mean !== null ? st.max - st.min : null; },
+        cell: function (s) { var st = s.stats[name]; return st && st.mean !== null ? fmt(st.min, 2) + "–" + fmt(st.max, 2) : "—"; },
+      });
+      COLUMNS.push({
+        label: name + " P(pass)", num: true,
+        key: function (s) { var st = s.stats[name]; return st ? st.pass : null; },
+        cell: function (s) { var st = s.stats[name]; return st ? fmt(st.pass, 2) : "—"; },
+      });
+    }
+    if (COMPARE) {
+      COLUMNS.push({
+        label: name + " Δ", num: true,
+        key: function (s) { var d = s.delta && s.delta[name]; return d ? d.delta : null; },
+        cell: function (s) {
+          var d = s.delta && s.delta[name];
+          if (!d) return "—";
+          return signed(d.delta) + (d.flip ? " " + d.flip : "");
+        },
+        tone: function (s) {
+          var d = s.delta && s.delta[name];
+          if (!d || !d.flip) return "";
+          return d.flip === "pass→fail" ? "v-bad" : "v-ok";
+        },
+      });
+    }
+  });
+
+  // ---------------------------------------------------------------- state
+  var state = { filter: "", quick: "all", sort: null, dir: 1, page: 0, selected: null, view: [] };
+  var head = document.getElementById("sample-head");
+  var body = document.getElementById("sample-body");
+  var countEl = document.getElementById("count");
+  var pageEl = document.getElementById("page");
+  var detail = document.getElementById("detail");
+
+  COLUMNS.forEach(function (col, index) {
+    var th = el("th", { text: col.label, title: "sort by " + col.label });
+    if (col.num) th.className = "num";
+    th.addEventListener("click", function () {
+      if (state.sort === index) state.dir = -state.dir;
+      else { state.sort = index; state.dir = col.num ? -1 : 1; }
+      state.page = 0;
+      apply("sort");
+    });
+    head.appendChild(th);
+  });
+
+  function compare(a, b) {
+    // nulls (unscored, missing) sort last in either direction
+    if (a === null || a === undefined) return b === null || b === undefined ? 0 : 1;
+    if (b === null || b === undefined) return -1;
+    if (typeof a === "number" && typeof b === "number") return (a - b) * state.dir;
+    return String(a).localeCompare(String(b)) * state.dir;
+  }
+
+  function apply(reason) {
+    var start = performance.now();
+    var needle = state.filter.trim().toLowerCase();
+    var quick = state.quick;
+    var view = [];
+    for (var i = 0; i < SAMPLES.length; i++) {
+      var s = SAMPLES[i];
+      if (needle && s._search.indexOf(needle) < 0) continue;
+      if (quick !== "all" && !s._flags[quick]) continue;
+      view.push(s);
+    }
+    if (state.sort !== null) {
+      var key = COLUMNS[state.sort].key;
+      view = view.map(function (s) { return [key(s), s._i, s]; });
+      view.sort(function (a, b) { return compare(a[0], b[0]) || a[1] - b[1]; });
+      view = view.map(function (t) { return t[2]; });
+    }
+    state.view = view;
+    var pages = Math.max(1, Math.ceil(view.length / PAGE_SIZE));
+    if (state.page >= pages) state.page = pages - 1;
+    renderPage();
+    var ms = performance.now() - start;
+    if (reason === "filter") { timings.filters.push(ms); timings.filter_count += 1; }
+    return ms;
+  }
+
+  function renderPage() {
+    var view = state.view;
+    var from = state.page * PAGE_SIZE;
+    var rows = view.slice(from, from + PAGE_SIZE);
+    var frag = document.createDocumentFragment();
+    rows.forEach(function (s) {
+      var tr = el("tr");
+      tr.dataset.index = String(s._i);
+      if (state.selected === s._i) tr.className = "selected";
+      COLUMNS.forEach(function (col) {
+        var td = el("td", { text: col.cell(s) });
+        var cls = (col.num ? "num " : "") + (col.cls || "") + " " + (col.tone ? col.tone(s) : "");
+        td.className = cls.trim();
+        if (col.cls === "q") td.title = s.question || "";
+        tr.appendChild(td);
+      });
+      frag.appendChild(tr);
+    });
+    body.replaceChildren(frag);
+    head.querySelectorAll("th").forEach(function (th, index) {
+      th.classList.toggle("sorted-asc", state.sort === index && state.dir === 1);
+      th.classList.toggle("sorted-desc", state.sort === index && state.dir === -1);
+    });
+    countEl.textContent = view.length + " of " + SAMPLES.length + " samples";
+    var pages = Math.max(1, Math.ceil(view.length / PAGE_SIZE));
+    pageEl.textContent = view.length ? "rows " + (from + 1) + "–" + Math.min(from + PAGE_SIZE, view.length) + " · page " + (state.page + 1) + " of " + pages : "no rows";
+  }
+
+  body.addEventListener("click", function (event) {
+    var tr = event.target.closest("tr");
+    if (!tr || tr.dataset.index === undefined) return;
+    select(Number(tr.dataset.index));
+  });
+  document.getElementById("prev").addEventListener("click", function () {
+    if (state.page > 0) { state.page -= 1; renderPage(); }
+  });
+  document.getElementById("next").addEventListener("click", function () {
+    if ((state.page + 1) * PAGE_SIZE < state.view.length) { state.page += 1; renderPage(); }
+  });
+  var timer = null;
+  document.getElementById("filter").addEventListener("input", function (event) {
+    var value = event.target.value;
+    if (timer !== null) clearTimeout(timer);
+    timer = setTimeout(function () { timer = null; state.filter = value; state.page = 0; apply("filter"); }, 150);
+  });
+  document.getElementById("quick").addEventListener("change", function (event) {
+    state.quick = event.target.value; state.page = 0; apply("filter");
+  });
+
+  // ---------------------------------------------------------------- sample view
+  var MARK = { ok: "✓", bad: "✗", na: "NA", info: "•" };
+
+  function verdictTitle(v) {
+    return String(v.value) + (v.reason ? " — " + v.reason : "");
+  }
+
+  function highlightedAnswer(answer, entry) {
+    var box = el("div", { cls: "answer" });
+    if (answer === null || answer === undefined || answer === "") { box.textContent = "—"; return box; }
+    var pos = 0;
+    var marks = entry ? entry.marks : [];
+    for (var i = 0; i < marks.length; i++) {
+      var start = marks[i][0], end = marks[i][1], v = entry.verdicts[marks[i][2]];
+      if (start > pos) box.appendChild(document.createTextNode(answer.slice(pos, start)));
+      var span = el("span", { cls: "stmt " + v.tone, title: verdictTitle(v), text: answer.slice(start, end) });
+      span.dataset.verdict = String(marks[i][2]);
+      span.dataset.tone = v.tone;
+      box.appendChild(span);
+      pos = end;
+    }
+    if (pos < answer.length) box.appendChild(document.createTextNode(answer.slice(pos)));
+    return box;
+  }
+
+  function verdictList(entry, indexes) {
+    var ul = el("ul", { cls: "verdicts" });
+    indexes.forEach(function (i) {
+      var v = entry.verdicts[i];
+      var li = el("li", { cls: v.tone, title: verdictTitle(v) },
+        el("span", { cls: "mark", text: MARK[v.tone] || String(v.value) }),
+        el("span", { cls: "subject", text: v.subject }),
+        v.reason ? el("span", { cls: "reason", text: v.reason }) : null);
+      li.dataset.tone = v.tone;
+      ul.appendChild(li);
+    });
+    return ul;
+  }
+
+  function textBlock(text) { return el("div", { cls: "block", text: text === null || text === undefined ? "—" : String(text) }); }
+
+  function callView(entry, call) {
+    var usage = call.usage || {};
+    var summary = el("summary", {
+      text: entry.name + " · " + (call.purpose || "call") + " · " + (call.model || "?") + " · " +
+        (usage.prompt_tokens || 0) + "+" + (usage.completion_tokens || 0) + " tokens · " +
+        fmt(call.latency_s, 2) + " s" + (call.cached ? " · cached" : "") + (call.attempts > 1 ? " · " + call.attempts + " attempts" : ""),
+    });
+    var box = el("details", { cls: "call" }, summary);
+    (call.messages || []).forEach(function (msg) {
+      box.appendChild(el("div", { cls: "role", text: msg.role || "?" }));
+      box.appendChild(el("pre", { cls: "block", text: msg.text === null ? "" : TEXTS[msg.text] }));
+    });
+    box.appendChild(el("div", { cls: "role", text: "judge output" }));
+    box.appendChild(el("pre", { cls: "block raw-output", text: call.raw_output === null ? "(none)" : String(call.raw_output) }));
+    if (call.error) box.appendChild(el("div", { cls: "v-bad", text: "error: " + call.error }));
+    return box;
+  }
+
+  function select(index) {
+    state.selected = index;
+    body.querySelectorAll("tr").forEach(function (tr) {
+      tr.classList.toggle("selected", Number(tr.dataset.index) === index);
+    });
+    renderDetail(SAMPLES[index], 0, null);
+  }
+
+  function renderDetail(s, repeatIndex, entryName) {
+    var rep = s.repeats[repeatIndex] || { repeat: 0, scores: [] };
+    var root = el("div", { id: "sample-view" });
+    root.dataset.sampleId = s.id;
+    root.appendChild(el("h3", { text: s.id + " · line " + s.line }));
+
+    if (s.repeats.length > 1) {
+      var reps = el("div", { cls: "repeats" }, el("span", { cls: "dim", text: "repeat " }));
+      s.repeats.forEach(function (r, i) {
+        var b = el("button", { type: "button", text: String(r.repeat), cls: i === repeatIndex ? "active" : "" });
+        b.addEventListener("click", function () { renderDetail(s, i, entryName); });
+        reps.appendChild(b);
+      });
+      root.appendChild(reps);
+    }
+
+    var stats = el("ul", { cls: "verdicts" });
+    METRICS.forEach(function (name) {
+      var st = s.stats[name];
+      if (!st) return;
+      var text = name + ": " + fmt(st.mean);
+      if (REPEATS > 1) text += " (min " + fmt(st.min, 2) + ", max " + fmt(st.max, 2) + ", P(pass) " + fmt(st.pass, 2) + ")";
+      if (st.unscored) text += " · " + st.unscored + " unscored";
+      if (COMPARE && s.delta && s.delta[name]) {
+        var d = s.delta[name];
+        text += " · other run " + fmt(d.other) + ", Δ " + signed(d.delta) + (d.flip ? " (" + d.flip + ")" : "");
+      }
+      var tone = st.mean === null ? "na" : st.mean >= THRESHOLD ? "ok" : "bad";
+      stats.appendChild(el("li", { cls: tone, text: text }));
+    });
+    root.appendChild(stats);
+
+    root.appendChild(el("h3", { text: "Question" }));
+    root.appendChild(textBlock(s.question));
+
+    var withVerdicts = rep.scores.filter(function (e) { return e.verdicts.length > 0; });
+    var current = null;
+    withVerdicts.forEach(function (e) { if (e.name === entryName) current = e; });
+    if (!current) withVerdicts.forEach(function (e) { if (!current && e.marks.length > 0) current = e; });
+    if (!current && withVerdicts.length) current = withVerdicts[0];
+
+    root.appendChild(el("h3", { text: "Answer" }));
+    if (withVerdicts.length > 1) {
+      var tabs = el("div", { cls: "tabs" }, el("span", { cls: "dim", text: "statements of " }));
+      withVerdicts.forEach(function (e) {
+        var b = el("button", { type: "button", text: e.name, cls: e === current ? "active" : "" });
+        b.addEventListener("click", function () { renderDetail(s, repeatIndex, e.name); });
+        tabs.appendChild(b);
+      });
+      root.appendChild(tabs);
+    }
+    root.appendChild(highlightedAnswer(s.answer, current));
+    if (current && current.unplaced.length) {
+      root.appendChild(el("div", { cls: "dim", text: "Statements not found verbatim in the answer (" + current.name + "):" }));
+      var un = verdictList(current, current.unplaced);
+      un.className += " unplaced";
+      root.appendChild(un);
+    }
+
+    if (s.trace && s.trace.length) {
+      root.appendChild(el("h3", { text: "Trace" }));
+      s.trace.forEach(function (msg) {
+        root.appendChild(el("div", { cls: "role", text: msg.role + (msg.name ? " (" + msg.name + ")" : "") }));
+        var text = msg.content || "";
+        if (msg.tool_calls && msg.tool_calls.length) text += (text ? "\n" : "") + JSON.stringify(msg.tool_calls, null, 1);
+        root.appendChild(textBlock(text));
+      });
+    }
+
+    root.appendChild(el("h3", { text: "Verdicts" }));
+    rep.scores.forEach(function (e) {
+      var head = e.name + ": " + (e.value === null ? "unscored" + (e.unscored_reason ? " (" + e.unscored_reason + ")" : "") : fmt(e.value));
+      var h = el("div", { cls: "role", text: head });
+      h.style.marginLeft = (e.depth * 16) + "px";
+      root.appendChild(h);
+      if (e.detail) root.appendChild(el("div", { cls: "dim", text: e.detail }));
+      if (e.explanation) root.appendChild(el("div", { cls: "dim", text: e.explanation }));
+      if (e.verdicts.length) {
+        var list = verdictList(e, e.verdicts.map(function (_, i) { return i; }));
+        list.style.marginLeft = (e.depth * 16) + "px";
+        root.appendChild(list);
+      }
+    });
+
+    root.appendChild(el("h3", { text: "Contexts (" + (s.contexts || []).length + ")" }));
+    var ol = el("ol");
+    (s.contexts || []).forEach(function (c) { ol.appendChild(el("li", {}, textBlock(c))); });
+    root.appendChild(ol);
+    if (s.reference) { root.appendChild(el("h3", { text: "Reference" })); root.appendChild(textBlock(s.reference)); }
+    if (s.metadata && Object.keys(s.metadata).length) {
+      root.appendChild(el("h3", { text: "Metadata" }));
+      root.appendChild(el("pre", { cls: "block", text: JSON.stringify(s.metadata, null, 2) }));
+    }
+
+    var calls = [];
+    rep.scores.forEach(function (e) { e.calls.forEach(function (c) { calls.push([e, c]); }); });
+    root.appendChild(el("h3", { text: "Judge exchange (" + calls.length + " calls, repeat " + rep.repeat + ")" }));
+    calls.forEach(function (pair) { root.appendChild(callView(pair[0], pair[1])); });
+
+    detail.replaceChildren(root);
+  }
+
+  // ---------------------------------------------------------------- first render
+  apply("initial");
+  performance.mark("assay:rendered");
+  timings.script_ms = performance.now() - t0;
+  timings.first_render_ms = performance.now();  // since navigation start: parse of the page included
+  window.assayReady = true;
+  window.assaySelect = function (id) {
+    for (var i = 0; i < SAMPLES.length; i++) if (SAMPLES[i].id === id) { select(i); return true; }
+    return false;
+  };
+})();

@@ -1,0 +1,242 @@
+"""The HTML report in headless Chromium, driven over the DevTools protocol.
+
+A real run store (``assay run`` against a loopback fake OpenAI server) with XSS payloads in
+its data: clicking a sample shows its statements coloured, nothing in the data executes,
+and a 1,000-sample report renders and filters quickly. Skipped without /usr/bin/chromium.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from assay import JudgeCall, Sample, Score, Usage, Verdict
+from assay.cli._report import report as report_command
+from assay.cli._run import run as run_command
+from assay.report import write_report
+from assay.run import RunSpec, RunStore, SampleResult
+from assay.testing import FakeOpenAIServer
+
+if not Path("/usr/bin/chromium").exists():
+    pytest.skip("needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)", allow_module_level=True)
+pytest.importorskip("websocket", reason="needs websocket-client (pip install websocket-client)")
+pytest.importorskip("openai", reason="needs the openai extra for 'assay run --judge openai:...'")
+
+from cdp import Chromium
+
+XSS = (
+    'The sky is blue. <img src=x onerror="window.__xss=1"> is an image. '
+    "</script><script>window.__xss=2;document.title='pwned'</script> closes the data. "
+    "Grass is green. The rewrite me statement."
+)
+OK_BG, BAD_BG = "rgb(218, 251, 225)", "rgb(255, 235, 233)"
+
+
+def make_responder() -> Any:
+    """Statements are sentences ("rewrite" ones are paraphrased); "sky" is supported; "Grass" alternates."""
+    grass = itertools.count()
+    lock = threading.Lock()
+
+    def respond(body: dict[str, Any]) -> str:
+        user = body["messages"][-1]["content"]
+        if "<answer>" in user:
+            answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
+            statements = [s for s in re.split(r"(?<=\.)\s+", answer) if s.strip()]
+            statements = ["The answer asks for a rewrite." if "rewrite" in s else s for s in statements]
+            return json.dumps({"statements": statements})
+        items = user.split("<statements>\n")[1].split("\n</statements>")[0].splitlines()
+        verdicts = []
+        for item in items:
+            text = item.split("] ", 1)[1]
+            supported = "sky" in text
+            if text.startswith("Grass"):
+                with lock:
+                    supported = next(grass) % 2 == 0
+            verdicts.append({"statement": text, "reason": f"reason <i>for</i> {text[:20]}", "verdict": int(supported)})
+        return json.dumps({"verdicts": verdicts})
+
+    return respond
+
+
+def cli_run(tmp_path: Path, data: Path, base_url: str, *extra: str) -> str:
+    import typer
+
+    app = typer.Typer()
+    app.command("run")(run_command)
+    app.command("report")(report_command)
+    result = CliRunner().invoke(
+        app,
+        ["run", str(data), "--judge", "openai:fake", "--base-url", base_url, "--no-cache", *extra],
+        env={"OPENAI_API_KEY": "sk-test", "COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    with RunStore(tmp_path / ".assay" / "runs.sqlite") as store:
+        return store.runs()[0].run_id
+
+
+@pytest.fixture
+def browser() -> Any:
+    with Chromium() as chromium:
+        yield chromium
+
+
+def test_clicking_a_sample_shows_coloured_statements_and_no_payload_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, browser: Chromium
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    rows = [
+        {"id": "<b id=evil>x</b>", "question": "<script>window.__xss=3</script>?", "answer": XSS,
+         "contexts": ["The sky is blue.", "</script><img src=y onerror=window.__xss=4>"]},
+        {"id": "plain", "question": "Colour?", "answer": "The sky is blue. Grass is green.",
+         "contexts": ["The sky is blue."]},
+    ]  # fmt: skip
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with FakeOpenAIServer(make_responder()) as server:
+        base = cli_run(tmp_path, data, server.base_url)
+        time.sleep(1.1)  # run ids sort by second
+        head = cli_run(tmp_path, data, server.base_url, "--repeats", "2")
+    out = tmp_path / "report.html"
+    write_report(tmp_path / ".assay" / "runs.sqlite", head, out, compare=base, threshold=0.8)
+
+    browser.navigate(out.as_uri())
+    browser.wait_for("window.assayReady === true")
+    assert browser.evaluate("document.title") == f"assay report · {head}"
+    assert browser.evaluate("document.querySelectorAll('#sample-body tr').length") == 2
+
+    index = browser.evaluate(
+        "[...document.querySelectorAll('#sample-body tr')]"
+        ".findIndex(tr => tr.children[1].textContent === '<b id=evil>x</b>')"
+    )
+    assert index >= 0
+    browser.click(f"#sample-body tr:nth-child({index + 1})")
+    browser.wait_for("document.getElementById('sample-view') !== null")
+    spans = browser.evaluate(
+        "[...document.querySelectorAll('#sample-view .answer .stmt')].map(s => "
+        "({text: s.textContent, tone: s.dataset.tone, bg: getComputedStyle(s).backgroundColor, title: s.title}))"
+    )
+    by_text = {s["text"]: s for s in spans}
+    assert by_text["The sky is blue."]["tone"] == "ok" and by_text["The sky is blue."]["bg"] == OK_BG
+    img = '<img src=x onerror="window.__xss=1"> is an image.'
+    assert by_text[img]["tone"] == "bad" and by_text[img]["bg"] == BAD_BG
+    assert by_text[img]["title"].startswith("0 — reason <i>for</i>")  # the judge's reason on hover, as text
+    assert "Grass is green." in by_text
+    # the paraphrased statement is listed below the answer, coloured
+    unplaced = browser.evaluate(
+        "[...document.querySelectorAll('#sample-view .unplaced li')].map(li => [li.dataset.tone, li.textContent])"
+    )
+    assert [tone for tone, _ in unplaced] == ["bad"] and "The answer asks for a rewrite." in unplaced[0][1]
+    # The payloads are visible as text and did nothing.
+    answer_text = browser.evaluate("document.querySelector('#sample-view .answer').innerText")
+    assert answer_text == XSS
+    assert browser.evaluate("typeof window.__xss") == "undefined"
+    assert browser.evaluate("document.title") == f"assay report · {head}"
+    assert browser.evaluate("document.querySelectorAll('img, b#evil, i').length") == 0
+    assert browser.evaluate("document.scripts.length") == 2
+    contexts = browser.evaluate("[...document.querySelectorAll('#sample-view ol .block')].map(b => b.textContent)")
+    assert contexts == rows[0]["contexts"]
+    # the raw judge exchange: open the first call, its prompt quotes the answer verbatim
+    browser.click("#sample-view details.call summary")
+    raw = browser.evaluate("[...document.querySelectorAll('#sample-view details.call pre')].map(p => p.textContent)")
+    assert any(XSS in text for text in raw) and any('"statements"' in text for text in raw)
+    # the comparison and repeats are on the page
+    assert browser.evaluate("document.getElementById('compare') !== null")
+    assert "P(pass)" in browser.evaluate("document.getElementById('sample-head').textContent")
+
+    # sort by clicking a header, filter through the input
+    browser.click("#sample-head th:nth-child(2)")
+    assert browser.evaluate(
+        "[...document.querySelectorAll('#sample-body tr')].map(tr => tr.children[1].textContent)"
+    ) == [
+        "<b id=evil>x</b>",
+        "plain",
+    ]
+    browser.type_into("#filter", "plain")
+    browser.wait_for("window.assayTimings.filter_count >= 1")
+    assert browser.evaluate("document.querySelectorAll('#sample-body tr').length") == 1
+    browser.type_into("#filter", "")
+    browser.wait_for("window.assayTimings.filter_count >= 2")
+    browser.click(f"#sample-body tr:nth-child({index + 1})")
+
+    shot = browser.screenshot(tmp_path / "report.png", full_page=True)
+    print(f"\nscreenshot: {shot} ({shot.stat().st_size} bytes)")
+    assert shot.stat().st_size > 10_000
+
+
+def big_store(path: Path, n: int = 1000) -> str:
+    """A stored run of ``n`` samples with realistic records (statements, reasons, two calls each)."""
+    store = RunStore(path)
+    store.create(RunSpec(run_id="big", judge="openai:gpt-4o-mini", judge_model="openai:gpt-4o-mini"))
+    system = "You are a careful judge. " * 60
+    for i in range(n):
+        statements = [f"Fact {i}.{k} about topic {i % 37} is stated here." for k in range(5)]
+        answer = " ".join(statements)
+        verdicts = [
+            Verdict(subject=s, value=int((i + k) % 3 != 0), reason=f"context {k} says so")
+            for k, s in enumerate(statements)
+        ]
+        prompt = ({"role": "system", "content": system}, {"role": "user", "content": f"<answer>\n{answer}\n</answer>"})
+        calls = [
+            JudgeCall(
+                model="openai:gpt-4o-mini",
+                purpose=purpose,
+                messages=prompt,
+                raw_output=json.dumps({"statements": statements}),
+                usage=Usage(prompt_tokens=500, completion_tokens=80),
+            )
+            for purpose in ("faithfulness.statements", "faithfulness.verdicts")
+        ]
+        value = sum(int(v.value == 1) for v in verdicts) / len(verdicts)
+        score = Score.scored("faithfulness", value, verdicts=verdicts, calls=calls)
+        sample = Sample(
+            id=f"sample-{i:04d}", question=f"What about topic {i % 37}?", answer=answer, contexts=(f"Context {i}.",) * 3
+        )
+        store.record("big", SampleResult(sample=sample, scores={"faithfulness": score}, line=i + 1))
+    store.set_status("big", "finished")
+    store.close()
+    return "big"
+
+
+def test_a_thousand_sample_report_renders_and_filters_quickly(tmp_path: Path, browser: Chromium) -> None:
+    run_id = big_store(tmp_path / "runs.sqlite")
+    out = tmp_path / "big.html"
+    started = time.perf_counter()
+    write_report(tmp_path / "runs.sqlite", run_id, out)
+    build_s = time.perf_counter() - started
+
+    started = time.perf_counter()
+    browser.navigate(out.as_uri())
+    browser.wait_for("window.assayReady === true")
+    load_s = time.perf_counter() - started
+    timings = browser.evaluate("window.assayTimings")
+    assert browser.evaluate("document.getElementById('count').textContent") == "1000 of 1000 samples"
+
+    started = time.perf_counter()
+    browser.type_into("#filter", "topic 7?")
+    browser.wait_for("window.assayTimings.filter_count >= 1")
+    filter_wall_s = time.perf_counter() - started  # includes the 150 ms debounce and the protocol's round trips
+    filtered = browser.evaluate("window.assayTimings.filters[0]")
+    count = browser.evaluate("document.getElementById('count').textContent")
+    assert count == "27 of 1000 samples"  # topic 7 of 37: i = 7, 44, ..., 969
+
+    browser.click("#sample-head th:nth-child(4)")
+    browser.click("#sample-body tr:nth-child(1)")
+    assert browser.evaluate("document.querySelectorAll('#sample-view .answer .stmt').length") == 5
+
+    size_mb = out.stat().st_size / 1e6
+    print(
+        f"\n1000-sample report: {size_mb:.1f} MB, built in {build_s:.2f} s; in Chromium: JSON parse "
+        f"{timings['parse_ms']:.0f} ms, script {timings['script_ms']:.0f} ms, first render at "
+        f"{timings['first_render_ms']:.0f} ms after navigation start (load seen by the test {load_s:.2f} s); "
+        f"filter {filtered:.1f} ms in the page, {filter_wall_s * 1000:.0f} ms wall incl. 150 ms debounce"
+    )
+    assert timings["first_render_ms"] < 3000
+    assert filtered < 1000
