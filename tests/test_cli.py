@@ -102,3 +102,77 @@ def test_one_api_judge_serves_two_evaluate_calls() -> None:
         first = evaluate(ROWS, [Faithfulness()], judge)
         second = evaluate(ROWS, [Faithfulness()], judge)
     assert first.summary()["faithfulness"].mean == second.summary()["faithfulness"].mean == 0.5
+
+
+def test_a_field_the_dataset_lacks_is_one_error_before_any_judge_call(tmp_path: Path) -> None:
+    data = tmp_path / "rag.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    with FakeOpenAIServer(word_overlap_judge) as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "run",
+                str(data),
+                "-m",
+                "faithfulness",
+                "-m",
+                "context_recall",
+                "--judge",
+                "openai:fake",
+                "--base-url",
+                server.base_url,
+            ],
+            env={"COLUMNS": "200"},
+        )
+        assert server.calls == 0
+    assert result.exit_code == 1
+    assert "metric 'context_recall' needs 'reference' (also read from ground_truth)" in result.output
+    assert "--map COLUMN=reference" in result.output
+
+
+def test_several_metrics_in_one_run_and_tool_calls_in_openai_format(tmp_path: Path) -> None:
+    trace = [
+        {"role": "user", "content": "Cancel order 7."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "cancel", "arguments": '{"order": 7}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "cancelled"},
+        {"role": "assistant", "content": "Order 7 is cancelled."},
+    ]
+    row = {
+        "id": "t1",
+        "question": "Cancel order 7.",
+        "answer": "Order 7 is cancelled.",
+        "contexts": ["Order 7 is cancelled."],
+        "messages": trace,
+        "reference_tool_calls": [{"name": "cancel", "arguments": {"order": 7}}],
+    }
+    data = tmp_path / "agent.jsonl"
+    data.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "out.jsonl"
+    with FakeOpenAIServer(word_overlap_judge) as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "run",
+                str(data),
+                "-m",
+                "tool_call_accuracy",
+                "-m",
+                "faithfulness",
+                "--judge",
+                "openai:fake",
+                "--base-url",
+                server.base_url,
+                "--out",
+                str(out),
+            ],
+        )
+    assert result.exit_code == 0, result.output
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["scores"]["tool_call_accuracy"]["value"] == 1.0
+    assert record["scores"]["faithfulness"]["value"] == 1.0

@@ -2,21 +2,40 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["Message", "Sample", "ToolCall"]
 
 
 class ToolCall(BaseModel):
-    """One tool call made by an assistant turn."""
+    """One tool call made by an assistant turn.
+
+    Also accepts OpenAI's shape, ``{"id", "type": "function", "function": {"name",
+    "arguments": "<JSON string>"}}``.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     id: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _openai_shape(cls, value: object) -> object:
+        if isinstance(value, dict) and isinstance(value.get("function"), dict):
+            function = value["function"]
+            arguments = function.get("arguments") or {}
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments) if arguments.strip() else {}
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"tool call arguments are not valid JSON: {exc.msg}") from None
+            return {"name": function.get("name"), "arguments": arguments, "id": value.get("id")}
+        return value
 
 
 class Message(BaseModel):

@@ -38,6 +38,7 @@ from assay.metrics import Metric
 from assay.metrics._registry import build_metric
 from assay.models import JUDGE_FORMS, LocalJudge, get_judge
 from assay.run import (
+    ALIASES,
     EvalResult,
     JudgeCache,
     Limits,
@@ -82,6 +83,35 @@ def build_metrics(names: list[str], options: dict[str, dict[str, str]]) -> list[
     if stray:
         raise ConfigError(f"--set names metric {stray[0]!r}, which is not among the -m metrics ({', '.join(names)})")
     return [build_metric(name, options.get(name)) for name in names]
+
+
+def check_fields(data: Path, metrics: list[Metric], mapping: dict[str, str]) -> None:
+    """Fail before any judge call when the dataset lacks a field some metric needs.
+
+    The first valid row stands for the dataset: a field missing there is one clear error
+    naming the metric and the field, not one error per row. (Rows that lack it later are
+    still reported one by one, with their line numbers.)
+
+    Raises:
+        ConfigError: a metric needs a field the first valid row does not have.
+    """
+    from assay.metrics import missing_fields
+    from assay.run import Row
+
+    first = next((item for item in read_dataset(data, mapping=mapping) if isinstance(item, Row)), None)
+    if first is None:
+        return
+    for metric in metrics:
+        missing = missing_fields(metric, first.sample)
+        if missing:
+            aliases = {v: [k for k, t in ALIASES.items() if t == v] for v in missing}
+            names = "; ".join(
+                f"'{m}'" + (f" (also read from {', '.join(aliases[m])})" if aliases[m] else "") for m in missing
+            )
+            raise ConfigError(
+                f"metric '{metric.name}' needs {names}, which {data}:{first.line} does not have; add it to the data "
+                f"or rename a column with --map COLUMN={missing[0]}"
+            )
 
 
 def _fingerprint(path: Path) -> str:
@@ -257,6 +287,7 @@ def run(
                 price_table,
             )
             raise typer.Exit(EXIT_OK)
+        check_fields(data, metrics, mapping)
         total = count_rows(data) * int(options["repeats"])
     except AssayError as exc:
         err_console.print(f"[red]error:[/red] {escape(str(exc))}")

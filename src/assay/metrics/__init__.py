@@ -4,30 +4,48 @@ Every metric is a plain value (a frozen dataclass) implementing :class:`Metric`:
 ``name``, ``required_fields``, ``spec()`` and ``async score(sample, judge) -> Score``.
 """
 
+from assay.metrics._agent import AgentGoalAccuracy
 from assay.metrics._base import Metric, missing_fields, score_safely
 from assay.metrics._composite import Aggregate, CompositeMetric, CompositeRun, Outputs, SubMetric, SubResult
 from assay.metrics._decompose import Decomposer, Decomposition, LLMDecomposer, SentenceDecomposer
 from assay.metrics._faithfulness import Faithfulness
 from assay.metrics._graders import BinaryJudgeGrader, CombinedGrader, RangeJudgeGrader, Shot, TemplatedPromptJudgeGrader
+from assay.metrics._rag import AnswerRelevancy, ContextPrecision, ContextRecall, FactualCorrectness
+from assay.metrics._registry import MetricEntry, build_metric, metric_entries, register_metric
+from assay.metrics._tools import ToolCallAccuracy
+from assay.metrics._trace import TraceFormatter
+from assay.metrics._verify import StatementVerifier
 
 __all__ = [
+    "AgentGoalAccuracy",
     "Aggregate",
+    "AnswerRelevancy",
     "BinaryJudgeGrader",
     "CombinedGrader",
     "CompositeMetric",
     "CompositeRun",
+    "ContextPrecision",
+    "ContextRecall",
     "Decomposer",
     "Decomposition",
+    "FactualCorrectness",
     "Faithfulness",
     "LLMDecomposer",
     "Metric",
+    "MetricEntry",
     "Outputs",
     "RangeJudgeGrader",
     "SentenceDecomposer",
     "Shot",
+    "StatementVerifier",
     "SubMetric",
     "SubResult",
     "TemplatedPromptJudgeGrader",
+    "ToolCallAccuracy",
+    "TraceFormatter",
+    "build_metric",
+    "metric_entries",
     "missing_fields",
+    "register_metric",
     "score_safely",
 ]

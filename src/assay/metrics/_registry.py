@@ -120,3 +120,74 @@ register_metric("faithfulness", _faithfulness, "share of the answer's statements
 register_metric("binary_grader", _binary_grader, "PASS/FAIL/NA against a criteria string (option: criteria)")
 register_metric("range_grader", _range_grader, "a level on a declared scale, normalised (option: criteria)")
 register_metric("templated_grader", _templated_grader, "your own prompt template (option: template)")
+
+
+def _bool(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def _goal(reference: bool | None) -> Callable[..., Metric]:
+    def build(max_chars: str | None = None) -> Metric:
+        from assay.metrics._agent import AgentGoalAccuracy
+        from assay.metrics._trace import TraceFormatter
+
+        formatter = TraceFormatter(max_chars=int(max_chars)) if max_chars else TraceFormatter()
+        return AgentGoalAccuracy(reference=reference, formatter=formatter)
+
+    return build
+
+
+def _answer_relevancy() -> Metric:
+    from assay.metrics._rag import AnswerRelevancy
+
+    return AnswerRelevancy()
+
+
+def _context_precision(reference: bool | None) -> Callable[..., Metric]:
+    def build() -> Metric:
+        from assay.metrics._rag import ContextPrecision
+
+        return ContextPrecision(reference=reference)
+
+    return build
+
+
+def _context_recall(decomposer: str = "llm") -> Metric:
+    from assay.metrics._rag import ContextRecall
+
+    return ContextRecall(decomposer=decomposer)  # type: ignore[arg-type]
+
+
+def _factual_correctness(mode: str = "f1", decomposer: str = "llm") -> Metric:
+    from assay.metrics._rag import FactualCorrectness
+
+    return FactualCorrectness(mode=mode, decomposer=decomposer)  # type: ignore[arg-type]
+
+
+def _tool_call_accuracy(strict_order: str = "true", ignore_extra_arguments: str = "false") -> Metric:
+    from assay.metrics._tools import ToolCallAccuracy
+
+    return ToolCallAccuracy(strict_order=_bool(strict_order), ignore_extra_arguments=_bool(ignore_extra_arguments))
+
+
+register_metric("agent_goal_accuracy", _goal(None), "did the agent reach the user's goal (reference if present)")
+register_metric("agent_goal_accuracy_with_reference", _goal(True), "end state vs the reference goal (needs reference)")
+register_metric("agent_goal_accuracy_without_reference", _goal(False), "end state vs the goal the judge infers")
+register_metric("answer_relevancy", _answer_relevancy, "does the answer address the question (binary + noncommittal)")
+register_metric("context_precision", _context_precision(None), "average precision of useful context chunks")
+register_metric(
+    "context_precision_with_reference", _context_precision(True), "chunk usefulness judged against the reference"
+)
+register_metric(
+    "context_precision_without_reference", _context_precision(False), "chunk usefulness judged against the answer"
+)
+register_metric("context_recall", _context_recall, "share of reference statements the contexts support")
+register_metric("factual_correctness", _factual_correctness, "claim-level precision/recall/F1 against the reference")
+register_metric("tool_call_accuracy", _tool_call_accuracy, "expected vs actual tool calls (no LLM)")
