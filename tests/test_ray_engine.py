@@ -1,0 +1,398 @@
+"""The Ray engine on a real two-node local cluster: same results as the local engine, nothing lost.
+
+The cluster is a head and one worker node, each a ``ray start`` on 127.0.0.1 with one CPU,
+in a temp dir of their own; the module's finalizer kills exactly those processes (their
+process groups, then anything still naming the temp dir), never other Ray processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay import Sample
+from assay.metrics._registry import build_metric
+from assay.models import ChatMessage
+from assay.models._testing import FunctionJudge, JudgeRequest
+from assay.run import Limits, RunStore, SampleResult, aevaluate
+from assay.testing import FakeOpenAIServer
+
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")]
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+CONTEXT = "The sky is blue. Grass is green. Snow is white. Coal is black."
+CLAIMS = ["The sky is blue.", "Grass is green.", "Snow is red.", "Coal is black.", "The sea is purple."]
+SAMPLE_OF = re.compile(r"Sample (\d+)[?.]")
+
+
+def make_samples(n: int) -> list[Sample]:
+    samples = []
+    for i in range(n):
+        claims = [CLAIMS[(i + k) % len(CLAIMS)] for k in range(1 + i % 3)]
+        samples.append(
+            Sample(id=f"s{i}", question=f"Sample {i}?", answer=f"Sample {i}. " + " ".join(claims), contexts=(CONTEXT,))
+        )
+    return samples
+
+
+def expected_value(sample: Sample) -> float:
+    claims = [c for c in CLAIMS if c in (sample.answer or "")]
+    return sum(c in CONTEXT for c in claims) / len(claims)
+
+
+def answer_for(user: str) -> str:
+    """A deterministic judge: statements are the known claims; supported iff in the context."""
+    if "<answer>" in user:
+        answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
+        return json.dumps({"statements": [c for c in CLAIMS if c in answer]})
+    statements = user.split("<statements>\n")[1].split("\n</statements>")[0].splitlines()
+    items = [s.split("] ", 1)[1] for s in statements]
+    return json.dumps(
+        {"verdicts": [{"statement": t, "reason": "checked", "verdict": int(t in CONTEXT)} for t in items]}
+    )
+
+
+def responder(body: dict[str, Any]) -> str:
+    return answer_for(body["messages"][1]["content"])
+
+
+def _function_answer(messages: Sequence[ChatMessage], request: JudgeRequest) -> str:
+    return answer_for(messages[1]["content"])
+
+
+def scripted_judge() -> FunctionJudge:
+    """The picklable judge factory workers call (this module is on the nodes' PYTHONPATH)."""
+    return FunctionJudge(_function_answer, name="scripted", concurrency=8, per_statement=False)
+
+
+# -- the cluster --------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _ray_cli() -> str:
+    beside = Path(sys.executable).with_name("ray")
+    found = str(beside) if beside.exists() else shutil.which("ray")
+    if found is None:
+        pytest.skip("the 'ray' command is not installed")
+    return found
+
+
+def _processes_naming(text: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    pids.append(int(entry.name))
+    return pids
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A head and a worker node on 127.0.0.1 (1 CPU each); yields the GCS address."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("openai")
+    cli = _ray_cli()
+    temp_dir = tempfile.mkdtemp(prefix="assay-ray-", dir="/tmp")  # short: Ray's socket paths are limited
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "OPENAI", "ASSAY"))}
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(HERE), str(SRC), env.get("PYTHONPATH", "")]),
+        RAY_USAGE_STATS_ENABLED="0",
+        RAY_AUTH_MODE="disabled",  # loopback only; otherwise a token in ~/.ray may be half-applied
+    )
+    common = ["--num-cpus=1", "--node-ip-address=127.0.0.1", "--disable-usage-stats"]
+    groups: list[int] = []
+    auth_mode = os.environ.get("RAY_AUTH_MODE")
+
+    def start(*args: str) -> None:
+        proc = subprocess.Popen(
+            [cli, "start", *args, *common],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,  # its daemons stay in this group: the finalizer kills only them
+        )
+        groups.append(proc.pid)
+        out, _ = proc.communicate(timeout=120)
+        if proc.returncode != 0:
+            raise RuntimeError(f"ray start failed:\n{out}")
+
+    try:
+        start("--head", f"--port={port}", "--include-dashboard=false", f"--temp-dir={temp_dir}")
+        start(f"--address={address}")
+        os.environ["RAY_AUTH_MODE"] = "disabled"
+        ray.init(address=address, log_to_driver=False)
+        deadline = time.monotonic() + 60
+        while sum(n["Alive"] for n in ray.nodes()) < 2:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the worker node never joined")
+            time.sleep(0.2)
+        yield address
+    finally:
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        if auth_mode is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = auth_mode
+        for group in groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
+        for pid in _processes_naming(temp_dir):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _by_id(results: Sequence[SampleResult]) -> dict[str, tuple[float, list[Any]]]:
+    return {
+        r.sample.id: (r.scores["faithfulness"].value, [v.value for v in r.scores["faithfulness"].verdicts])
+        for r in results
+    }
+
+
+LIMITS = Limits(timeout_s=10, max_attempts=4, backoff_s=0.02)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["function", "openai"])
+def test_ray_engine_matches_the_local_engine_on_200_samples(cluster: str, kind: str) -> None:
+    from assay.run._ray import RayRunStats, aevaluate_ray
+
+    samples = make_samples(200)
+    metric = build_metric("faithfulness")
+    with FakeOpenAIServer(responder) as server:
+        if kind == "function":
+            judge_ref: Any = scripted_judge
+            local_judge: Any = scripted_judge()
+        else:
+            judge_ref = "openai:fake-judge"
+            from assay.models import OpenAIJudge
+
+            local_judge = OpenAIJudge("fake-judge", base_url=server.base_url)
+        local = asyncio.run(aevaluate(samples, [metric], local_judge, limits=LIMITS, concurrency=8))
+        calls_local = server.calls
+        stats = RayRunStats()
+        distributed = asyncio.run(
+            aevaluate_ray(
+                samples,
+                ["faithfulness"],
+                judge_ref,
+                base_url=server.base_url,
+                limits=LIMITS,
+                workers=2,
+                per_worker_concurrency=4,
+                stats=stats,
+            )
+        )
+        calls_ray = server.calls - calls_local
+    assert distributed.n_samples == local.n_samples == 200
+    assert _by_id(distributed.results) == _by_id(local.results)
+    values = _by_id(distributed.results)
+    for sample in samples:
+        assert values[sample.id][0] == pytest.approx(expected_value(sample)), sample.id
+    ray_summary, local_summary = distributed.summary()["faithfulness"], local.summary()["faithfulness"]
+    assert ray_summary.mean == pytest.approx(local_summary.mean)  # summed in another order
+    assert ray_summary.model_copy(update={"mean": 0.0}) == local_summary.model_copy(update={"mean": 0.0})
+    assert stats.workers_started == 2 and stats.worker_deaths == 0
+    assert stats.limiter_acquires == 0, "no global budget: the limiter actor is skipped"
+    if kind == "openai":
+        assert calls_ray == calls_local == 400
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_loses_nothing_and_judges_nothing_twice(cluster: str, tmp_path: Path) -> None:
+    import ray
+
+    from assay.run import RunSpec
+    from assay.run._ray import RayRunStats, aevaluate_ray
+
+    samples = make_samples(200)
+    store = RunStore(tmp_path / "runs.sqlite")
+    store.create(RunSpec(run_id="r1", judge="openai:fake-judge", judge_model="fake-judge", engine="ray"))
+    committed: Counter[tuple[int, int]] = Counter()
+    calls_at_commit: dict[str, int] = {}
+    killed: dict[str, int] = {}
+    enough = threading.Event()
+
+    with FakeOpenAIServer(responder, latency_s=0.08) as server:
+
+        def on_result(result: SampleResult) -> None:
+            calls_at_commit[result.sample.id] = server.calls
+            store.record("r1", result, repeat=result.repeat)
+            committed[(result.line, result.repeat)] += 1
+            if len(committed) >= 40:
+                enough.set()
+
+        def kill_a_worker() -> None:
+            enough.wait(timeout=60)
+            names = [n["name"] for n in ray.util.list_named_actors(all_namespaces=True)]
+            name = next(n for n in names if re.fullmatch(r"assay-\w+-w1\.\d+", n))
+            pid = ray.get(ray.get_actor(name).pid.remote())
+            killed["pid"] = pid
+            killed["at"] = len(committed)
+            os.kill(pid, signal.SIGKILL)
+
+        killer = threading.Thread(target=kill_a_worker)
+        killer.start()
+        stats = RayRunStats()
+        result = asyncio.run(
+            aevaluate_ray(
+                samples,
+                ["faithfulness"],
+                "openai:fake-judge",
+                base_url=server.base_url,
+                limits=LIMITS,
+                workers=2,
+                per_worker_concurrency=4,
+                on_result=on_result,
+                stats=stats,
+                keep_results=False,
+            )
+        )
+        killer.join(timeout=30)
+        requests = server.requests
+
+    assert "pid" in killed and killed["at"] < 200, "the worker should have been killed mid-run"
+    assert stats.worker_deaths == 1 and stats.redispatched >= 1 and stats.workers_started == 3
+    assert result.n_samples == 200
+    assert sorted(committed) == [(i, 0) for i in range(1, 201)], "every row committed"
+    assert set(committed.values()) == {1}, "no row committed twice"
+    records = list(store.records("r1"))
+    assert len(records) == 200
+    for record, sample in zip(records, samples, strict=True):
+        assert record["id"] == sample.id
+        assert record["scores"]["faithfulness"]["value"] == pytest.approx(expected_value(sample))
+    # The server saw no request for a sample after that sample was committed. Only the first
+    # call of a sample (statements from the answer) names the sample; a re-judge starts there.
+    first_calls: Counter[str] = Counter()
+    for index, body in enumerate(requests):
+        match = SAMPLE_OF.search(body["messages"][1]["content"])
+        if match is None:
+            continue
+        sample_id = f"s{match.group(1)}"
+        first_calls[sample_id] += 1
+        assert index < calls_at_commit[sample_id], f"{sample_id} was judged again after it was committed"
+    # Only rows in flight on the dead worker were judged twice.
+    assert len(first_calls) == 200 and sum(first_calls.values()) - 200 <= stats.redispatched
+    store.close()
+
+
+@pytest.mark.slow
+def test_rate_limits_and_concurrency_are_global_across_workers(cluster: str) -> None:
+    from assay.run._ray import RayRunStats, aevaluate_ray
+
+    samples = make_samples(6)
+    with FakeOpenAIServer(responder) as server:
+        started = time.monotonic()
+        asyncio.run(
+            aevaluate_ray(
+                samples,
+                ["faithfulness"],
+                "openai:fake-judge",
+                base_url=server.base_url,
+                limits=Limits(rpm=240),
+                workers=2,
+                per_worker_concurrency=8,
+            )
+        )
+        elapsed = time.monotonic() - started
+        # 12 calls at 4 per second from one shared bucket of 4: at least ~2 s. Two workers with
+        # a budget each would finish in ~1 s.
+        assert server.calls == 12 and elapsed >= 1.9
+
+    with FakeOpenAIServer(responder, latency_s=0.05) as server:
+        stats = RayRunStats()
+        asyncio.run(
+            aevaluate_ray(
+                make_samples(40),
+                ["faithfulness"],
+                "openai:fake-judge",
+                base_url=server.base_url,
+                limits=Limits(concurrency=3),
+                workers=2,
+                per_worker_concurrency=8,
+                stats=stats,
+            )
+        )
+    assert server.calls == 80 and stats.limiter_acquires == 80
+    assert 1 <= stats.limiter_max_in_flight <= 3, "16 worker slots, but a global cap of 3"
+
+
+def test_import_assay_does_not_import_ray() -> None:
+    code = (
+        "import sys, assay, assay.run, assay.run._ray, assay.cli\n"
+        "assert 'ray' not in sys.modules, sorted(m for m in sys.modules if m.startswith('ray'))\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_a_missing_ray_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.errors import MissingExtraError
+    from assay.run._ray import aevaluate_ray
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(MissingExtraError, match=r"assay\[ray\]"):
+        asyncio.run(aevaluate_ray([], ["faithfulness"], "openai:x"))
+
+
+def test_judge_factory_is_picklable_by_reference() -> None:
+    import pickle
+
+    assert pickle.loads(pickle.dumps(scripted_judge)) is scripted_judge
+    assert isinstance(functools.partial(scripted_judge)(), FunctionJudge)
+
+
+@pytest.mark.slow
+def test_cli_engine_ray_stores_the_same_results_as_the_local_engine(cluster: str, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(s.model_dump_json() + "\n" for s in make_samples(30)))
+    with FakeOpenAIServer(responder) as server:
+        common = ["run", str(data), "--judge", "openai:fake", "--base-url", server.base_url, "--no-cache"]
+        ray_run = CliRunner().invoke(
+            app, [*common, "--engine", "ray", "--address", cluster, "--workers", "2", "--store", str(tmp_path / "r.db")]
+        )
+        local_run = CliRunner().invoke(app, [*common, "--store", str(tmp_path / "l.db")])
+    assert ray_run.exit_code == 0, ray_run.output
+    assert local_run.exit_code == 0, local_run.output
+
+    def stored(path: Path) -> tuple[str, dict[str, Any]]:
+        with RunStore(path) as store:
+            (info,) = store.runs()
+            values = {r["id"]: r["scores"]["faithfulness"]["value"] for r in store.records(info.run_id)}
+            return info.spec.engine, values
+
+    engine, ray_values = stored(tmp_path / "r.db")
+    assert engine == "ray" and len(ray_values) == 30
+    assert (engine, ray_values) == ("ray", stored(tmp_path / "l.db")[1])
