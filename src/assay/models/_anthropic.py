@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel
 
+from assay._schema import schema_of
 from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError, MissingExtraError
 from assay.models._openai import (
@@ -326,7 +327,7 @@ def _tool_for(schema: type[BaseModel]) -> ToolParam:
     return {
         "name": name,
         "description": f"Record the answer. Its input must be a {name} object as described by the schema.",
-        "input_schema": schema.model_json_schema(),
+        "input_schema": schema_of(schema),
     }
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from assay._schema import schema_of
 from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError, MissingExtraError, ModelWeightsError
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeResponse
@@ -153,7 +154,7 @@ class LocalJudge:
         if schema not in self._grammars:
             import llama_cpp
 
-            bounded = _bound_strings(schema.model_json_schema(), self.max_string_chars)
+            bounded = _bound_strings(schema_of(schema), self.max_string_chars)
             self._grammars[schema] = llama_cpp.llama_grammar.LlamaGrammar.from_json_schema(
                 json.dumps(bounded), verbose=False
             )

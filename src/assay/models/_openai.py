@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
+from assay._schema import schema_of
 from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError, MissingExtraError
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeResponse
@@ -355,7 +356,7 @@ def _response_format(schema: type[BaseModel] | None, mode: StructuredMode) -> Re
     name = re.sub(r"[^A-Za-z0-9_-]", "_", schema.__name__)[:64] or "answer"
     return {
         "type": "json_schema",
-        "json_schema": {"name": name, "schema": schema.model_json_schema(), "strict": False},
+        "json_schema": {"name": name, "schema": schema_of(schema), "strict": False},
     }
 
 

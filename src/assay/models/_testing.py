@@ -44,7 +44,8 @@ class ScriptedJudge:
     """Answers with a fixed script, in order.
 
     Each script item is the raw text to return, a :class:`JudgeResponse`, or an exception
-    to raise (e.g. ``JudgeError("timeout")``). Every request is recorded in ``requests``.
+    to raise (e.g. ``JudgeError("timeout")``). Every request is recorded in ``requests``
+    unless ``record=False`` (for long streaming runs, where the record would grow unbounded).
     """
 
     def __init__(
@@ -53,10 +54,13 @@ class ScriptedJudge:
         *,
         model_id: str = "scripted",
         per_statement: bool = True,
+        record: bool = True,
     ) -> None:
         self._script = list(script)
         self._model_id = model_id
         self._per_statement = per_statement
+        self._record = record
+        self._calls = 0
         self.requests: list[JudgeRequest] = []
 
     @property
@@ -111,13 +115,15 @@ class FunctionJudge:
     """Answers by calling ``fn(messages, request)``; sync or async, returns text or a response.
 
     Good for judges whose answer depends on the prompt, e.g. a fake that marks a
-    statement supported when its words appear in the context.
+    statement supported when its words appear in the context. Requests are kept in
+    ``requests`` unless ``record=False``.
     """
 
     fn: JudgeFunction
     name: str = "function"
     concurrency: int = 8
     per_statement: bool = True
+    record: bool = True
     requests: list[JudgeRequest] = field(default_factory=list)
 
     @property
@@ -144,7 +150,8 @@ class FunctionJudge:
     ) -> JudgeResponse:
         """Call the function; wrap a text answer in a :class:`JudgeResponse`."""
         request = JudgeRequest(tuple(messages), schema, config or GenerateConfig())
-        self.requests.append(request)
+        if self.record:
+            self.requests.append(request)
         result = self.fn(messages, request)
         if inspect.isawaitable(result):
             result = await result

@@ -1,5 +1,6 @@
 """Typed prompts: render delimited untrusted data, ask a judge, validate the answer."""
 
+from assay._schema import schema_json, schema_of
 from assay.prompts._prompt import (
     DATA_RULES,
     REASKABLE,
@@ -24,4 +25,6 @@ __all__ = [
     "call_and_parse",
     "call_judge",
     "neutralise",
+    "schema_json",
+    "schema_of",
 ]

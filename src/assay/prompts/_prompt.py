@@ -25,6 +25,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from assay._schema import schema_of
 from assay._scores import JudgeCall, UnscoredReason
 from assay.errors import JudgeError
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
@@ -124,8 +125,16 @@ class JudgePrompt(Generic[In, Out]):
         return "\n".join(parts)
 
     def system_text(self) -> str:
-        """The system message: instruction, data rules, output format and examples."""
-        schema = json.dumps(self.output_model.model_json_schema(), ensure_ascii=False)
+        """The system message: instruction, data rules, output format and examples (built once)."""
+        cached: str | None = self.__dict__.get("_system_text")
+        if cached is not None:
+            return cached
+        text = self._build_system_text()
+        object.__setattr__(self, "_system_text", text)  # frozen dataclass: a lazily filled cache
+        return text
+
+    def _build_system_text(self) -> str:
+        schema = json.dumps(schema_of(self.output_model), ensure_ascii=False)
         text = (
             f"{self.instruction.strip()}\n\n{DATA_RULES}\n\n"
             f"Answer with one JSON object matching this JSON schema, and nothing else:\n{schema}"

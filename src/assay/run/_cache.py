@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from assay._schema import schema_json
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse, close_judge
 
 __all__ = ["CachedJudge", "JudgeCache", "cache_key"]
@@ -34,7 +35,7 @@ def cache_key(
         "v": _SCHEMA_VERSION,
         "model": model_id,
         "messages": [dict(m) for m in messages],
-        "schema": schema.model_json_schema() if schema is not None else None,
+        "schema": schema_json(schema) if schema is not None else None,
         "config": config.model_dump(mode="json"),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from assay._schema import schema_of
 from assay._scores import Usage
 from assay.metrics._decompose import _segmenter
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeResponse
@@ -67,7 +68,7 @@ class EstimatingJudge:
         if schema is None:
             return "yes"
         blocks = dict(_BLOCK.findall(messages[-1]["content"]))
-        instance = minimal_instance(schema.model_json_schema())
+        instance = minimal_instance(schema_of(schema))
         instance = _fill(instance, blocks)
         if isinstance(instance, dict) and "statements" in instance and "answer" in blocks:
             sentences = [s.strip() for s in _segmenter("en").segment(blocks["answer"]) if s.strip()]

@@ -1,0 +1,529 @@
+"""Throughput of faithfulness against a judge with fixed latency, and memory when streaming.
+
+A fake OpenAI-compatible server (``assay.testing.FakeOpenAIServer``) runs in a separate
+process with a fixed latency per call and deterministic answers; both assay and Ragas
+talk to it over loopback HTTP, on the same seeded synthetic RAG samples::
+
+    python benchmarks/throughput.py [--samples 500] [--latency 0.2] [--concurrency 32]
+        [--skip-ragas] [--setup-ragas] [--stream-samples 100000]
+
+Figures:
+
+* assay, ``Faithfulness(strategy="batch")`` (2 calls a sample): wall time against the
+  ideal ``samples x calls per sample x latency / concurrency`` (target ratio <= 1.10);
+* Ragas' ``Faithfulness`` (collections API, ``llm_factory`` over ``AsyncOpenAI``) on the
+  same samples at the same concurrency, run by ``benchmarks/ragas_faithfulness.py`` inside
+  its own virtual environment (``/tmp/ragas-venv``; ``--setup-ragas`` creates it);
+  calls and tokens are counted by the server, the same way for both tools;
+* a cached re-run (``JudgeCache``): zero calls and < 5 % of the run that filled it;
+* peak RSS of a child process streaming ``--stream-samples`` generated samples through
+  ``aevaluate(..., keep_results=False)`` with an instant ``FunctionJudge`` (< 500 MB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+HERE = Path(__file__).resolve().parent
+RAGAS_VENV = Path("/tmp/ragas-venv")
+RAGAS_PYTHON = RAGAS_VENV / "bin" / "python"
+# Ragas 0.4.3 imports langchain_community.chat_models.vertexai, removed in langchain-community 0.4.
+RAGAS_REQUIREMENTS = ("ragas==0.4.3", "langchain-community<0.4")
+SEED = 20240611
+
+# -- synthetic RAG samples ---------------------------------------------------------------
+
+_PREFIXES = ("Alder", "Birch", "Cedar", "Delta", "Ember", "Fjord", "Garnet", "Harbor", "Iris", "Juniper")
+_KINDS = ("Institute", "Works", "Observatory", "Cooperative", "Foundry", "Archive", "Clinic", "Studio")
+_CITIES = ("Lisbon", "Oslo", "Kyoto", "Quito", "Dakar", "Perth", "Tallinn", "Cusco", "Hanoi", "Malmo")
+_FIELDS = ("soil chemistry", "bridge design", "glass recycling", "bird migration", "tidal power", "paper conservation")
+_PEOPLE = ("Ana Ruiz", "Bo Lindqvist", "Chidi Okeke", "Dana Novak", "Emil Sato", "Farah Haddad", "Goran Petrov")
+
+
+def _facts(rng: random.Random, name: str) -> list[tuple[str, str]]:
+    """(true sentence, false sentence) pairs about one entity."""
+    year, other_year = rng.sample(range(1890, 2020), 2)
+    city, other_city = rng.sample(_CITIES, 2)
+    field, other_field = rng.sample(_FIELDS, 2)
+    person, other_person = rng.sample(_PEOPLE, 2)
+    staff, other_staff = rng.sample(range(12, 900), 2)
+    return [
+        (f"{name} was founded in {year}.", f"{name} was founded in {other_year}."),
+        (f"{name} is based in {city}.", f"{name} is based in {other_city}."),
+        (f"{name} specializes in {field}.", f"{name} specializes in {other_field}."),
+        (f"{name} is led by {person}.", f"{name} is led by {other_person}."),
+        (f"{name} employs {staff} people.", f"{name} employs {other_staff} people."),
+    ]
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def make_sample(rng: random.Random, index: int) -> dict[str, Any]:
+    """One RAG sample: a question, an answer of 2-4 sentences (about 1 in 4 unsupported), 1-2 contexts."""
+    name = f"the {rng.choice(_PREFIXES)} {rng.choice(_KINDS)} {index}"
+    facts = _facts(rng, name)
+    rng.shuffle(facts)
+    context_sentences = [_upper_first(true) for true, _ in facts]
+    split = rng.randint(2, 4) if rng.random() < 0.5 else len(context_sentences)
+    contexts = [_upper_first(" ".join(context_sentences[:split]))]
+    if split < len(context_sentences):
+        contexts.append(_upper_first(" ".join(context_sentences[split:])))
+    answer_facts = facts[: rng.randint(2, 4)]
+    sentences = [_upper_first(false if rng.random() < 0.25 else true) for true, false in answer_facts]
+    return {
+        "id": f"s{index}",
+        "question": f"What do you know about {name}?",
+        "answer": " ".join(sentences),
+        "contexts": contexts,
+    }
+
+
+def iter_samples(n: int, seed: int = SEED) -> Iterator[dict[str, Any]]:
+    """``n`` samples, generated lazily with a fixed seed (the same ones on every call)."""
+    rng = random.Random(seed)
+    for index in range(n):
+        yield make_sample(rng, index)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a synthetic answer (they never contain an inner full stop)."""
+    return [s for s in _SENTENCE_END.split(text.strip()) if s]
+
+
+def _supported(statement: str, context: str) -> int:
+    return int(statement.lower() in context.lower())
+
+
+# -- the fake server's answers -----------------------------------------------------------
+
+
+def _block(text: str, tag: str) -> str:
+    return text.split(f"<{tag}>\n", 1)[1].split(f"\n</{tag}>", 1)[0]
+
+
+def _numbered(block: str) -> list[str]:
+    return [line.split("] ", 1)[1] for line in block.splitlines() if line.startswith("[")]
+
+
+def _ragas_input(text: str) -> dict[str, Any]:
+    """The JSON after Ragas' last ``input:`` marker (its prompts end with ``input: {...}\\nOutput:``)."""
+    data: dict[str, Any] = json.loads(text.rsplit("input: ", 1)[1].rsplit("\nOutput:", 1)[0])
+    return data
+
+
+def responder(body: dict[str, Any]) -> str:
+    """Deterministic answers to assay's and Ragas' faithfulness prompts.
+
+    Statements are the answer's sentences; a statement is supported when the contexts
+    contain it verbatim (case-insensitively). Anything else gets the server's default.
+    """
+    from assay.testing._openai_server import default_responder
+
+    messages = [m for m in body.get("messages") or [] if isinstance(m.get("content"), str)]
+    # The first user message is the original prompt, also on re-asks; Ragas' legacy prompts have no system message.
+    user = next((m["content"] for m in messages if m.get("role") == "user"), "")
+    everything = "\n".join(m["content"] for m in messages)
+    response_format = body.get("response_format") or {}
+    schema_name = (response_format.get("json_schema") or {}).get("name")
+    if schema_name == "Statements":
+        return json.dumps({"statements": sentences(_block(user, "answer"))})
+    if schema_name == "VerdictList":
+        context = "\n".join(_numbered(_block(user, "context")))
+        items = [
+            {"statement": s, "reason": "checked against the context", "verdict": _supported(s, context)}
+            for s in _numbered(_block(user, "statements"))
+        ]
+        return json.dumps({"verdicts": items})
+    if "StatementGeneratorOutput" in everything:
+        return json.dumps({"statements": sentences(_ragas_input(user)["answer"])})
+    if "NLIStatementOutput" in everything:
+        data = _ragas_input(user)
+        answers = [
+            {"statement": s, "reason": "checked against the context", "verdict": _supported(s, data["context"])}
+            for s in data["statements"]
+        ]
+        return json.dumps({"statements": answers})
+    return default_responder(body)
+
+
+def _message_chars(messages: object) -> int:
+    # The same count FakeOpenAIServer uses for its usage figures (4 characters a token).
+    if not isinstance(messages, list):
+        return 0
+    total = 0
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            total += len(content)
+        elif isinstance(content, list):
+            total += sum(len(p["text"]) for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return total
+
+
+def serve(latency_s: float, log_path: str | None) -> None:
+    """Run the fake server until stdin closes; ``stats`` / ``reset`` lines print counters as JSON.
+
+    Counters: ``calls`` (requests answered), ``prompt_tokens`` and ``completion_tokens``
+    (the figures the server reports in each response's ``usage``), and ``cpu_s`` (the
+    server process's CPU time).
+    """
+    from assay.testing import FakeOpenAIServer
+
+    lock = threading.Lock()
+    counters = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    log: IO[str] | None = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115
+
+    def counted(body: dict[str, Any]) -> str:
+        content = responder(body)
+        with lock:
+            counters["calls"] += 1
+            counters["prompt_tokens"] += _message_chars(body.get("messages")) // 4 + 1
+            counters["completion_tokens"] += len(content) // 4 + 1
+            if log is not None and counters["calls"] <= 4:
+                log.write(json.dumps({"request": body, "answer": content}) + "\n")
+                log.flush()
+        return content
+
+    with FakeOpenAIServer(counted, latency_s=latency_s, model="fake") as server:
+        print(json.dumps({"base_url": server.base_url}), flush=True)
+        cpu_since = time.process_time()
+        for line in sys.stdin:
+            command = line.strip()
+            with lock:
+                print(json.dumps({**counters, "cpu_s": time.process_time() - cpu_since}), flush=True)
+                if command == "reset":
+                    counters.update(dict.fromkeys(counters, 0))
+                    cpu_since = time.process_time()
+    if log is not None:
+        log.close()
+
+
+class ServerProcess:
+    """The fake server in a child process (its threads do not compete for our GIL)."""
+
+    def __init__(self, latency_s: float, log_path: str | None = None) -> None:
+        command = [sys.executable, str(Path(__file__).resolve()), "--serve", "--latency", str(latency_s)]
+        if log_path:
+            command += ["--log-requests", log_path]
+        self._proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self._proc.stdout is not None
+        self.base_url: str = json.loads(self._proc.stdout.readline())["base_url"]
+
+    def _ask(self, command: str) -> dict[str, Any]:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write(command + "\n")
+        self._proc.stdin.flush()
+        counters: dict[str, Any] = json.loads(self._proc.stdout.readline())
+        return counters
+
+    def reset(self) -> dict[str, Any]:
+        """The counters since the last reset; then zero them."""
+        return self._ask("reset")
+
+    def close(self) -> None:
+        assert self._proc.stdin is not None
+        self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# -- assay runs --------------------------------------------------------------------------
+
+
+def to_sample(record: dict[str, Any]) -> Any:
+    from assay import Sample
+
+    return Sample(
+        id=record["id"], question=record["question"], answer=record["answer"], contexts=tuple(record["contexts"])
+    )
+
+
+def run_assay(samples: Sequence[Any], base_url: str, concurrency: int, cache: Any = None) -> dict[str, Any]:
+    """One ``evaluate`` of batch faithfulness: wall and CPU time, calls and tokens from the scores."""
+    from assay import Faithfulness, evaluate
+    from assay.models import OpenAIJudge
+    from assay.run import Limits
+
+    judge = OpenAIJudge("fake", base_url=base_url, max_concurrency=concurrency)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    result = evaluate(
+        samples, [Faithfulness(strategy="batch")], judge, limits=Limits(concurrency=concurrency), cache=cache
+    )
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    scores = result.scores("faithfulness")
+    calls = [c for s in scores for c in s.all_calls]
+    usage = result.usage()
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "n": len(scores),
+        "scored": sum(s.is_scored for s in scores),
+        "calls": sum(not c.cached for c in calls),
+        "cached_calls": sum(c.cached for c in calls),
+        "tokens": usage.total_tokens,
+        "mean": result.summary()["faithfulness"].mean,
+    }
+
+
+# -- Ragas -------------------------------------------------------------------------------
+
+
+def setup_ragas() -> None:
+    """Create ``/tmp/ragas-venv`` and install Ragas there (never into this environment)."""
+    if not RAGAS_PYTHON.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(RAGAS_VENV)], check=True)
+    pip = [str(RAGAS_PYTHON), "-m", "pip", "install", "-q"]
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        subprocess.run([*pip, "--dry-run", "--report", str(report), *RAGAS_REQUIREMENTS], check=True)
+        planned = {item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]}
+    if "torch" in planned:
+        raise SystemExit(f"installing {RAGAS_REQUIREMENTS} would pull torch; not installing")
+    subprocess.run([*pip, *RAGAS_REQUIREMENTS], check=True)
+
+
+def run_ragas(samples_path: Path, base_url: str, concurrency: int, api: str) -> dict[str, Any]:
+    script = HERE / "ragas_faithfulness.py"
+    command = [str(RAGAS_PYTHON), str(script), str(samples_path), "--base-url", base_url]
+    command += ["--concurrency", str(concurrency), "--api", api]
+    env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true", "OPENAI_API_KEY": "not-needed"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"ragas_faithfulness.py failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+# -- peak RSS while streaming ------------------------------------------------------------
+
+
+def _instant_answer(messages: Sequence[Any], request: Any) -> str:
+    user = messages[1]["content"]
+    if request.schema is not None and request.schema.__name__ == "Statements":
+        return json.dumps({"statements": sentences(_block(user, "answer"))})
+    context = "\n".join(_numbered(_block(user, "context")))
+    items = [
+        {"statement": s, "reason": "checked", "verdict": _supported(s, context)}
+        for s in _numbered(_block(user, "statements"))
+    ]
+    return json.dumps({"verdicts": items})
+
+
+def _peak_kib() -> int:
+    """This process's peak RSS in KiB.
+
+    ``ru_maxrss`` survives ``execve`` on Linux: a child forked from a large parent starts
+    with the parent's high-water mark. ``VmHWM`` belongs to the new address space, so it is
+    used where ``/proc`` has it.
+    """
+    status = Path("/proc/self/status")
+    found = re.search(r"VmHWM:\s+(\d+) kB", status.read_text()) if status.exists() else None
+    return int(found.group(1)) if found else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def stream_child(n: int, concurrency: int, keep_requests: bool) -> None:
+    """Stream ``n`` lazily generated samples; print peak RSS (MB), RSS at the end and wall time as JSON."""
+    from assay import Faithfulness, aevaluate
+    from assay.models import FunctionJudge
+    from assay.run import Limits
+
+    judge: FunctionJudge
+
+    def answer(messages: Sequence[Any], request: Any) -> str:
+        if not keep_requests:
+            judge.requests.clear()  # FunctionJudge records every request: unbounded on a stream
+        return _instant_answer(messages, request)
+
+    judge = FunctionJudge(answer, name="instant", concurrency=concurrency, per_statement=False)
+    baseline_kib = _peak_kib()
+    start = time.perf_counter()
+    result = asyncio.run(
+        aevaluate(
+            (to_sample(r) for r in iter_samples(n, seed=SEED + 1)),
+            [Faithfulness(strategy="batch")],
+            judge,
+            limits=Limits(concurrency=concurrency),
+            keep_results=False,
+        )
+    )
+    wall = time.perf_counter() - start
+    peak_kib = _peak_kib()
+    status = Path("/proc/self/status")
+    rss = re.search(r"VmRSS:\s+(\d+) kB", status.read_text()) if status.exists() else None
+    summary = result.summary()["faithfulness"]
+    print(
+        json.dumps(
+            {
+                "n": result.n_samples,
+                "scored": summary.n_scored,
+                "wall_s": wall,
+                "baseline_mb": baseline_kib / 1024,
+                "peak_mb": peak_kib / 1024,
+                "end_mb": int(rss.group(1)) / 1024 if rss else None,
+            }
+        )
+    )
+
+
+def run_stream(n: int, concurrency: int, keep_requests: bool = False) -> dict[str, Any]:
+    command = [sys.executable, str(Path(__file__).resolve()), "--stream-child", str(n)]
+    command += ["--concurrency", str(concurrency)]
+    if keep_requests:
+        command.append("--keep-requests")
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"streaming child failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+# -- main --------------------------------------------------------------------------------
+
+
+def _row(name: str, value: str, target: str = "", ok: bool | None = None) -> str:
+    verdict = "" if ok is None else ("PASS" if ok else "MISS")
+    return f"{name:<38} {value:>24}  {target:<22} {verdict}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples", type=int, default=500)
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds per call at the fake server")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--skip-ragas", action="store_true")
+    parser.add_argument(
+        "--ragas-api",
+        choices=("collections", "evaluate"),
+        default="collections",
+        help="Ragas' metric.ascore API (default) or ragas.evaluate with RunConfig(max_workers)",
+    )
+    parser.add_argument("--setup-ragas", action="store_true", help=f"create {RAGAS_VENV} with Ragas first")
+    parser.add_argument("--stream-samples", type=int, default=100_000, help="0 skips the RSS measurement")
+    parser.add_argument("--log-requests", help="append the server's first requests and answers to this file")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--stream-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--keep-requests", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.serve:
+        serve(args.latency, args.log_requests)
+        return 0
+    if args.stream_child is not None:
+        stream_child(args.stream_child, args.concurrency, args.keep_requests)
+        return 0
+    if args.setup_ragas:
+        setup_ragas()
+
+    records = list(iter_samples(args.samples))
+    samples = [to_sample(r) for r in records]
+    calls_per_sample = 2  # batch faithfulness: statements, then all verdicts
+    ideal = args.samples * calls_per_sample * args.latency / args.concurrency
+    rows: list[str] = []
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    if load > cores / 2:
+        print(f"warning: load average {load:.1f} on {cores} cores: other processes compete; wall times suffer")
+    print(
+        f"{args.samples} samples, {args.latency * 1000:g} ms a call, concurrency {args.concurrency}; "
+        f"ideal {ideal:.2f}s",
+        flush=True,
+    )
+
+    with ServerProcess(args.latency, args.log_requests) as server, tempfile.TemporaryDirectory() as tmp:
+        from assay.run import JudgeCache
+
+        ours = run_assay(samples, server.base_url, args.concurrency)
+        ours_server = server.reset()
+        ratio = ours["wall_s"] / ideal
+        print(f"assay: {ours}  server: {ours_server}", flush=True)
+        rows.append(_row("assay wall", f"{ours['wall_s']:.2f}s"))
+        rows.append(_row("assay ideal", f"{ideal:.2f}s"))
+        rows.append(_row("assay wall / ideal", f"{ratio:.3f}", "<= 1.10", ratio <= 1.10))
+        rows.append(_row("assay calls (scores / server)", f"{ours['calls']} / {ours_server['calls']}"))
+        tokens = f"{ours['tokens']:,} / {ours_server['prompt_tokens'] + ours_server['completion_tokens']:,}"
+        rows.append(_row("assay tokens (scores / server)", tokens))
+        rows.append(_row("assay scored", f"{ours['scored']} of {ours['n']}"))
+        rows.append(_row("assay CPU: client / server", f"{ours['cpu_s']:.2f}s / {ours_server['cpu_s']:.2f}s"))
+
+        if args.skip_ragas:
+            rows.append(_row("ragas", "skipped (--skip-ragas)"))
+        elif not RAGAS_PYTHON.exists():
+            rows.append(_row("ragas", f"skipped: no {RAGAS_PYTHON}", "--setup-ragas"))
+        else:
+            samples_path = Path(tmp) / "samples.jsonl"
+            with samples_path.open("w", encoding="utf-8") as out:
+                for r in records:
+                    row = {"user_input": r["question"], "response": r["answer"], "retrieved_contexts": r["contexts"]}
+                    out.write(json.dumps(row) + "\n")
+            ragas = run_ragas(samples_path, server.base_url, args.concurrency, args.ragas_api)
+            ragas_server = server.reset()
+            print(f"ragas: {ragas}  server: {ragas_server}", flush=True)
+            ragas_tokens = ragas_server["prompt_tokens"] + ragas_server["completion_tokens"]
+            ours_tokens = ours_server["prompt_tokens"] + ours_server["completion_tokens"]
+            rows.append(_row(f"ragas wall ({ragas['api']})", f"{ragas['wall_s']:.2f}s"))
+            rows.append(_row("ragas wall / ideal", f"{ragas['wall_s'] / ideal:.3f}"))
+            rows.append(_row("ragas wall / assay wall", f"{ragas['wall_s'] / ours['wall_s']:.3f}"))
+            rows.append(_row("ragas calls (server)", f"{ragas_server['calls']}"))
+            rows.append(_row("ragas tokens (server)", f"{ragas_tokens:,}"))
+            rows.append(_row("ragas tokens / assay tokens", f"{ragas_tokens / ours_tokens:.3f}"))
+            rows.append(_row("ragas scored / NaN", f"{ragas['n_scored']} / {ragas['n_nan']}"))
+            rows.append(_row("ragas CPU: client / server", f"{ragas['cpu_s']:.2f}s / {ragas_server['cpu_s']:.2f}s"))
+
+        cache = JudgeCache(Path(tmp) / "cache.sqlite")
+        filled = run_assay(samples, server.base_url, args.concurrency, cache=cache)
+        fill_server = server.reset()
+        again = run_assay(samples, server.base_url, args.concurrency, cache=cache)
+        again_server = server.reset()
+        cache.close()
+        share = again["wall_s"] / filled["wall_s"]
+        print(f"cache fill: {filled} server: {fill_server}; re-run: {again} server: {again_server}", flush=True)
+        rows.append(_row("cache-filling run wall", f"{filled['wall_s']:.2f}s ({fill_server['calls']} calls)"))
+        rows.append(_row("cached re-run calls (server)", f"{again_server['calls']}", "0", again_server["calls"] == 0))
+        rows.append(_row("cached re-run wall", f"{again['wall_s']:.3f}s"))
+        rows.append(_row("cached re-run / filling run", f"{share:.2%}", "< 5%", share < 0.05))
+
+    if args.stream_samples > 0:
+        stream = run_stream(args.stream_samples, args.concurrency)
+        print(f"stream: {stream}", flush=True)
+        rows.append(_row(f"stream {stream['n']:,} samples wall", f"{stream['wall_s']:.1f}s"))
+        rows.append(_row("stream peak RSS after imports", f"{stream['baseline_mb']:.0f} MB"))
+        if stream["end_mb"] is not None:
+            rows.append(_row("stream RSS at the end", f"{stream['end_mb']:.0f} MB"))
+        rows.append(_row("stream peak RSS", f"{stream['peak_mb']:.0f} MB", "< 500 MB", stream["peak_mb"] < 500))
+
+    print()
+    print(_row("figure", "value", "target", None) + "PASS/MISS")
+    print("-" * 96)
+    print("\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
