@@ -91,9 +91,11 @@ class ScriptedJudge:
         config: GenerateConfig | None = None,
     ) -> JudgeResponse:
         """Return the next scripted answer (or raise the next scripted exception)."""
-        self.requests.append(JudgeRequest(tuple(messages), schema, config or GenerateConfig()))
+        self._calls += 1
+        if self._record:
+            self.requests.append(JudgeRequest(tuple(messages), schema, config or GenerateConfig()))
         if not self._script:
-            raise ScriptExhaustedError(f"ScriptedJudge ran out of answers after {len(self.requests) - 1} calls")
+            raise ScriptExhaustedError(f"ScriptedJudge ran out of answers after {self._calls - 1} calls")
         item = self._script.pop(0)
         if isinstance(item, BaseException):
             raise item
