@@ -176,3 +176,28 @@ def test_several_metrics_in_one_run_and_tool_calls_in_openai_format(tmp_path: Pa
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["scores"]["tool_call_accuracy"]["value"] == 1.0
     assert record["scores"]["faithfulness"]["value"] == 1.0
+
+
+def test_repeats_with_temperature_reach_the_judge_as_real_repeats(tmp_path: Path) -> None:
+    data = tmp_path / "rag.jsonl"
+    data.write_text(json.dumps(ROWS[0]) + "\n")
+    with FakeOpenAIServer(word_overlap_judge) as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "run",
+                str(data),
+                "--judge",
+                "openai:fake",
+                "--base-url",
+                server.base_url,
+                "--repeats",
+                "2",
+                "--temperature",
+                "0.7",
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        assert {r["temperature"] for r in server.requests} == {0.7}
+        assert sorted({r["seed"] for r in server.requests}) == [0, 1]  # seed + repeat index
+        assert server.calls == 4  # two real repeats, none answered from the cache

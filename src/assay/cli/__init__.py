@@ -5,12 +5,15 @@ from __future__ import annotations
 import typer
 
 from assay import __version__
+from assay.cli._calibrate import calibrate
+from assay.cli._gate import gate
 from assay.cli._metrics import metrics
 from assay.cli._model import model_app
 from assay.cli._report import report
 from assay.cli._retrieval import retrieval, trec
 from assay.cli._run import run
 from assay.cli._runs import runs_app
+from assay.cli._simulate import simulate
 
 __all__ = ["app", "main"]
 
@@ -22,6 +25,10 @@ app = typer.Typer(
     context_settings={"auto_envvar_prefix": "ASSAY"},
 )
 app.command("run")(run)
+app.command("calibrate")(calibrate)
+# gate: an unknown option must exit 3 (usage), not click's 2 (which means "flaky" here).
+app.command("gate", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(gate)
+app.command("simulate")(simulate)
 app.command("retrieval")(retrieval)
 app.command("trec")(trec)
 app.command("metrics")(metrics)

@@ -237,6 +237,10 @@ def run(
     retries: Annotated[int, typer.Option(min=0, help="Retries of a call after 429/5xx/timeouts.")] = 5,
     reasks: Annotated[int, typer.Option(min=0, help="Re-asks of a judge whose answer is invalid.")] = 1,
     repeats: Annotated[int, typer.Option(min=1, help="Judge each sample this many times.")] = 1,
+    temperature: Annotated[
+        float | None,
+        typer.Option(min=0.0, help="Sampling temperature of every judge call (default: 0); use with --repeats."),
+    ] = None,
     cache: Annotated[bool, typer.Option(help="Answer identical judge calls from .assay/cache.sqlite.")] = True,
     cache_path: Annotated[Path, typer.Option(help="The judge-call cache.")] = Path(".assay/cache.sqlite"),
     prices: Annotated[
@@ -277,6 +281,7 @@ def run(
                 "mapping": _parse_mapping(map_ or []),
                 "repeats": repeats,
                 "reasks": reasks,
+                "temperature": temperature,
             }
         if data is None:
             raise ConfigError("give a DATA file to evaluate (or --resume RUN_ID)")
@@ -395,6 +400,7 @@ def run(
                     cache=judge_cache,
                     repeats=int(options["repeats"]),
                     reasks=int(options["reasks"]),
+                    temperature=options.get("temperature"),
                     skip=done,
                     on_result=on_result,
                     on_error=on_error,

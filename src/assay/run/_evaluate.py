@@ -213,10 +213,11 @@ class EvalResult:
 
 
 class _RepeatJudge:
-    """Puts the current repeat index into every call's config (cache keys, local seeds)."""
+    """Puts the current repeat index (and a run-wide temperature) into every call's config."""
 
-    def __init__(self, inner: JudgeModel) -> None:
+    def __init__(self, inner: JudgeModel, temperature: float | None = None) -> None:
         self.inner = inner
+        self.temperature = temperature
 
     @property
     def model_id(self) -> str:
@@ -245,11 +246,16 @@ class _RepeatJudge:
         schema: type[BaseModel] | None = None,
         config: GenerateConfig | None = None,
     ) -> JudgeResponse:
-        config = (config or GenerateConfig()).model_copy(update={"repeat": _REPEAT.get()})
+        update: dict[str, Any] = {"repeat": _REPEAT.get()}
+        if self.temperature is not None:
+            update["temperature"] = self.temperature
+        config = (config or GenerateConfig()).model_copy(update=update)
         return await self.inner.generate(messages, schema=schema, config=config)
 
 
-def _stack(judge: JudgeModel, limits: Limits, cache: JudgeCache | None, workers: int) -> JudgeModel:
+def _stack(
+    judge: JudgeModel, limits: Limits, cache: JudgeCache | None, workers: int, temperature: float | None = None
+) -> JudgeModel:
     limiter = RateLimiter(max_concurrency=workers, rpm=limits.rpm, tpm=limits.tpm, adaptive=limits.adaptive)
     # An in-process model cannot be interrupted mid-call: a timeout would only orphan its thread.
     timeout = limits.timeout_s if getattr(judge, "interruptible", True) else None
@@ -257,7 +263,7 @@ def _stack(judge: JudgeModel, limits: Limits, cache: JudgeCache | None, workers:
     stacked: JudgeModel = ResilientJudge(judge, limiter=limiter, policy=policy)
     if cache is not None:
         stacked = CachedJudge(stacked, cache)
-    return _RepeatJudge(stacked)
+    return _RepeatJudge(stacked, temperature)
 
 
 async def aevaluate(
@@ -270,6 +276,7 @@ async def aevaluate(
     cache: JudgeCache | None = None,
     repeats: int = 1,
     reasks: int | None = None,
+    temperature: float | None = None,
     skip: Collection[tuple[str, int]] = (),
     on_result: Callable[[SampleResult], None] | None = None,
     on_error: Callable[[SampleError], None] | None = None,
@@ -285,7 +292,7 @@ async def aevaluate(
     limits = limits or Limits()
     judge_model = judge if not isinstance(judge, str | None) else get_judge(judge)
     workers = max(1, concurrency or limits.concurrency or judge_model.max_concurrency)
-    stacked = _stack(judge_model, limits, cache, workers)
+    stacked = _stack(judge_model, limits, cache, workers, temperature)
     result = EvalResult(metrics=tuple(names), judge=judge_model.model_id)
     queue: asyncio.Queue[tuple[Row, int] | None] = asyncio.Queue(maxsize=2 * workers)
     reasks_token = REASKS.set(reasks) if reasks is not None else None
@@ -349,6 +356,7 @@ def evaluate(
     cache: JudgeCache | None = None,
     repeats: int = 1,
     reasks: int | None = None,
+    temperature: float | None = None,
     on_result: Callable[[SampleResult], None] | None = None,
     on_error: Callable[[SampleError], None] | None = None,
 ) -> EvalResult:
@@ -366,6 +374,8 @@ def evaluate(
         repeats: Score each sample this many times (real repeats: the repeat index is part
             of every call's cache key and local seed).
         reasks: Re-asks per invalid judge answer (default 1).
+        temperature: Sampling temperature for every judge call (default: each metric's own,
+            0). Use with ``repeats`` to measure how much the judge wobbles.
         on_result: Called with each sample's result as it finishes.
         on_error: Called with each invalid input row.
 
@@ -384,6 +394,7 @@ def evaluate(
         cache=cache,
         repeats=repeats,
         reasks=reasks,
+        temperature=temperature,
         on_result=on_result,
         on_error=on_error,
     )

@@ -1,0 +1,107 @@
+"""Analysis: the judge is noisy, so measure the noise.
+
+Pure functions over stored results (``RunStore.records`` or ``SampleResult.to_record``):
+
+- :func:`analyze_repeats`: per sample, the score's mean, standard deviation, min and max
+  across repeats and each statement's flip rate; for the run, the mean with a seeded
+  bootstrap CI, the share of unstable samples, and how often statement extraction changed.
+- :func:`evaluate_gate`: a gate "score >= t" (per sample or on the run mean) with its
+  pass probability from repeats or from the binomial noise model, its flake probability,
+  and the statements that sank each failing sample.
+- :func:`recommend_statements` / :func:`recommend_threshold`: how many statements (and
+  which threshold) keep the flake probability under a target.
+- :func:`simulate_gates`: a seeded noisy-judge simulator with the closed form beside it.
+- :func:`agreement`: judge vs people (balanced accuracy, Cohen's kappa, per-class
+  precision/recall, confusion, seeded bootstrap CIs), behind ``assay calibrate``.
+
+Definitions and assumptions: ``docs/design/variance.md``.
+"""
+
+from assay.analysis._agreement import (
+    Agreement,
+    ClassStats,
+    Confusion,
+    agreement,
+    balanced_accuracy,
+    bootstrap_ci,
+    cohen_kappa,
+    confusion,
+    precision_recall,
+)
+from assay.analysis._gates import (
+    DEFAULT_FLIP_RATE,
+    GateOutcome,
+    GatePolicy,
+    GateResult,
+    Recommendation,
+    SampleGate,
+    Sinker,
+    Stability,
+    binomial_pass_probability,
+    classify,
+    evaluate_gate,
+    flake_probability,
+    min_passing,
+    observed_rate,
+    poisson_binomial_pmf,
+    recommend_statements,
+    recommend_threshold,
+    score_pass_probability,
+)
+from assay.analysis._repeats import (
+    RepeatReport,
+    SampleRepeats,
+    StatementFlips,
+    analyze_repeats,
+    bootstrap_mean_ci,
+    flip_rate,
+    metrics_in,
+    sample_repeats,
+    statement_key,
+    wilson_interval,
+)
+from assay.analysis._simulate import Simulation, simulate_gate, simulate_gates, simulation_svg
+
+__all__ = [
+    "DEFAULT_FLIP_RATE",
+    "Agreement",
+    "ClassStats",
+    "Confusion",
+    "GateOutcome",
+    "GatePolicy",
+    "GateResult",
+    "Recommendation",
+    "RepeatReport",
+    "SampleGate",
+    "SampleRepeats",
+    "Simulation",
+    "Sinker",
+    "Stability",
+    "StatementFlips",
+    "agreement",
+    "analyze_repeats",
+    "balanced_accuracy",
+    "binomial_pass_probability",
+    "bootstrap_ci",
+    "bootstrap_mean_ci",
+    "classify",
+    "cohen_kappa",
+    "confusion",
+    "evaluate_gate",
+    "flake_probability",
+    "flip_rate",
+    "metrics_in",
+    "min_passing",
+    "observed_rate",
+    "poisson_binomial_pmf",
+    "precision_recall",
+    "recommend_statements",
+    "recommend_threshold",
+    "sample_repeats",
+    "score_pass_probability",
+    "simulate_gate",
+    "simulate_gates",
+    "simulation_svg",
+    "statement_key",
+    "wilson_interval",
+]

@@ -1,0 +1,583 @@
+"""Gates that know how much the judge wobbles: P(pass), flake probability, and recommendations.
+
+A gate is "score >= threshold", on every sample (``per_sample``) or on the run's mean.
+Its pass probability P(pass) is the probability that judging the same outputs again
+passes it:
+
+- **From repeats** (a run with 2+ repeats): per sample, the share of scored repeats that
+  pass, with a Wilson interval; for the run mean, a seeded simulation that builds a
+  single run by drawing, for every sample independently, one of its scored repeats.
+- **From one run, with the binomial noise model**: every statement's verdict flips with
+  probability ε, independently. A statement observed 1 is 1 with probability 1 - ε,
+  one observed 0 is 1 with probability ε, so the number of supported statements is
+  Poisson-binomial and P(score >= t) is computed exactly (:func:`poisson_binomial_pmf`).
+  The run mean is simulated (seeded) from the same model.
+
+Flake probability = ``min(P(pass), 1 - P(pass))``: the chance that a rerun does not give
+the gate's more likely outcome. With a target τ (``max_flake``, default 1%) a gate is a
+*stable pass* when P(pass) >= 1 - τ, a *stable fail* when P(pass) <= τ, else *flaky*.
+
+Padding defence (see ``docs/design/variance.md``): ``strict`` makes any unsupported
+statement fail its sample (the gate becomes per-sample); ``min_statements`` = K makes a
+sample with fewer than K statements *fail* (not unscored, so it cannot hide under the
+unscored budget). Every failing sample carries the statements that sank it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from assay._scores import Score
+from assay.analysis._repeats import RepeatReport, SampleRepeats, statement_key, wilson_interval
+
+__all__ = [
+    "DEFAULT_FLIP_RATE",
+    "GateOutcome",
+    "GatePolicy",
+    "GateResult",
+    "Recommendation",
+    "SampleGate",
+    "Sinker",
+    "Stability",
+    "binomial_pass_probability",
+    "classify",
+    "evaluate_gate",
+    "flake_probability",
+    "min_passing",
+    "observed_rate",
+    "poisson_binomial_pmf",
+    "recommend_statements",
+    "recommend_threshold",
+    "score_pass_probability",
+]
+
+DEFAULT_FLIP_RATE = 0.05
+"""The flip rate assumed for a single run when none is measured or given."""
+
+_EPS = 1e-9
+
+Stability = Literal["stable_pass", "stable_fail", "flaky"]
+GateOutcome = Literal["pass", "fail", "flaky", "unscored"]
+
+
+def poisson_binomial_pmf(probs: Sequence[float]) -> npt.NDArray[np.float64]:
+    """Exact distribution of the number of successes of independent trials with ``probs``.
+
+    ``pmf[k] = P(K = k)`` for k = 0..n, by convolving the trials one at a time
+    (O(n²), exact up to floating point).
+    """
+    pmf = np.zeros(len(probs) + 1, dtype=np.float64)
+    pmf[0] = 1.0
+    for i, p in enumerate(probs, start=1):
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"probabilities must be in [0, 1], got {p}")
+        pmf[1 : i + 1] = pmf[1 : i + 1] * (1 - p) + pmf[0:i] * p
+        pmf[0] *= 1 - p
+    return pmf
+
+
+def min_passing(n: int, threshold: float) -> int:
+    """The fewest supported statements out of ``n`` whose score k/n reaches ``threshold``."""
+    return max(0, math.ceil(threshold * n - _EPS))
+
+
+def score_pass_probability(verdicts: Sequence[int], threshold: float, flip_rate: float) -> float:
+    """P(score >= threshold) when each observed verdict flips with probability ``flip_rate``.
+
+    A statement observed 1 is 1 with probability 1 - ε, one observed 0 is 1 with
+    probability ε; the count of 1s is Poisson-binomial (exact). No verdicts: NaN.
+    """
+    if not verdicts:
+        return math.nan
+    if not 0.0 <= flip_rate <= 1.0:
+        raise ValueError(f"flip_rate must be in [0, 1], got {flip_rate}")
+    pmf = poisson_binomial_pmf([1 - flip_rate if v == 1 else flip_rate for v in verdicts])
+    return float(min(1.0, pmf[min_passing(len(verdicts), threshold) :].sum()))
+
+
+def observed_rate(true_rate: float, flip_rate: float) -> float:
+    """The rate at which a noisy judge says 1: q = p(1 - ε) + (1 - p)ε."""
+    return true_rate * (1 - flip_rate) + (1 - true_rate) * flip_rate
+
+
+def binomial_pass_probability(n: int, true_rate: float, flip_rate: float, threshold: float) -> float:
+    """P(score >= threshold) for n statements, each truly supported with probability p, then flipped with ε.
+
+    The judge's verdicts are i.i.d. Bernoulli(q), q = :func:`observed_rate`, so::
+
+        P(pass) = sum_{k >= ceil(t·n)} C(n, k) q^k (1 - q)^(n - k)
+    """
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    q = observed_rate(true_rate, flip_rate)
+    return float(
+        min(1.0, sum(math.comb(n, k) * q**k * (1 - q) ** (n - k) for k in range(min_passing(n, threshold), n + 1)))
+    )
+
+
+def flake_probability(p_pass: float) -> float:
+    """``min(P(pass), 1 - P(pass))``: the chance a rerun gives the less likely outcome."""
+    return min(p_pass, 1.0 - p_pass)
+
+
+def classify(p_pass: float, target: float = 0.01) -> Stability:
+    """Stable pass (P >= 1 - target), stable fail (P <= target), else flaky."""
+    if p_pass >= 1.0 - target - _EPS:
+        return "stable_pass"
+    if p_pass <= target + _EPS:
+        return "stable_fail"
+    return "flaky"
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """For a true support rate and a flip rate: the statements a threshold needs to be stable.
+
+    Attributes:
+        threshold: The gate's threshold.
+        true_rate: The answer's true support rate p.
+        flip_rate: The judge's flip rate ε.
+        n_statements: The smallest n from which every n' <= ``n_max`` is stable in one
+            direction (``None``: none up to ``n_max``, e.g. when q is close to the threshold).
+        p_pass: P(pass) at ``n_statements`` (NaN if none).
+        stability: ``stable_pass`` or ``stable_fail`` at that n, or ``flaky``.
+    """
+
+    threshold: float
+    true_rate: float
+    flip_rate: float
+    n_statements: int | None
+    p_pass: float
+    stability: Stability
+
+
+def recommend_statements(
+    true_rate: float,
+    flip_rate: float,
+    thresholds: Sequence[float] = (0.5, 0.6, 0.7, 0.8, 0.9),
+    *,
+    target: float = 0.01,
+    n_max: int = 200,
+) -> tuple[Recommendation, ...]:
+    """Per threshold: the fewest statements that make the gate stable (:class:`Recommendation`).
+
+    P(pass) is :func:`binomial_pass_probability`. Because ceil(t·n) is a step function,
+    P(pass) is not monotone in n; the recommended n is the smallest from which *every*
+    larger n up to ``n_max`` is stable in the same direction.
+    """
+    rows = []
+    for t in thresholds:
+        probs = [binomial_pass_probability(n, true_rate, flip_rate, t) for n in range(1, n_max + 1)]
+        kinds = [classify(p, target) for p in probs]
+        found: int | None = None
+        if kinds[-1] != "flaky":
+            found = n_max
+            while found > 1 and kinds[found - 2] == kinds[-1]:
+                found -= 1
+        rows.append(
+            Recommendation(
+                threshold=t,
+                true_rate=true_rate,
+                flip_rate=flip_rate,
+                n_statements=found,
+                p_pass=probs[found - 1] if found else math.nan,
+                stability=kinds[found - 1] if found else "flaky",
+            )
+        )
+    return tuple(rows)
+
+
+def recommend_threshold(n: int, true_rate: float, flip_rate: float, *, target: float = 0.01) -> float | None:
+    """The highest threshold k/n that an answer with support rate p passes with P >= 1 - target.
+
+    ``None`` when even ``threshold = 0`` is not that stable (never: P(score >= 0) = 1) or
+    ``n < 1``. The search is over k = n, n-1, ..., 0.
+    """
+    if n < 1:
+        return None
+    for k in range(n, -1, -1):
+        if binomial_pass_probability(n, true_rate, flip_rate, k / n) >= 1 - target - _EPS:
+            return k / n
+    return None
+
+
+@dataclass(frozen=True)
+class GatePolicy:
+    """What a gate checks and how much flakiness it tolerates.
+
+    Attributes:
+        threshold: The gate is "score >= threshold".
+        per_sample: Gate every sample instead of the run's mean.
+        strict: Any unsupported statement fails its sample (implies ``per_sample``).
+        min_statements: A sample with fewer statements fails (0: no rule).
+        max_flake: The flake target τ: stable means P(pass) >= 1 - τ or <= τ.
+        max_unscored: The highest tolerated share of unscored (sample, repeat) results.
+        flip_rate: ε for the binomial model (``None``: measured from repeats, else
+            :data:`DEFAULT_FLIP_RATE`).
+        simulations: Simulated runs for the run-mean P(pass).
+        seed: Seed of those simulations.
+    """
+
+    threshold: float = 0.8
+    per_sample: bool = False
+    strict: bool = False
+    min_statements: int = 0
+    max_flake: float = 0.01
+    max_unscored: float = 0.05
+    flip_rate: float | None = None
+    simulations: int = 10_000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("threshold", "max_flake", "max_unscored"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {value}")
+        if self.flip_rate is not None and not 0.0 <= self.flip_rate <= 0.5:
+            raise ValueError(f"flip_rate must be in [0, 0.5], got {self.flip_rate}")
+        if self.min_statements < 0:
+            raise ValueError(f"min_statements must be >= 0, got {self.min_statements}")
+        if self.simulations < 1:
+            raise ValueError(f"simulations must be >= 1, got {self.simulations}")
+
+    @property
+    def gates_samples(self) -> bool:
+        """Whether every sample is gated (``per_sample`` or ``strict``)."""
+        return self.per_sample or self.strict
+
+
+@dataclass(frozen=True)
+class Sinker:
+    """A statement that counted against a sample.
+
+    Attributes:
+        subject: The statement (or criterion) text.
+        reason: The judge's reason (from the first repeat in which it failed).
+        failed: Repeats in which it was judged unsupported (or FAIL).
+        repeats: Scored repeats of the sample.
+    """
+
+    subject: str
+    reason: str
+    failed: int
+    repeats: int
+
+
+@dataclass(frozen=True)
+class SampleGate:
+    """One sample under the gate.
+
+    Attributes:
+        id: Sample id.
+        line: Input row.
+        score: Mean over scored repeats (NaN if unscored in every repeat).
+        n_statements: Statements in its scored repeats (fewest over repeats).
+        passed: The observed outcome: the majority of its scored repeats pass.
+        p_pass: P(the sample passes) (from repeats, or from the binomial model).
+        interval: Wilson interval of ``p_pass`` when it comes from repeats.
+        stability: :func:`classify` of ``p_pass``.
+        why: Why it fails (below threshold, unsupported statement, too few statements).
+        sinkers: The statements that sank it, most often failing first.
+        unscored: The unscored repeats' reasons.
+    """
+
+    id: str
+    line: int
+    score: float
+    n_statements: int
+    passed: bool
+    p_pass: float
+    interval: tuple[float, float] | None
+    stability: Stability
+    why: str
+    sinkers: tuple[Sinker, ...]
+    unscored: tuple[str, ...]
+
+    @property
+    def is_scored(self) -> bool:
+        """Whether any repeat of the sample is scored."""
+        return not math.isnan(self.score)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """A gate's verdict with its evidence.
+
+    Attributes:
+        metric: The gated metric.
+        policy: The policy applied.
+        outcome: ``pass`` (observed pass, stable), ``fail`` (observed fail, stable),
+            ``flaky`` (the observed outcome recurs with probability < 1 - max_flake) or
+            ``unscored`` (unscored share above ``max_unscored``, or nothing scored).
+        observed_pass: What this run shows (per-sample: every sample's observed outcome).
+        p_pass: P(the gate passes on a rerun).
+        method: ``repeats`` or ``binomial`` (the single-run noise model).
+        flip_rate: ε used by the binomial model and the recommendation.
+        flip_rate_source: ``measured``, ``given`` or ``default``.
+        mean: The run's mean (per-sample means averaged).
+        ci: Its bootstrap CI.
+        samples: Every sample's gate.
+        unscored_share: Unscored (sample, repeat) results / all results.
+        n_repeats: Repeats in the run.
+        notes: Things a reader should know (assumptions, defaults used).
+    """
+
+    metric: str
+    policy: GatePolicy
+    outcome: GateOutcome
+    observed_pass: bool
+    p_pass: float
+    method: Literal["repeats", "binomial"]
+    flip_rate: float
+    flip_rate_source: Literal["measured", "given", "default"]
+    mean: float
+    ci: tuple[float, float]
+    samples: tuple[SampleGate, ...]
+    unscored_share: float
+    n_repeats: int
+    notes: tuple[str, ...]
+
+    @property
+    def flake_probability(self) -> float:
+        """``min(P(pass), 1 - P(pass))``."""
+        return flake_probability(self.p_pass)
+
+    @property
+    def stability(self) -> Stability:
+        """:func:`classify` of ``p_pass`` at the policy's ``max_flake``."""
+        return classify(self.p_pass, self.policy.max_flake)
+
+    @property
+    def failing(self) -> tuple[SampleGate, ...]:
+        """Scored samples whose observed outcome is a fail, lowest score first."""
+        return tuple(sorted((s for s in self.samples if s.is_scored and not s.passed), key=lambda s: s.score))
+
+    @property
+    def unscored_samples(self) -> tuple[SampleGate, ...]:
+        """Samples unscored in every repeat."""
+        return tuple(s for s in self.samples if not s.is_scored)
+
+
+def _binary(value: int | str) -> int | None:
+    if value in (1, "PASS"):
+        return 1
+    if value in (0, "FAIL"):
+        return 0
+    return None
+
+
+def _repeat_passes(score: Score, policy: GatePolicy) -> tuple[bool, str]:
+    n = len(score.verdicts)
+    if policy.min_statements and n < policy.min_statements:
+        return False, f"{n} statement{'s' if n != 1 else ''}, fewer than the minimum {policy.min_statements}"
+    if policy.strict and score.failing:
+        return False, "an unsupported statement (strict)"
+    if score.value < policy.threshold - _EPS:
+        return False, f"score below {policy.threshold:g}"
+    return True, ""
+
+
+def _sinkers(scores: Sequence[Score], n_scored: int) -> tuple[Sinker, ...]:
+    found: dict[str, Sinker] = {}
+    for score in scores:
+        for key in {statement_key(v.subject) for v in score.failing}:
+            first = next(v for v in score.failing if statement_key(v.subject) == key)
+            old = found.get(key)
+            found[key] = Sinker(
+                subject=old.subject if old else first.subject,
+                reason=old.reason if old else first.reason,
+                failed=(old.failed if old else 0) + 1,
+                repeats=n_scored,
+            )
+    return tuple(sorted(found.values(), key=lambda s: -s.failed))
+
+
+def _model_bits(score: Score) -> list[int] | None:
+    """The verdicts as 0/1, or None when the score is not (verdicts that are 1) / (verdicts)."""
+    bits = [_binary(v.value) for v in score.verdicts]
+    clean = [b for b in bits if b is not None]
+    if not bits or len(clean) != len(bits) or abs(sum(clean) / len(clean) - score.value) > 1e-6:
+        return None
+    return clean
+
+
+def _too_few(sample: SampleRepeats, policy: GatePolicy) -> bool:
+    """Whether most scored repeats of the sample have fewer than ``min_statements`` statements."""
+    if not policy.min_statements or not sample.n_scored:
+        return False
+    short = sum(len(s.verdicts) < policy.min_statements for s in sample.scored)
+    return short * 2 > sample.n_scored or (sample.n_scored == 1 and short == 1)
+
+
+def _sample_gate(sample: SampleRepeats, policy: GatePolicy, method: str, flip_rate: float) -> SampleGate:
+    scored = sample.scored
+    if not scored:
+        return SampleGate(
+            id=sample.id,
+            line=sample.line,
+            score=math.nan,
+            n_statements=0,
+            passed=False,
+            p_pass=math.nan,
+            interval=None,
+            stability="flaky",
+            why="unscored",
+            sinkers=(),
+            unscored=sample.unscored_reasons,
+        )
+    outcomes = [_repeat_passes(s, policy) for s in scored]
+    n_pass = sum(ok for ok, _ in outcomes)
+    passed = n_pass * 2 > len(scored) if len(scored) > 1 else outcomes[0][0]
+    failing_scores = [s for s, (ok, _) in zip(scored, outcomes, strict=True) if not ok]
+    whys = [why for ok, why in outcomes if not ok]
+    why = max(set(whys), key=whys.count) if whys else ""
+    interval: tuple[float, float] | None = None
+    if method == "repeats":
+        p_pass = n_pass / len(scored)
+        interval = wilson_interval(n_pass, len(scored))
+    else:
+        score = scored[0]
+        bits = _model_bits(score)
+        if policy.min_statements and len(score.verdicts) < policy.min_statements:
+            p_pass = 0.0
+        elif bits is None:
+            p_pass = 1.0 if outcomes[0][0] else 0.0
+        else:
+            pmf = poisson_binomial_pmf([1 - flip_rate if b else flip_rate for b in bits])
+            need = len(bits) if policy.strict else min_passing(len(bits), policy.threshold)
+            p_pass = float(min(1.0, pmf[need:].sum()))
+    return SampleGate(
+        id=sample.id,
+        line=sample.line,
+        score=sample.mean,
+        n_statements=min(len(s.verdicts) for s in scored),
+        passed=passed,
+        p_pass=p_pass,
+        interval=interval,
+        stability=classify(p_pass, policy.max_flake),
+        why=why,
+        sinkers=_sinkers(failing_scores, len(scored)),
+        unscored=sample.unscored_reasons,
+    )
+
+
+def _simulate_run_mean(samples: Sequence[SampleRepeats], policy: GatePolicy, method: str, flip_rate: float) -> float:
+    """Share of seeded simulated runs whose mean reaches the threshold (and meets min_statements)."""
+    rng = np.random.default_rng(policy.seed)
+    sims = policy.simulations
+    total = np.zeros(sims, dtype=np.float64)
+    ok = np.ones(sims, dtype=bool)
+    n = 0
+    for sample in samples:
+        scored = sample.scored
+        if not scored:
+            continue
+        n += 1
+        enough = np.array(
+            [not policy.min_statements or len(s.verdicts) >= policy.min_statements for s in scored], dtype=bool
+        )
+        if method == "repeats" or len(scored) > 1:
+            pick = rng.integers(0, len(scored), size=sims)
+            total += sample.values[pick]
+            ok &= enough[pick]
+            continue
+        score = scored[0]
+        ok &= bool(enough[0])
+        bits = _model_bits(score)
+        if bits is None:
+            total += score.value
+            continue
+        ones = sum(bits)
+        k = rng.binomial(ones, 1 - flip_rate, size=sims) + rng.binomial(len(bits) - ones, flip_rate, size=sims)
+        total += k / len(bits)
+    if n == 0:
+        return math.nan
+    return float(np.mean(ok & (total / n >= policy.threshold - _EPS)))
+
+
+def evaluate_gate(report: RepeatReport, policy: GatePolicy) -> GateResult:
+    """Apply ``policy`` to a run's :class:`RepeatReport`.
+
+    Method: ``repeats`` when some sample has 2+ scored repeats, else ``binomial`` with ε
+    = ``policy.flip_rate``, else the run's measured flip rate, else
+    :data:`DEFAULT_FLIP_RATE` (noted).
+
+    Per-sample gates (``per_sample`` or ``strict``): P(gate) = Π P(sample passes),
+    samples being independent. Run-mean gate: P(gate) from a seeded simulation (see the
+    module docstring); the observed outcome is ``mean >= threshold`` with every sample
+    meeting ``min_statements``.
+
+    Outcome: ``unscored`` if the unscored share exceeds ``max_unscored`` or nothing is
+    scored; otherwise ``pass`` if observed pass and P(pass) >= 1 - max_flake, ``fail``
+    if observed fail and P(pass) <= max_flake, else ``flaky``.
+    """
+    notes: list[str] = []
+    has_repeats = any(s.n_scored >= 2 for s in report.samples)
+    method: Literal["repeats", "binomial"] = "repeats" if has_repeats else "binomial"
+    measured = report.flip_rate
+    source: Literal["measured", "given", "default"]
+    if policy.flip_rate is not None:
+        flip, source = policy.flip_rate, "given"
+    elif not math.isnan(measured):
+        flip, source = measured, "measured"
+    else:
+        flip, source = DEFAULT_FLIP_RATE, "default"
+        notes.append(
+            f"no repeats to measure the judge's flip rate: assumed ε = {DEFAULT_FLIP_RATE} "
+            "(measure it with 'assay run --repeats 3', or pass --flip-rate)"
+        )
+    if policy.strict:
+        notes.append("strict: any unsupported statement fails its sample")
+    samples = tuple(_sample_gate(s, policy, method, flip) for s in report.samples)
+    gated = [s for s in samples if s.is_scored]
+    if policy.gates_samples:
+        observed = all(s.passed for s in gated)
+        p_pass = float(np.prod([s.p_pass for s in gated])) if gated else math.nan
+        if method == "repeats":
+            notes.append("P(pass) per sample is the share of its scored repeats that pass; the gate's is their product")
+    else:
+        enough = not any(_too_few(s, policy) for s in report.samples)
+        if not enough:
+            notes.append(f"some samples have fewer than {policy.min_statements} statements: the gate fails")
+        observed = bool(gated) and report.mean >= policy.threshold - _EPS and enough
+        p_pass = _simulate_run_mean(report.samples, policy, method, flip)
+        notes.append(
+            f"P(pass) of the run mean: {policy.simulations:,} simulated runs (seed {policy.seed}), "
+            + (
+                "each drawing one scored repeat per sample"
+                if method == "repeats"
+                else "each statement's verdict flipped with probability ε"
+            )
+        )
+    unscored_share = report.unscored_share
+    outcome: GateOutcome
+    if not gated or math.isnan(p_pass) or unscored_share > policy.max_unscored + _EPS:
+        outcome = "unscored"
+    elif observed and p_pass >= 1 - policy.max_flake - _EPS:
+        outcome = "pass"
+    elif not observed and p_pass <= policy.max_flake + _EPS:
+        outcome = "fail"
+    else:
+        outcome = "flaky"
+    return GateResult(
+        metric=report.metric,
+        policy=policy,
+        outcome=outcome,
+        observed_pass=observed,
+        p_pass=p_pass,
+        method=method,
+        flip_rate=flip,
+        flip_rate_source=source,
+        mean=report.mean,
+        ci=report.ci,
+        samples=samples,
+        unscored_share=unscored_share,
+        n_repeats=report.n_repeats,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,253 @@
+"""``assay gate``: a CI gate over a stored run that knows how much the judge wobbles.
+
+Exit codes (documented in the command's help and ``docs/design/variance.md``)::
+
+    0  pass      observed pass, and a rerun passes with P >= 1 - max_flake
+    1  fail      observed fail, and a rerun passes with P <= max_flake
+    2  flaky     the observed outcome recurs with P < 1 - max_flake,
+       or unscored: unscored results above --max-unscored (or nothing scored)
+    3  usage     unknown run or metric, bad option, unreadable store
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from assay.analysis import (
+    GatePolicy,
+    GateResult,
+    RepeatReport,
+    analyze_repeats,
+    evaluate_gate,
+    metrics_in,
+    observed_rate,
+    recommend_statements,
+    recommend_threshold,
+)
+from assay.cli._console import err_console, fmt_score, out_console
+from assay.errors import AssayError
+from assay.run import RunStore
+
+__all__ = ["EXIT_FAIL", "EXIT_FLAKY", "EXIT_PASS", "EXIT_USAGE_GATE", "gate", "render_gate"]
+
+EXIT_PASS: Final = 0
+EXIT_FAIL: Final = 1
+EXIT_FLAKY: Final = 2
+EXIT_USAGE_GATE: Final = 3
+_EXIT = {"pass": EXIT_PASS, "fail": EXIT_FAIL, "flaky": EXIT_FLAKY, "unscored": EXIT_FLAKY}
+
+
+class _GateUsageError(typer.BadParameter):
+    """A bad option value: exits 3 (the gate's usage code), not click's 2 (which means flaky here)."""
+
+    exit_code = EXIT_USAGE_GATE
+
+
+def _number(kind: type[float] | type[int], low: float, high: float) -> Callable[[Any], Any]:
+    def parse(value: Any) -> Any:
+        try:
+            number = kind(value)
+        except (TypeError, ValueError):
+            raise _GateUsageError(f"{value!r} is not a valid {kind.__name__}") from None
+        if not low <= number <= high:
+            raise _GateUsageError(f"{value} is not in [{low:g}, {high:g}]")
+        return number
+
+    return parse
+
+
+def _usage(message: str) -> typer.Exit:
+    err_console.print(f"[red]error:[/red] {escape(message)}")
+    return typer.Exit(EXIT_USAGE_GATE)
+
+
+def _pct(p: float) -> str:
+    return "—" if math.isnan(p) else f"{p:.4f}"
+
+
+def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
+    """Print a gate's verdict line, failing samples with their sinking statements, flakiness and advice."""
+    policy = result.policy
+    unit = "every sample" if policy.gates_samples else "the run mean"
+    rule = "no unsupported statement" if policy.strict else f"{result.metric} >= {policy.threshold:g}"
+    colour = {"pass": "green", "fail": "red", "flaky": "yellow", "unscored": "yellow"}[result.outcome]
+    source = (
+        f"from {result.n_repeats} repeats"
+        if result.method == "repeats"
+        else f"binomial model, flip rate {result.flip_rate:g} ({result.flip_rate_source})"
+    )
+    out_console.print(
+        f"[bold {colour}]GATE {result.outcome.upper()}[/bold {colour}]: {escape(rule)} on {unit} · run {run_id} · "
+        f"observed {'pass' if result.observed_pass else 'fail'} · mean {fmt_score(result.mean)} "
+        f"[{fmt_score(result.ci[0])}, {fmt_score(result.ci[1])}] · P(pass) {_pct(result.p_pass)} ({source}) · "
+        f"flake probability {_pct(result.flake_probability)} (max {policy.max_flake:g})",
+        soft_wrap=True,
+    )
+    n_scored = sum(s.is_scored for s in result.samples)
+    out_console.print(
+        f"samples {len(result.samples)} (scored {n_scored}) · unscored results {report.n_unscored}/{report.n_records} "
+        f"= {_pct(result.unscored_share)} (max {policy.max_unscored:g})",
+        soft_wrap=True,
+    )
+    if result.outcome == "unscored" and result.unscored_share > policy.max_unscored:
+        out_console.print(
+            f"[yellow]unscored results above the limit: {result.unscored_share:.3f} > {policy.max_unscored:g}[/yellow]"
+        )
+    failing = result.failing
+    flaky = [s for s in result.samples if s.is_scored and s.passed and s.stability != "stable_pass"]
+    shown = [*failing, *flaky] if policy.gates_samples else list(failing)
+    if shown:
+        table = Table(
+            title="failing samples" if not flaky else "failing and flaky samples", title_justify="left", show_lines=True
+        )
+        table.add_column("line", justify="right")
+        table.add_column("id")
+        table.add_column("score", justify="right")
+        table.add_column("P(pass)", justify="right")
+        table.add_column("why")
+        table.add_column("statements that sank it (judge's reason)")
+        for s in shown:
+            sinkers = "\n".join(
+                f"✗ {escape(k.subject)} [dim]({escape(k.reason)})[/dim]"
+                + (f" [{k.failed}/{k.repeats} repeats]" if k.repeats > 1 else "")
+                for k in s.sinkers
+            )
+            interval = f"\n[{s.interval[0]:.2f}, {s.interval[1]:.2f}]" if s.interval else ""
+            table.add_row(
+                str(s.line),
+                escape(s.id),
+                fmt_score(s.score),
+                f"{_pct(s.p_pass)}{interval}",
+                escape(s.why or "flaky"),
+                sinkers or "—",
+            )
+        out_console.print(table)
+    for s in result.unscored_samples:
+        reasons = "; ".join(s.unscored) or "unscored"
+        out_console.print(f"unscored: line {s.line} {escape(s.id)}: {escape(reasons)}", soft_wrap=True)
+    if result.n_repeats > 1:
+        out_console.print(
+            f"judge noise from repeats: flip rate {_pct(report.flip_rate)} over {report.n_statements_compared} "
+            f"statements · unstable samples {_pct(report.unstable_share)} · statement sets changed in "
+            f"{_pct(report.set_change_share)} of repeats",
+            soft_wrap=True,
+        )
+    _print_advice(result)
+    for note in result.notes:
+        out_console.print(f"[dim]note: {escape(note)}[/dim]", soft_wrap=True)
+
+
+def _print_advice(result: GateResult) -> None:
+    policy = result.policy
+    eps = result.flip_rate
+    counts = [s.n_statements for s in result.samples if s.is_scored]
+    typical = int(statistics.median(counts)) if counts else 0
+    rates = sorted({0.85, 0.9, 0.95, 1.0} | ({round(result.mean, 2)} if not math.isnan(result.mean) else set()))
+    table = Table(
+        title=f"statements needed for a stable {policy.threshold:g} gate (flip rate {eps:.3g}, flake <= "
+        f"{policy.max_flake:g}; binomial model)",
+        title_justify="left",
+    )
+    table.add_column("true rate", justify="right")
+    table.add_column("judge says 1", justify="right")
+    table.add_column("statements needed", justify="right")
+    table.add_column("P(pass) there", justify="right")
+    table.add_column("outcome")
+    table.add_column(f"highest stable threshold at n={typical}", justify="right")
+    for p in rates:
+        (row,) = recommend_statements(p, eps, (policy.threshold,), target=policy.max_flake)
+        best = recommend_threshold(typical, p, eps, target=policy.max_flake) if typical else None
+        table.add_row(
+            f"{p:.2f}",
+            f"{observed_rate(p, eps):.3f}",
+            str(row.n_statements) if row.n_statements else "> 200",
+            _pct(row.p_pass),
+            row.stability.replace("_", " "),
+            "—" if best is None else f"{best:.2f}",
+        )
+    out_console.print(table)
+
+
+def gate(
+    ctx: typer.Context,
+    run_id: Annotated[str | None, typer.Argument(help="The run to gate (see 'assay runs list').")] = None,
+    metric: Annotated[str, typer.Option("--metric", "-m", help="The metric to gate.")] = "faithfulness",
+    min_score: Annotated[
+        float, typer.Option("--min", parser=_number(float, 0.0, 1.0), help="The gate: score >= MIN.")
+    ] = 0.8,
+    per_sample: Annotated[bool, typer.Option("--per-sample", help="Gate every sample, not the run mean.")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Any unsupported statement fails its sample (implies --per-sample).")
+    ] = False,
+    min_statements: Annotated[
+        int,
+        typer.Option(
+            "--min-statements", parser=_number(int, 0, 10**6), help="A sample with fewer statements FAILS the gate."
+        ),
+    ] = 0,
+    max_flake: Annotated[
+        float,
+        typer.Option("--max-flake", parser=_number(float, 0.0, 0.5), help="Highest tolerated flake probability."),
+    ] = 0.01,
+    max_unscored: Annotated[
+        float,
+        typer.Option(
+            "--max-unscored", parser=_number(float, 0.0, 1.0), help="Highest tolerated share of unscored results."
+        ),
+    ] = 0.05,
+    flip_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--flip-rate",
+            parser=_number(float, 0.0, 0.5),
+            help="Judge flip rate for the binomial model (default: measured from repeats, else 0.05).",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", parser=_number(int, 0, 2**63 - 1), help="Simulation seed.")] = 0,
+    store_path: Annotated[Path, typer.Option("--store", help="The run store (SQLite).")] = Path(".assay/runs.sqlite"),
+) -> None:
+    """Gate a stored run: pass, fail, or flaky, with the statements that sank each failing sample.
+
+    P(pass) comes from the run's repeats (assay run --repeats N) or, for a single run,
+    from the binomial model: each statement's verdict flips with probability --flip-rate.
+
+    Exit codes: 0 pass; 1 fail; 2 flaky, or unscored results above --max-unscored;
+    3 usage error (unknown run or metric, bad option).
+    """
+    if ctx.args:
+        raise _usage(f"unexpected arguments: {' '.join(ctx.args)} (see 'assay gate --help')")
+    if run_id is None:
+        raise _usage("give the RUN_ID to gate (see 'assay runs list')")
+    if not store_path.exists():
+        raise _usage(f"no run store at {store_path}; 'assay run' creates one (or pass --store)")
+    try:
+        policy = GatePolicy(
+            threshold=min_score,
+            per_sample=per_sample,
+            strict=strict,
+            min_statements=min_statements,
+            max_flake=max_flake,
+            max_unscored=max_unscored,
+            flip_rate=flip_rate,
+            seed=seed,
+        )
+        with RunStore(store_path) as store:
+            records = list(store.records(run_id))
+    except (AssayError, ValueError) as exc:
+        raise _usage(str(exc)) from None
+    try:
+        report = analyze_repeats(records, metric, seed=seed)
+    except KeyError:
+        names = ", ".join(metrics_in(records)) or "none"
+        raise _usage(f"run {run_id} has no metric {metric!r}; its metrics: {names}") from None
+    result = evaluate_gate(report, policy)
+    render_gate(result, report, run_id)
+    raise typer.Exit(_EXIT[result.outcome])
