@@ -32,7 +32,12 @@ def make_samples(n: int) -> list[Sample]:
     for i in range(n):
         claims = [CLAIMS[(i + k) % len(CLAIMS)] for k in range(1 + i % 3)]
         samples.append(
-            Sample(id=f"s{i}", question=f"Sample {i}?", answer=f"Sample {i}. " + " ".join(claims), contexts=(CONTEXT,))
+            Sample(
+                id=f"s{i}",
+                question=f"Sample {i}?",
+                answer=f"Sample {i}. " + " ".join(claims),
+                contexts=(f"[Sample {i}] {CONTEXT}",),
+            )  # unique prompts: exact call counts
         )
     return samples
 
@@ -55,9 +60,9 @@ def responder(body: dict[str, Any]) -> str:
     )
 
 
-def run_with(server: FakeOpenAIServer, samples: list[Sample], **kw: Any) -> dict[str, Any]:
+def run_with(server: FakeOpenAIServer, samples: list[Sample], timeout_s: float = 0.5, **kw: Any) -> dict[str, Any]:
     judge = OpenAIJudge("fake-judge", base_url=server.base_url, timeout=5.0)
-    limits = Limits(concurrency=16, timeout_s=0.5, max_attempts=8, backoff_s=0.02)
+    limits = Limits(concurrency=16, timeout_s=timeout_s, max_attempts=8, backoff_s=0.02)
     result = evaluate(samples, [Faithfulness()], judge, limits=limits, **kw)
     return {r.sample.id: r.scores["faithfulness"] for r in result.results}
 
@@ -113,9 +118,10 @@ def test_cached_rerun_makes_zero_calls_and_repeats_make_real_ones(tmp_path: Path
     samples = make_samples(20)
     cache = JudgeCache(tmp_path / "cache.sqlite")
     with FakeOpenAIServer(responder) as server:
-        first = run_with(server, samples, cache=cache)
+        # A generous timeout: a retried call would count twice at the server.
+        first = run_with(server, samples, timeout_s=30, cache=cache)
         calls_first = server.calls
-        second = run_with(server, samples, cache=cache)
+        second = run_with(server, samples, timeout_s=30, cache=cache)
         assert server.calls == calls_first, "a re-run must be answered from the cache"
         assert {k: s.value for k, s in first.items()} == {k: s.value for k, s in second.items()}
         assert all(c.cached for s in second.values() for c in s.calls)
