@@ -84,6 +84,7 @@ async def score_items(
     key: str,
     verifier: StatementVerifier,
     cache: dict[str, Any],
+    save: Any,
 ) -> None:
     """Fill cache[key][item id] with {"p": P(1) or None, "s": seconds, "calls": n}."""
     done = cache.setdefault(key, {})
@@ -108,6 +109,8 @@ async def score_items(
                 "calls": len(outcome.calls),
             }
         print(f"\r{key}: {i}/{len(todo)}", end="", file=sys.stderr, flush=True)
+        if i % 5 == 0:
+            save()  # a long run that is cut off keeps what it measured
     if todo:
         print(file=sys.stderr)
 
@@ -178,7 +181,15 @@ async def main() -> None:
         )
     for name in sets:
         for key, verifier in variants:
-            await score_items(judge, name, rows[name], f"{name}/{key}", verifier, cache)
+            await score_items(
+                judge,
+                name,
+                rows[name],
+                f"{name}/{key}",
+                verifier,
+                cache,
+                lambda: cache_file.write_text(json.dumps(cache)),
+            )
             cache_file.write_text(json.dumps(cache))
     figures: dict[str, Any] = {"judge": judge.model_id, "n": args.n, "seed": args.seed, "results": []}
     rng = random.Random(args.seed)
