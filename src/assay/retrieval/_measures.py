@@ -42,14 +42,18 @@ __all__ = [
     "Gain",
     "Ranking",
     "average_precision",
+    "binary_g",
     "bpref",
     "eleven_point_average",
+    "g_measure",
     "geometric_mean",
     "hit_rate",
     "inferred_average_precision",
     "interpolated_precision",
     "mean",
     "ndcg",
+    "ndcg_at_r_levels",
+    "ndcg_rel",
     "num_nonrel_judged_retrieved",
     "num_relevant",
     "num_relevant_retrieved",
@@ -57,6 +61,8 @@ __all__ = [
     "precision",
     "r_precision",
     "r_precision_mult",
+    "rank_biased_precision",
+    "rank_biased_precision_residual",
     "rank_flat",
     "rank_matrix",
     "recall",
@@ -553,6 +559,169 @@ def unjudged_fraction(r: Ranking, k: int) -> FloatArray:
     _check_k(k)
     lv = r.levels[:, :k]
     return _f(((lv == NONPOOL) | (lv == UNJUDGED)).sum(axis=1) / float(k))
+
+
+# ------------------------------------------------- experimental gain measures (trec_eval 9.x)
+
+
+def _padded_gains(r: Ranking, width: int) -> FloatArray:
+    """``(n_queries, width)`` default trec_eval gains (gain = level) of the ranking, 0 past the end."""
+    g = np.zeros((r.n_queries, width), dtype=np.float64)
+    d = min(width, r.depth)
+    g[:, :d] = _gain_of(r.levels[:, :d], "linear")
+    return g
+
+
+def _num_positive(r: Ranking) -> IntArray:
+    """Judged documents with a positive gain (level >= 1), retrieved or not."""
+    return np.asarray(r.level_counts[:, 1:].sum(axis=1), dtype=np.int64)
+
+
+def _discount(width: int) -> FloatArray:
+    return 1.0 / np.log2(np.arange(2, width + 2, dtype=np.float64))
+
+
+def g_measure(r: Ranking) -> FloatArray:
+    """trec_eval ``G`` (normalised gain, experimental; default gains, gain = level).
+
+    With ``g_i`` the gain of the document at 0-based rank ``i``, ``S_i = sum_{j<=i} g_j``,
+    ``ideal_j`` the gain at position ``j`` of the ideal ranking of all judged documents
+    (0 once exhausted) and ``C_i = sum_{j<=i} max(ideal_j, 1)`` (trec_eval's cost, with a
+    minimum cost of 1 a rank)::
+
+        G = (1 / sum of all judged gains) * sum_{i < num_ret, g_i != 0} g_i / log2(2 + C_i - S_i)
+
+    Unjudged, non-pool and level-0 documents gain 0. The relevance threshold does not apply.
+    0 when no judged document has a positive gain. The ``all`` line is the mean over queries.
+    """
+    g = _padded_gains(r, r.depth)
+    ideal = _ideal_levels(r.level_counts, r.depth).astype(np.float64)
+    cost = np.cumsum(np.maximum(ideal, 1.0), axis=1)
+    got = np.cumsum(g, axis=1)
+    terms = np.where(g != 0, g / np.log2(2.0 + cost - got), 0.0)
+    n_levels = r.level_counts.shape[1]
+    sum_ideal = _f(r.level_counts @ np.arange(n_levels, dtype=np.int64))
+    return _safe_div(terms.sum(axis=1), sum_ideal)
+
+
+def binary_g(r: Ranking, level: int = 1) -> FloatArray:
+    """trec_eval ``binG`` (binary G, experimental).
+
+    ``binG = (1 / num_rel) * sum_{relevant retrieved d} 1 / log2(2 + n_d)`` where ``n_d`` is
+    the number of retrieved documents ranked above ``d`` that are not relevant (level below
+    ``level``, unjudged or non-pool). 0 when no relevant document was retrieved. The ``all``
+    line is the mean over queries.
+    """
+    rel = _relevant(r, level)
+    before = np.arange(rel.shape[1], dtype=np.float64)[None, :] - (np.cumsum(rel, axis=1, dtype=np.float64) - rel)
+    terms = np.where(rel, 1.0 / np.log2(2.0 + before), 0.0)
+    return _safe_div(terms.sum(axis=1), num_relevant(r, level))
+
+
+def ndcg_rel(r: Ranking) -> FloatArray:
+    """trec_eval ``ndcg_rel``: nDCG averaged over the relevant documents (experimental).
+
+    Default gains (gain = level; Jarvelin and Kekalainen's log2 discount, as :func:`ndcg`).
+    With ``DCG_i`` and ``IDCG_i`` the DCG of the ranking and of the ideal ranking through
+    0-based rank ``i``, ``R+`` the number of judged documents with a positive gain and
+    ``n`` those of them retrieved::
+
+        ndcg_rel = (sum_{retrieved d with gain > 0} DCG_d / IDCG_d + (R+ - n) * DCG / IDCG) / R+
+
+    where ``DCG`` is over all retrieved documents and ``IDCG`` over all judged documents:
+    a relevant document that was not retrieved scores the final nDCG. The relevance
+    threshold does not apply. 0 when the sum is not positive. The ``all`` line is the mean.
+    """
+    g = _padded_gains(r, r.depth)
+    n_pos = _num_positive(r)
+    width = max(r.depth, int(n_pos.max(initial=0)))
+    disc = _discount(width)
+    dcg = np.cumsum(g * disc[: r.depth], axis=1)
+    ideal = _ideal_levels(r.level_counts, width).astype(np.float64) * disc
+    idcg = np.cumsum(ideal, axis=1)
+    rel = g > 0
+    at_rel = np.where(rel, _safe_div(dcg, idcg[:, : r.depth]), 0.0).sum(axis=1)
+    final = _safe_div(dcg[:, -1], idcg[:, -1]) if width else np.zeros(r.n_queries)
+    total = at_rel + (n_pos - rel.sum(axis=1)) * final
+    return np.where(total > 0, _safe_div(total, _f(n_pos)), 0.0)
+
+
+def ndcg_at_r_levels(r: Ranking, level: int = 1) -> FloatArray:
+    """trec_eval ``Rndcg``: nDCG averaged at the R-level boundaries (experimental).
+
+    Default gains (gain = level). The ideal ranking of the judged documents is sorted by
+    gain; its boundaries are the depths ``k`` (1 <= k <= R+, R+ = judged documents with a
+    positive gain) where the ideal gain changes (rank ``k + 1`` has a lower gain than rank
+    ``k``; ``k = R+`` is always one). ``Rndcg`` is the mean of ``nDCG@k`` over these depths,
+    plus, when more than ``R+ + 1`` documents were retrieved, ``nDCG@num_ret`` (with
+    ``IDCG@num_ret = IDCG@R+``). E.g. 5 judged documents of gain 3 and 3 of gain 2, 20
+    retrieved: ``(nDCG@5 + nDCG@8 + nDCG@20) / 3``. 0 when the query has no relevant
+    document at the threshold ``level`` (the only place the threshold is used). The ``all``
+    line is the mean over queries.
+    """
+    n_pos = _num_positive(r)
+    width = max(r.depth, int(n_pos.max(initial=0)) + 1)
+    disc = _discount(width)
+    dcg = np.cumsum(_padded_gains(r, width) * disc, axis=1)
+    ideal_levels = _ideal_levels(r.level_counts, width)
+    idcg = np.cumsum(ideal_levels * disc, axis=1)
+    k = np.arange(1, width, dtype=np.int64)[None, :]
+    change = (ideal_levels[:, 1:] != ideal_levels[:, :-1]) & (k <= n_pos[:, None])
+    at_k = np.where(change, _safe_div(dcg[:, :-1], idcg[:, :-1]), 0.0).sum(axis=1)
+    count = change.sum(axis=1)
+    tail = r.num_ret > n_pos + 1
+    last = np.maximum(n_pos - 1, 0)
+    rows = np.arange(r.n_queries)
+    final = _safe_div(dcg[:, -1], idcg[rows, last])
+    total = at_k + np.where(tail, final, 0.0)
+    count = count + tail
+    return np.where(num_relevant(r, level) > 0, _safe_div(total, _f(count)), 0.0)
+
+
+def _powers(p: float, n: int) -> FloatArray:
+    """``p**0 .. p**(n-1)`` by repeated multiplication, as trec_eval accumulates them."""
+    out = np.empty(n, dtype=np.float64)
+    if n:
+        out[0] = 1.0
+        np.cumprod(np.full(n - 1, p), out=out[1:])
+    return out
+
+
+def rank_biased_precision(r: Ranking, p: float = 0.9) -> FloatArray:
+    """trec_eval ``rbp``: rank-biased precision (Moffat and Zobel, TOIS 2008).
+
+    ``RBP = (1 - p) * sum_{i >= 1} g(rel_i) * p**(i - 1)`` over the retrieved documents,
+    persistence ``p`` (trec_eval's default 0.9). Gains are the relevance levels scaled to
+    [0, 1] per query: ``g(l) = l / L`` where ``L`` is the query's highest judged level when
+    ``L > 1``, else ``g(l) = l``. (trec_eval's ``min``/``max`` are uninitialised; this is
+    the value when they start at 0, i.e. ``min = 0`` from level 0, which always exists.)
+    Unjudged and non-pool documents gain 0; the relevance threshold does not apply.
+    No residual. The ``all`` line is the mean over queries.
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"persistence p must be in [0, 1], got {p!r}")
+    n_levels = r.level_counts.shape[1]
+    present = r.level_counts > 0
+    top = np.where(present.any(axis=1), n_levels - 1 - np.argmax(present[:, ::-1], axis=1), 0)
+    scale = np.where(top > 1, top, 1).astype(np.float64)
+    g = _padded_gains(r, r.depth) / scale[:, None]
+    return _f((1.0 - p) * (g @ _powers(p, r.depth)))
+
+
+def rank_biased_precision_residual(r: Ranking, p: float = 0.9) -> FloatArray:
+    """trec_eval ``rbp_resid`` (p fixed at 0.9 in trec_eval).
+
+    The RBP weight left to unjudged documents: ``p**num_ret + (1 - p) * sum_{i unjudged}
+    p**(i - 1)`` where unjudged means non-pool or pooled-but-unjudged, if at least one
+    retrieved document is unjudged; otherwise 0 (trec_eval leaves the value unset, so the
+    tail ``p**num_ret`` is not counted either). The ``all`` line is the mean over queries.
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"persistence p must be in [0, 1], got {p!r}")
+    unj = ((r.levels == NONPOOL) | (r.levels == UNJUDGED)).astype(np.float64)
+    powers = _powers(p, r.depth + 1)
+    resid = powers[r.num_ret] + (1.0 - p) * (unj @ powers[: r.depth])
+    return np.where(unj.sum(axis=1) > 0, resid, 0.0)
 
 
 # --------------------------------------------------------------------------- aggregation

@@ -259,6 +259,12 @@ _FAMILIES: dict[str, _Family] = {
     "set_map": _Family(lambda r, _p, level: m.set_precision(r, level) * m.set_recall(r, level)),
     "set_F": _Family(lambda r, _p, level: m.set_f(r, 1.0, level)),
     "unj": _Family(lambda r, p, _l: m.unjudged_fraction(r, int(p)), (5.0, 10.0, 20.0)),
+    "G": _Family(lambda r, _p, _l: m.g_measure(r), graded=True),
+    "binG": _Family(_single(m.binary_g)),
+    "ndcg_rel": _Family(lambda r, _p, _l: m.ndcg_rel(r), graded=True),
+    "Rndcg": _Family(_single(m.ndcg_at_r_levels)),
+    "rbp": _Family(lambda r, _p, _l: m.rank_biased_precision(r), graded=True),
+    "rbp_resid": _Family(lambda r, _p, _l: m.rank_biased_precision_residual(r), graded=True),
 }
 
 
