@@ -4,7 +4,7 @@ Scores a seeded, stratified sample of ../shared/data/agents/taubench_airline_dev
 (gpt-4o tool-calling trajectories; ``label`` 1 = the environment's database check passed)
 with ``AgentGoalAccuracy`` twice: with the task's ``goal`` as the reference, and without
 it (the judge's own inferred goal). Both variants share the goal-and-end-state call (a
-memo in front of the judge answers the second, identical request), so a trajectory costs
+the judge-call cache in front of the judge answers the second, identical request), so a trajectory costs
 one long call and two short ones.
 
 Prints, per variant: balanced accuracy with a seeded bootstrap 95% CI, confusion counts,
@@ -22,59 +22,21 @@ import asyncio
 import json
 import random
 import sys
+import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
 
 from assay import Message, Sample, ToolCall
 from assay.metrics._agent import GOAL_PROMPT, OUTCOME_PROMPT, AgentGoalAccuracy
 from assay.metrics._trace import TraceFormatter
-from assay.models import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse, LocalJudge, get_judge
+from assay.models import JudgeModel, LocalJudge, get_judge
+from assay.run import CachedJudge, JudgeCache
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "agents" / "taubench_airline_dev.jsonl"
-
-
-class MemoJudge:
-    """Answers a request identical to an earlier one from memory (temperature 0: same answer)."""
-
-    def __init__(self, inner: JudgeModel) -> None:
-        self.inner = inner
-        self.memo: dict[str, JudgeResponse] = {}
-        self.hits = 0
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def max_concurrency(self) -> int:
-        return self.inner.max_concurrency
-
-    @property
-    def prefers_per_statement(self) -> bool:
-        return self.inner.prefers_per_statement
-
-    async def generate(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        schema: type[BaseModel] | None = None,
-        config: GenerateConfig | None = None,
-    ) -> JudgeResponse:
-        key = json.dumps(
-            [list(messages), schema.__name__ if schema else None, (config or GenerateConfig()).model_dump()]
-        )
-        if key in self.memo:
-            self.hits += 1
-            return self.memo[key]
-        response = await self.inner.generate(messages, schema=schema, config=config)
-        self.memo[key] = response
-        return response
 
 
 def to_trace(messages: list[dict[str, Any]]) -> tuple[Message, ...]:
@@ -168,7 +130,8 @@ async def main() -> None:
         inner = LocalJudge(args.judge.partition(":")[2] or None, n_ctx=args.n_ctx)
     else:
         inner = get_judge(args.judge)
-    judge = MemoJudge(inner)
+    cache = JudgeCache(Path(tempfile.mkdtemp()) / "goal-accuracy-cache.sqlite")
+    judge = CachedJudge(inner, cache)
     formatter = TraceFormatter(max_chars=args.max_chars, max_tool_result_chars=args.tool_chars)
     metrics = [
         AgentGoalAccuracy(reference=True, formatter=formatter),
@@ -209,7 +172,7 @@ async def main() -> None:
         f"{np.mean(seconds):.1f} s per trajectory (median {np.median(seconds):.1f}, max {max(seconds):.1f}); "
         f"formatted trace chars median {int(np.median(chars))} max {max(chars)}; "
         f"goal-call prompt tokens median {int(np.median(prompt_tokens)) if prompt_tokens else 0} "
-        f"max {max(prompt_tokens, default=0)}; memo hits {judge.hits}"
+        f"max {max(prompt_tokens, default=0)}; cache hits {cache.hits}"
     )
     if args.json:
         args.json.write_text(

@@ -23,12 +23,12 @@ import random
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import BaseModel
 
 from assay.errors import ConfigError, JudgeError
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
+from assay.models._wrapper import JudgeWrapper
 
 __all__ = ["RateLimiter", "ResilientJudge", "RetryPolicy"]
 
@@ -190,7 +190,7 @@ def _estimate_tokens(messages: Sequence[ChatMessage], config: GenerateConfig) ->
     return sum(len(m["content"]) for m in messages) // 4 + config.max_tokens
 
 
-class ResilientJudge:
+class ResilientJudge(JudgeWrapper):
     """A judge that retries its inner judge's transient failures under a shared limiter."""
 
     def __init__(
@@ -201,39 +201,16 @@ class ResilientJudge:
         policy: RetryPolicy | None = None,
         seed: int = 0,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.limiter = limiter or RateLimiter(inner.max_concurrency)
         self.policy = policy or RetryPolicy()
         self.retries = 0
         self._rng = random.Random(seed)
 
     @property
-    def model_id(self) -> str:
-        """The inner judge's id."""
-        return self.inner.model_id
-
-    @property
     def max_concurrency(self) -> int:
         """The limiter's ceiling."""
         return self.limiter.max_concurrency
-
-    @property
-    def prefers_per_statement(self) -> bool:
-        """The inner judge's preference."""
-        return self.inner.prefers_per_statement
-
-    def __getattr__(self, name: str) -> Any:
-        # Optional capabilities of the inner judge (e.g. choice_probabilities) pass through,
-        # so isinstance(wrapper, ChoiceScorer) is true exactly when the inner judge's is.
-        if name.startswith("_") or name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    async def aclose(self) -> None:
-        """Close the inner judge's resources."""
-        from assay.models._protocol import close_judge
-
-        await close_judge(self.inner)
 
     async def generate(
         self,

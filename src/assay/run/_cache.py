@@ -15,12 +15,12 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
 from assay._schema import schema_json
-from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse, close_judge
+from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
+from assay.models._wrapper import JudgeWrapper
 
 __all__ = ["CachedJudge", "JudgeCache", "cache_key"]
 
@@ -86,38 +86,12 @@ class JudgeCache:
             self._db.close()
 
 
-class CachedJudge:
+class CachedJudge(JudgeWrapper):
     """Answers from the cache when it can; otherwise asks the inner judge and stores the answer."""
 
     def __init__(self, inner: JudgeModel, cache: JudgeCache) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.cache = cache
-
-    @property
-    def model_id(self) -> str:
-        """The inner judge's id."""
-        return self.inner.model_id
-
-    @property
-    def max_concurrency(self) -> int:
-        """The inner judge's."""
-        return self.inner.max_concurrency
-
-    @property
-    def prefers_per_statement(self) -> bool:
-        """The inner judge's."""
-        return self.inner.prefers_per_statement
-
-    def __getattr__(self, name: str) -> Any:
-        # Optional capabilities of the inner judge (e.g. choice_probabilities) pass through,
-        # so isinstance(wrapper, ChoiceScorer) is true exactly when the inner judge's is.
-        if name.startswith("_") or name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    async def aclose(self) -> None:
-        """Close the inner judge's resources (the cache stays open)."""
-        await close_judge(self.inner)
 
     async def generate(
         self,

@@ -29,6 +29,7 @@ from assay.metrics._base import Metric, score_safely
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse, close_judge
 from assay.models._registry import get_judge
 from assay.models._resilient import RateLimiter, ResilientJudge, RetryPolicy
+from assay.models._wrapper import JudgeWrapper
 from assay.prompts import REASKS
 from assay.run._cache import CachedJudge, JudgeCache
 from assay.run._dataset import Row, sample_from_record
@@ -212,32 +213,12 @@ class EvalResult:
         return f"EvalResult({self.n_samples} samples, {len(self.errors)} bad rows; {', '.join(parts)})"
 
 
-class _RepeatJudge:
+class _RepeatJudge(JudgeWrapper):
     """Puts the current repeat index (and a run-wide temperature) into every call's config."""
 
     def __init__(self, inner: JudgeModel, temperature: float | None = None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.temperature = temperature
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def max_concurrency(self) -> int:
-        return self.inner.max_concurrency
-
-    @property
-    def prefers_per_statement(self) -> bool:
-        return self.inner.prefers_per_statement
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_") or name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    async def aclose(self) -> None:
-        await close_judge(self.inner)
 
     async def generate(
         self,

@@ -1,0 +1,58 @@
+"""A base for judges that wrap another judge (cache, retries, repeat index, global limits)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse, close_judge
+
+__all__ = ["JudgeWrapper"]
+
+
+class JudgeWrapper:
+    """Forwards identity and optional capabilities to ``inner``; subclasses override ``generate``.
+
+    Optional capabilities of the inner judge (``choice_probabilities``, ``complete_string``)
+    pass through attribute lookup, so ``isinstance(wrapper, ChoiceScorer)`` holds exactly
+    when it holds for the inner judge.
+    """
+
+    def __init__(self, inner: JudgeModel) -> None:
+        self.inner = inner
+
+    @property
+    def model_id(self) -> str:
+        """The inner judge's id."""
+        return self.inner.model_id
+
+    @property
+    def max_concurrency(self) -> int:
+        """The inner judge's."""
+        return self.inner.max_concurrency
+
+    @property
+    def prefers_per_statement(self) -> bool:
+        """The inner judge's."""
+        return self.inner.prefers_per_statement
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    async def aclose(self) -> None:
+        """Close the inner judge's resources."""
+        await close_judge(self.inner)
+
+    async def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        schema: type[BaseModel] | None = None,
+        config: GenerateConfig | None = None,
+    ) -> JudgeResponse:
+        """Ask the inner judge (subclasses add their concern around this)."""
+        return await self.inner.generate(messages, schema=schema, config=config)
