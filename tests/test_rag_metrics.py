@@ -322,3 +322,16 @@ def test_sentence_decomposer_needs_no_extraction_call() -> None:
     assert score.spec is not None and score.spec.params["decomposer"] == "sentences"
     with pytest.raises(ConfigError):
         ContextRecall(decomposer="words")  # type: ignore[arg-type]
+
+
+@pytest.mark.reasks
+def test_reasked_calls_are_kept_as_evidence() -> None:
+    """Regression: metrics kept only an answer's last call, dropping the invalid first try."""
+    score, _ = run(ContextRecall(), [statements("a"), "no JSON here", verdict(1)])
+    assert score.value == 1.0
+    assert [c.purpose for c in score.calls] == [
+        "faithfulness.statements",
+        "faithfulness.verdict",
+        "faithfulness.verdict.reask",
+    ]
+    assert score.calls[1].raw_output == "no JSON here"

@@ -154,7 +154,7 @@ class AgentGoalAccuracy:
             )
         calls: list[JudgeCall] = []
         inferred = await ask(judge, GOAL_PROMPT, TraceToRead(trace=text), config=self.config)
-        calls.append(inferred.call)
+        calls.extend(inferred.calls)
         if inferred.output is None:
             assert inferred.failure is not None
             return Score.unscored(
@@ -165,7 +165,7 @@ class AgentGoalAccuracy:
         use_reference = self.reference if self.reference is not None else bool(sample.reference)
         goal = sample.reference.strip() if use_reference and sample.reference else user_goal
         judged = await ask(judge, OUTCOME_PROMPT, OutcomeCheck(goal=goal, end_state=end_state), config=self.config)
-        calls.append(judged.call)
+        calls.extend(judged.calls)
         if judged.output is None:
             assert judged.failure is not None
             detail = (

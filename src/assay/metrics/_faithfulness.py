@@ -167,19 +167,7 @@ class Faithfulness:
         judge: JudgeModel,
         calls: list[JudgeCall],
     ) -> tuple[list[Verdict], Unparsed | None]:
-        outcomes = await self.verifier.verify(contexts, statements, judge)
-        verdicts: list[Verdict] = []
-        for outcome in outcomes:
-            calls.extend(outcome.calls)
-        failure: Unparsed | None = None
-        for i, outcome in enumerate(outcomes, start=1):
-            if outcome.verdict is not None:
-                verdicts.append(outcome.verdict)
-            elif failure is None and outcome.failure is not None:
-                failure = Unparsed(
-                    outcome.failure.reason, f"statement {i} ({outcome.statement!r}): {outcome.failure.detail}"
-                )
-        return verdicts, failure
+        return await self.verifier.check(contexts, statements, judge, calls)
 
     async def _all_at_once(
         self,

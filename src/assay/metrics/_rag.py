@@ -18,7 +18,8 @@ from assay._samples import Sample
 from assay._scores import Binary, JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
 from assay.errors import ConfigError
 from assay.metrics._decompose import STATEMENTS_PROMPT, Decomposer, LLMDecomposer, SentenceDecomposer
-from assay.metrics._faithfulness import STATEMENT_PROMPT, DecomposerName, StatementCheck, StatementJudgement
+from assay.metrics._faithfulness import STATEMENT_PROMPT, DecomposerName, StatementJudgement
+from assay.metrics._verify import StatementVerifier
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.parsing import Unparsed
 from assay.prompts import JudgePrompt, ask
@@ -50,21 +51,12 @@ async def _check_statements(
     *,
     label: str = "statement",
 ) -> tuple[list[Verdict], Unparsed | None]:
-    """One ``faithfulness.verdict`` call per statement against the texts ``against``.
+    """Each statement's verdict against the texts ``against``, through the faithfulness verifier.
 
-    Stops at the first failure and returns the verdicts gathered so far with it.
+    The same path as faithfulness (logit threshold on judges that expose logits, chunking
+    of long texts); stops at the first failure and returns the verdicts gathered so far.
     """
-    verdicts: list[Verdict] = []
-    for i, statement in enumerate(statements, start=1):
-        answer = await ask(
-            judge, STATEMENT_PROMPT, StatementCheck(context=list(against), statement=statement), config=config
-        )
-        calls.append(answer.call)
-        if answer.output is None:
-            assert answer.failure is not None
-            return verdicts, Unparsed(answer.failure.reason, f"{label} {i} ({statement!r}): {answer.failure.detail}")
-        verdicts.append(Verdict(subject=statement, value=answer.output.verdict, reason=answer.output.reason))
-    return verdicts, None
+    return await StatementVerifier(config=config).check(against, statements, judge, calls, label=label)
 
 
 def _decomposer(name: DecomposerName) -> Decomposer:
@@ -162,7 +154,7 @@ class AnswerRelevancy:
         if result.output is None:
             assert result.failure is not None
             return Score.unscored(
-                self.name, result.failure.reason, result.failure.detail, calls=[result.call], spec=spec
+                self.name, result.failure.reason, result.failure.detail, calls=result.calls, spec=spec
             )
         out = result.output
         committal: Literal[0, 1] = 1 if out.noncommittal == 0 else 0
@@ -176,9 +168,7 @@ class AnswerRelevancy:
             if value == 0
             else f"the answer addresses the question: {out.reason}"
         )
-        return Score.scored(
-            self.name, value, verdicts=verdicts, explanation=explanation, calls=[result.call], spec=spec
-        )
+        return Score.scored(self.name, value, verdicts=verdicts, explanation=explanation, calls=result.calls, spec=spec)
 
 
 # --- context precision ------------------------------------------------------------------
@@ -310,7 +300,7 @@ class ContextPrecision:
                 ChunkUsefulness(question=sample.question, answer=target, context=chunk),
                 config=self.config,
             )
-            calls.append(result.call)
+            calls.extend(result.calls)
             if result.output is None:
                 assert result.failure is not None
                 return Score.unscored(

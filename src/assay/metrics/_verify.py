@@ -188,6 +188,7 @@ class _State:
     best_chunk: int = 0
     supported: bool = False
     reason: str = ""
+    judged: int = 0  # chunks this statement has been judged against
     failure: Unparsed | None = None
     calls: list[JudgeCall] = field(default_factory=list)
 
@@ -254,17 +255,18 @@ class StatementVerifier:
                     await self._probability(judge, value, state, index)
                 else:
                     await self._generated(judge, value, state, index)
+                state.judged += 1
                 if state.failure is not None:
                     failed = state
                     break
             if failed is not None:
                 break
         if failed is not None:
-            # The first failure stops the sample; statements not yet decided stay undecided
-            # (no verdict, no failure of their own).
+            # The first failure stops the sample. A statement is decided if supported or
+            # judged against every chunk; the others stay undecided (no verdict, no failure).
             return [
                 self._outcome(state, threshold)
-                if state is failed or state.supported
+                if state is failed or state.supported or state.judged == len(chunks)
                 else StatementOutcome(state.statement, None, None, None, tuple(state.calls))
                 for state in states
             ]
@@ -273,6 +275,33 @@ class StatementVerifier:
                 if state.failure is None and (self.reasons == "all" or not state.supported):
                     await self._reason(judge, chunks[state.best_chunk], state)
         return [self._outcome(state, threshold) for state in states]
+
+    async def check(
+        self,
+        contexts: Sequence[str],
+        statements: Sequence[str],
+        judge: JudgeModel,
+        calls: list[JudgeCall],
+        *,
+        label: str = "statement",
+    ) -> tuple[list[Verdict], Unparsed | None]:
+        """Verdicts for ``statements``, or the first failure naming its statement.
+
+        Every call made is appended to ``calls``; the verdicts decided before a failure are
+        returned with it.
+        """
+        outcomes = await self.verify(contexts, statements, judge)
+        verdicts: list[Verdict] = []
+        failure: Unparsed | None = None
+        for i, outcome in enumerate(outcomes, start=1):
+            calls.extend(outcome.calls)
+            if outcome.verdict is not None:
+                verdicts.append(outcome.verdict)
+            elif failure is None and outcome.failure is not None:
+                failure = Unparsed(
+                    outcome.failure.reason, f"{label} {i} ({outcome.statement!r}): {outcome.failure.detail}"
+                )
+        return verdicts, failure
 
     async def _probability(self, judge: JudgeModel, value: StatementCheck, state: _State, index: int) -> None:
         assert isinstance(judge, ChoiceScorer)
