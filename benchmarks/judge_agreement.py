@@ -4,24 +4,40 @@ Runs the product's own statement verifier (``assay.metrics._verify.StatementVeri
 what faithfulness uses per statement) over fixed, seeded, stratified samples of the dev
 sets in ../shared/data/grounding/:
 
-- WiCE dev: claim vs. its oracle chunks (max over chunks);
+- WiCE dev: claim vs. its oracle chunks (packed into chunks of --chunk-chars, max over chunks);
 - BEGIN dev: dialogue response vs. its knowledge snippet;
 - SummEdits dev: summary vs. document (chunked at --chunk-chars, max over chunks).
 
-For each item it records P(supported) read from the logits, per prompt version (cached
-in benchmarks/.cache/, so a rerun only computes what is missing). It then reports, per
-set, balanced accuracy with a seeded bootstrap 95% CI, confusion counts and statements
-per second:
+Variants (``--variants``, comma-separated):
+
+- ``p1-v1``, ``p1-v2``: P(supported) read from the logits with verdict prompt v1 / v2;
+  a ``-c5000`` suffix changes the chunk size for that variant;
+- ``atoms-v2``: the claim is first decomposed into atomic statements (the faithfulness
+  decomposer); the item's P(supported) is the lowest of its atoms';
+- ``gen-v1``, ``gen-v2``: the generated-JSON verdict under the grammar (the judge as the
+  foundation issue first shipped it);
+- ``mean(p1-v1+p1-v2)``: self-consistency over prompt variants, the mean of the two
+  probabilities. Computed from the cached members, no extra judge calls.
+
+Every item's result is cached in benchmarks/.cache/ by judge, seed, set, variant and item
+id, so a larger ``--n`` only judges what is new and a cut-off run keeps what it measured.
+Items are judged grouped by context, so the judge reuses a context's KV cache the way
+faithfulness does.
+
+Per variant and set it reports balanced accuracy with a seeded bootstrap 95% CI and the
+confusion counts:
 
 - at the argmax (threshold 0.5),
 - at one threshold chosen on half of every set (the tuning half) and scored on the other
   half (held out), which is how the product's default threshold is chosen.
 
-With ``--generate``, also the generated-JSON verdict (the argmax under the grammar, with
-a reason), i.e. the judge as issue 2 first shipped it.
+``--speed`` measures statements per second on a quiet machine in the shape faithfulness
+runs: several statements (SummEdits summaries) against one document under 2,000
+characters, and one response per fresh BEGIN snippet.
 
-    python benchmarks/judge_agreement.py                  # 60 items a set, prompts v1 and v2
-    python benchmarks/judge_agreement.py --n 120 --prompts 2 --sets begin,wice
+    python benchmarks/judge_agreement.py                       # 60 items a set, p1-v1 and p1-v2
+    python benchmarks/judge_agreement.py --n 120 --variants p1-v2,atoms-v2 --sets wice
+    python benchmarks/judge_agreement.py --speed
 """
 
 from __future__ import annotations
@@ -30,13 +46,16 @@ import argparse
 import asyncio
 import json
 import random
+import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from assay.metrics._decompose import LLMDecomposer
 from assay.metrics._verify import STATEMENT_PROMPT, STATEMENT_PROMPT_V1, StatementVerifier
 from assay.models import JudgeModel, get_judge
 
@@ -44,6 +63,8 @@ DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "groundi
 CACHE = Path(__file__).resolve().parent / ".cache"
 SETS = {"wice": "wice_dev.jsonl", "begin": "begin_dev.jsonl", "summedits": "summedits_dev.jsonl"}
 PROMPTS = {"1": STATEMENT_PROMPT_V1, "2": STATEMENT_PROMPT}
+VARIANT = re.compile(r"^(?P<kind>p1|gen|atoms)-v(?P<prompt>[12])(?:-c(?P<chars>\d+))?$")
+ENSEMBLE = re.compile(r"^mean\((?P<members>[^)]+)\)$")
 
 
 def load(name: str, n: int, seed: int) -> list[dict[str, Any]]:
@@ -77,45 +98,85 @@ def bootstrap_ci(labels: np.ndarray, preds: np.ndarray, seed: int, n: int = 2000
     return float(lo), float(hi)
 
 
+class Variant:
+    """One way of asking the judge; ``judge_row`` returns the cache entry for one item."""
+
+    def __init__(self, key: str, default_chars: int) -> None:
+        match = VARIANT.match(key)
+        if match is None:
+            raise SystemExit(f"unknown variant {key!r}: expected p1-vN, gen-vN or atoms-vN (optionally -cCHARS)")
+        self.key = key
+        self.kind = match["kind"]
+        chars = int(match["chars"] or default_chars)
+        method = "generate" if self.kind == "gen" else "threshold"
+        self.verifier = StatementVerifier(
+            method=method, prompt=PROMPTS[match["prompt"]], reasons="none", chunk_chars=chars
+        )
+        self.decomposer = LLMDecomposer()
+
+    async def judge_row(self, judge: JudgeModel, name: str, row: dict[str, Any]) -> dict[str, Any]:
+        started = time.perf_counter()
+        claims = [str(row["claim"])]
+        calls = 0
+        if self.kind == "atoms":
+            split = await self.decomposer.decompose("", claims[0], judge)
+            calls += len(split.calls)
+            if split.statements:
+                claims = list(split.statements)
+        outcomes = await self.verifier.verify(contexts_of(name, row), claims, judge)
+        calls += sum(len(o.calls) for o in outcomes)
+        seconds = time.perf_counter() - started
+        failed = next((o for o in outcomes if o.verdict is None), None)
+        if failed is not None:
+            why = failed.failure.reason.value if failed.failure else "undecided"
+            return {"p": None, "v": None, "s": seconds, "calls": calls, "why": why}
+        verdicts = [int(o.verdict.value) for o in outcomes if o.verdict is not None]
+        probabilities = [o.probability for o in outcomes]
+        entry: dict[str, Any] = {"v": min(verdicts), "s": seconds, "calls": calls, "statements": len(claims)}
+        entry["p"] = None if None in probabilities else min(p for p in probabilities if p is not None)
+        if self.kind == "atoms":
+            entry["atoms"] = claims
+        return entry
+
+
+def model_slug(judge: JudgeModel) -> str:
+    return judge.model_id.replace(":", "_").replace("/", "_")
+
+
+def load_cache(path: Path, legacy: list[Path]) -> dict[str, Any]:
+    """The cache, with the per-size cache files of earlier versions of this script merged in."""
+    cache: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    for old in legacy:
+        for key, items in json.loads(old.read_text()).items():
+            for item_id, entry in items.items():
+                cache.setdefault(key, {}).setdefault(item_id, entry)
+    return cache
+
+
 async def score_items(
     judge: JudgeModel,
     name: str,
     rows: list[dict[str, Any]],
-    key: str,
-    verifier: StatementVerifier,
+    variant: Variant,
     cache: dict[str, Any],
-    save: Any,
+    save: Callable[[], None],
 ) -> None:
-    """Fill cache[key][item id] with {"p": P(1) or None, "s": seconds, "calls": n}."""
-    done = cache.setdefault(key, {})
-    todo = [r for r in rows if r["id"] not in done]
+    """Fill cache[set/variant][item id], judging items grouped by context (KV-cache reuse)."""
+    done = cache.setdefault(f"{name}/{variant.key}", {})
+    todo = sorted((r for r in rows if r["id"] not in done), key=lambda r: ("".join(contexts_of(name, r)), r["id"]))
+    last = time.monotonic()
     for i, row in enumerate(todo, start=1):
-        started = time.perf_counter()
-        (outcome,) = await verifier.verify(contexts_of(name, row), [str(row["claim"])], judge)
-        seconds = time.perf_counter() - started
-        if outcome.verdict is None:
-            done[row["id"]] = {
-                "p": None,
-                "v": None,
-                "s": seconds,
-                "calls": len(outcome.calls),
-                "why": outcome.failure.reason.value if outcome.failure else "?",
-            }
-        else:
-            done[row["id"]] = {
-                "p": outcome.probability,
-                "v": int(outcome.verdict.value),
-                "s": seconds,
-                "calls": len(outcome.calls),
-            }
-        print(f"\r{key}: {i}/{len(todo)}", end="", file=sys.stderr, flush=True)
-        if i % 5 == 0:
+        done[row["id"]] = await variant.judge_row(judge, name, row)
+        print(f"\r{name}/{variant.key}: {i}/{len(todo)}", end="", file=sys.stderr, flush=True)
+        if time.monotonic() - last > 30:
             save()  # a long run that is cut off keeps what it measured
+            last = time.monotonic()
+    save()
     if todo:
         print(file=sys.stderr)
 
 
-def report_line(label: str, labels: np.ndarray, preds: np.ndarray, seed: int, extra: str = "") -> dict[str, Any]:
+def report_line(label: str, labels: np.ndarray, preds: np.ndarray, seed: int) -> dict[str, Any]:
     tp = int(((labels == 1) & (preds == 1)).sum())
     fn = int(((labels == 1) & (preds == 0)).sum())
     fp = int(((labels == 0) & (preds == 1)).sum())
@@ -123,7 +184,7 @@ def report_line(label: str, labels: np.ndarray, preds: np.ndarray, seed: int, ex
     ba = balanced_accuracy(labels, preds)
     lo, hi = bootstrap_ci(labels, preds, seed)
     counts = f"TP {tp:3d} FN {fn:3d} FP {fp:3d} TN {tn:3d}"
-    print(f"  {label:34s} n={len(labels):4d}  BA {ba:.3f} [{lo:.3f}-{hi:.3f}]  {counts}{extra}")
+    print(f"  {label:34s} n={len(labels):4d}  BA {ba:.3f} [{lo:.3f}-{hi:.3f}]  {counts}")
     return {
         "label": label,
         "n": len(labels),
@@ -150,104 +211,148 @@ def tune_threshold(items: list[tuple[str, int, float]]) -> float:
     return best_t
 
 
+def entry_probability(entry: dict[str, Any]) -> float | None:
+    if entry.get("p") is not None:
+        return float(entry["p"])
+    return None if entry.get("v") is None else float(entry["v"])
+
+
+def report(
+    key: str, sets: list[str], rows: dict[str, list[dict[str, Any]]], cache: dict[str, Any], seed: int
+) -> list[dict[str, Any]]:
+    """Balanced accuracy of one variant (or ensemble) per set: argmax, tuned threshold held out."""
+    members = ENSEMBLE.match(key)
+    parts = members["members"].split("+") if members else [key]
+    print(f"\n== {key} ==")
+    scored: list[tuple[str, str, int, float]] = []  # set, id, label, p
+    unscored: dict[str, int] = {}
+    for name in sets:
+        for row in rows[name]:
+            entries = [cache.get(f"{name}/{part}", {}).get(row["id"]) for part in parts]
+            if any(e is None for e in entries):
+                continue
+            probabilities = [entry_probability(e) for e in entries if e is not None]
+            if any(p is None for p in probabilities):
+                unscored[name] = unscored.get(name, 0) + 1
+                continue
+            scored.append(
+                (name, row["id"], int(row["label"]), float(np.mean([p for p in probabilities if p is not None])))
+            )
+    if not scored:
+        print("  (nothing judged yet)")
+        return []
+    rng = random.Random(seed)
+    halves = {name: {r["id"]: rng.random() < 0.5 for r in rows[name]} for name in sets}
+    graded = len({p for *_, p in scored} - {0.0, 1.0}) > 0
+    tuned = tune_threshold([(n, y, p) for n, i, y, p in scored if halves[n][i]]) if graded else None
+    if tuned is not None:
+        print(f"  threshold tuned on the tuning halves of {', '.join(sets)}: {tuned:.2f}")
+    out: list[dict[str, Any]] = []
+    for name in sets:
+        mine = [x for x in scored if x[0] == name]
+        if not mine:
+            continue
+        entries = [cache[f"{name}/{parts[0]}"][i] for _, i, *_ in mine]
+        seconds = sum(e["s"] for e in entries)
+        statements = sum(e.get("statements", 1) for e in entries)
+        print(
+            f" {name}: {len(mine)} of {len(rows[name])} judged, unscored {unscored.get(name, 0)}; "
+            f"{statements / seconds:.2f} statements/s as run (see --speed for clean figures)"
+        )
+        labels = np.array([y for _, _, y, _ in mine])
+        base = {"variant": key, "set": name}
+        argmax = np.array([int(p >= 0.5) for *_, p in mine])
+        out.append({**base, "threshold": 0.5, **report_line("threshold 0.50, all items", labels, argmax, seed)})
+        if tuned is not None:
+            held = [x for x in mine if not halves[name][x[1]]]
+            preds = np.array([int(p >= tuned) for *_, p in held])
+            line = report_line(
+                f"threshold {tuned:.2f}, held-out half", np.array([y for _, _, y, _ in held]), preds, seed
+            )
+            out.append({**base, "threshold": tuned, "split": "held-out", **line})
+            preds_all = np.array([int(p >= tuned) for *_, p in mine])
+            line = report_line(f"threshold {tuned:.2f}, all items", labels, preds_all, seed)
+            out.append({**base, "threshold": tuned, "split": "all", **line})
+    return out
+
+
+async def speed(judge: JudgeModel, documents: int, per_document: int) -> None:
+    """Statements per second, warm model, on contexts under 2,000 characters."""
+    verifier = StatementVerifier(method="auto", reasons="none")
+    summedits = [json.loads(line) for line in (DATA / SETS["summedits"]).open()]
+    by_doc: dict[str, list[str]] = {}
+    for row in summedits:
+        if len(row["context"]) < 2000:
+            by_doc.setdefault(row["context"], []).append(row["claim"])
+    begin = [json.loads(line) for line in (DATA / SETS["begin"]).open()]
+    snippets = list({r["context"]: r for r in begin if len(r["context"]) < 2000}.values())
+    random.Random(0).shuffle(snippets)
+    await verifier.verify(["Warm-up context."], ["Warm-up statement."], judge)  # model load and the prompt prefix
+    total_s, total_n, first_s, rest_s, rest_n = 0.0, 0, 0.0, 0.0, 0
+    for document, claims in list(by_doc.items())[:documents]:
+        claims = claims[:per_document]
+        started = time.perf_counter()
+        outcomes = await verifier.verify([document], claims[:1], judge)
+        first = time.perf_counter() - started
+        outcomes += await verifier.verify([document], claims[1:], judge)
+        elapsed = time.perf_counter() - started
+        total_s, total_n = total_s + elapsed, total_n + len(outcomes)
+        first_s, rest_s, rest_n = first_s + first, rest_s + elapsed - first, rest_n + len(claims) - 1
+        print(
+            f"  document of {len(document):4d} chars: {len(claims)} statements in {elapsed:5.1f} s "
+            f"(first {first:4.1f} s, then {(elapsed - first) / max(1, len(claims) - 1):4.2f} s each)"
+        )
+    print(
+        f"SummEdits, {per_document} statements per document under 2,000 chars: {total_n / total_s:.2f} statements/s "
+        f"(a fresh document {first_s / documents:.1f} s, each further statement {rest_s / max(1, rest_n):.2f} s)"
+    )
+    started = time.perf_counter()
+    chars = 0
+    for row in snippets[:documents]:
+        await verifier.verify([row["context"]], [row["claim"]], judge)
+        chars += len(row["context"])
+    elapsed = time.perf_counter() - started
+    print(
+        f"BEGIN, one statement per fresh snippet (mean {chars / documents:.0f} chars): "
+        f"{documents / elapsed:.2f} statements/s"
+    )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--judge", default="local")
     parser.add_argument("--n", type=int, default=60, help="items per set (seeded, stratified)")
     parser.add_argument("--sets", default="begin,wice,summedits")
-    parser.add_argument("--prompts", default="1,2", help="verdict prompt versions to compare")
-    parser.add_argument("--generate", action="store_true", help="also the generated-JSON verdict (slower)")
+    parser.add_argument("--variants", default="p1-v1,p1-v2", help="comma-separated; see the module docstring")
+    parser.add_argument("--report", default="", help="extra variants or ensembles to report from the cache only")
     parser.add_argument("--chunk-chars", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--speed", action="store_true", help="measure statements per second instead")
+    parser.add_argument("--documents", type=int, default=8, help="--speed: documents (and BEGIN snippets)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     judge = get_judge(args.judge)
+    if args.speed:
+        await speed(judge, args.documents, per_document=6)
+        return
     sets = [s.strip() for s in args.sets.split(",")]
     rows = {name: load(name, args.n, args.seed) for name in sets}
     CACHE.mkdir(exist_ok=True)
-    cache_file = CACHE / f"agreement-{judge.model_id.replace(':', '_').replace('/', '_')}-n{args.n}-s{args.seed}.json"
-    cache: dict[str, Any] = json.loads(cache_file.read_text()) if cache_file.exists() else {}
+    path = CACHE / f"agreement-{model_slug(judge)}-s{args.seed}.json"
+    cache = load_cache(path, sorted(CACHE.glob(f"agreement-{model_slug(judge)}-n*-s{args.seed}.json")))
+
+    def save() -> None:
+        path.write_text(json.dumps(cache))
+
     print(f"judge {judge.model_id}; {args.n} items per set (seed {args.seed}); chunks of {args.chunk_chars} chars")
-    variants = [
-        (
-            f"p1-v{v}",
-            StatementVerifier(method="threshold", prompt=PROMPTS[v], reasons="none", chunk_chars=args.chunk_chars),
-        )
-        for v in args.prompts.split(",")
-    ]
-    if args.generate:
-        variants.append(
-            ("gen-v1", StatementVerifier(method="generate", prompt=STATEMENT_PROMPT_V1, chunk_chars=args.chunk_chars))
-        )
+    variants = [Variant(v.strip(), args.chunk_chars) for v in args.variants.split(",") if v.strip()]
     for name in sets:
-        for key, verifier in variants:
-            await score_items(
-                judge,
-                name,
-                rows[name],
-                f"{name}/{key}",
-                verifier,
-                cache,
-                lambda: cache_file.write_text(json.dumps(cache)),
-            )
-            cache_file.write_text(json.dumps(cache))
+        for variant in variants:
+            await score_items(judge, name, rows[name], variant, cache, save)
     figures: dict[str, Any] = {"judge": judge.model_id, "n": args.n, "seed": args.seed, "results": []}
-    rng = random.Random(args.seed)
-    halves = {name: {r["id"]: rng.random() < 0.5 for r in rows[name]} for name in sets}
-    for key, _ in variants:
-        print(f"\n== {key} ==")
-        scored: list[tuple[str, str, int, float, float]] = []  # set, id, label, p, seconds
-        for name in sets:
-            for row in rows[name]:
-                entry = cache[f"{name}/{key}"][row["id"]]
-                if entry["p"] is None and entry["v"] is None:
-                    continue
-                p = entry["p"] if entry["p"] is not None else float(entry["v"])
-                scored.append((name, row["id"], int(row["label"]), p, entry["s"]))
-        tuned = None
-        if key.startswith("p1"):
-            tuned = tune_threshold([(n, y, p) for n, i, y, p, _ in scored if halves[n][i]])
-            print(f"  threshold tuned on the tuning halves: {tuned:.2f}")
-        for name in sets:
-            mine = [x for x in scored if x[0] == name]
-            labels = np.array([y for _, _, y, _, _ in mine])
-            unscored = len(rows[name]) - len(mine)
-            seconds = sum(s for *_, s in mine)
-            calls = sum(cache[f"{name}/{key}"][i]["calls"] for _, i, *_ in mine)
-            speed = f"  {calls / seconds:.2f} calls/s, {len(mine) / seconds:.2f} items/s" if seconds else ""
-            print(f" {name} (unscored {unscored}){speed}")
-            argmax = np.array([int(p >= 0.5) for *_, p, _ in mine])
-            figures["results"].append(
-                {
-                    "variant": key,
-                    "set": name,
-                    "threshold": 0.5,
-                    **report_line("argmax (0.5), all items", labels, argmax, args.seed),
-                }
-            )
-            if tuned is not None:
-                held = [x for x in mine if not halves[name][x[1]]]
-                labels_h = np.array([y for _, _, y, _, _ in held])
-                preds_h = np.array([int(p >= tuned) for *_, p, _ in held])
-                figures["results"].append(
-                    {
-                        "variant": key,
-                        "set": name,
-                        "threshold": tuned,
-                        "split": "held-out",
-                        **report_line(f"threshold {tuned:.2f}, held-out half", labels_h, preds_h, args.seed),
-                    }
-                )
-                preds_all = np.array([int(p >= tuned) for *_, p, _ in mine])
-                figures["results"].append(
-                    {
-                        "variant": key,
-                        "set": name,
-                        "threshold": tuned,
-                        "split": "all",
-                        **report_line(f"threshold {tuned:.2f}, all items", labels, preds_all, args.seed),
-                    }
-                )
+    extra = [k.strip() for k in args.report.split(",") if k.strip()]
+    for key in [v.key for v in variants] + extra:
+        figures["results"] += report(key, sets, rows, cache, args.seed)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
 
