@@ -17,19 +17,12 @@ Request headers (``x-api-key`` and ``Authorization`` included) are never logged 
 
 from __future__ import annotations
 
-import contextlib
 import json
-import random
-import socket
-import struct
-import sys
-import threading
 from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
-from assay.testing._openai_server import MALFORMED_TEXT, REFUSAL_TEXT, Responder, minimal_instance
+from assay.testing._fake_server import FakeHandler, FakeServer, Responder
+from assay.testing._openai_server import MALFORMED_TEXT, REFUSAL_TEXT, minimal_instance
 
 __all__ = ["ANTHROPIC_FAULTS", "FakeAnthropicServer", "anthropic_default_responder"]
 
@@ -100,57 +93,10 @@ def _text_chars(body: Mapping[str, Any]) -> int:
     return total
 
 
-class _Server(ThreadingHTTPServer):
-    # Handler threads are daemons so a stuck responder cannot hang interpreter exit;
-    # FakeAnthropicServer tracks and joins them itself.
-    daemon_threads = True
-    # The default listen backlog (5) drops connections under concurrent load.
-    request_queue_size = 1024
-    owner: FakeAnthropicServer
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that hung up (timeout, reset) is routine here, not worth a traceback.
-        if isinstance(sys.exc_info()[1], OSError):
-            return
-        super().handle_error(request, client_address)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(FakeHandler):
     server_version = "FakeAnthropic/1.0"
-    timeout = 30  # a guard against a client that never sends anything
-    disable_nagle_algorithm = True  # headers and body go out in two writes
-    server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.owner._track(self.connection, threading.current_thread())
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        finally:
-            self.server.owner._untrack(self.connection)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Log nothing: request lines are noise and headers carry credentials."""
-
-    def do_POST(self) -> None:
-        """Serve ``POST /v1/messages``."""
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        if self.path.rstrip("/") != "/v1/messages":
-            self._send_error(404, f"Unknown path {self.path}")
-            return
-        try:
-            body = json.loads(raw or b"{}")
-        except json.JSONDecodeError:
-            self._send_error(400, "The request body is not valid JSON.")
-            return
-        if not isinstance(body, dict):
-            self._send_error(400, "The request body must be a JSON object.")
-            return
-        self.server.owner._answer(self, body)
+    post_path = "/v1/messages"
+    response_headers: ClassVar[Mapping[str, str]] = {"request-id": "req_fake"}
 
     # -- helpers used by FakeAnthropicServer._answer ------------------------------------
 
@@ -168,35 +114,16 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_error(401, f"invalid x-api-key: {provided}")
         return False
 
-    def _send_json(self, status: int, payload: object, headers: Mapping[str, str] | None = None) -> None:
-        self._send_bytes(status, json.dumps(payload).encode(), headers)
-
-    def _send_bytes(self, status: int, data: bytes, headers: Mapping[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("request-id", "req_fake")
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
-        self.wfile.flush()
+    def _send_request_error(self, status: int, message: str) -> None:
+        self._send_error(status, message)
 
     def _send_error(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
         kind = _ERROR_TYPES.get(status, "api_error")
         payload = {"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_fake"}
         self._send_json(status, payload, headers)
 
-    def _reset(self) -> None:
-        # SO_LINGER with a zero timeout makes close() send RST instead of FIN.
-        self.close_connection = True
-        with contextlib.suppress(OSError):
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        self.wfile.flush()
-        self.connection.close()
 
-
-class FakeAnthropicServer:
+class FakeAnthropicServer(FakeServer[_Handler]):
     """An Anthropic Messages API server on ``127.0.0.1`` for tests.
 
     Use it as a context manager (or call :meth:`start` and :meth:`close`). Each request's
@@ -228,6 +155,9 @@ class FakeAnthropicServer:
         model: The model reported when a request names none.
     """
 
+    handler_class = _Handler
+    known_faults = ANTHROPIC_FAULTS
+
     def __init__(
         self,
         responder: Responder | None = None,
@@ -241,53 +171,18 @@ class FakeAnthropicServer:
         reject_sampling_params: bool = True,
         model: str = "fake-judge",
     ) -> None:
-        self.responder: Responder = responder or anthropic_default_responder
-        self.latency_s = latency_s
-        self.timeout_sleep_s = timeout_sleep_s
-        self.require_api_key = require_api_key
-        self.include_usage = include_usage
+        super().__init__(
+            responder or anthropic_default_responder,
+            latency_s=latency_s,
+            faults=faults,
+            seed=seed,
+            timeout_sleep_s=timeout_sleep_s,
+            require_api_key=require_api_key,
+            include_usage=include_usage,
+            model=model,
+        )
         self.reject_sampling_params = reject_sampling_params
-        self.model = model
-        self._lock = threading.Lock()
-        self._rng = random.Random(seed)
-        self._faults: dict[str, float] = {}
-        self.faults = dict(faults or {})
-        self._requests: list[dict[str, Any]] = []
         self._api_versions: list[str | None] = []
-        self._fault_counts: dict[str, int] = dict.fromkeys(ANTHROPIC_FAULTS, 0)
-        self._calls = 0
-        self._stop = threading.Event()
-        self._connections: dict[socket.socket, threading.Thread] = {}
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- configuration ----------------------------------------------------------------
-
-    @property
-    def faults(self) -> dict[str, float]:
-        """Fault name -> probability. Assignable between requests."""
-        with self._lock:
-            return dict(self._faults)
-
-    @faults.setter
-    def faults(self, value: Mapping[str, float]) -> None:
-        unknown = sorted(set(value) - set(ANTHROPIC_FAULTS))
-        if unknown:
-            raise ValueError(f"unknown fault(s) {unknown}; known faults: {list(ANTHROPIC_FAULTS)}")
-        if any(not 0.0 <= p <= 1.0 for p in value.values()):
-            raise ValueError(f"fault probabilities must be in [0, 1], got {dict(value)}")
-        if sum(value.values()) > 1.0 + 1e-9:
-            raise ValueError(f"fault probabilities must sum to at most 1, got {dict(value)}")
-        with self._lock:
-            self._faults = dict(value)
-
-    # -- observations -----------------------------------------------------------------
-
-    @property
-    def requests(self) -> list[dict[str, Any]]:
-        """The JSON bodies of the Messages requests received, in arrival order."""
-        with self._lock:
-            return list(self._requests)
 
     @property
     def api_versions(self) -> list[str | None]:
@@ -296,103 +191,9 @@ class FakeAnthropicServer:
             return list(self._api_versions)
 
     @property
-    def calls(self) -> int:
-        """How many Messages requests arrived."""
-        with self._lock:
-            return self._calls
-
-    @property
-    def fault_counts(self) -> dict[str, int]:
-        """How often each fault was injected (every known fault is a key)."""
-        with self._lock:
-            return dict(self._fault_counts)
-
-    @property
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT`` (the SDK appends ``/v1/messages``); available once started."""
-        if self._server is None:
-            raise RuntimeError("FakeAnthropicServer is not running; use it as a context manager")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    # -- lifecycle --------------------------------------------------------------------
-
-    def start(self) -> FakeAnthropicServer:
-        """Bind a free port on 127.0.0.1 and serve from a background thread."""
-        if self._server is not None:
-            raise RuntimeError("FakeAnthropicServer is already running")
-        self._stop.clear()
-        server = _Server(("127.0.0.1", 0), _Handler)
-        server.owner = self
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="FakeAnthropicServer",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        """Stop serving, drop open connections and join every thread. Idempotent."""
-        server, thread = self._server, self._thread
-        if server is None:
-            return
-        self._stop.set()
-        server.shutdown()
-        server.server_close()
-        if thread is not None:
-            thread.join()
-        with self._lock:
-            connections = dict(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-        for handler_thread in connections.values():
-            handler_thread.join(timeout=5.0)
-        self._server = None
-        self._thread = None
-
-    def __enter__(self) -> FakeAnthropicServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    # -- request handling (called from handler threads) --------------------------------
-
-    def _track(self, connection: socket.socket, thread: threading.Thread) -> None:
-        with self._lock:
-            self._connections[connection] = thread
-
-    def _untrack(self, connection: socket.socket) -> None:
-        with self._lock:
-            self._connections.pop(connection, None)
-
-    def _draw_fault(self) -> str | None:
-        with self._lock:
-            if not self._faults:
-                return None
-            draw = self._rng.random()
-            cumulative = 0.0
-            for name, probability in self._faults.items():
-                cumulative += probability
-                if draw < cumulative:
-                    self._fault_counts[name] += 1
-                    return name
-            return None
-
-    def _wait(self, seconds: float) -> bool:
-        """Sleep up to ``seconds``; False when the server is closing."""
-        if seconds <= 0:
-            return not self._stop.is_set()
-        return not self._stop.wait(seconds)
+        return self._root_url
 
     def _answer(self, handler: _Handler, body: dict[str, Any]) -> None:
         version = handler.headers.get("anthropic-version")
@@ -428,11 +229,7 @@ class FakeAnthropicServer:
         if fault == "529":
             handler._send_error(529, "Overloaded")
             return
-        if fault == "reset":
-            handler._reset()
-            return
-        if fault == "timeout" and not self._wait(self.timeout_sleep_s):
-            handler._reset()
+        if self._dropped(handler, fault):
             return
 
         try:

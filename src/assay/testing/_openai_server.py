@@ -15,23 +15,14 @@ Request headers (``Authorization`` included) are never logged or stored.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import random
-import socket
-import struct
-import sys
-import threading
 import time
-from collections.abc import Callable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["FAULTS", "FakeOpenAIServer", "Responder", "minimal_instance"]
+from assay.testing._fake_server import FakeHandler, FakeServer, Responder
 
-Responder = Callable[[dict[str, Any]], str]
-"""Turns a chat-completions request body into the assistant message's content."""
+__all__ = ["FAULTS", "FakeOpenAIServer", "Responder", "minimal_instance"]
 
 FAULTS: Final[tuple[str, ...]] = (
     "429",
@@ -183,41 +174,9 @@ def _text_chars(messages: object) -> int:
     return total
 
 
-class _Server(ThreadingHTTPServer):
-    # Handler threads are daemons so a stuck responder cannot hang interpreter exit;
-    # FakeOpenAIServer tracks and joins them itself.
-    daemon_threads = True
-    # The default listen backlog (5) drops connections under concurrent load, which looks
-    # like a client-side connect timeout: not a fault anyone asked for.
-    request_queue_size = 1024
-    owner: FakeOpenAIServer
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that hung up (timeout, reset) is routine here, not worth a traceback.
-        if isinstance(sys.exc_info()[1], OSError):
-            return
-        super().handle_error(request, client_address)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(FakeHandler):
     server_version = "FakeOpenAI/1.0"
-    timeout = 30  # a guard against a client that never sends anything
-    disable_nagle_algorithm = True  # headers and body go out in two writes
-    server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.owner._track(self.connection, threading.current_thread())
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        finally:
-            self.server.owner._untrack(self.connection)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Log nothing: request lines are noise and headers carry credentials."""
+    post_path = "/v1/chat/completions"
 
     def do_GET(self) -> None:
         """Serve ``GET /v1/models``."""
@@ -234,23 +193,6 @@ class _Handler(BaseHTTPRequestHandler):
                 "data": [{"id": owner.model, "object": "model", "created": 0, "owned_by": "assay"}],
             },
         )
-
-    def do_POST(self) -> None:
-        """Serve ``POST /v1/chat/completions``."""
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        if self.path.rstrip("/") != "/v1/chat/completions":
-            self._send_error(404, f"Unknown path {self.path}", "invalid_request_error")
-            return
-        try:
-            body = json.loads(raw or b"{}")
-        except json.JSONDecodeError:
-            self._send_error(400, "The request body is not valid JSON.", "invalid_request_error")
-            return
-        if not isinstance(body, dict):
-            self._send_error(400, "The request body must be a JSON object.", "invalid_request_error")
-            return
-        self.server.owner._answer(self, body)
 
     # -- helpers used by FakeOpenAIServer._answer ---------------------------------------
 
@@ -271,16 +213,8 @@ class _Handler(BaseHTTPRequestHandler):
         )
         return False
 
-    def _send_json(self, status: int, payload: object, headers: Mapping[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
-        self.wfile.flush()
+    def _send_request_error(self, status: int, message: str) -> None:
+        self._send_error(status, message, "invalid_request_error")
 
     def _send_error(
         self,
@@ -294,16 +228,8 @@ class _Handler(BaseHTTPRequestHandler):
         error = {"message": message, "type": kind, "param": param, "code": code}
         self._send_json(status, {"error": error}, headers)
 
-    def _reset(self) -> None:
-        # SO_LINGER with a zero timeout makes close() send RST instead of FIN.
-        self.close_connection = True
-        with contextlib.suppress(OSError):
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        self.wfile.flush()
-        self.connection.close()
 
-
-class FakeOpenAIServer:
+class FakeOpenAIServer(FakeServer[_Handler]):
     """An OpenAI-compatible chat-completions server on ``127.0.0.1`` for tests.
 
     Use it as a context manager (or call :meth:`start` and :meth:`close`). Each request's
@@ -337,6 +263,9 @@ class FakeOpenAIServer:
             requested model).
     """
 
+    handler_class = _Handler
+    known_faults = FAULTS
+
     def __init__(
         self,
         responder: Responder | None = None,
@@ -351,152 +280,23 @@ class FakeOpenAIServer:
         include_usage: bool = True,
         model: str = "fake-judge",
     ) -> None:
-        self.responder: Responder = responder or default_responder
-        self.latency_s = latency_s
-        self.timeout_sleep_s = timeout_sleep_s
+        super().__init__(
+            responder or default_responder,
+            latency_s=latency_s,
+            faults=faults,
+            seed=seed,
+            timeout_sleep_s=timeout_sleep_s,
+            require_api_key=require_api_key,
+            include_usage=include_usage,
+            model=model,
+        )
         self.rejects_json_schema = rejects_json_schema
         self.rejects_max_tokens = rejects_max_tokens
-        self.require_api_key = require_api_key
-        self.include_usage = include_usage
-        self.model = model
-        self._lock = threading.Lock()
-        self._rng = random.Random(seed)
-        self._faults: dict[str, float] = {}
-        self.faults = dict(faults or {})
-        self._requests: list[dict[str, Any]] = []
-        self._fault_counts: dict[str, int] = dict.fromkeys(FAULTS, 0)
-        self._calls = 0
-        self._stop = threading.Event()
-        self._connections: dict[socket.socket, threading.Thread] = {}
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- configuration ----------------------------------------------------------------
-
-    @property
-    def faults(self) -> dict[str, float]:
-        """Fault name -> probability. Assignable between requests."""
-        with self._lock:
-            return dict(self._faults)
-
-    @faults.setter
-    def faults(self, value: Mapping[str, float]) -> None:
-        unknown = sorted(set(value) - set(FAULTS))
-        if unknown:
-            raise ValueError(f"unknown fault(s) {unknown}; known faults: {list(FAULTS)}")
-        if any(not 0.0 <= p <= 1.0 for p in value.values()):
-            raise ValueError(f"fault probabilities must be in [0, 1], got {dict(value)}")
-        if sum(value.values()) > 1.0 + 1e-9:
-            raise ValueError(f"fault probabilities must sum to at most 1, got {dict(value)}")
-        with self._lock:
-            self._faults = dict(value)
-
-    # -- observations -----------------------------------------------------------------
-
-    @property
-    def requests(self) -> list[dict[str, Any]]:
-        """The JSON bodies of the chat-completions requests received, in arrival order."""
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def calls(self) -> int:
-        """How many chat-completions requests arrived."""
-        with self._lock:
-            return self._calls
-
-    @property
-    def fault_counts(self) -> dict[str, int]:
-        """How often each fault was injected (every known fault is a key)."""
-        with self._lock:
-            return dict(self._fault_counts)
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT/v1``; available once started."""
-        if self._server is None:
-            raise RuntimeError("FakeOpenAIServer is not running; use it as a context manager")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
-
-    # -- lifecycle --------------------------------------------------------------------
-
-    def start(self) -> FakeOpenAIServer:
-        """Bind a free port on 127.0.0.1 and serve from a background thread."""
-        if self._server is not None:
-            raise RuntimeError("FakeOpenAIServer is already running")
-        self._stop.clear()
-        server = _Server(("127.0.0.1", 0), _Handler)
-        server.owner = self
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="FakeOpenAIServer",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        """Stop serving, drop open connections and join every thread. Idempotent."""
-        server, thread = self._server, self._thread
-        if server is None:
-            return
-        self._stop.set()
-        server.shutdown()
-        server.server_close()
-        if thread is not None:
-            thread.join()
-        with self._lock:
-            connections = dict(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-        for handler_thread in connections.values():
-            handler_thread.join(timeout=5.0)
-        self._server = None
-        self._thread = None
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    # -- request handling (called from handler threads) --------------------------------
-
-    def _track(self, connection: socket.socket, thread: threading.Thread) -> None:
-        with self._lock:
-            self._connections[connection] = thread
-
-    def _untrack(self, connection: socket.socket) -> None:
-        with self._lock:
-            self._connections.pop(connection, None)
-
-    def _draw_fault(self) -> str | None:
-        with self._lock:
-            if not self._faults:
-                return None
-            draw = self._rng.random()
-            cumulative = 0.0
-            for name, probability in self._faults.items():
-                cumulative += probability
-                if draw < cumulative:
-                    self._fault_counts[name] += 1
-                    return name
-            return None
-
-    def _wait(self, seconds: float) -> bool:
-        """Sleep up to ``seconds``; False when the server is closing."""
-        if seconds <= 0:
-            return not self._stop.is_set()
-        return not self._stop.wait(seconds)
+        return f"{self._root_url}/v1"
 
     def _answer(self, handler: _Handler, body: dict[str, Any]) -> None:
         with self._lock:
@@ -545,11 +345,7 @@ class FakeOpenAIServer:
             status = int(fault)
             handler._send_error(status, f"The server had an error ({status}).", "server_error")
             return
-        if fault == "reset":
-            handler._reset()
-            return
-        if fault == "timeout" and not self._wait(self.timeout_sleep_s):
-            handler._reset()
+        if self._dropped(handler, fault):
             return
 
         finish_reason = "stop"
