@@ -18,7 +18,8 @@ from pydantic import BaseModel
 
 from assay._scores import Binary
 from assay.errors import ConfigError, JudgeError, MissingExtraError
-from assay.models._openai import JudgeHTTPError, OpenAIJudge, _retry_after
+from assay.models._http import retry_after as _retry_after
+from assay.models._openai import JudgeHTTPError, OpenAIJudge
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
 from assay.testing import FakeOpenAIServer, minimal_instance
 from assay.testing._openai_server import MALFORMED_TEXT, REFUSAL_TEXT

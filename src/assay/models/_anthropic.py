@@ -19,14 +19,10 @@ and ``retry_after`` attributes.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import math
-import os
 import re
 import time
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel
@@ -34,19 +30,11 @@ from pydantic import BaseModel
 from assay._schema import schema_of
 from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError, MissingExtraError
-from assay.models._openai import (
-    _SECRET_LIKE,
-    LOCAL_PLACEHOLDER_KEY,
-    JudgeHTTPError,
-    _body_text,
-    _host,
-    _is_local,
-    _retry_after,
-)
+from assay.models._http import HTTPJudge, body_text, check_options
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeResponse
 
 if TYPE_CHECKING:
-    from anthropic import AnthropicError, APIStatusError, AsyncAnthropic
+    from anthropic import AnthropicError, AsyncAnthropic
     from anthropic.types import Message, MessageParam, ToolChoiceToolParam, ToolParam
 
 __all__ = ["AnthropicJudge", "AnthropicStructuredMode"]
@@ -54,8 +42,6 @@ __all__ = ["AnthropicJudge", "AnthropicStructuredMode"]
 AnthropicStructuredMode = Literal["tool", "none"]
 """How a schema is enforced: a forced tool call, or only by the prompt."""
 
-_DEFAULT_HOST = "api.anthropic.com"
-_EXCERPT_CHARS = 300
 _FINISH_REASONS: Mapping[str, str] = {
     "max_tokens": "length",
     "model_context_window_exceeded": "length",  # cut off too: the parser treats it as truncation
@@ -63,7 +49,7 @@ _FINISH_REASONS: Mapping[str, str] = {
 }
 
 
-class AnthropicJudge:
+class AnthropicJudge(HTTPJudge["AsyncAnthropic"]):
     """A judge served by Anthropic's Messages API (or a server that speaks it).
 
     One ``AsyncAnthropic`` client is created per event loop; close it with :meth:`aclose`
@@ -85,6 +71,18 @@ class AnthropicJudge:
         ConfigError: No API key for a remote server, or an invalid option.
     """
 
+    _kind = "anthropic"
+    _server = "Anthropic server"
+    _client_label = "Anthropic"
+    _key_env = "ANTHROPIC_API_KEY"
+    _base_url_env = "ANTHROPIC_BASE_URL"
+    _default_host = "api.anthropic.com"
+    _no_key_message = (
+        "The Anthropic judge needs an API key: set the ANTHROPIC_API_KEY environment "
+        "variable or pass api_key=..., or point base_url at a local server that "
+        "speaks the Messages API."
+    )
+
     def __init__(
         self,
         model: str,
@@ -97,99 +95,30 @@ class AnthropicJudge:
     ) -> None:
         if not model:
             raise ConfigError("AnthropicJudge needs a model name, e.g. AnthropicJudge('claude-haiku-4-5')")
-        if structured not in get_args(AnthropicStructuredMode):
-            raise ConfigError(
-                f"structured must be one of {list(get_args(AnthropicStructuredMode))}, got {structured!r}"
-            )
-        if not (timeout > 0 and math.isfinite(timeout)):
-            raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        if max_concurrency < 1:
-            raise ConfigError(f"max_concurrency must be at least 1, got {max_concurrency!r}")
+        check_options(structured, get_args(AnthropicStructuredMode), timeout=timeout, max_concurrency=max_concurrency)
         try:
             import anthropic
         except ImportError:
             raise MissingExtraError("anthropic", "anthropic", "The Anthropic judge") from None
 
-        base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
-        if key is None:
-            if base_url is None:
-                raise ConfigError(
-                    "The Anthropic judge needs an API key: set the ANTHROPIC_API_KEY environment "
-                    "variable or pass api_key=..., or point base_url at a local server that "
-                    "speaks the Messages API."
-                )
-            if not _is_local(base_url):
-                raise ConfigError(
-                    f"No API key for the Anthropic server at {_host(base_url)}: set "
-                    "ANTHROPIC_API_KEY or pass api_key=... (any non-empty string if the server "
-                    "needs none)."
-                )
-            key = LOCAL_PLACEHOLDER_KEY
-
-        self._model = model
-        self._base_url = base_url
-        self._host = _host(base_url) if base_url is not None else _DEFAULT_HOST
-        self._secret = key
-        self._timeout = float(timeout)
-        self._max_concurrency = max_concurrency
+        super().__init__(model, base_url=base_url, api_key=api_key, timeout=timeout, max_concurrency=max_concurrency)
         self._structured: AnthropicStructuredMode = structured
         self._anthropic = anthropic
-        # One HTTP client per event loop: its connection pool belongs to the loop that
-        # opened it, and evaluate() runs each call in a fresh loop.
-        self._client: AsyncAnthropic | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
 
-    def _get_client(self) -> AsyncAnthropic:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            # An explicit api_key keeps the SDK from consulting credential environment
-            # variables, profiles or workload-identity files of its own.
-            self._client = self._anthropic.AsyncAnthropic(
-                api_key=self._secret, base_url=self._base_url, timeout=self._timeout, max_retries=0
-            )
-            self._client_loop = loop
-        return self._client
+    def _new_client(self) -> AsyncAnthropic:
+        # An explicit api_key keeps the SDK from consulting credential environment
+        # variables, profiles or workload-identity files of its own.
+        return self._anthropic.AsyncAnthropic(
+            api_key=self._secret, base_url=self._base_url, timeout=self._timeout, max_retries=0
+        )
 
     def __repr__(self) -> str:
         return f"AnthropicJudge(model={self._model!r}, base_url={self._base_url!r}, structured={self._structured!r})"
 
     @property
-    def model_id(self) -> str:
-        """``anthropic:<model>``."""
-        return f"anthropic:{self._model}"
-
-    @property
-    def max_concurrency(self) -> int:
-        """As configured (default 16)."""
-        return self._max_concurrency
-
-    @property
-    def prefers_per_statement(self) -> bool:
-        """False: an API model answers all statements of a sample in one call."""
-        return False
-
-    @property
     def structured(self) -> AnthropicStructuredMode:
         """The structured-output mode in use."""
         return self._structured
-
-    async def aclose(self) -> None:
-        """Close the HTTP client; a later call opens a new one."""
-        client, self._client, self._client_loop = self._client, None, None
-        if client is not None:
-            await client.close()
-
-    async def __aenter__(self) -> AnthropicJudge:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def generate(
         self,
@@ -240,45 +169,12 @@ class AnthropicJudge:
         """The assay error for an SDK error; its message never contains the API key."""
         anthropic = self._anthropic
         if isinstance(err, anthropic.APIStatusError):
-            return self._status_error(err)
+            return self._status_error(err.status_code, err.response.headers, _error_text(err.body))
         if isinstance(err, anthropic.APITimeoutError):
-            return JudgeHTTPError(
-                f"The Anthropic server at {self._host} did not answer within "
-                f"{self._timeout:g}s (model {self._model!r}).",
-                transient=True,
-            )
+            return self._timeout_error()
         if isinstance(err, anthropic.APIConnectionError):
-            cause = type(err.__cause__).__name__ if err.__cause__ else "connection error"
-            return JudgeHTTPError(
-                f"Could not talk to the Anthropic server at {self._host} ({cause}); is it running?",
-                transient=True,
-            )
-        return JudgeError(
-            f"The Anthropic client failed ({type(err).__name__}): {self._redact(str(err))[:_EXCERPT_CHARS]}"
-        )
-
-    def _status_error(self, err: APIStatusError) -> JudgeHTTPError:
-        status = err.status_code
-        headers = err.response.headers
-        should_retry = (headers.get("x-should-retry") or "").lower()
-        if should_retry in ("true", "false"):
-            transient = should_retry == "true"
-        else:
-            # 529 (overloaded) is a 5xx like any other.
-            transient = status in (408, 429) or status >= 500
-        excerpt = self._redact(_error_text(err.body))[:_EXCERPT_CHARS]
-        hint = ""
-        if status == 401:
-            hint = " Check ANTHROPIC_API_KEY (or api_key=...)."
-        elif status == 404:
-            hint = f" Does the server serve model {self._model!r} at {self._host}?"
-        return JudgeHTTPError(
-            f"The Anthropic server at {self._host} answered HTTP {status} "
-            f"(model {self._model!r}): {excerpt or '<empty body>'}{hint}",
-            status_code=status,
-            retry_after=_retry_after(headers),
-            transient=transient,
-        )
+            return self._connection_error(err)
+        return self._client_error(err)
 
     def _to_response(self, message: Message, tool_name: str | None, latency_s: float) -> JudgeResponse:
         text = _answer_text(message, tool_name)
@@ -295,11 +191,6 @@ class AnthropicJudge:
             latency_s=latency_s,
             finish_reason=finish_reason,
         )
-
-    def _redact(self, text: str) -> str:
-        if self._secret:
-            text = text.replace(self._secret, "[redacted]")
-        return _SECRET_LIKE.sub(r"\1...[redacted]", text)
 
 
 def _to_anthropic_messages(messages: Sequence[ChatMessage]) -> tuple[str | None, list[MessageParam]]:
@@ -348,4 +239,4 @@ def _error_text(body: object) -> str:
         if isinstance(error, Mapping) and isinstance(error.get("message"), str):
             kind = error.get("type")
             return f"{kind}: {error['message']}" if isinstance(kind, str) else str(error["message"])
-    return _body_text(body)
+    return body_text(body)

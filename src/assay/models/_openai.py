@@ -10,24 +10,17 @@ owns retries, and it decides from :class:`JudgeHTTPError`'s ``transient`` and
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
-import ipaddress
-import json
-import math
-import os
 import re
 import time
-from collections.abc import Mapping, Sequence
-from types import TracebackType
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, get_args
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
 from assay._schema import schema_of
 from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError, MissingExtraError
+from assay.models._http import HTTPJudge, JudgeHTTPError, body_text, check_options
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeResponse
 
 if TYPE_CHECKING:
@@ -40,41 +33,8 @@ __all__ = ["JudgeHTTPError", "OpenAIJudge", "StructuredMode"]
 StructuredMode = Literal["json_schema", "json_object", "none"]
 """How a schema is enforced: a JSON schema, JSON mode, or only by the prompt."""
 
-LOCAL_PLACEHOLDER_KEY = "not-needed"
-"""The API key sent to a local server when none is configured (local servers ignore it)."""
 
-_DEFAULT_HOST = "api.openai.com"
-_LOCAL_NAMES = frozenset({"localhost", "host.docker.internal"})
-_EXCERPT_CHARS = 300
-_SECRET_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{4})[A-Za-z0-9_\-]{4,}")
-
-
-class JudgeHTTPError(JudgeError):
-    """An OpenAI-compatible server failed to answer.
-
-    Attributes:
-        status_code: The HTTP status, or ``None`` for timeouts and connection errors.
-        retry_after: Seconds the server asked to wait (``Retry-After`` /
-            ``retry-after-ms``), if it said.
-        transient: Whether trying again later may succeed: 408, 429, 5xx, timeouts and
-            connection errors (a server's ``x-should-retry`` header overrides the status).
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status_code: int | None = None,
-        retry_after: float | None = None,
-        transient: bool = False,
-    ) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-        self.retry_after = retry_after
-        self.transient = transient
-
-
-class OpenAIJudge:
+class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
     """A judge served by an OpenAI-compatible chat-completions endpoint.
 
     One ``AsyncOpenAI`` client is created per judge; close it with :meth:`aclose` (or use
@@ -96,6 +56,18 @@ class OpenAIJudge:
         ConfigError: No API key for a remote server, or an invalid option.
     """
 
+    _kind = "openai"
+    _server = "OpenAI-compatible server"
+    _client_label = "OpenAI"
+    _key_env = "OPENAI_API_KEY"
+    _base_url_env = "OPENAI_BASE_URL"
+    _default_host = "api.openai.com"
+    _no_key_message = (
+        "The OpenAI judge needs an API key: set the OPENAI_API_KEY environment "
+        "variable or pass api_key=..., or point base_url at a local "
+        "OpenAI-compatible server."
+    )
+
     def __init__(
         self,
         model: str,
@@ -108,96 +80,29 @@ class OpenAIJudge:
     ) -> None:
         if not model:
             raise ConfigError("OpenAIJudge needs a model name, e.g. OpenAIJudge('gpt-4o-mini')")
-        if structured not in get_args(StructuredMode):
-            raise ConfigError(f"structured must be one of {list(get_args(StructuredMode))}, got {structured!r}")
-        if not (timeout > 0 and math.isfinite(timeout)):
-            raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        if max_concurrency < 1:
-            raise ConfigError(f"max_concurrency must be at least 1, got {max_concurrency!r}")
+        check_options(structured, get_args(StructuredMode), timeout=timeout, max_concurrency=max_concurrency)
         try:
             import openai
         except ImportError:
             raise MissingExtraError("openai", "openai", "The OpenAI-compatible judge") from None
 
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        key = api_key or os.environ.get("OPENAI_API_KEY") or None
-        if key is None:
-            if base_url is None:
-                raise ConfigError(
-                    "The OpenAI judge needs an API key: set the OPENAI_API_KEY environment "
-                    "variable or pass api_key=..., or point base_url at a local "
-                    "OpenAI-compatible server."
-                )
-            if not _is_local(base_url):
-                raise ConfigError(
-                    f"No API key for the OpenAI-compatible server at {_host(base_url)}: set "
-                    "OPENAI_API_KEY or pass api_key=... (any non-empty string if the server "
-                    "needs none)."
-                )
-            key = LOCAL_PLACEHOLDER_KEY
-
-        self._model = model
-        self._base_url = base_url
-        self._host = _host(base_url)
-        self._secret = key
-        self._timeout = float(timeout)
-        self._max_concurrency = max_concurrency
+        super().__init__(model, base_url=base_url, api_key=api_key, timeout=timeout, max_concurrency=max_concurrency)
         self._structured: StructuredMode = structured
         self._token_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
         self._openai = openai
-        # One HTTP client per event loop: its connection pool belongs to the loop that
-        # opened it, and evaluate() runs each call in a fresh loop.
-        self._client: AsyncOpenAI | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
 
-    def _get_client(self) -> AsyncOpenAI:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            self._client = self._openai.AsyncOpenAI(
-                api_key=self._secret, base_url=self._base_url, timeout=self._timeout, max_retries=0
-            )
-            self._client_loop = loop
-        return self._client
+    def _new_client(self) -> AsyncOpenAI:
+        return self._openai.AsyncOpenAI(
+            api_key=self._secret, base_url=self._base_url, timeout=self._timeout, max_retries=0
+        )
 
     def __repr__(self) -> str:
         return f"OpenAIJudge(model={self._model!r}, base_url={self._base_url!r}, structured={self._structured!r})"
 
     @property
-    def model_id(self) -> str:
-        """``openai:<model>``."""
-        return f"openai:{self._model}"
-
-    @property
-    def max_concurrency(self) -> int:
-        """As configured (default 16)."""
-        return self._max_concurrency
-
-    @property
-    def prefers_per_statement(self) -> bool:
-        """False: an API model answers all statements of a sample in one call."""
-        return False
-
-    @property
     def structured(self) -> StructuredMode:
         """The structured-output mode in use (``json_object`` after a fallback)."""
         return self._structured
-
-    async def aclose(self) -> None:
-        """Close the HTTP client; a later call opens a new one."""
-        client, self._client, self._client_loop = self._client, None, None
-        if client is not None:
-            await client.close()
-
-    async def __aenter__(self) -> OpenAIJudge:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def generate(
         self,
@@ -265,20 +170,12 @@ class OpenAIJudge:
         import openai
 
         if isinstance(err, openai.APIStatusError):
-            return self._status_error(err)
+            return self._status_error(err.status_code, err.response.headers, body_text(err.body))
         if isinstance(err, openai.APITimeoutError):
-            return JudgeHTTPError(
-                f"The OpenAI-compatible server at {self._host} did not answer within "
-                f"{self._timeout:g}s (model {self._model!r}).",
-                transient=True,
-            )
+            return self._timeout_error()
         if isinstance(err, openai.APIConnectionError):
-            cause = type(err.__cause__).__name__ if err.__cause__ else "connection error"
-            return JudgeHTTPError(
-                f"Could not talk to the OpenAI-compatible server at {self._host} ({cause}); is it running?",
-                transient=True,
-            )
-        return JudgeError(f"The OpenAI client failed ({type(err).__name__}): {self._redact(str(err))[:_EXCERPT_CHARS]}")
+            return self._connection_error(err)
+        return self._client_error(err)
 
     def _to_response(self, completion: ChatCompletion, latency_s: float) -> JudgeResponse:
         if not completion.choices:
@@ -304,33 +201,6 @@ class OpenAIJudge:
             latency_s=latency_s,
             finish_reason=finish_reason,
         )
-
-    def _status_error(self, err: APIStatusError) -> JudgeHTTPError:
-        status = err.status_code
-        headers = err.response.headers
-        should_retry = (headers.get("x-should-retry") or "").lower()
-        if should_retry in ("true", "false"):
-            transient = should_retry == "true"
-        else:
-            transient = status in (408, 429) or status >= 500
-        excerpt = self._redact(_body_text(err.body))[:_EXCERPT_CHARS]
-        hint = ""
-        if status == 401:
-            hint = " Check OPENAI_API_KEY (or api_key=...)."
-        elif status == 404:
-            hint = f" Does the server serve model {self._model!r} at {self._host}?"
-        return JudgeHTTPError(
-            f"The OpenAI-compatible server at {self._host} answered HTTP {status} "
-            f"(model {self._model!r}): {excerpt or '<empty body>'}{hint}",
-            status_code=status,
-            retry_after=_retry_after(headers),
-            transient=transient,
-        )
-
-    def _redact(self, text: str) -> str:
-        if self._secret:
-            text = text.replace(self._secret, "[redacted]")
-        return _SECRET_LIKE.sub(r"\1...[redacted]", text)
 
 
 def _to_openai_messages(messages: Sequence[ChatMessage]) -> list[ChatCompletionMessageParam]:
@@ -361,68 +231,5 @@ def _response_format(schema: type[BaseModel] | None, mode: StructuredMode) -> Re
 
 
 def _mentions(err: APIStatusError, *needles: str) -> bool:
-    text = f"{err.message} {err.param or ''} {_body_text(err.body)}"
+    text = f"{err.message} {err.param or ''} {body_text(err.body)}"
     return any(needle in text for needle in needles)
-
-
-def _body_text(body: object) -> str:
-    if body is None:
-        return ""
-    if isinstance(body, Mapping) and isinstance(body.get("message"), str):
-        return str(body["message"])
-    if isinstance(body, str):
-        return body.strip()
-    try:
-        return json.dumps(body)
-    except (TypeError, ValueError):
-        return repr(body)
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            value = float(millis) / 1000.0
-        except ValueError:
-            value = math.nan
-        if math.isfinite(value) and value >= 0:
-            return value
-    header = headers.get("retry-after")
-    if header is None:
-        return None
-    try:
-        value = float(header)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(header)
-        except (TypeError, ValueError):
-            return None
-        value = when.timestamp() - time.time()
-        return max(value, 0.0)
-    return value if math.isfinite(value) and value >= 0 else None
-
-
-def _host(base_url: str | None) -> str:
-    """``host[:port]`` of ``base_url``, without any credentials or path."""
-    if base_url is None:
-        return _DEFAULT_HOST
-    parts = urlsplit(base_url)
-    host = parts.hostname or base_url
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return f"{host}:{port}" if port else host
-
-
-def _is_local(base_url: str) -> bool:
-    """Whether ``base_url`` is on this machine or a private network."""
-    host = (urlsplit(base_url).hostname or "").lower()
-    if host in _LOCAL_NAMES or host.endswith(".localhost") or host.endswith(".local"):
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_private or address.is_link_local
