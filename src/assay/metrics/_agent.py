@@ -7,8 +7,15 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, Field
 
 from assay._samples import Sample
-from assay._scores import JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
-from assay.errors import ConfigError
+from assay._scores import JudgeCall, MetricSpec, Score, Verdict
+from assay.metrics._common import (
+    check_reference_mode,
+    failed,
+    metric_spec,
+    missing_field,
+    prompt_versions,
+    reference_mode_name,
+)
 from assay.metrics._faithfulness import StatementJudgement
 from assay.metrics._trace import TraceFormatter
 from assay.models._protocol import GenerateConfig, JudgeModel
@@ -81,12 +88,6 @@ OUTCOME_PROMPT: JudgePrompt[OutcomeCheck, StatementJudgement] = JudgePrompt(
     ),
 )
 
-_NAMES = {
-    None: "agent_goal_accuracy",
-    True: "agent_goal_accuracy_with_reference",
-    False: "agent_goal_accuracy_without_reference",
-}
-
 
 @dataclass(frozen=True)
 class AgentGoalAccuracy:
@@ -116,13 +117,12 @@ class AgentGoalAccuracy:
     version: str = field(default="1", init=False)
 
     def __post_init__(self) -> None:
-        if self.reference not in (None, True, False):
-            raise ConfigError(f"agent goal accuracy: reference must be True, False or None, not {self.reference!r}")
+        check_reference_mode("agent goal accuracy", self.reference)
 
     @property
     def name(self) -> str:
         """``agent_goal_accuracy`` plus ``_with_reference`` / ``_without_reference`` when fixed."""
-        return _NAMES[self.reference]
+        return reference_mode_name("agent_goal_accuracy", self.reference)
 
     @property
     def required_fields(self) -> tuple[str, ...]:
@@ -131,35 +131,27 @@ class AgentGoalAccuracy:
 
     def spec(self) -> MetricSpec:
         """Name, version, the reference mode, the formatter and the prompt versions."""
-        return MetricSpec(
-            name=self.name,
-            version=self.version,
-            params={
-                "reference": self.reference,
-                "formatter": self.formatter.params(),
-                "config": self.config.model_dump(),
-                "prompts": {p.name: p.version for p in (GOAL_PROMPT, OUTCOME_PROMPT)},
-            },
+        return metric_spec(
+            self,
+            reference=self.reference,
+            formatter=self.formatter.params(),
+            config=self.config.model_dump(),
+            prompts=prompt_versions(GOAL_PROMPT, OUTCOME_PROMPT),
         )
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """Infer the goal and end state from the trace, then judge the end state against the goal."""
         spec = self.spec()
         if self.reference and not sample.reference:
-            return Score.unscored(self.name, UnscoredReason.MISSING_FIELD, "sample has no reference", spec=spec)
+            return missing_field(self.name, "sample has no reference", spec)
         text = self.formatter.format(sample.trace)
         if not text:
-            return Score.unscored(
-                self.name, UnscoredReason.MISSING_FIELD, "sample has no trace (or only system messages)", spec=spec
-            )
+            return missing_field(self.name, "sample has no trace (or only system messages)", spec)
         calls: list[JudgeCall] = []
         inferred = await ask(judge, GOAL_PROMPT, TraceToRead(trace=text), config=self.config)
         calls.extend(inferred.calls)
         if inferred.output is None:
-            assert inferred.failure is not None
-            return Score.unscored(
-                self.name, inferred.failure.reason, f"goal inference: {inferred.failure.detail}", calls=calls, spec=spec
-            )
+            return failed(self.name, inferred.failure, spec, during="goal inference", calls=calls)
         user_goal = inferred.output.user_goal.strip()
         end_state = inferred.output.end_state.strip()
         use_reference = self.reference if self.reference is not None else bool(sample.reference)

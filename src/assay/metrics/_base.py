@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from assay._samples import Sample
-from assay._scores import MetricSpec, Score, UnscoredReason
+from assay._scores import MetricSpec, Score
+from assay.metrics._common import lacking, metric_error
 from assay.models._protocol import JudgeModel
 
 __all__ = ["Metric", "missing_fields", "score_safely"]
@@ -52,12 +53,8 @@ async def score_safely(metric: Metric, sample: Sample, judge: JudgeModel) -> Sco
     """
     missing = missing_fields(metric, sample)
     if missing:
-        return Score.unscored(
-            metric.name, UnscoredReason.MISSING_FIELD, f"sample lacks {', '.join(missing)}", spec=metric.spec()
-        )
+        return lacking(metric.name, missing, metric.spec())
     try:
         return await metric.score(sample, judge)
     except Exception as exc:  # a bug in a metric must not sink the run: record it
-        return Score.unscored(
-            metric.name, UnscoredReason.METRIC_ERROR, f"{type(exc).__name__}: {exc}", spec=metric.spec()
-        )
+        return metric_error(metric.name, exc, metric.spec())

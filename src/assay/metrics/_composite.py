@@ -64,6 +64,7 @@ from assay._samples import Sample
 from assay._scores import JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
 from assay.errors import ConfigError
 from assay.metrics._base import missing_fields
+from assay.metrics._common import failed, lacking, metric_error
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.parsing import Unparsed
 from assay.prompts import Example, JudgePrompt, ask
@@ -432,9 +433,7 @@ class CompositeMetric:
         spec = self.spec()
         missing = missing_fields(self, sample)
         if missing:
-            return Score.unscored(
-                self.name, UnscoredReason.MISSING_FIELD, f"sample lacks {', '.join(missing)}", spec=spec
-            )
+            return lacking(self.name, missing, spec)
         run = CompositeRun(self, sample, judge)
         try:
             if self.orchestrate is None:
@@ -444,32 +443,14 @@ class CompositeMetric:
         except SubMetricFailed:
             pass  # recorded in run.failure
         except Exception as exc:  # a bug in user code: keep the evidence
-            return Score.unscored(
-                self.name,
-                UnscoredReason.METRIC_ERROR,
-                f"orchestrate: {type(exc).__name__}: {exc}",
-                calls=run.calls,
-                spec=spec,
-            )
+            return metric_error(self.name, exc, spec, during="orchestrate", calls=run.calls)
         if run.failure is not None:
-            failure = run.failure.failure
-            return Score.unscored(
-                self.name,
-                failure.reason,
-                f"sub-metric {run.failure.name!r}: {failure.detail}",
-                calls=run.calls,
-                spec=spec,
-            )
+            during = f"sub-metric {run.failure.name!r}"
+            return failed(self.name, run.failure.failure, spec, during=during, calls=run.calls)
         try:
             result = self.aggregate(run.outputs)
         except Exception as exc:
-            return Score.unscored(
-                self.name,
-                UnscoredReason.METRIC_ERROR,
-                f"aggregate: {type(exc).__name__}: {exc}",
-                calls=run.calls,
-                spec=spec,
-            )
+            return metric_error(self.name, exc, spec, during="aggregate", calls=run.calls)
         if not isinstance(result, Aggregate):
             result = Aggregate(float(result))
         if result.unscored_reason is not None:

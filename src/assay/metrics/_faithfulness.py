@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel
 
 from assay._samples import Sample
-from assay._scores import Binary, JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
+from assay._scores import Binary, JudgeCall, MetricSpec, Score, Verdict
 from assay.errors import ConfigError
-from assay.metrics._decompose import Decomposer, LLMDecomposer, SentenceDecomposer
+from assay.metrics._common import (
+    failed,
+    make_decomposer,
+    metric_spec,
+    missing_field,
+    prompt_versions,
+    supported_share,
+    unusable_split,
+)
 from assay.metrics._verify import STATEMENT_PROMPT, StatementCheck, StatementJudgement, StatementVerifier
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.parsing import Unparsed, parse_verdicts
@@ -94,6 +102,8 @@ class Faithfulness:
     config: GenerateConfig = field(default_factory=lambda: GenerateConfig(max_tokens=256))
     name: str = field(default="faithfulness", init=False)
     version: str = field(default="1", init=False)
+    required_fields: ClassVar[tuple[str, ...]] = ("answer", "contexts")
+    """An answer and at least one context."""
 
     def __post_init__(self) -> None:
         if self.strategy not in ("auto", "per_statement", "batch"):
@@ -101,73 +111,37 @@ class Faithfulness:
         if self.decomposer not in ("llm", "sentences"):
             raise ConfigError(f"faithfulness decomposer must be llm or sentences, not {self.decomposer!r}")
 
-    @property
-    def required_fields(self) -> tuple[str, ...]:
-        """An answer and at least one context."""
-        return ("answer", "contexts")
-
     def spec(self) -> MetricSpec:
         """Name, version, and every setting (including prompt versions)."""
-        return MetricSpec(
-            name=self.name,
-            version=self.version,
-            params={
-                "strategy": self.strategy,
-                "decomposer": self.decomposer,
-                "config": self.config.model_dump(),
-                "prompts": {p.name: p.version for p in (STATEMENT_PROMPT, BATCH_PROMPT)},
-                "verifier": self.verifier.params(),
-            },
+        return metric_spec(
+            self,
+            strategy=self.strategy,
+            decomposer=self.decomposer,
+            config=self.config.model_dump(),
+            prompts=prompt_versions(STATEMENT_PROMPT, BATCH_PROMPT),
+            verifier=self.verifier.params(),
         )
-
-    def _decomposer(self) -> Decomposer:
-        return LLMDecomposer() if self.decomposer == "llm" else SentenceDecomposer()
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """Decompose the answer, judge every statement against the contexts, aggregate."""
         spec = self.spec()
         if not sample.answer or not sample.contexts:
             missing = "answer" if not sample.answer else "contexts"
-            return Score.unscored(self.name, UnscoredReason.MISSING_FIELD, f"sample has no {missing}", spec=spec)
-        split = await self._decomposer().decompose(sample.question or "", sample.answer, judge)
+            return missing_field(self.name, f"sample has no {missing}", spec)
+        split = await make_decomposer(self.decomposer).decompose(sample.question or "", sample.answer, judge)
         calls = list(split.calls)
-        if split.failure is not None:
-            return Score.unscored(
-                self.name, split.failure.reason, f"statement extraction: {split.failure.detail}", calls=calls, spec=spec
-            )
-        if not split.statements:
-            return Score.unscored(
-                self.name, UnscoredReason.NO_STATEMENTS, "the answer states nothing to check", calls=calls, spec=spec
-            )
+        if (unusable := unusable_split(self.name, split, spec, text="answer", calls=calls)) is not None:
+            return unusable
         per_statement = self.strategy == "per_statement" or (self.strategy == "auto" and judge.prefers_per_statement)
         if per_statement:
-            verdicts, failure = await self._one_by_one(sample.contexts, split.statements, judge, calls)
+            verdicts, failure = await self.verifier.check(sample.contexts, split.statements, judge, calls)
         else:
             verdicts, failure = await self._all_at_once(sample.contexts, split.statements, judge, calls)
         if failure is not None:
-            return Score.unscored(self.name, failure.reason, failure.detail, verdicts=verdicts, calls=calls, spec=spec)
-        supported = sum(1 for v in verdicts if v.value == 1)
-        unsupported = [v.subject for v in verdicts if v.value == 0]
-        explanation = f"{supported} of {len(verdicts)} statements supported by the contexts"
-        if unsupported:
-            explanation += "; unsupported: " + " | ".join(unsupported)
-        return Score.scored(
-            self.name,
-            supported / len(verdicts),
-            verdicts=verdicts,
-            explanation=explanation,
-            calls=calls,
-            spec=spec,
+            return failed(self.name, failure, spec, verdicts=verdicts, calls=calls)
+        return supported_share(
+            self.name, verdicts, calls, spec, counted="statements supported by the contexts", rejected="unsupported"
         )
-
-    async def _one_by_one(
-        self,
-        contexts: tuple[str, ...],
-        statements: tuple[str, ...],
-        judge: JudgeModel,
-        calls: list[JudgeCall],
-    ) -> tuple[list[Verdict], Unparsed | None]:
-        return await self.verifier.check(contexts, statements, judge, calls)
 
     async def _all_at_once(
         self,

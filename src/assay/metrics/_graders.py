@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, create_model, model_validator
 
@@ -29,6 +29,7 @@ from assay._samples import Message, Sample
 from assay._scores import Binary, JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
 from assay.errors import ConfigError, JudgeError
 from assay.metrics._base import Metric, missing_fields, score_safely
+from assay.metrics._common import failed, lacking, metric_spec, missing_field, prompt_versions
 from assay.metrics._composite import SubMetric
 from assay.models._protocol import ChatMessage, ChoiceScorer, GenerateConfig, JudgeModel
 from assay.parsing import Unparsed, parse_output
@@ -168,7 +169,7 @@ def _config() -> GenerateConfig:
 
 
 def _missing_conversation(name: str, spec: MetricSpec) -> Score:
-    return Score.unscored(name, UnscoredReason.MISSING_FIELD, "sample has neither a trace nor an answer", spec=spec)
+    return missing_field(name, "sample has neither a trace nor an answer", spec)
 
 
 def _require_text(what: str, value: object) -> None:
@@ -207,6 +208,8 @@ class BinaryJudgeGrader:
     config: GenerateConfig = field(default_factory=_config)
     version: str = field(default="1", init=False)
     _sub: SubMetric[GradedConversation, BinaryGrade] = field(init=False, repr=False, compare=False, hash=False)
+    required_fields: ClassVar[tuple[str, ...]] = ()
+    """None by itself: a trace *or* an answer is needed, checked when scoring."""
 
     def __post_init__(self) -> None:
         _require_text("criteria", self.criteria)
@@ -229,23 +232,15 @@ class BinaryJudgeGrader:
         )
         object.__setattr__(self, "_sub", SubMetric(prompt, from_sample=_conversation_input, config=self.config))
 
-    @property
-    def required_fields(self) -> tuple[str, ...]:
-        """None by itself: a trace *or* an answer is needed, checked when scoring."""
-        return ()
-
     def spec(self) -> MetricSpec:
         """Name, version, criteria, shots, config and prompt version."""
-        return MetricSpec(
-            name=self.name,
-            version=self.version,
-            params={
-                "kind": "binary_grader",
-                "criteria": self.criteria,
-                "shots": [s.model_dump(mode="json", exclude_defaults=True) for s in self.shots],
-                "config": self.config.model_dump(),
-                "prompts": {BINARY_PROMPT_NAME: BINARY_PROMPT_VERSION},
-            },
+        return metric_spec(
+            self,
+            kind="binary_grader",
+            criteria=self.criteria,
+            shots=[s.model_dump(mode="json", exclude_defaults=True) for s in self.shots],
+            config=self.config.model_dump(),
+            prompts=prompt_versions(self._sub.prompt),
         )
 
     def render(self, sample: Sample) -> list[ChatMessage]:
@@ -259,10 +254,7 @@ class BinaryJudgeGrader:
             return _missing_conversation(self.name, spec)
         result = await self._sub.run(sample, judge)
         if result.output is None:
-            assert result.failure is not None
-            return Score.unscored(
-                self.name, result.failure.reason, result.failure.detail, calls=result.calls, spec=spec
-            )
+            return failed(self.name, result.failure, spec, calls=result.calls)
         return _labelled(self.name, self.criteria, result.output.label, result.output.reasoning, result.calls, spec)
 
 
@@ -357,6 +349,8 @@ class RangeJudgeGrader:
     config: GenerateConfig = field(default_factory=_config)
     version: str = field(default="1", init=False)
     _sub: SubMetric[GradedConversation, BaseModel] = field(init=False, repr=False, compare=False, hash=False)
+    required_fields: ClassVar[tuple[str, ...]] = ()
+    """None by itself: a trace *or* an answer is needed, checked when scoring."""
 
     def __post_init__(self) -> None:
         _require_text("criteria", self.criteria)
@@ -397,24 +391,16 @@ class RangeJudgeGrader:
         """The scale's levels, ascending."""
         return tuple(self.scale)
 
-    @property
-    def required_fields(self) -> tuple[str, ...]:
-        """None by itself: a trace *or* an answer is needed, checked when scoring."""
-        return ()
-
     def spec(self) -> MetricSpec:
         """Name, version, criteria, scale, mode, config and prompt version."""
-        return MetricSpec(
-            name=self.name,
-            version=self.version,
-            params={
-                "kind": "range_grader",
-                "criteria": self.criteria,
-                "scale": {str(level): text for level, text in self.scale.items()},
-                "expected_value": self.expected_value,
-                "config": self.config.model_dump(),
-                "prompts": {self._sub.name: RANGE_PROMPT_VERSION},
-            },
+        return metric_spec(
+            self,
+            kind="range_grader",
+            criteria=self.criteria,
+            scale={str(level): text for level, text in self.scale.items()},
+            expected_value=self.expected_value,
+            config=self.config.model_dump(),
+            prompts=prompt_versions(self._sub.prompt),
         )
 
     def render(self, sample: Sample) -> list[ChatMessage]:
@@ -435,10 +421,7 @@ class RangeJudgeGrader:
             return await self._expected(sample, judge, spec)
         result = await self._sub.run(sample, judge)
         if result.output is None:
-            assert result.failure is not None
-            return Score.unscored(
-                self.name, result.failure.reason, result.failure.detail, calls=result.calls, spec=spec
-            )
+            return failed(self.name, result.failure, spec, calls=result.calls)
         answer = result.output.model_dump()
         level: int = answer["score"]
         explanation = (
@@ -488,7 +471,7 @@ class RangeJudgeGrader:
         )
         distribution = _distribution(raw, choices)
         if isinstance(distribution, Unparsed):
-            return Score.unscored(self.name, distribution.reason, distribution.detail, calls=[call], spec=spec)
+            return failed(self.name, distribution, spec, calls=[call])
         expected = sum(p * level for p, level in zip(distribution, self.levels, strict=True))
         shown = ", ".join(f"{level}={p:.3f}" for level, p in zip(self.levels, distribution, strict=True))
         return Score.scored(
@@ -643,16 +626,13 @@ class TemplatedPromptJudgeGrader:
 
     def spec(self) -> MetricSpec:
         """Name, version, template, output, config and prompt version."""
-        return MetricSpec(
-            name=self.name,
-            version=self.version,
-            params={
-                "kind": "templated_grader",
-                "template": self.template,
-                "output": self.output,
-                "config": self.config.model_dump(),
-                "prompts": {TEMPLATED_PROMPT_NAME: TEMPLATED_PROMPT_VERSION},
-            },
+        return metric_spec(
+            self,
+            kind="templated_grader",
+            template=self.template,
+            output=self.output,
+            config=self.config.model_dump(),
+            prompts={TEMPLATED_PROMPT_NAME: TEMPLATED_PROMPT_VERSION},
         )
 
     def _system(self) -> str:
@@ -693,9 +673,7 @@ class TemplatedPromptJudgeGrader:
         spec = self.spec()
         missing = self.missing(sample)
         if missing:
-            return Score.unscored(
-                self.name, UnscoredReason.MISSING_FIELD, f"sample lacks {', '.join(missing)}", spec=spec
-            )
+            return lacking(self.name, missing, spec)
         chat = self.render(sample)
         model = _OUTPUT_MODELS[self.output]
         response, call = await call_judge(judge, chat, schema=model, purpose=TEMPLATED_PROMPT_NAME, config=self.config)
@@ -703,7 +681,7 @@ class TemplatedPromptJudgeGrader:
             return Score.unscored(self.name, UnscoredReason.JUDGE_ERROR, call.error, calls=[call], spec=spec)
         parsed = parse_output(response.text, model, finish_reason=response.finish_reason)
         if isinstance(parsed, Unparsed):
-            return Score.unscored(self.name, parsed.reason, parsed.detail, calls=[call], spec=spec)
+            return failed(self.name, parsed, spec, calls=[call])
         if isinstance(parsed, _VerdictGrade):
             verdict = Verdict(subject=self.template, value=parsed.verdict, reason=parsed.reasoning)
             return Score.scored(
@@ -790,15 +768,12 @@ class CombinedGrader:
 
     def spec(self) -> MetricSpec:
         """Name, version, each part's spec and weight, and the pass rule."""
-        return MetricSpec(
-            name=self.name,
-            version=self.version,
-            params={
-                "kind": "combined_grader",
-                "parts": [{"weight": w, "spec": m.spec().model_dump(mode="json")} for m, w in self.parts],
-                "require_all_pass": self.require_all_pass,
-                "pass_threshold": self.pass_threshold,
-            },
+        return metric_spec(
+            self,
+            kind="combined_grader",
+            parts=[{"weight": w, "spec": m.spec().model_dump(mode="json")} for m, w in self.parts],
+            require_all_pass=self.require_all_pass,
+            pass_threshold=self.pass_threshold,
         )
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
@@ -806,9 +781,7 @@ class CombinedGrader:
         spec = self.spec()
         missing = missing_fields(self, sample)
         if missing:
-            return Score.unscored(
-                self.name, UnscoredReason.MISSING_FIELD, f"sample lacks {', '.join(missing)}", spec=spec
-            )
+            return lacking(self.name, missing, spec)
         parts = self.parts
         if judge.max_concurrency > 1:
             scores = list(await asyncio.gather(*(score_safely(m, sample, judge) for m, _ in parts)))

@@ -10,14 +10,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel
 
 from assay._samples import Sample
-from assay._scores import Binary, JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
+from assay._scores import Binary, JudgeCall, MetricSpec, Score, Verdict
 from assay.errors import ConfigError
-from assay.metrics._decompose import STATEMENTS_PROMPT, Decomposer, LLMDecomposer, SentenceDecomposer
+from assay.metrics._common import (
+    check_reference_mode,
+    failed,
+    make_decomposer,
+    metric_spec,
+    missing_field,
+    prompt_versions,
+    reference_mode_name,
+    supported_share,
+    unusable_split,
+)
+from assay.metrics._decompose import STATEMENTS_PROMPT
 from assay.metrics._faithfulness import STATEMENT_PROMPT, DecomposerName, StatementJudgement
 from assay.metrics._verify import StatementVerifier
 from assay.models._protocol import GenerateConfig, JudgeModel
@@ -59,17 +70,11 @@ async def _check_statements(
     return await StatementVerifier(config=config).check(against, statements, judge, calls, label=label)
 
 
-def _decomposer(name: DecomposerName) -> Decomposer:
-    if name not in ("llm", "sentences"):
-        raise ConfigError(f"decomposer must be llm or sentences, not {name!r}")
-    return LLMDecomposer() if name == "llm" else SentenceDecomposer()
-
-
 def _missing(name: str, fields: Sequence[str], sample: Sample, spec: MetricSpec) -> Score | None:
     absent = [f for f in fields if not sample.field_present(f)]
     if not absent:
         return None
-    return Score.unscored(name, UnscoredReason.MISSING_FIELD, f"sample has no {' or '.join(absent)}", spec=spec)
+    return missing_field(name, f"sample has no {' or '.join(absent)}", spec)
 
 
 # --- answer relevancy -------------------------------------------------------------------
@@ -128,19 +133,12 @@ class AnswerRelevancy:
     config: GenerateConfig = field(default_factory=_config)
     name: str = field(default="answer_relevancy", init=False)
     version: str = field(default="1", init=False)
-
-    @property
-    def required_fields(self) -> tuple[str, ...]:
-        """A question and an answer."""
-        return ("question", "answer")
+    required_fields: ClassVar[tuple[str, ...]] = ("question", "answer")
+    """A question and an answer."""
 
     def spec(self) -> MetricSpec:
         """Name, version, decoding settings and the prompt version."""
-        return MetricSpec(
-            name=self.name,
-            version=self.version,
-            params={"config": self.config.model_dump(), "prompts": {RELEVANCY_PROMPT.name: RELEVANCY_PROMPT.version}},
-        )
+        return metric_spec(self, config=self.config.model_dump(), prompts=prompt_versions(RELEVANCY_PROMPT))
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """One call: does the answer address the question, and is it noncommittal?"""
@@ -152,10 +150,7 @@ class AnswerRelevancy:
             judge, RELEVANCY_PROMPT, QuestionAnswer(question=sample.question, answer=sample.answer), config=self.config
         )
         if result.output is None:
-            assert result.failure is not None
-            return Score.unscored(
-                self.name, result.failure.reason, result.failure.detail, calls=result.calls, spec=spec
-            )
+            return failed(self.name, result.failure, spec, calls=result.calls)
         out = result.output
         committal: Literal[0, 1] = 1 if out.noncommittal == 0 else 0
         verdicts = [
@@ -216,12 +211,6 @@ CHUNK_PROMPT: JudgePrompt[ChunkUsefulness, StatementJudgement] = JudgePrompt(
     ),
 )
 
-_CONTEXT_PRECISION_NAMES = {
-    None: "context_precision",
-    True: "context_precision_with_reference",
-    False: "context_precision_without_reference",
-}
-
 
 @dataclass(frozen=True)
 class ContextPrecision:
@@ -248,13 +237,12 @@ class ContextPrecision:
     version: str = field(default="1", init=False)
 
     def __post_init__(self) -> None:
-        if self.reference not in (None, True, False):
-            raise ConfigError(f"context precision: reference must be True, False or None, not {self.reference!r}")
+        check_reference_mode("context precision", self.reference)
 
     @property
     def name(self) -> str:
         """``context_precision`` plus ``_with_reference`` / ``_without_reference`` when fixed."""
-        return _CONTEXT_PRECISION_NAMES[self.reference]
+        return reference_mode_name("context_precision", self.reference)
 
     @property
     def required_fields(self) -> tuple[str, ...]:
@@ -268,14 +256,8 @@ class ContextPrecision:
 
     def spec(self) -> MetricSpec:
         """Name, version, the reference mode, decoding settings and the prompt version."""
-        return MetricSpec(
-            name=self.name,
-            version=self.version,
-            params={
-                "reference": self.reference,
-                "config": self.config.model_dump(),
-                "prompts": {CHUNK_PROMPT.name: CHUNK_PROMPT.version},
-            },
+        return metric_spec(
+            self, reference=self.reference, config=self.config.model_dump(), prompts=prompt_versions(CHUNK_PROMPT)
         )
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
@@ -287,9 +269,7 @@ class ContextPrecision:
         if target is None and self.reference is not True:
             target = sample.answer
         if not target:
-            return Score.unscored(
-                self.name, UnscoredReason.MISSING_FIELD, "sample has no reference or answer", spec=spec
-            )
+            return missing_field(self.name, "sample has no reference or answer", spec)
         assert sample.question is not None
         calls: list[JudgeCall] = []
         verdicts: list[Verdict] = []
@@ -302,15 +282,7 @@ class ContextPrecision:
             )
             calls.extend(result.calls)
             if result.output is None:
-                assert result.failure is not None
-                return Score.unscored(
-                    self.name,
-                    result.failure.reason,
-                    f"context {k}: {result.failure.detail}",
-                    verdicts=verdicts,
-                    calls=calls,
-                    spec=spec,
-                )
+                return failed(self.name, result.failure, spec, during=f"context {k}", verdicts=verdicts, calls=calls)
             verdicts.append(Verdict(subject=chunk, value=result.output.verdict, reason=result.output.reason))
         relevance = [1 if v.value == 1 else 0 for v in verdicts]
         useful = [k for k, rel in enumerate(relevance, start=1) if rel]
@@ -341,25 +313,19 @@ class ContextRecall:
     decomposer: DecomposerName = "llm"
     name: str = field(default="context_recall", init=False)
     version: str = field(default="1", init=False)
+    required_fields: ClassVar[tuple[str, ...]] = ("reference", "contexts")
+    """A reference and at least one context."""
 
     def __post_init__(self) -> None:
-        _decomposer(self.decomposer)
-
-    @property
-    def required_fields(self) -> tuple[str, ...]:
-        """A reference and at least one context."""
-        return ("reference", "contexts")
+        make_decomposer(self.decomposer)
 
     def spec(self) -> MetricSpec:
         """Name, version, decoding settings and the prompt versions."""
-        return MetricSpec(
-            name=self.name,
-            version=self.version,
-            params={
-                "decomposer": self.decomposer,
-                "config": self.config.model_dump(),
-                "prompts": {p.name: p.version for p in (STATEMENTS_PROMPT, STATEMENT_PROMPT)},
-            },
+        return metric_spec(
+            self,
+            decomposer=self.decomposer,
+            config=self.config.model_dump(),
+            prompts=prompt_versions(STATEMENTS_PROMPT, STATEMENT_PROMPT),
         )
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
@@ -368,26 +334,20 @@ class ContextRecall:
         if (missing := _missing(self.name, self.required_fields, sample, spec)) is not None:
             return missing
         assert sample.reference is not None
-        split = await _decomposer(self.decomposer).decompose(sample.question or "", sample.reference, judge)
+        split = await make_decomposer(self.decomposer).decompose(sample.question or "", sample.reference, judge)
         calls = list(split.calls)
-        if split.failure is not None:
-            return Score.unscored(
-                self.name, split.failure.reason, f"statement extraction: {split.failure.detail}", calls=calls, spec=spec
-            )
-        if not split.statements:
-            return Score.unscored(
-                self.name, UnscoredReason.NO_STATEMENTS, "the reference states nothing to check", calls=calls, spec=spec
-            )
+        if (unusable := unusable_split(self.name, split, spec, text="reference", calls=calls)) is not None:
+            return unusable
         verdicts, failure = await _check_statements(split.statements, sample.contexts, judge, self.config, calls)
         if failure is not None:
-            return Score.unscored(self.name, failure.reason, failure.detail, verdicts=verdicts, calls=calls, spec=spec)
-        attributed = sum(1 for v in verdicts if v.value == 1)
-        missing_statements = [v.subject for v in verdicts if v.value == 0]
-        explanation = f"{attributed} of {len(verdicts)} reference statements attributable to the contexts"
-        if missing_statements:
-            explanation += "; not found: " + " | ".join(missing_statements)
-        return Score.scored(
-            self.name, attributed / len(verdicts), verdicts=verdicts, explanation=explanation, calls=calls, spec=spec
+            return failed(self.name, failure, spec, verdicts=verdicts, calls=calls)
+        return supported_share(
+            self.name,
+            verdicts,
+            calls,
+            spec,
+            counted="reference statements attributable to the contexts",
+            rejected="not found",
         )
 
 
@@ -423,28 +383,22 @@ class FactualCorrectness:
     decomposer: DecomposerName = "llm"
     name: str = field(default="factual_correctness", init=False)
     version: str = field(default="1", init=False)
+    required_fields: ClassVar[tuple[str, ...]] = ("answer", "reference")
+    """An answer and a reference."""
 
     def __post_init__(self) -> None:
         if self.mode not in ("f1", "precision", "recall"):
             raise ConfigError(f"factual correctness mode must be f1, precision or recall, not {self.mode!r}")
-        _decomposer(self.decomposer)
-
-    @property
-    def required_fields(self) -> tuple[str, ...]:
-        """An answer and a reference."""
-        return ("answer", "reference")
+        make_decomposer(self.decomposer)
 
     def spec(self) -> MetricSpec:
         """Name, version, mode, decoding settings and the prompt versions."""
-        return MetricSpec(
-            name=self.name,
-            version=self.version,
-            params={
-                "mode": self.mode,
-                "decomposer": self.decomposer,
-                "config": self.config.model_dump(),
-                "prompts": {p.name: p.version for p in (STATEMENTS_PROMPT, STATEMENT_PROMPT)},
-            },
+        return metric_spec(
+            self,
+            mode=self.mode,
+            decomposer=self.decomposer,
+            config=self.config.model_dump(),
+            prompts=prompt_versions(STATEMENTS_PROMPT, STATEMENT_PROMPT),
         )
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
@@ -464,30 +418,19 @@ class FactualCorrectness:
         wanted = ("precision", "recall") if self.mode == "f1" else (self.mode,)
         for part in wanted:
             side, text, other = sides[part]
-            split = await _decomposer(self.decomposer).decompose(question, text, judge)
+            split = await make_decomposer(self.decomposer).decompose(question, text, judge)
             calls.extend(split.calls)
-            if split.failure is not None:
-                detail = f"{side} claim extraction: {split.failure.detail}"
-                return Score.unscored(
-                    self.name, split.failure.reason, detail, verdicts=verdicts, calls=calls, spec=spec
-                )
-            if not split.statements:
-                return Score.unscored(
-                    self.name,
-                    UnscoredReason.NO_STATEMENTS,
-                    f"the {side} states nothing to check",
-                    verdicts=verdicts,
-                    calls=calls,
-                    spec=spec,
-                )
+            unusable = unusable_split(
+                self.name, split, spec, text=side, during=f"{side} claim extraction", verdicts=verdicts, calls=calls
+            )
+            if unusable is not None:
+                return unusable
             checked, failure = await _check_statements(
                 split.statements, [other], judge, self.config, calls, label=f"{side} claim"
             )
             verdicts.extend(v.model_copy(update={"subject": f"{side} claim: {v.subject}"}) for v in checked)
             if failure is not None:
-                return Score.unscored(
-                    self.name, failure.reason, failure.detail, verdicts=verdicts, calls=calls, spec=spec
-                )
+                return failed(self.name, failure, spec, verdicts=verdicts, calls=calls)
             ratios[part] = sum(1 for v in checked if v.value == 1) / len(checked)
         if self.mode == "f1":
             p, r = ratios["precision"], ratios["recall"]

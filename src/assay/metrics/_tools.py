@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from assay._samples import Message, Sample, ToolCall
-from assay._scores import MetricSpec, Score, UnscoredReason, Verdict
+from assay._scores import MetricSpec, Score, Verdict
+from assay.metrics._common import metric_spec, missing_field
 from assay.metrics._trace import format_tool_call
 from assay.models._protocol import JudgeModel
 
@@ -108,19 +109,12 @@ class ToolCallAccuracy:
     ignore_extra_arguments: bool = False
     name: str = field(default="tool_call_accuracy", init=False)
     version: str = field(default="1", init=False)
-
-    @property
-    def required_fields(self) -> tuple[str, ...]:
-        """The trace (where the actual calls are) and the expected calls."""
-        return ("trace", "reference_tool_calls")
+    required_fields: ClassVar[tuple[str, ...]] = ("trace", "reference_tool_calls")
+    """The trace (where the actual calls are) and the expected calls."""
 
     def spec(self) -> MetricSpec:
         """Name, version and the matching options."""
-        return MetricSpec(
-            name=self.name,
-            version=self.version,
-            params={"strict_order": self.strict_order, "ignore_extra_arguments": self.ignore_extra_arguments},
-        )
+        return metric_spec(self, strict_order=self.strict_order, ignore_extra_arguments=self.ignore_extra_arguments)
 
     def matches(self, expected: ToolCall, actual: ToolCall) -> bool:
         """Whether ``actual`` satisfies ``expected``: same name and (enough of) the same arguments."""
@@ -148,11 +142,9 @@ class ToolCallAccuracy:
         """Match expected calls to actual calls and count the matches (``judge`` is not used)."""
         spec = self.spec()
         if not sample.reference_tool_calls:
-            return Score.unscored(
-                self.name, UnscoredReason.MISSING_FIELD, "sample has no reference_tool_calls", spec=spec
-            )
+            return missing_field(self.name, "sample has no reference_tool_calls", spec)
         if not sample.trace:
-            return Score.unscored(self.name, UnscoredReason.MISSING_FIELD, "sample has no trace", spec=spec)
+            return missing_field(self.name, "sample has no trace", spec)
         expected = sample.reference_tool_calls
         actual = actual_tool_calls(sample.trace)
         pairing = _lcs_pairs if self.strict_order else _bipartite_pairs
