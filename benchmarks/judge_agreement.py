@@ -114,29 +114,45 @@ class Variant:
         )
         self.decomposer = LLMDecomposer()
 
-    async def judge_row(self, judge: JudgeModel, name: str, row: dict[str, Any]) -> dict[str, Any]:
+    async def judge_rows(self, judge: JudgeModel, name: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Cache entries for items that share one context, judged together as faithfulness would.
+
+        The verifier goes chunk by chunk with every claim, so each chunk is evaluated once
+        and every further claim costs only its own tokens; seconds are shared out evenly.
+        """
         started = time.perf_counter()
-        claims = [str(row["claim"])]
-        calls = 0
+        claims = [[str(row["claim"])] for row in rows]
+        calls = [0] * len(rows)
         if self.kind == "atoms":
-            split = await self.decomposer.decompose("", claims[0], judge)
-            calls += len(split.calls)
-            if split.statements:
-                claims = list(split.statements)
-        outcomes = await self.verifier.verify(contexts_of(name, row), claims, judge)
-        calls += sum(len(o.calls) for o in outcomes)
-        seconds = time.perf_counter() - started
-        failed = next((o for o in outcomes if o.verdict is None), None)
-        if failed is not None:
-            why = failed.failure.reason.value if failed.failure else "undecided"
-            return {"p": None, "v": None, "s": seconds, "calls": calls, "why": why}
-        verdicts = [int(o.verdict.value) for o in outcomes if o.verdict is not None]
-        probabilities = [o.probability for o in outcomes]
-        entry: dict[str, Any] = {"v": min(verdicts), "s": seconds, "calls": calls, "statements": len(claims)}
-        entry["p"] = None if None in probabilities else min(p for p in probabilities if p is not None)
-        if self.kind == "atoms":
-            entry["atoms"] = claims
-        return entry
+            for i, row in enumerate(rows):
+                split = await self.decomposer.decompose("", str(row["claim"]), judge)
+                calls[i] += len(split.calls)
+                if split.statements:
+                    claims[i] = list(split.statements)
+        flat = [claim for group in claims for claim in group]
+        outcomes = await self.verifier.verify(contexts_of(name, rows[0]), flat, judge)
+        seconds = (time.perf_counter() - started) / len(rows)
+        entries: list[dict[str, Any]] = []
+        for i, group in enumerate(claims):
+            mine, outcomes = outcomes[: len(group)], outcomes[len(group) :]
+            calls_i = calls[i] + sum(len(o.calls) for o in mine)
+            failed = next((o for o in mine if o.verdict is None), None)
+            if failed is not None:
+                why = failed.failure.reason.value if failed.failure else "undecided"
+                entries.append({"p": None, "v": None, "s": seconds, "calls": calls_i, "why": why})
+                continue
+            probabilities = [o.probability for o in mine]
+            entry: dict[str, Any] = {
+                "v": min(int(o.verdict.value) for o in mine if o.verdict is not None),
+                "p": None if None in probabilities else min(p for p in probabilities if p is not None),
+                "s": seconds,
+                "calls": calls_i,
+                "statements": len(group),
+            }
+            if self.kind == "atoms":
+                entry["atoms"] = group
+            entries.append(entry)
+        return entries
 
 
 def model_slug(judge: JudgeModel) -> str:
@@ -161,13 +177,20 @@ async def score_items(
     cache: dict[str, Any],
     save: Callable[[], None],
 ) -> None:
-    """Fill cache[set/variant][item id], judging items grouped by context (KV-cache reuse)."""
+    """Fill cache[set/variant][item id], judging the items that share a context together."""
     done = cache.setdefault(f"{name}/{variant.key}", {})
-    todo = sorted((r for r in rows if r["id"] not in done), key=lambda r: ("".join(contexts_of(name, r)), r["id"]))
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row["id"] not in done:
+            groups.setdefault("\x00".join(contexts_of(name, row)), []).append(row)
+    todo = sum(len(g) for g in groups.values())
+    finished = 0
     last = time.monotonic()
-    for i, row in enumerate(todo, start=1):
-        done[row["id"]] = await variant.judge_row(judge, name, row)
-        print(f"\r{name}/{variant.key}: {i}/{len(todo)}", end="", file=sys.stderr, flush=True)
+    for group in groups.values():
+        for row, entry in zip(group, await variant.judge_rows(judge, name, group), strict=True):
+            done[row["id"]] = entry
+        finished += len(group)
+        print(f"\r{name}/{variant.key}: {finished}/{todo}", end="", file=sys.stderr, flush=True)
         if time.monotonic() - last > 30:
             save()  # a long run that is cut off keeps what it measured
             last = time.monotonic()

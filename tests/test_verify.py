@@ -112,3 +112,30 @@ def _run(coro: object) -> list:  # type: ignore[type-arg]
     import asyncio
 
     return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("metric", ["faithfulness", "context_recall", "factual_correctness"])
+def test_threshold_and_chunk_size_are_metric_options_recorded_in_the_spec(metric: str) -> None:
+    from assay.metrics._registry import build_metric
+
+    built = build_metric(metric, {"threshold": "0.8", "chunk_chars": "3000"})
+    verifier = built.spec().params["verifier"]
+    assert (verifier["threshold"], verifier["chunk_chars"]) == (0.8, 3000)
+    default = build_metric(metric).spec().params["verifier"]
+    assert default["threshold"] == StatementVerifier().threshold
+    with pytest.raises(ConfigError, match="threshold must be between 0 and 1"):
+        build_metric(metric, {"threshold": "1.5"})
+    with pytest.raises(ConfigError, match=metric):
+        build_metric(metric, {"threshold": "high"})
+
+
+@pytest.mark.parametrize("threshold, expected", [(0.6, 1.0), (0.8, 0.0)])
+def test_context_recall_applies_its_threshold(threshold: float, expected: float) -> None:
+    from assay.metrics._rag import ContextRecall
+
+    judge = LogitJudge({"Paris is in France.": 0.7})
+    sample = Sample(id="s", question="q", reference="Paris is in France.", contexts=("KEY Paris is in France.",))
+    metric = ContextRecall(decomposer="sentences", threshold=threshold)
+    score = evaluate([sample], [metric], judge).results[0].scores["context_recall"]
+    assert score.value == expected
+    assert f"threshold {threshold:g}" in score.verdicts[0].reason

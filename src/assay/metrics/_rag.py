@@ -30,7 +30,7 @@ from assay.metrics._common import (
 )
 from assay.metrics._decompose import STATEMENTS_PROMPT
 from assay.metrics._faithfulness import STATEMENT_PROMPT, DecomposerName, StatementJudgement
-from assay.metrics._verify import StatementVerifier
+from assay.metrics._verify import DEFAULT_CHUNK_CHARS, DEFAULT_THRESHOLD, StatementVerifier
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.parsing import Unparsed
 from assay.prompts import JudgePrompt, ask
@@ -57,7 +57,7 @@ async def _check_statements(
     statements: Sequence[str],
     against: Sequence[str],
     judge: JudgeModel,
-    config: GenerateConfig,
+    verifier: StatementVerifier,
     calls: list[JudgeCall],
     *,
     label: str = "statement",
@@ -67,7 +67,7 @@ async def _check_statements(
     The same path as faithfulness (logit threshold on judges that expose logits, chunking
     of long texts); stops at the first failure and returns the verdicts gathered so far.
     """
-    return await StatementVerifier(config=config).check(against, statements, judge, calls, label=label)
+    return await verifier.check(against, statements, judge, calls, label=label)
 
 
 def _missing(name: str, fields: Sequence[str], sample: Sample, spec: MetricSpec) -> Score | None:
@@ -307,10 +307,14 @@ class ContextRecall:
     Args:
         config: Decoding settings for the verdict calls.
         decomposer: ``llm`` (atomic statements, pronouns resolved) or ``sentences`` (pysbd).
+        threshold: P(supported) at or above which a statement counts (judges with logits).
+        chunk_chars: Contexts longer than this are judged chunk by chunk (max over chunks).
     """
 
     config: GenerateConfig = field(default_factory=_config)
     decomposer: DecomposerName = "llm"
+    threshold: float = DEFAULT_THRESHOLD
+    chunk_chars: int = DEFAULT_CHUNK_CHARS
     name: str = field(default="context_recall", init=False)
     version: str = field(default="1", init=False)
     required_fields: ClassVar[tuple[str, ...]] = ("reference", "contexts")
@@ -318,6 +322,11 @@ class ContextRecall:
 
     def __post_init__(self) -> None:
         make_decomposer(self.decomposer)
+        self.verifier()  # checks threshold and chunk_chars
+
+    def verifier(self) -> StatementVerifier:
+        """The statement verifier these settings describe."""
+        return StatementVerifier(threshold=self.threshold, chunk_chars=self.chunk_chars, config=self.config)
 
     def spec(self) -> MetricSpec:
         """Name, version, decoding settings and the prompt versions."""
@@ -326,6 +335,7 @@ class ContextRecall:
             decomposer=self.decomposer,
             config=self.config.model_dump(),
             prompts=prompt_versions(STATEMENTS_PROMPT, STATEMENT_PROMPT),
+            verifier=self.verifier().params(),
         )
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
@@ -338,7 +348,7 @@ class ContextRecall:
         calls = list(split.calls)
         if (unusable := unusable_split(self.name, split, spec, text="reference", calls=calls)) is not None:
             return unusable
-        verdicts, failure = await _check_statements(split.statements, sample.contexts, judge, self.config, calls)
+        verdicts, failure = await _check_statements(split.statements, sample.contexts, judge, self.verifier(), calls)
         if failure is not None:
             return failed(self.name, failure, spec, verdicts=verdicts, calls=calls)
         return supported_share(
@@ -376,11 +386,15 @@ class FactualCorrectness:
             needs are made.
         config: Decoding settings for the verdict calls.
         decomposer: ``llm`` (atomic claims, pronouns resolved) or ``sentences`` (pysbd).
+        threshold: P(supported) at or above which a claim counts (judges with logits).
+        chunk_chars: Texts longer than this are judged chunk by chunk (max over chunks).
     """
 
     mode: FactualMode = "f1"
     config: GenerateConfig = field(default_factory=_config)
     decomposer: DecomposerName = "llm"
+    threshold: float = DEFAULT_THRESHOLD
+    chunk_chars: int = DEFAULT_CHUNK_CHARS
     name: str = field(default="factual_correctness", init=False)
     version: str = field(default="1", init=False)
     required_fields: ClassVar[tuple[str, ...]] = ("answer", "reference")
@@ -390,6 +404,11 @@ class FactualCorrectness:
         if self.mode not in ("f1", "precision", "recall"):
             raise ConfigError(f"factual correctness mode must be f1, precision or recall, not {self.mode!r}")
         make_decomposer(self.decomposer)
+        self.verifier()  # checks threshold and chunk_chars
+
+    def verifier(self) -> StatementVerifier:
+        """The statement verifier these settings describe."""
+        return StatementVerifier(threshold=self.threshold, chunk_chars=self.chunk_chars, config=self.config)
 
     def spec(self) -> MetricSpec:
         """Name, version, mode, decoding settings and the prompt versions."""
@@ -399,6 +418,7 @@ class FactualCorrectness:
             decomposer=self.decomposer,
             config=self.config.model_dump(),
             prompts=prompt_versions(STATEMENTS_PROMPT, STATEMENT_PROMPT),
+            verifier=self.verifier().params(),
         )
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
@@ -426,7 +446,7 @@ class FactualCorrectness:
             if unusable is not None:
                 return unusable
             checked, failure = await _check_statements(
-                split.statements, [other], judge, self.config, calls, label=f"{side} claim"
+                split.statements, [other], judge, self.verifier(), calls, label=f"{side} claim"
             )
             verdicts.extend(v.model_copy(update={"subject": f"{side} claim: {v.subject}"}) for v in checked)
             if failure is not None:

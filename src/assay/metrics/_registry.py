@@ -91,10 +91,24 @@ def build_metric(name: str, options: Mapping[str, Any] | None = None) -> Metric:
         raise ConfigError(f"metric {name!r}: {exc}") from exc
 
 
-def _faithfulness(strategy: str = "auto", decomposer: str = "llm") -> Metric:
+def _faithfulness(
+    strategy: str = "auto", decomposer: str = "llm", threshold: str | None = None, chunk_chars: str | None = None
+) -> Metric:
     from assay.metrics._faithfulness import Faithfulness
+    from assay.metrics._verify import StatementVerifier
 
-    return Faithfulness(strategy=strategy, decomposer=decomposer)  # type: ignore[arg-type]
+    verifier = StatementVerifier(**_verifier_options(threshold, chunk_chars))
+    return Faithfulness(strategy=strategy, decomposer=decomposer, verifier=verifier)  # type: ignore[arg-type]
+
+
+def _verifier_options(threshold: str | None, chunk_chars: str | None) -> dict[str, Any]:
+    """``--set M.threshold=0.7`` / ``--set M.chunk_chars=3000`` for the statement-verifying metrics."""
+    options: dict[str, Any] = {}
+    if threshold is not None:
+        options["threshold"] = float(threshold)
+    if chunk_chars is not None:
+        options["chunk_chars"] = int(chunk_chars)
+    return options
 
 
 def _binary_grader(criteria: str, name: str = "binary_grader") -> Metric:
@@ -159,16 +173,20 @@ def _context_precision(reference: bool | None) -> Callable[..., Metric]:
     return build
 
 
-def _context_recall(decomposer: str = "llm") -> Metric:
+def _context_recall(decomposer: str = "llm", threshold: str | None = None, chunk_chars: str | None = None) -> Metric:
     from assay.metrics._rag import ContextRecall
 
-    return ContextRecall(decomposer=decomposer)  # type: ignore[arg-type]
+    options = _verifier_options(threshold, chunk_chars)
+    return ContextRecall(decomposer=decomposer, **options)  # type: ignore[arg-type]
 
 
-def _factual_correctness(mode: str = "f1", decomposer: str = "llm") -> Metric:
+def _factual_correctness(
+    mode: str = "f1", decomposer: str = "llm", threshold: str | None = None, chunk_chars: str | None = None
+) -> Metric:
     from assay.metrics._rag import FactualCorrectness
 
-    return FactualCorrectness(mode=mode, decomposer=decomposer)  # type: ignore[arg-type]
+    options = _verifier_options(threshold, chunk_chars)
+    return FactualCorrectness(mode=mode, decomposer=decomposer, **options)  # type: ignore[arg-type]
 
 
 def _tool_call_accuracy(strict_order: str = "true", ignore_extra_arguments: str = "false") -> Metric:
