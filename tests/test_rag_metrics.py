@@ -225,7 +225,7 @@ def test_context_recall_extraction_failure_is_unscored(bad: object, reason: Unsc
 
 @pytest.mark.parametrize(("bad", "reason"), FAILURES)
 def test_context_recall_verdict_failure_keeps_earlier_verdicts(bad: object, reason: UnscoredReason) -> None:
-    score, _ = run(ContextRecall(), [statements("a", "b"), verdict(0), bad])
+    score, _ = run(ContextRecall(), [statements("Fact a holds.", "Fact b holds."), verdict(0), bad])
     assert score.unscored_reason is reason
     assert [v.value for v in score.verdicts] == [0]
     assert len(score.calls) == 3
@@ -327,7 +327,7 @@ def test_sentence_decomposer_needs_no_extraction_call() -> None:
 @pytest.mark.reasks
 def test_reasked_calls_are_kept_as_evidence() -> None:
     """Regression: metrics kept only an answer's last call, dropping the invalid first try."""
-    score, _ = run(ContextRecall(), [statements("a"), "no JSON here", verdict(1)])
+    score, _ = run(ContextRecall(), [statements("Fact a holds."), "no JSON here", verdict(1)])
     assert score.value == 1.0
     assert [c.purpose for c in score.calls] == [
         "faithfulness.statements",

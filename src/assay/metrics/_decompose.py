@@ -129,5 +129,16 @@ class LLMDecomposer:
         )
         if result.output is None:
             return Decomposition((), result.calls, result.failure)
-        statements = tuple(s.strip() for s in result.output.statements if s.strip())
+        statements = tuple(s.strip() for s in result.output.statements if is_checkable(s))
         return Decomposition(statements, result.calls)
+
+
+def is_checkable(statement: str) -> bool:
+    """Whether an extracted statement can be checked at all: at least two words.
+
+    Small judges sometimes return a bare "No." or "Sure." as a statement. It states no
+    fact, so judging it against a context only adds noise (a faithful "No, refunds are
+    not possible" answer lost a point for its "No."). What was dropped stays visible in
+    the extraction call's raw output.
+    """
+    return sum(1 for word in statement.split() if any(c.isalnum() for c in word)) >= 2
