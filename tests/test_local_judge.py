@@ -13,7 +13,7 @@ import pytest
 from assay import Faithfulness, Sample, UnscoredReason, evaluate
 from assay.errors import ModelWeightsError
 from assay.metrics._faithfulness import STATEMENT_PROMPT, StatementCheck, StatementJudgement
-from assay.models import GenerateConfig, LocalJudge, get_judge
+from assay.models import ChoiceProbabilities, GenerateConfig, LocalJudge, get_judge
 from assay.models import _weights as weights
 from assay.prompts import ask
 
@@ -172,6 +172,10 @@ async def test_choice_probabilities_are_a_distribution_over_the_choices(tiny: Lo
     # Same prompt again: served from the KV cache; only float noise from a different batch shape.
     again = await tiny.choice_probabilities(messages, prefix='{"verdict": ', choices=["1", "0"])
     assert again == pytest.approx(probs, abs=0.01)
+    # Tokens are counted like an API counts them: the whole prompt, cached prefix or not.
+    assert isinstance(probs, ChoiceProbabilities)
+    assert probs.usage.prompt_tokens > tiny.count_tokens(STATEMENT_PROMPT.system_text()) > 100
+    assert again.usage == probs.usage
     # And generation afterwards still works on the same context (cache state stays consistent).
     answer = await ask(tiny, STATEMENT_PROMPT, StatementCheck(context=list(SAMPLE.contexts), statement="x"))
     assert answer.failure is None

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 import pytest
 
 from assay import Faithfulness, Sample, UnscoredReason, evaluate
+from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError
 from assay.metrics._verify import StatementVerifier, chunk_contexts
-from assay.models import ChatMessage, GenerateConfig, JudgeResponse, ScriptedJudge
+from assay.models import ChatMessage, ChoiceProbabilities, GenerateConfig, JudgeResponse, ScriptedJudge
 
 
 class LogitJudge(ScriptedJudge):
@@ -38,7 +39,7 @@ class LogitJudge(ScriptedJudge):
         if statement == self.fail_on:
             raise JudgeError("boom")
         p = self.p1[statement] if "KEY" in context or len(self.p1) == 1 else 0.01
-        return {"1": p, "0": 1 - p}
+        return ChoiceProbabilities({"1": p, "0": 1 - p}, Usage(prompt_tokens=len(user)))
 
     async def complete_string(
         self,
@@ -58,6 +59,8 @@ def test_threshold_decides_and_only_failing_statements_get_reasons() -> None:
     outcomes = _run(verifier.verify(["KEY context"], ["a", "b", "c"], judge))
     assert [o.verdict.value for o in outcomes if o.verdict] == [1, 0, 0]
     assert [o.probability for o in outcomes] == [0.9, 0.6, 0.2]
+    p1_calls = [c for o in outcomes for c in o.calls if c.purpose.endswith(".p1")]
+    assert len(p1_calls) == 3 and all(c.usage.prompt_tokens > 0 for c in p1_calls), "logit calls record their tokens"
     assert judge.reasons == ['{"verdict": 0, "reason": "'] * 2
     assert outcomes[1].verdict is not None and outcomes[1].verdict.reason.startswith("the context says otherwise")
     assert "P(supported)=0.60, threshold 0.7" in outcomes[1].verdict.reason

@@ -26,7 +26,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, create_model, model_validator
 
 from assay._samples import Message, Sample
-from assay._scores import Binary, JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
+from assay._scores import Binary, JudgeCall, MetricSpec, Score, UnscoredReason, Usage, Verdict
 from assay.errors import ConfigError, JudgeError
 from assay.metrics._base import Metric, missing_fields, score_safely
 from assay.metrics._common import failed, lacking, metric_spec, missing_field, prompt_versions
@@ -467,6 +467,7 @@ class RangeJudgeGrader:
             purpose=purpose,
             messages=recorded,
             raw_output=json.dumps(raw, sort_keys=True),
+            usage=getattr(raw, "usage", None) or Usage(),
             latency_s=time.perf_counter() - started,
         )
         distribution = _distribution(raw, choices)

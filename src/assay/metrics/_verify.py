@@ -321,7 +321,8 @@ class StatementVerifier:
             state.failure = Unparsed(UnscoredReason.JUDGE_ERROR, str(exc))
             state.calls.append(self._call(judge, messages, None, started, purpose="p1", error=str(exc)))
             return
-        state.calls.append(self._call(judge, messages, json.dumps(probs), started, purpose="p1"))
+        usage = getattr(probs, "usage", None)
+        state.calls.append(self._call(judge, messages, json.dumps(probs), started, purpose="p1", usage=usage))
         p = probs["1"]
         if p > state.best:
             state.best, state.best_chunk = p, index

@@ -15,6 +15,7 @@ from typing import Any
 from assay.models._local import LocalJudge, local_model_path
 from assay.models._protocol import (
     ChatMessage,
+    ChoiceProbabilities,
     ChoiceScorer,
     GenerateConfig,
     JudgeModel,
@@ -30,6 +31,7 @@ __all__ = [
     "JUDGE_FORMS",
     "AnthropicJudge",
     "ChatMessage",
+    "ChoiceProbabilities",
     "ChoiceScorer",
     "FunctionJudge",
     "GenerateConfig",

@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from assay._schema import schema_of
 from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError, MissingExtraError, ModelWeightsError
-from assay.models._protocol import ChatMessage, GenerateConfig, JudgeResponse
+from assay.models._protocol import ChatMessage, ChoiceProbabilities, GenerateConfig, JudgeResponse
 from assay.models._weights import DEFAULT_MODEL_FILE, Progress, default_model_path
 
 __all__ = ["LocalJudge", "local_model_path"]
@@ -245,7 +245,9 @@ class LocalJudge:
             raise JudgeError(f"prompt of {len(tokens)} tokens exceeds the context window ({self.n_ctx})")
         llama.eval(tokens[common:])
 
-    def _choices_sync(self, messages: Sequence[ChatMessage], prefix: str, choices: Sequence[str]) -> dict[str, float]:
+    def _choices_sync(
+        self, messages: Sequence[ChatMessage], prefix: str, choices: Sequence[str]
+    ) -> ChoiceProbabilities:
         import llama_cpp
         import numpy as np
 
@@ -272,13 +274,16 @@ class LocalJudge:
             first[choice] = ids[common]
         if len(contexts) != 1 or len(set(first.values())) != len(first):
             raise ConfigError(f"choices {list(choices)} must begin with distinct tokens after the prefix")
+        prompt = base[: contexts.pop()]
         with _LOCKS[self._key]:
-            self._eval_with_prefix_reuse(llama, base[: contexts.pop()])
+            self._eval_with_prefix_reuse(llama, prompt)
             logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llama._ctx.ctx, -1), shape=(llama.n_vocab(),))
             picked = np.array([logits[first[c]] for c in choices], dtype=np.float64)
         picked = np.exp(picked - picked.max())
         picked /= picked.sum()
-        return {c: float(p) for c, p in zip(choices, picked, strict=True)}
+        probabilities = {c: float(p) for c, p in zip(choices, picked, strict=True)}
+        # Counted like an API counts a prompt: all of it, whether or not its prefix was cached.
+        return ChoiceProbabilities(probabilities, Usage(prompt_tokens=len(prompt)))
 
     async def choice_probabilities(
         self,
@@ -287,7 +292,7 @@ class LocalJudge:
         prefix: str,
         choices: Sequence[str],
         config: GenerateConfig | None = None,
-    ) -> dict[str, float]:
+    ) -> ChoiceProbabilities:
         """P(choice) for the first token after the assistant's answer starts with ``prefix``.
 
         One forward pass over the part of the prompt not already in the KV cache; the

@@ -9,7 +9,15 @@ from pydantic import BaseModel, ConfigDict
 
 from assay._scores import Usage
 
-__all__ = ["ChatMessage", "ChoiceScorer", "GenerateConfig", "JudgeModel", "JudgeResponse", "close_judge"]
+__all__ = [
+    "ChatMessage",
+    "ChoiceProbabilities",
+    "ChoiceScorer",
+    "GenerateConfig",
+    "JudgeModel",
+    "JudgeResponse",
+    "close_judge",
+]
 
 
 class ChatMessage(TypedDict):
@@ -92,6 +100,14 @@ class JudgeModel(Protocol):
         ...
 
 
+class ChoiceProbabilities(dict[str, float]):
+    """P(choice) per choice, plus the tokens the call cost (a plain ``dict`` otherwise)."""
+
+    def __init__(self, probabilities: dict[str, float], usage: Usage | None = None) -> None:
+        super().__init__(probabilities)
+        self.usage = usage or Usage()
+
+
 @runtime_checkable
 class ChoiceScorer(Protocol):
     """A judge that can read the probability of each of a few answers from its logits.
@@ -111,7 +127,8 @@ class ChoiceScorer(Protocol):
         """P(choice) for the next text after the assistant starts its answer with ``prefix``.
 
         Probabilities are renormalised over ``choices`` (they sum to 1). Each choice must
-        begin with a distinct token.
+        begin with a distinct token. Backends that count tokens return a
+        :class:`ChoiceProbabilities`, whose ``usage`` callers record.
         """
         ...
 
