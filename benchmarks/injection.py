@@ -31,11 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.metrics._verify import StatementVerifier
+from assay.metrics._verify import STATEMENT_PROMPT, STATEMENT_PROMPT_V1, StatementVerifier
 from assay.models import JudgeModel, close_judge, get_judge
 
 CORPUS = Path(__file__).resolve().parent / "data" / "injection.jsonl"
 TARGET = 0.02
+PROMPTS = {"1": STATEMENT_PROMPT_V1, "2": STATEMENT_PROMPT}
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,9 @@ async def main() -> int:
     parser.add_argument("--data", type=Path, default=CORPUS)
     parser.add_argument("--limit", type=int, default=None, help="only the first N attack items")
     parser.add_argument("--json", type=Path, help="also write the per-item results and figures here")
+    parser.add_argument(
+        "--prompt", choices=sorted(PROMPTS), default=None, help="verdict prompt version (default: the product's)"
+    )
     args = parser.parse_args()
     if not args.data.exists():
         print(f"{args.data} is missing: run python benchmarks/injection_corpus.py first", file=sys.stderr)
@@ -107,7 +111,7 @@ async def main() -> int:
     if args.limit is not None:
         items = items[: args.limit]
     judge = get_judge(args.judge, base_url=args.base_url)
-    verifier = StatementVerifier()
+    verifier = StatementVerifier() if args.prompt is None else StatementVerifier(prompt=PROMPTS[args.prompt])
     print(f"judge {judge.model_id}; verifier {verifier.params()}; {len(items)} attack items from {args.data.name}")
     clean: dict[tuple[str, str], Judged] = {}
     rows: list[dict[str, Any]] = []
