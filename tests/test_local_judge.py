@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from assay import Faithfulness, Sample, UnscoredReason, evaluate
-from assay.errors import ModelWeightsError
+from assay.errors import JudgeError, ModelWeightsError
 from assay.metrics._faithfulness import STATEMENT_PROMPT, StatementCheck, StatementJudgement
 from assay.models import ChoiceProbabilities, GenerateConfig, LocalJudge, get_judge
 from assay.models import _weights as weights
@@ -187,3 +187,22 @@ async def test_choices_that_share_a_first_token_are_rejected(tiny: LocalJudge) -
     messages = STATEMENT_PROMPT.render(StatementCheck(context=["c"], statement="s"))
     with pytest.raises(ConfigError, match="distinct tokens"):
         await tiny.choice_probabilities(messages, prefix='{"verdict": ', choices=["10", "1"])
+
+
+def test_json_grammars_forbid_raw_control_characters_in_strings() -> None:
+    """llama-cpp-python's converter lets a raw newline into a JSON string; ours must not."""
+    import llama_cpp
+
+    from assay.models._local import _bound_strings, json_string_grammar
+
+    schema = json.dumps(_bound_strings(StatementJudgement.model_json_schema(), 50))
+    loose = llama_cpp.llama_grammar.json_schema_to_gbnf(schema)
+    tight = json_string_grammar(loose)
+    (char_rule,) = [line for line in tight.splitlines() if line.startswith("char ::=")]
+    assert char_rule.startswith(r'char ::= [^"\\\x7F\x00-\x1F] |')
+    loose_rule = next(line for line in loose.splitlines() if line.startswith("char ::="))
+    assert tight.replace(char_rule, "") == loose.replace(loose_rule, ""), "only the char rule changes"
+    llama_cpp.llama_grammar.LlamaGrammar.from_string(tight, verbose=False)  # still a valid grammar
+    assert json_string_grammar('root ::= "1" | "0"') == 'root ::= "1" | "0"'  # no strings, nothing to bound
+    with pytest.raises(JudgeError, match="cannot bound"):
+        json_string_grammar("char ::= [a-z]\nroot ::= char")

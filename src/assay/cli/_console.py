@@ -14,7 +14,9 @@ EXIT_BAD_ROWS = 2
 EXIT_INTERRUPTED = 130
 
 out_console = Console()
-err_console = Console(stderr=True)
+# Messages are never hard-wrapped: an error naming a long path or row stays one line, so
+# it can be copied and grepped (and does not depend on the terminal's width).
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def fmt_score(value: float) -> str:

@@ -36,7 +36,7 @@ __all__ = ["LocalJudge", "local_model_path"]
 
 _LOADED: dict[tuple[str, int], Any] = {}
 # GBNF: the rest of one JSON string (no quote, backslash or newline), then its closing quote.
-_STRING_BODY_GBNF = r'root ::= [^"\\\n]{1,%d} "\""'
+_STRING_BODY_GBNF = r'root ::= [^"\\\x7F\x00-\x1F]{1,%d} "\""'
 _LOCKS: dict[tuple[str, int], threading.Lock] = {}
 _LOAD_LOCK = threading.Lock()
 
@@ -82,6 +82,25 @@ def _bound_strings(schema: dict[str, Any], max_chars: int) -> dict[str, Any]:
 
     walk(bounded)
     return bounded
+
+
+_LOOSE_CHAR = r'char ::= [^"\\] |'
+_JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F] |'
+
+
+def json_string_grammar(gbnf: str) -> str:
+    r"""Forbid raw control characters inside JSON strings in a grammar from llama-cpp-python.
+
+    Its Python JSON-schema converter (0.3.x) lets a string contain any character but ``"``
+    and ``\``, so a model can write a raw newline into a reason, which no JSON parser
+    accepts: a grammar-constrained answer would still fail to parse. llama.cpp's own C++
+    converter excludes ``\x00-\x1F`` and ``\x7F``; this does the same.
+    """
+    if _LOOSE_CHAR not in gbnf:
+        if "char ::=" in gbnf:
+            raise JudgeError("unexpected JSON grammar from llama-cpp-python: cannot bound its string characters")
+        return gbnf
+    return gbnf.replace(_LOOSE_CHAR, _JSON_CHAR)
 
 
 class LocalJudge:
@@ -166,9 +185,8 @@ class LocalJudge:
             import llama_cpp
 
             bounded = _bound_strings(schema_of(schema), self.max_string_chars)
-            self._grammars[schema] = llama_cpp.llama_grammar.LlamaGrammar.from_json_schema(
-                json.dumps(bounded), verbose=False
-            )
+            gbnf = json_string_grammar(llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(bounded)))
+            self._grammars[schema] = llama_cpp.llama_grammar.LlamaGrammar.from_string(gbnf, verbose=False)
         return self._grammars[schema]
 
     def _generate_sync(
