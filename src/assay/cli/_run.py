@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Annotated, Any
 
@@ -156,6 +160,51 @@ def _print_summary(result: EvalResult, cost: CostReport, run_id: str, elapsed: f
         if len(result.errors) > 20:
             err_console.print(f"  … and {len(result.errors) - 20} more")
     out_console.print(f"stored in {store} as run [bold]{run_id}[/bold] · 'assay runs show {run_id}'")
+
+
+INTERRUPT_GRACE_S = 15.0
+"""After Ctrl-C, how long in-flight calls may take to wind down before the process exits anyway."""
+
+
+class _bounded_interrupt:
+    """Ctrl-C raises KeyboardInterrupt as usual, and also arms a watchdog.
+
+    Every finished sample is already committed, so nothing is lost by not waiting: if the
+    run has not wound down within ``INTERRUPT_GRACE_S`` (a call that ignores
+    cancellation, a stuck connection), ``give_up`` marks the run interrupted and the
+    process exits 130. A Ctrl-C must never hang the terminal or a CI job.
+    """
+
+    def __init__(self, give_up: Callable[[], None]) -> None:
+        self.give_up = give_up
+        self.previous: Any = None
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        timer = threading.Timer(INTERRUPT_GRACE_S, self.give_up)
+        timer.daemon = True
+        timer.start()
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C interrupts the clean-up
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handler)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
+def _give_up(store_path: Path, run_id: str) -> None:
+    """The watchdog's end: record the interruption from this thread, then exit at once."""
+    try:
+        RunStore(store_path).set_status(run_id, "interrupted")
+    finally:
+        err_console.print(
+            f"[yellow]interrupted[/yellow] (in-flight calls did not stop within {INTERRUPT_GRACE_S:g} s): every "
+            f"finished sample is stored. Continue with [bold]assay run --resume {run_id}[/bold]"
+        )
+        os._exit(EXIT_INTERRUPTED)
 
 
 def _load_local(judge: LocalJudge, progress: Progress) -> None:
@@ -406,7 +455,8 @@ def run(
                     on_error=on_error,
                     keep_results=False,
                 )
-            result = asyncio.run(coro)
+            with _bounded_interrupt(lambda: _give_up(store_path, run_id)):
+                result = asyncio.run(coro)
     except KeyboardInterrupt:
         interrupted = True
     except AssayError as exc:
