@@ -124,6 +124,7 @@ def test_threshold_and_chunk_size_are_metric_options_recorded_in_the_spec(metric
     built = build_metric(metric, {"threshold": "0.8", "chunk_chars": "3000"})
     verifier = built.spec().params["verifier"]
     assert (verifier["threshold"], verifier["chunk_chars"]) == (0.8, 3000)
+    assert verifier["config"] == built.verifier.config.model_dump()  # decoding settings of generated verdicts
     default = build_metric(metric).spec().params["verifier"]
     assert default["threshold"] == StatementVerifier().threshold
     with pytest.raises(ConfigError, match="threshold must be between 0 and 1"):
@@ -138,7 +139,7 @@ def test_context_recall_applies_its_threshold(threshold: float, expected: float)
 
     judge = LogitJudge({"Paris is in France.": 0.7})
     sample = Sample(id="s", question="q", reference="Paris is in France.", contexts=("KEY Paris is in France.",))
-    metric = ContextRecall(decomposer="sentences", threshold=threshold)
+    metric = ContextRecall(decomposer="sentences", verifier=StatementVerifier(threshold=threshold))
     score = evaluate([sample], [metric], judge).results[0].scores["context_recall"]
     assert score.value == expected
     assert f"threshold {threshold:g}" in score.verdicts[0].reason

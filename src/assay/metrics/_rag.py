@@ -30,7 +30,7 @@ from assay.metrics._common import (
 )
 from assay.metrics._decompose import STATEMENTS_PROMPT
 from assay.metrics._faithfulness import STATEMENT_PROMPT, DecomposerName, StatementJudgement
-from assay.metrics._verify import DEFAULT_CHUNK_CHARS, DEFAULT_THRESHOLD, StatementVerifier
+from assay.metrics._verify import StatementVerifier
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.parsing import Unparsed
 from assay.prompts import JudgePrompt, ask
@@ -51,6 +51,10 @@ __all__ = [
 
 def _config() -> GenerateConfig:
     return GenerateConfig(max_tokens=256)
+
+
+def _verifier() -> StatementVerifier:
+    return StatementVerifier(config=_config())
 
 
 async def _check_statements(
@@ -305,16 +309,13 @@ class ContextRecall:
     with no statements is unscored (``no_statements``).
 
     Args:
-        config: Decoding settings for the verdict calls.
         decomposer: ``llm`` (atomic statements, pronouns resolved) or ``sentences`` (pysbd).
-        threshold: P(supported) at or above which a statement counts (judges with logits).
-        chunk_chars: Contexts longer than this are judged chunk by chunk (max over chunks).
+        verifier: How each verdict is read (logit threshold or generated JSON, with its
+            decoding settings) and the chunking of long texts; the same as faithfulness.
     """
 
-    config: GenerateConfig = field(default_factory=_config)
     decomposer: DecomposerName = "llm"
-    threshold: float = DEFAULT_THRESHOLD
-    chunk_chars: int = DEFAULT_CHUNK_CHARS
+    verifier: StatementVerifier = field(default_factory=_verifier)
     name: str = field(default="context_recall", init=False)
     version: str = field(default="1", init=False)
     required_fields: ClassVar[tuple[str, ...]] = ("reference", "contexts")
@@ -322,20 +323,14 @@ class ContextRecall:
 
     def __post_init__(self) -> None:
         make_decomposer(self.decomposer)
-        self.verifier()  # checks threshold and chunk_chars
-
-    def verifier(self) -> StatementVerifier:
-        """The statement verifier these settings describe."""
-        return StatementVerifier(threshold=self.threshold, chunk_chars=self.chunk_chars, config=self.config)
 
     def spec(self) -> MetricSpec:
         """Name, version, decoding settings and the prompt versions."""
         return metric_spec(
             self,
             decomposer=self.decomposer,
-            config=self.config.model_dump(),
             prompts=prompt_versions(STATEMENTS_PROMPT, STATEMENT_PROMPT),
-            verifier=self.verifier().params(),
+            verifier=self.verifier.params(),
         )
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
@@ -348,7 +343,7 @@ class ContextRecall:
         calls = list(split.calls)
         if (unusable := unusable_split(self.name, split, spec, text="reference", calls=calls)) is not None:
             return unusable
-        verdicts, failure = await _check_statements(split.statements, sample.contexts, judge, self.verifier(), calls)
+        verdicts, failure = await _check_statements(split.statements, sample.contexts, judge, self.verifier, calls)
         if failure is not None:
             return failed(self.name, failure, spec, verdicts=verdicts, calls=calls)
         return supported_share(
@@ -384,17 +379,14 @@ class FactualCorrectness:
     Args:
         mode: ``f1`` (default), ``precision`` or ``recall``; only the calls the mode
             needs are made.
-        config: Decoding settings for the verdict calls.
         decomposer: ``llm`` (atomic claims, pronouns resolved) or ``sentences`` (pysbd).
-        threshold: P(supported) at or above which a claim counts (judges with logits).
-        chunk_chars: Texts longer than this are judged chunk by chunk (max over chunks).
+        verifier: How each verdict is read (logit threshold or generated JSON, with its
+            decoding settings) and the chunking of long texts; the same as faithfulness.
     """
 
     mode: FactualMode = "f1"
-    config: GenerateConfig = field(default_factory=_config)
     decomposer: DecomposerName = "llm"
-    threshold: float = DEFAULT_THRESHOLD
-    chunk_chars: int = DEFAULT_CHUNK_CHARS
+    verifier: StatementVerifier = field(default_factory=_verifier)
     name: str = field(default="factual_correctness", init=False)
     version: str = field(default="1", init=False)
     required_fields: ClassVar[tuple[str, ...]] = ("answer", "reference")
@@ -404,11 +396,6 @@ class FactualCorrectness:
         if self.mode not in ("f1", "precision", "recall"):
             raise ConfigError(f"factual correctness mode must be f1, precision or recall, not {self.mode!r}")
         make_decomposer(self.decomposer)
-        self.verifier()  # checks threshold and chunk_chars
-
-    def verifier(self) -> StatementVerifier:
-        """The statement verifier these settings describe."""
-        return StatementVerifier(threshold=self.threshold, chunk_chars=self.chunk_chars, config=self.config)
 
     def spec(self) -> MetricSpec:
         """Name, version, mode, decoding settings and the prompt versions."""
@@ -416,9 +403,8 @@ class FactualCorrectness:
             self,
             mode=self.mode,
             decomposer=self.decomposer,
-            config=self.config.model_dump(),
             prompts=prompt_versions(STATEMENTS_PROMPT, STATEMENT_PROMPT),
-            verifier=self.verifier().params(),
+            verifier=self.verifier.params(),
         )
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
@@ -446,7 +432,7 @@ class FactualCorrectness:
             if unusable is not None:
                 return unusable
             checked, failure = await _check_statements(
-                split.statements, [other], judge, self.verifier(), calls, label=f"{side} claim"
+                split.statements, [other], judge, self.verifier, calls, label=f"{side} claim"
             )
             verdicts.extend(v.model_copy(update={"subject": f"{side} claim: {v.subject}"}) for v in checked)
             if failure is not None:

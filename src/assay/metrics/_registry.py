@@ -12,6 +12,7 @@ for ``--resume`` from the names and options recorded in its spec.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -95,20 +96,22 @@ def _faithfulness(
     strategy: str = "auto", decomposer: str = "llm", threshold: str | None = None, chunk_chars: str | None = None
 ) -> Metric:
     from assay.metrics._faithfulness import Faithfulness
-    from assay.metrics._verify import StatementVerifier
 
-    verifier = StatementVerifier(**_verifier_options(threshold, chunk_chars))
-    return Faithfulness(strategy=strategy, decomposer=decomposer, verifier=verifier)  # type: ignore[arg-type]
+    metric = Faithfulness(strategy=strategy, decomposer=decomposer)  # type: ignore[arg-type]
+    return _with_verifier(metric, threshold, chunk_chars)
 
 
-def _verifier_options(threshold: str | None, chunk_chars: str | None) -> dict[str, Any]:
-    """``--set M.threshold=0.7`` / ``--set M.chunk_chars=3000`` for the statement-verifying metrics."""
-    options: dict[str, Any] = {}
+def _with_verifier(metric: Any, threshold: str | None, chunk_chars: str | None) -> Metric:
+    """``metric`` with ``--set M.threshold=0.7`` / ``--set M.chunk_chars=3000`` applied to its verifier."""
+    overrides: dict[str, Any] = {}
     if threshold is not None:
-        options["threshold"] = float(threshold)
+        overrides["threshold"] = float(threshold)
     if chunk_chars is not None:
-        options["chunk_chars"] = int(chunk_chars)
-    return options
+        overrides["chunk_chars"] = int(chunk_chars)
+    if overrides:
+        metric = dataclasses.replace(metric, verifier=dataclasses.replace(metric.verifier, **overrides))
+    built: Metric = metric
+    return built
 
 
 def _binary_grader(criteria: str, name: str = "binary_grader") -> Metric:
@@ -176,8 +179,7 @@ def _context_precision(reference: bool | None) -> Callable[..., Metric]:
 def _context_recall(decomposer: str = "llm", threshold: str | None = None, chunk_chars: str | None = None) -> Metric:
     from assay.metrics._rag import ContextRecall
 
-    options = _verifier_options(threshold, chunk_chars)
-    return ContextRecall(decomposer=decomposer, **options)  # type: ignore[arg-type]
+    return _with_verifier(ContextRecall(decomposer=decomposer), threshold, chunk_chars)  # type: ignore[arg-type]
 
 
 def _factual_correctness(
@@ -185,8 +187,8 @@ def _factual_correctness(
 ) -> Metric:
     from assay.metrics._rag import FactualCorrectness
 
-    options = _verifier_options(threshold, chunk_chars)
-    return FactualCorrectness(mode=mode, decomposer=decomposer, **options)  # type: ignore[arg-type]
+    metric = FactualCorrectness(mode=mode, decomposer=decomposer)  # type: ignore[arg-type]
+    return _with_verifier(metric, threshold, chunk_chars)
 
 
 def _tool_call_accuracy(strict_order: str = "true", ignore_extra_arguments: str = "false") -> Metric:

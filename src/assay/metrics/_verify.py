@@ -37,8 +37,6 @@ from assay.parsing import Unparsed
 from assay.prompts import Example, JudgePrompt, ask
 
 __all__ = [
-    "DEFAULT_CHUNK_CHARS",
-    "DEFAULT_THRESHOLD",
     "STATEMENT_PROMPT",
     "STATEMENT_PROMPT_V1",
     "StatementCheck",
@@ -123,12 +121,6 @@ STATEMENT_PROMPT: JudgePrompt[StatementCheck, StatementJudgement] = JudgePrompt(
         ),
     ),
 )
-
-DEFAULT_THRESHOLD = 0.5
-"""P(supported) at or above which a statement is supported, for judges read from the logits."""
-
-DEFAULT_CHUNK_CHARS = 2000
-"""Contexts longer than this are judged chunk by chunk (max over chunks)."""
 
 VERDICT_PREFIX = '{"verdict": '
 REASON_PREFIX = '{"verdict": 0, "reason": "'
@@ -216,8 +208,8 @@ class StatementVerifier:
     """
 
     method: Literal["auto", "threshold", "generate"] = "auto"
-    threshold: float = DEFAULT_THRESHOLD
-    chunk_chars: int = DEFAULT_CHUNK_CHARS
+    threshold: float = 0.5
+    chunk_chars: int = 2000
     reasons: Literal["failing", "all", "none"] = "failing"
     prompt: JudgePrompt[StatementCheck, StatementJudgement] = STATEMENT_PROMPT
     config: GenerateConfig = field(default_factory=lambda: GenerateConfig(max_tokens=160))
@@ -238,6 +230,7 @@ class StatementVerifier:
             "chunk_chars": self.chunk_chars,
             "reasons": self.reasons,
             "prompt": f"{self.prompt.name} v{self.prompt.version}",
+            "config": self.config.model_dump(),
         }
 
     def uses_threshold(self, judge: JudgeModel) -> bool:
