@@ -16,11 +16,12 @@ from __future__ import annotations
 import asyncio
 import atexit
 import copy
+import functools
 import json
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,24 @@ def json_string_grammar(gbnf: str) -> str:
             raise JudgeError("unexpected JSON grammar from llama-cpp-python: cannot bound its string characters")
         return gbnf
     return gbnf.replace(_LOOSE_CHAR, _JSON_CHAR)
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading token ids ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+@functools.lru_cache(maxsize=8)
+def _string_body_grammar(max_chars: int) -> Any:
+    """The rest of one JSON string (no quote, backslash or control character), then its closing quote."""
+    import llama_cpp
+
+    return llama_cpp.llama_grammar.LlamaGrammar.from_string(_STRING_BODY_GBNF % max_chars, verbose=False)
 
 
 class LocalJudge:
@@ -207,17 +226,7 @@ class LocalJudge:
             except ValueError as exc:  # llama-cpp-python raises ValueError for context overflow
                 raise JudgeError(f"local model rejected the prompt: {exc}") from exc
         choice = result["choices"][0]
-        usage = result.get("usage") or {}
-        return JudgeResponse(
-            text=choice["message"].get("content") or "",
-            model=self.model_id,
-            usage=Usage(
-                prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                completion_tokens=int(usage.get("completion_tokens", 0)),
-            ),
-            latency_s=time.perf_counter() - started,
-            finish_reason=choice.get("finish_reason"),
-        )
+        return self._response(choice["message"].get("content") or "", choice, result, started)
 
     async def generate(
         self,
@@ -246,14 +255,34 @@ class LocalJudge:
             )
         return self._chat_formatter
 
+    def _tokenizer(self, llama: Any, messages: Sequence[ChatMessage]) -> Callable[[str], list[int]]:
+        """Token ids of the chat-formatted ``messages`` followed by the start of the answer."""
+        formatted = self._formatter(llama)(messages=[dict(m) for m in messages])
+
+        def tokens(answer_start: str) -> list[int]:
+            text = (formatted.prompt + answer_start).encode("utf-8")
+            return list(llama.tokenize(text, add_bos=not formatted.added_special, special=True))
+
+        return tokens
+
+    def _response(self, text: str, choice: dict[str, Any], result: dict[str, Any], started: float) -> JudgeResponse:
+        usage = result.get("usage") or {}
+        return JudgeResponse(
+            text=text,
+            model=self.model_id,
+            usage=Usage(
+                prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                completion_tokens=int(usage.get("completion_tokens", 0)),
+            ),
+            latency_s=time.perf_counter() - started,
+            finish_reason=choice.get("finish_reason"),
+        )
+
     def _eval_with_prefix_reuse(self, llama: Any, tokens: list[int]) -> None:
         """Evaluate ``tokens``, re-using the KV cache of the longest prefix already evaluated."""
-        common = 0
-        for a, b in zip(llama._input_ids.tolist(), tokens, strict=False):
-            if a != b:
-                break
-            common += 1
-        common = min(common, len(tokens) - 1)  # always evaluate one token for fresh logits
+        common = min(
+            _common_prefix(llama._input_ids.tolist(), tokens), len(tokens) - 1
+        )  # always evaluate one token for fresh logits
         if common > 0 and llama._ctx.kv_cache_seq_rm(-1, common, -1):
             llama.n_tokens = common
         else:
@@ -270,22 +299,13 @@ class LocalJudge:
         import numpy as np
 
         llama = self.load()
-        formatted = self._formatter(llama)(messages=[dict(m) for m in messages])
-        text = formatted.prompt + prefix
-
-        def tok(t: str) -> list[int]:
-            return list(llama.tokenize(t.encode("utf-8"), add_bos=not formatted.added_special, special=True))
-
-        base = tok(text)
+        tok = self._tokenizer(llama, messages)
+        base = tok(prefix)
         contexts: set[int] = set()
         first: dict[str, int] = {}
         for choice in choices:
-            ids = tok(text + choice)
-            common = 0
-            for a, b in zip(base, ids, strict=False):
-                if a != b:
-                    break
-                common += 1
+            ids = tok(prefix + choice)
+            common = _common_prefix(base, ids)
             if common >= len(ids):
                 raise ConfigError(f"choice {choice!r} adds no token after the prefix")
             contexts.add(common)
@@ -321,19 +341,12 @@ class LocalJudge:
     def _complete_sync(
         self, messages: Sequence[ChatMessage], prefix: str, max_chars: int, config: GenerateConfig
     ) -> JudgeResponse:
-        import llama_cpp
 
         llama = self.load()
-        formatted = self._formatter(llama)(messages=[dict(m) for m in messages])
-        tokens = list(
-            llama.tokenize(
-                (formatted.prompt + prefix).encode("utf-8"), add_bos=not formatted.added_special, special=True
-            )
-        )
+        tokens = self._tokenizer(llama, messages)(prefix)
         if len(tokens) + 8 > self.n_ctx:
             raise JudgeError(f"prompt of {len(tokens)} tokens exceeds the context window ({self.n_ctx})")
-        # The rest of one JSON string: no quote, backslash or newline inside, then the closing quote.
-        grammar = llama_cpp.llama_grammar.LlamaGrammar.from_string(_STRING_BODY_GBNF % max_chars, verbose=False)
+        grammar = _string_body_grammar(max_chars)
         started = time.perf_counter()
         with _LOCKS[self._key]:
             result = llama.create_completion(
@@ -344,17 +357,7 @@ class LocalJudge:
                 seed=config.seed + config.repeat,
             )
         choice = result["choices"][0]
-        usage = result.get("usage") or {}
-        return JudgeResponse(
-            text=str(choice.get("text") or "").removesuffix('"'),
-            model=self.model_id,
-            usage=Usage(
-                prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                completion_tokens=int(usage.get("completion_tokens", 0)),
-            ),
-            latency_s=time.perf_counter() - started,
-            finish_reason=choice.get("finish_reason"),
-        )
+        return self._response(str(choice.get("text") or "").removesuffix('"'), choice, result, started)
 
     async def complete_string(
         self,
