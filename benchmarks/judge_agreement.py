@@ -159,16 +159,6 @@ def model_slug(judge: JudgeModel) -> str:
     return judge.model_id.replace(":", "_").replace("/", "_")
 
 
-def load_cache(path: Path, legacy: list[Path]) -> dict[str, Any]:
-    """The cache, with the per-size cache files of earlier versions of this script merged in."""
-    cache: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
-    for old in legacy:
-        for key, items in json.loads(old.read_text()).items():
-            for item_id, entry in items.items():
-                cache.setdefault(key, {}).setdefault(item_id, entry)
-    return cache
-
-
 async def score_items(
     judge: JudgeModel,
     name: str,
@@ -362,7 +352,7 @@ async def main() -> None:
     rows = {name: load(name, args.n, args.seed) for name in sets}
     CACHE.mkdir(exist_ok=True)
     path = CACHE / f"agreement-{model_slug(judge)}-s{args.seed}.json"
-    cache = load_cache(path, sorted(CACHE.glob(f"agreement-{model_slug(judge)}-n*-s{args.seed}.json")))
+    cache: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
 
     def save() -> None:
         path.write_text(json.dumps(cache))
