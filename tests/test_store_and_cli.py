@@ -190,3 +190,19 @@ def test_store_records_replace_and_round_trip(tmp_path: Path) -> None:
     assert record["scores"]["faithfulness"]["value"] == 1.0
     out = io.StringIO()
     assert store.export("r1", out, "jsonl") == 1
+
+
+def test_ctrl_c_arms_a_watchdog_that_gives_up_on_a_hung_wind_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from assay.cli import _run
+
+    monkeypatch.setattr(_run, "INTERRUPT_GRACE_S", 0.2)
+    gave_up = threading.Event()
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt), _run._bounded_interrupt(gave_up.set):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # the handler raises here
+    assert not gave_up.is_set(), "the watchdog waits for the grace period"
+    assert gave_up.wait(2), "a run that does not wind down is given up on"
+    assert signal.getsignal(signal.SIGINT) is before, "the previous handler is restored"
