@@ -223,6 +223,12 @@ def test_bare_interjections_are_not_statements_but_stay_in_the_raw_output() -> N
     assert '"No."' in (s.calls[0].raw_output or "")
 
 
+def test_sentence_split_drops_interjections_too() -> None:
+    sample = Sample(id="r", answer="No. Refunds are not possible after 30 days.", contexts=("x",))
+    s = score([verdict(1)], Faithfulness(decomposer="sentences"), sample)
+    assert [v.subject for v in s.verdicts] == ["Refunds are not possible after 30 days."]
+
+
 def test_an_answer_of_only_interjections_is_unscored() -> None:
     s = score([json.dumps({"statements": ["Yes.", "Okay"]})])
     assert s.unscored_reason is UnscoredReason.NO_STATEMENTS

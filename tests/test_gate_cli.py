@@ -64,7 +64,7 @@ DATASETS = {
     "pass": rows("The sky is blue. The sky is vast.", "The sky is blue. The sky is wide."),
     "fail": rows("The sky is blue. The grass is red.", "The sky is blue. The sky is high."),
     "flaky": rows("The sky is blue. The sky is maybe green. The sky is big.", "The sky is blue. The sky is wide."),
-    "unscored": rows("The sky is blue. The sky is wide.", "The sky is blue. BROKEN.", "The sky is high."),
+    "unscored": rows("The sky is blue. The sky is wide.", "The sky is blue. It is BROKEN.", "The sky is high."),
 }
 
 

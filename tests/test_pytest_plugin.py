@@ -90,13 +90,13 @@ def test_unscored_fails_with_its_reason_never_silently(pytester: pytest.Pytester
         pytester,
         """
 def test_unscored():
-    assert_faithful(sample("The sky is blue. BROKEN."), min=0.0, judge=judge, metric=metric)
+    assert_faithful(sample("The sky is blue. It is BROKEN."), min=0.0, judge=judge, metric=metric)
 """,
     )
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "unscored, which never passes" in out
-    assert "unscored (refusal): statement 2 ('BROKEN.'): I cannot judge that" in out
+    assert "unscored (refusal): statement 2 ('It is BROKEN.'): I cannot judge that" in out
 
 
 def test_assert_grade_with_a_criteria_string(pytester: pytest.Pytester) -> None:

@@ -112,7 +112,7 @@ class SentenceDecomposer:
     async def decompose(self, question: str, answer: str, judge: JudgeModel) -> Decomposition:
         """Split ``answer`` into sentences."""
         sentences = (s.strip() for s in _segmenter(self.language).segment(answer))
-        return Decomposition(tuple(s for s in sentences if any(c.isalnum() for c in s)))
+        return Decomposition(tuple(s for s in sentences if is_checkable(s)))
 
 
 @dataclass(frozen=True)
