@@ -8,10 +8,14 @@ STAMP := $(VENV)/.assay-installed
 # one: -march=native can emit AMX instructions that some virtual machines advertise but do
 # not allow (SIGILL), so AMX stays off. AVX-512 (with VNNI) processes prompts ~1.4x faster
 # than AVX2 on the same cores (docs/design/judging.md); machines without it get AVX2.
-AVX512 := $(shell grep -qw avx512_vnni /proc/cpuinfo 2>/dev/null && grep -qw avx512bw /proc/cpuinfo && echo yes)
+has_cpu_flag = $(shell grep -qw $(1) /proc/cpuinfo 2>/dev/null && echo yes)
 LLAMA_SIMD := -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
-ifeq ($(AVX512),yes)
-LLAMA_SIMD += -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_BF16=ON
+ifeq ($(call has_cpu_flag,avx512f)$(call has_cpu_flag,avx512bw)$(call has_cpu_flag,avx512vl)$(call has_cpu_flag,avx512dq),yesyesyesyes)
+LLAMA_SIMD += -DGGML_AVX512=ON
+# Each extension only where the CPU lists it (Cascade Lake has VNNI but neither VBMI nor BF16).
+LLAMA_SIMD += $(if $(call has_cpu_flag,avx512_vnni),-DGGML_AVX512_VNNI=ON)
+LLAMA_SIMD += $(if $(call has_cpu_flag,avx512vbmi),-DGGML_AVX512_VBMI=ON)
+LLAMA_SIMD += $(if $(call has_cpu_flag,avx512_bf16),-DGGML_AVX512_BF16=ON)
 else
 LLAMA_SIMD += -DGGML_AVX512=OFF
 endif

@@ -138,7 +138,7 @@ def is_checkable(statement: str) -> bool:
 
     Small judges sometimes return a bare "No." or "Sure." as a statement. It states no
     fact, so judging it against a context only adds noise (a faithful "No, refunds are
-    not possible" answer lost a point for its "No."). What was dropped stays visible in
-    the extraction call's raw output.
+    not possible" answer lost a point for its "No."). Applied by every decomposer; what
+    the LLM decomposer dropped stays visible in its extraction call's raw output.
     """
     return sum(1 for word in statement.split() if any(c.isalnum() for c in word)) >= 2
