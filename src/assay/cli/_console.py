@@ -6,12 +6,28 @@ import math
 
 from rich.console import Console
 
-__all__ = ["EXIT_BAD_ROWS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "err_console", "fmt_score", "out_console"]
+__all__ = [
+    "EXIT_BAD_ROWS",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_UNSCORED",
+    "EXIT_USAGE",
+    "err_console",
+    "fmt_score",
+    "out_console",
+]
 
+# ``assay run``'s exit codes, which CI relies on (README, "Exit codes").
 EXIT_OK = 0
+"""Every row was evaluated and the unscored share is within ``--max-unscored``."""
 EXIT_USAGE = 1
+"""Could not run: a usage error, an unreadable or empty input, a resume that does not match."""
 EXIT_BAD_ROWS = 2
+"""Evaluated, but some input rows were invalid (each reported as ``file:line: what``)."""
+EXIT_UNSCORED = 3
+"""Evaluated, but nothing was scored or the unscored share exceeds ``--max-unscored``."""
 EXIT_INTERRUPTED = 130
+"""Interrupted (Ctrl-C); every finished sample is stored and ``--resume`` continues."""
 
 out_console = Console()
 # Messages are never hard-wrapped: an error naming a long path or row stays one line, so

@@ -14,13 +14,13 @@ import ipaddress
 import json
 import math
 import os
-import re
 import time
 from collections.abc import Mapping
 from types import TracebackType
 from typing import ClassVar, Generic, Protocol, Self, TypeVar
 from urllib.parse import urlsplit
 
+from assay._safety import redact_secrets
 from assay.errors import ConfigError, JudgeError
 
 __all__ = [
@@ -39,9 +39,6 @@ LOCAL_PLACEHOLDER_KEY = "not-needed"
 
 _LOCAL_NAMES = frozenset({"localhost", "host.docker.internal"})
 _EXCERPT_CHARS = 300
-_SECRET_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{4})[A-Za-z0-9_\-]{4,}")
-
-
 class JudgeHTTPError(JudgeError):
     """An OpenAI-compatible or Anthropic server failed to answer.
 
@@ -224,9 +221,7 @@ class HTTPJudge(Generic[ClientT]):
         )
 
     def _redact(self, text: str) -> str:
-        if self._secret:
-            text = text.replace(self._secret, "[redacted]")
-        return _SECRET_LIKE.sub(r"\1...[redacted]", text)
+        return redact_secrets(text, self._secret)
 
 
 def body_text(body: object) -> str:
