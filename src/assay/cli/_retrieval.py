@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +14,7 @@ from rich.table import Table
 from assay.cli._console import EXIT_USAGE, err_console, out_console
 from assay.errors import AssayError
 from assay.retrieval import (
+    DEFAULT_MEASURES,
     LLMJudge,
     RelevanceJudge,
     RetrievalReport,
@@ -116,7 +118,11 @@ def trec(
     run: Annotated[Path, typer.Argument(help="TREC run: QID Q0 DOC RANK SCORE RUN.")],
     measure: Annotated[
         list[str] | None,
-        typer.Option("--measure", "-m", help="trec_eval measure, e.g. map, P.5,10, ndcg_cut.10."),
+        typer.Option(
+            "--measure",
+            "-m",
+            help="trec_eval measure or nickname, e.g. map, P.5,10, ndcg_cut.10, all_trec (default: official).",
+        ),
     ] = None,
     per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also print each query's values.")] = False,
     level: Annotated[int, typer.Option("--level", "-l", help="Relevance threshold (trec_eval -l).")] = 1,
@@ -127,12 +133,16 @@ def trec(
     table: Annotated[bool, typer.Option("--table", help="Print a rich table instead.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead.")] = False,
 ) -> None:
-    """Evaluate a TREC run against qrels, with trec_eval's semantics and output format."""
+    """Evaluate a TREC run against qrels, with trec_eval's semantics and output format.
+
+    Without --measure, prints trec_eval's default (official) set; the plain output is
+    byte-for-byte what trec_eval 9.x prints for the same options.
+    """
     try:
         result = evaluate_trec(
             read_qrels(qrels),
             read_run(run),
-            measure or ["all_trec"],
+            measure or DEFAULT_MEASURES,
             level=level,
             complete=complete,
         )
@@ -142,7 +152,9 @@ def trec(
     if as_json:
         payload: dict[str, object] = {"run": result.run_name, "aggregate": result.aggregate}
         if per_query:
-            payload["per_query"] = result.per_query
+            payload["per_query"] = {
+                qid: {**values, **result.per_query_text.get(qid, {})} for qid, values in result.per_query.items()
+            }
         typer.echo(json.dumps(payload, indent=1))
     elif table:
         t = Table(title=f"trec · {escape(result.run_name)}", title_justify="left")
@@ -153,8 +165,8 @@ def trec(
             name, qid, value = line.split("\t")
             t.add_row(name.strip(), qid, value)
         out_console.print(t)
-    else:
-        for line in result.lines(per_query=per_query):
-            typer.echo(line)
+    else:  # trec_eval's bytes (tabs and newlines kept), nothing else
+        sys.stdout.write(result.text(per_query=per_query))
+        sys.stdout.flush()
     if result.run_only_queries:
         err_console.print(f"[yellow]{len(result.run_only_queries)} run queries have no qrels and were skipped[/yellow]")

@@ -61,6 +61,8 @@ from assay.retrieval._measures import (
     reciprocal_rank,
 )
 from assay.retrieval._trec import (
+    DEFAULT_MEASURES,
+    NICKNAMES,
     Qrels,
     Run,
     TrecEvaluation,
@@ -75,7 +77,9 @@ from assay.retrieval._trec import (
 )
 
 __all__ = [
+    "DEFAULT_MEASURES",
     "METRICS",
+    "NICKNAMES",
     "NONPOOL",
     "PAD",
     "UNJUDGED",
