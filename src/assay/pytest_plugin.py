@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from assay._safety import printable
 from assay._samples import Sample
 from assay._scores import Score
 from assay.metrics import BinaryJudgeGrader, Faithfulness, Metric
@@ -69,11 +70,16 @@ def score_sample(sample: Sample | Mapping[str, Any], metric: Metric, judge: Judg
 
 
 def _describe(score: Score, sample: Sample, what: str) -> str:
-    lines = [f"assay {score.metric} of sample {sample.id!r}: {what}"]
+    # The judge's words and the sample's text are untrusted: no raw control character
+    # reaches the terminal that shows the failure (assay._safety.printable).
+    def shown(text: object) -> str:
+        return printable(text, markup=False)
+
+    lines = [f"assay {shown(score.metric)} of sample {shown(repr(sample.id))}: {what}"]
     if score.unscored_reason is not None:
-        lines.append(f"  unscored ({score.unscored_reason.value}): {score.detail or 'no detail'}")
+        lines.append(f"  unscored ({score.unscored_reason.value}): {shown(score.detail or 'no detail')}")
     for verdict in score.failing:
-        lines.append(f"  ✗ {verdict.subject}\n      judge: {verdict.reason or '(no reason given)'}")
+        lines.append(f"  ✗ {shown(verdict.subject)}\n      judge: {shown(verdict.reason or '(no reason given)')}")
     supported = [v for v in score.verdicts if v.value in (1, "PASS")]
     if supported:
         lines.append(f"  ({len(supported)} of {len(score.verdicts)} verdicts positive)")

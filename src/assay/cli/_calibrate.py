@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 import assay
+from assay._safety import printable, redact_url
 from assay._samples import Sample
 from assay._scores import MetricSpec, Score, UnscoredReason, Verdict
 from assay.analysis._agreement import Agreement, agreement
@@ -36,8 +36,8 @@ from assay.cli._run import _load_local
 from assay.errors import AssayError, ConfigError, SampleError
 from assay.metrics._graders import BinaryJudgeGrader
 from assay.metrics._verify import StatementVerifier
-from assay.models import JUDGE_FORMS, JudgeModel, LocalJudge, ResilientJudge, close_judge, get_judge
-from assay.run import RunSpec, RunStore, SampleResult, new_run_id
+from assay.models import JUDGE_FORMS, JudgeModel, LocalJudge, close_judge, get_judge
+from assay.run import Limits, RunSpec, RunStore, SampleResult, build_judge_stack, new_run_id
 
 __all__ = ["CalibrationItem", "CalibrationOutcome", "calibrate", "judge_item", "read_items"]
 
@@ -224,7 +224,7 @@ def _print_report(
     for name, a in by_source.items():
         k = a.confusion
         sources.add_row(
-            escape(name),
+            printable(name),
             str(a.n),
             _fmt_ci(a.balanced_accuracy, a.balanced_accuracy_ci),
             _fmt_ci(a.kappa, a.kappa_ci),
@@ -246,7 +246,7 @@ def _print_report(
             table.add_column(column)
         for o in disagreements[:n_show]:
             p = "—" if o.probability is None else f"{o.probability:.2f}"
-            table.add_row(escape(o.item.id), str(o.item.label), str(o.pred), p, escape(o.reason))
+            table.add_row(printable(o.item.id, breaks=False), str(o.item.label), str(o.pred), p, printable(o.reason))
         out_console.print(table)
 
 
@@ -316,7 +316,7 @@ def calibrate(
         judge_model = get_judge(judge, base_url=base_url)
         store = RunStore(store_path)
     except AssayError as exc:
-        err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+        err_console.print(f"[red]error:[/red] {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
     kinds = sorted({i.kind for i in items})
     metrics: list[MetricSpec] = []
@@ -331,7 +331,7 @@ def calibrate(
             dataset=str(data),
             judge=judge,
             judge_model=judge_model.model_id,
-            base_url=base_url,
+            base_url=redact_url(base_url),  # never a credential in the store
             metrics=tuple(metrics),
             options={"threshold": threshold, "limit": limit, "seed": seed, "kinds": kinds},
             engine="calibrate",
@@ -340,7 +340,7 @@ def calibrate(
     )
     for error in errors:
         store.record_error(run_id, error)
-        err_console.print(f"[red]skipped[/red] {escape(str(error))}")
+        err_console.print(f"[red]skipped[/red] {printable(str(error))}")
     try:
         with Progress(
             SpinnerColumn(),
@@ -350,11 +350,9 @@ def calibrate(
             TimeElapsedColumn(),
             console=err_console,
         ) as progress:
-            runner: JudgeModel = judge_model
             if isinstance(judge_model, LocalJudge):
                 _load_local(judge_model, progress)
-            else:
-                runner = ResilientJudge(judge_model)
+            runner = build_judge_stack(judge_model, limits=Limits())
             task = progress.add_task(f"judging ({run_id})", total=len(items))
 
             def on_done(outcome: CalibrationOutcome) -> None:
@@ -369,7 +367,7 @@ def calibrate(
         raise typer.Exit(130) from None
     except AssayError as exc:
         store.set_status(run_id, "failed")
-        err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+        err_console.print(f"[red]error:[/red] {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
     scored = [o for o in outcomes if o.pred is not None]
     overall = agreement([o.item.label for o in scored], [o.pred for o in scored if o.pred is not None], seed=seed)
@@ -383,7 +381,7 @@ def calibrate(
     }
     store.set_status(run_id, "finished", _summary(outcomes, overall, by_source))
     store.close()
-    out_console.print(f"calibration of [bold]{escape(judge_model.model_id)}[/bold] on {escape(str(data))}")
+    out_console.print(f"calibration of [bold]{printable(judge_model.model_id)}[/bold] on {printable(data)}")
     _print_report(overall, by_source, outcomes, disagreements)
-    out_console.print(f"stored in {store_path} as run [bold]{run_id}[/bold] · 'assay runs show {run_id}'")
+    out_console.print(f"stored in {printable(store_path)} as run [bold]{run_id}[/bold] · 'assay runs show {run_id}'")
     raise typer.Exit(EXIT_BAD_ROWS if errors else EXIT_OK)

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Annotated, Any, Final
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
+from assay._safety import printable
 from assay.analysis import (
     GatePolicy,
     GateResult,
@@ -34,6 +34,7 @@ from assay.analysis import (
 )
 from assay.cli._console import err_console, fmt_score, out_console
 from assay.errors import AssayError
+from assay.report import gate_summary_markdown
 from assay.run import RunStore
 
 __all__ = ["EXIT_FAIL", "EXIT_FLAKY", "EXIT_PASS", "EXIT_USAGE_GATE", "gate", "render_gate"]
@@ -65,7 +66,7 @@ def _number(kind: type[float] | type[int], low: float, high: float) -> Callable[
 
 
 def _usage(message: str) -> typer.Exit:
-    err_console.print(f"[red]error:[/red] {escape(message)}")
+    err_console.print(f"[red]error:[/red] {printable(message)}")
     return typer.Exit(EXIT_USAGE_GATE)
 
 
@@ -79,16 +80,24 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
     unit = "every sample" if policy.gates_samples else "the run mean"
     rule = "no unsupported statement" if policy.strict else f"{result.metric} >= {policy.threshold:g}"
     colour = {"pass": "green", "fail": "red", "flaky": "yellow", "unscored": "yellow"}[result.outcome]
-    source = (
-        f"from {result.n_repeats} repeats"
-        if result.method == "repeats"
-        else f"binomial model, flip rate {result.flip_rate:g} ({result.flip_rate_source})"
-    )
+    if result.method == "repeats":
+        passing = sum(result.repeat_passes)
+        noise = (
+            f"P(pass) {_pct(result.p_pass)} (from {result.n_repeats} repeats; the gate passes on "
+            f"{passing}/{len(result.repeat_passes)} of them) · flake probability {_pct(result.flake_probability)} "
+            f"(max {policy.max_flake:g})"
+        )
+    else:
+        noise = (
+            f"single run: decided on what it observed · estimated P(pass) {_pct(result.p_pass)} (binomial model, "
+            f"flip rate {result.flip_rate:g} ({result.flip_rate_source})) · estimated flip probability "
+            f"{_pct(result.reversal_probability)}: re-run with 'assay run --repeats 3' to measure it"
+        )
+    run = printable(run_id, breaks=False)
     out_console.print(
-        f"[bold {colour}]GATE {result.outcome.upper()}[/bold {colour}]: {escape(rule)} on {unit} · run {run_id} · "
+        f"[bold {colour}]GATE {result.outcome.upper()}[/bold {colour}]: {printable(rule)} on {unit} · run {run} · "
         f"observed {'pass' if result.observed_pass else 'fail'} · mean {fmt_score(result.mean)} "
-        f"[{fmt_score(result.ci[0])}, {fmt_score(result.ci[1])}] · P(pass) {_pct(result.p_pass)} ({source}) · "
-        f"flake probability {_pct(result.flake_probability)} (max {policy.max_flake:g})",
+        f"[{fmt_score(result.ci[0])}, {fmt_score(result.ci[1])}] · {noise}",
         soft_wrap=True,
     )
     n_scored = sum(s.is_scored for s in result.samples)
@@ -102,7 +111,11 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
             f"[yellow]unscored results above the limit: {result.unscored_share:.3f} > {policy.max_unscored:g}[/yellow]"
         )
     failing = result.failing
-    flaky = [s for s in result.samples if s.is_scored and s.passed and s.stability != "stable_pass"]
+    flaky = [
+        s
+        for s in result.samples
+        if result.method == "repeats" and s.is_scored and s.passed and s.stability != "stable_pass"
+    ]
     shown = [*failing, *flaky] if policy.gates_samples else list(failing)
     if shown:
         table = Table(
@@ -116,23 +129,25 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
         table.add_column("statements that sank it (judge's reason)")
         for s in shown:
             sinkers = "\n".join(
-                f"✗ {escape(k.subject)} [dim]({escape(k.reason)})[/dim]"
+                f"✗ {printable(k.subject)} [dim]({printable(k.reason)})[/dim]"
                 + (f" [{k.failed}/{k.repeats} repeats]" if k.repeats > 1 else "")
                 for k in s.sinkers
             )
             interval = f"\n[{s.interval[0]:.2f}, {s.interval[1]:.2f}]" if s.interval else ""
             table.add_row(
                 str(s.line),
-                escape(s.id),
+                printable(s.id, breaks=False),
                 fmt_score(s.score),
                 f"{_pct(s.p_pass)}{interval}",
-                escape(s.why or "flaky"),
+                printable(s.why or "flaky"),
                 sinkers or "—",
             )
         out_console.print(table)
     for s in result.unscored_samples:
         reasons = "; ".join(s.unscored) or "unscored"
-        out_console.print(f"unscored: line {s.line} {escape(s.id)}: {escape(reasons)}", soft_wrap=True)
+        out_console.print(
+            f"unscored: line {s.line} {printable(s.id, breaks=False)}: {printable(reasons)}", soft_wrap=True
+        )
     if result.n_repeats > 1:
         out_console.print(
             f"judge noise from repeats: flip rate {_pct(report.flip_rate)} over {report.n_statements_compared} "
@@ -140,9 +155,14 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
             f"{_pct(report.set_change_share)} of repeats",
             soft_wrap=True,
         )
+        out_console.print(
+            f"decomposition: statement sets differed across repeats in {report.n_sets_changed}/{report.n_compared} "
+            f"samples · scores moved in {report.n_scores_moved} ({report.n_moved_without_flip} with no verdict flip)",
+            soft_wrap=True,
+        )
     _print_advice(result)
     for note in result.notes:
-        out_console.print(f"[dim]note: {escape(note)}[/dim]", soft_wrap=True)
+        out_console.print(f"[dim]note: {printable(note)}[/dim]", soft_wrap=True)
 
 
 def _print_advice(result: GateResult) -> None:
@@ -182,7 +202,7 @@ def gate(
     metric: Annotated[str, typer.Option("--metric", "-m", help="The metric to gate.")] = "faithfulness",
     min_score: Annotated[
         float, typer.Option("--min", parser=_number(float, 0.0, 1.0), help="The gate: score >= MIN.")
-    ] = 0.8,
+    ] = GatePolicy.threshold,
     per_sample: Annotated[bool, typer.Option("--per-sample", help="Gate every sample, not the run mean.")] = False,
     strict: Annotated[
         bool, typer.Option("--strict", help="Any unsupported statement fails its sample (implies --per-sample).")
@@ -213,19 +233,34 @@ def gate(
     ] = None,
     seed: Annotated[int, typer.Option("--seed", parser=_number(int, 0, 2**63 - 1), help="Simulation seed.")] = 0,
     store_path: Annotated[Path, typer.Option("--store", help="The run store (SQLite).")] = Path(".assay/runs.sqlite"),
+    latest: Annotated[
+        bool, typer.Option("--latest", help="Gate the newest run in the store (instead of RUN_ID).")
+    ] = False,
+    summary_md: Annotated[
+        Path | None,
+        typer.Option(
+            "--summary-md",
+            metavar="FILE",
+            help='Append a Markdown job summary to FILE (in GitHub Actions: "$GITHUB_STEP_SUMMARY").',
+        ),
+    ] = None,
 ) -> None:
     """Gate a stored run: pass, fail, or flaky, with the statements that sank each failing sample.
 
-    P(pass) comes from the run's repeats (assay run --repeats N) or, for a single run,
-    from the binomial model: each statement's verdict flips with probability --flip-rate.
+    With repeats (assay run --repeats N), P(pass) comes from the repeats' scores and the
+    gate is flaky when they disagree. A single run decides on what it observed (pass or
+    fail) and prints the binomial model's estimate of how likely a rerun is to reverse it
+    (each statement's verdict flips with probability --flip-rate).
 
-    Exit codes: 0 pass; 1 fail; 2 flaky, or unscored results above --max-unscored;
-    3 usage error (unknown run or metric, bad option).
+    Exit codes: 0 pass; 1 fail; 2 flaky (repeats disagree), or unscored results above
+    --max-unscored; 3 usage error (unknown run or metric, bad option).
     """
     if ctx.args:
         raise _usage(f"unexpected arguments: {' '.join(ctx.args)} (see 'assay gate --help')")
-    if run_id is None:
-        raise _usage("give the RUN_ID to gate (see 'assay runs list')")
+    if run_id is not None and latest:
+        raise _usage("give a RUN_ID or --latest, not both")
+    if run_id is None and not latest:
+        raise _usage("give the RUN_ID to gate, or --latest for the newest run (see 'assay runs list')")
     if not store_path.exists():
         raise _usage(f"no run store at {store_path}; 'assay run' creates one (or pass --store)")
     try:
@@ -240,7 +275,12 @@ def gate(
             seed=seed,
         )
         with RunStore(store_path) as store:
+            if run_id is None:
+                run_id = store.latest()
+                err_console.print(f"gating the latest run in {printable(str(store_path))}: {printable(run_id)}")
+            status = store.info(run_id).status
             records = list(store.records(run_id))
+            n_row_errors = len(store.row_errors(run_id))
     except (AssayError, ValueError) as exc:
         raise _usage(str(exc)) from None
     try:
@@ -250,4 +290,22 @@ def gate(
         raise _usage(f"run {run_id} has no metric {metric!r}; its metrics: {names}") from None
     result = evaluate_gate(report, policy)
     render_gate(result, report, run_id)
+    notes = []
+    if status != "finished":
+        notes.append(f"run {run_id} is {status}, not finished: its results may be incomplete")
+    if n_row_errors:
+        notes.append(f"{n_row_errors} input rows of run {run_id} were invalid and not judged (see 'assay runs show')")
+    for note in notes:
+        out_console.print(f"[yellow]note: {printable(note)}[/yellow]", soft_wrap=True)
+    if summary_md is not None:
+        reports = {
+            name: report if name == metric else analyze_repeats(records, name, seed=seed)
+            for name in metrics_in(records)
+        }
+        text = gate_summary_markdown(result, reports, run_id=run_id, notes=notes)
+        try:
+            with summary_md.open("a", encoding="utf-8") as out:
+                out.write(text)
+        except OSError as exc:
+            raise _usage(f"cannot append the summary to {summary_md}: {exc}") from None
     raise typer.Exit(_EXIT[result.outcome])

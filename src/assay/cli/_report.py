@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
+from assay._safety import printable
 from assay.cli._console import EXIT_USAGE, err_console
 from assay.errors import AssayError
 from assay.report import write_report
@@ -34,18 +34,18 @@ def report(
 ) -> None:
     """Write RUN's report as one self-contained HTML file: summary with CIs, charts, samples, verdicts."""
     if not store.exists():
-        err_console.print(f"[red]error:[/red] no run store at {escape(str(store))}; 'assay run' creates one")
+        err_console.print(f"[red]error:[/red] no run store at {printable(str(store))}; 'assay run' creates one")
         raise typer.Exit(EXIT_USAGE)
     try:
         with RunStore(store) as runs:
             data = write_report(runs, run_id, out, compare, threshold, prices=PriceTable.load(prices), seed=seed)
     except AssayError as exc:
-        err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+        err_console.print(f"[red]error:[/red] {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
     except OSError as exc:
-        err_console.print(f"[red]error:[/red] cannot write {escape(str(out))}: {escape(str(exc))}")
+        err_console.print(f"[red]error:[/red] cannot write {printable(str(out))}: {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
     compared = f", compared with {compare}" if compare else ""
     err_console.print(
-        f"wrote {escape(str(out))}: {len(data.samples)} samples, {len(data.metrics)} metrics{escape(compared)}"
+        f"wrote {printable(str(out))}: {len(data.samples)} samples, {len(data.metrics)} metrics{printable(compared)}"
     )

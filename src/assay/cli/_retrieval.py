@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
+from assay._safety import printable
 from assay.cli._console import EXIT_USAGE, err_console, out_console
 from assay.errors import AssayError
 from assay.retrieval import (
@@ -53,19 +53,19 @@ def _build_judge(judge: str, threshold: float | None, model: str) -> RelevanceJu
 
 
 def _print_report(report: RetrievalReport, show_matches: bool) -> None:
-    table = Table(title=f"assay retrieval · judge {report.judge}", title_justify="left")
+    table = Table(title=f"assay retrieval · judge {printable(report.judge)}", title_justify="left")
     table.add_column("metric")
     table.add_column("mean", justify="right")
     for name in report.metrics:
-        table.add_row(name, f"{report.mean[name]:.4f}")
+        table.add_row(printable(name), f"{report.mean[name]:.4f}")
     out_console.print(table)
     if report.n_unjudged:
         reasons = ", ".join(f"{r}: {n}" for r, n in report.unjudged_by_reason.items())
-        out_console.print(f"[yellow]{report.n_unjudged} retrieved results unjudged ({reasons})[/]")
+        out_console.print(f"[yellow]{report.n_unjudged} retrieved results unjudged ({printable(reasons)})[/]")
     if not show_matches:
         return
     for q in report.queries:
-        t = Table(title=f"{escape(q.id)}: {escape(q.query[:80])}", title_justify="left")
+        t = Table(title=f"{printable(q.id, breaks=False)}: {printable(q.query[:80])}", title_justify="left")
         t.add_column("rank", justify="right")
         t.add_column("status")
         t.add_column("expected #", justify="right")
@@ -74,10 +74,10 @@ def _print_report(report: RetrievalReport, show_matches: bool) -> None:
         for rec in q.matches:
             t.add_row(
                 str(rec.rank),
-                rec.status,
+                printable(rec.status),
                 "" if rec.expected_index is None else str(rec.expected_index),
-                escape(rec.reason[:60]),
-                escape(rec.retrieved[:60]),
+                printable(rec.reason[:60]),
+                printable(rec.retrieved[:60]),
             )
         out_console.print(t)
 
@@ -106,7 +106,7 @@ def retrieval(
             kwargs["metrics"] = metric
         report = evaluate_retrieval(examples, relevance_judge, **kwargs)
     except AssayError as exc:
-        err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+        err_console.print(f"[red]error:[/red] {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
     _print_report(report, matches)
     if output is not None:
@@ -147,7 +147,7 @@ def trec(
             complete=complete,
         )
     except AssayError as exc:
-        err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+        err_console.print(f"[red]error:[/red] {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
     if as_json:
         payload: dict[str, object] = {"run": result.run_name, "aggregate": result.aggregate}
@@ -157,16 +157,16 @@ def trec(
             }
         typer.echo(json.dumps(payload, indent=1))
     elif table:
-        t = Table(title=f"trec · {escape(result.run_name)}", title_justify="left")
+        t = Table(title=f"trec · {printable(result.run_name)}", title_justify="left")
         t.add_column("measure")
         t.add_column("query")
         t.add_column("value", justify="right")
         for line in result.lines(per_query=per_query):
             name, qid, value = line.split("\t")
-            t.add_row(name.strip(), qid, value)
+            t.add_row(printable(name.strip()), printable(qid), value)
         out_console.print(t)
     else:  # trec_eval's bytes (tabs and newlines kept), nothing else
-        sys.stdout.write(result.text(per_query=per_query))
+        sys.stdout.write(printable(result.text(per_query=per_query), markup=False))
         sys.stdout.flush()
     if result.run_only_queries:
         err_console.print(f"[yellow]{len(result.run_only_queries)} run queries have no qrels and were skipped[/yellow]")

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
+from assay._safety import printable, redact_url
 from assay.cli._console import EXIT_USAGE, err_console, fmt_score, out_console
 from assay.errors import AssayError
 from assay.run import RunStore
@@ -22,7 +22,7 @@ StoreOption = Annotated[Path, typer.Option("--store", help="The run store (SQLit
 
 def _open(store: Path) -> RunStore:
     if not store.exists():
-        err_console.print(f"[red]error:[/red] no run store at {store}; 'assay run' creates one")
+        err_console.print(f"[red]error:[/red] no run store at {printable(store)}; 'assay run' creates one")
         raise typer.Exit(EXIT_USAGE)
     return RunStore(store)
 
@@ -31,7 +31,7 @@ def _open(store: Path) -> RunStore:
 def list_runs(store: StoreOption = Path(".assay/runs.sqlite")) -> None:
     """Every run, newest first, with its status and headline scores."""
     with _open(store) as runs:
-        table = Table(title=f"runs in {store}", title_justify="left")
+        table = Table(title=f"runs in {printable(store)}", title_justify="left")
         table.add_column("run", no_wrap=True)
         for column in ("created", "status", "dataset", "judge", "samples", "bad rows", "scores"):
             table.add_column(column)
@@ -39,16 +39,16 @@ def list_runs(store: StoreOption = Path(".assay/runs.sqlite")) -> None:
             scores = ""
             if info.summary:
                 scores = ", ".join(
-                    f"{name} {fmt_score(float('nan') if s['mean'] is None else s['mean'])}"
+                    f"{printable(name, breaks=False)} {fmt_score(float('nan') if s['mean'] is None else s['mean'])}"
                     for name, s in info.summary.items()
                     if not name.startswith("_")
                 )
             table.add_row(
-                info.run_id,
-                info.created_at,
-                info.status,
-                escape(info.spec.dataset or "-"),
-                escape(info.spec.judge_model),
+                printable(info.run_id, breaks=False),
+                printable(info.created_at, breaks=False),
+                printable(info.status, breaks=False),
+                printable(info.spec.dataset or "-"),
+                printable(info.spec.judge_model),
                 str(info.n_results),
                 str(info.n_errors),
                 scores,
@@ -63,14 +63,21 @@ def show(run_id: str, store: StoreOption = Path(".assay/runs.sqlite")) -> None:
         try:
             info = runs.info(run_id)
         except AssayError as exc:
-            err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+            err_console.print(f"[red]error:[/red] {printable(str(exc))}")
             raise typer.Exit(EXIT_USAGE) from None
         spec = info.spec
-        out_console.print(f"[bold]run {info.run_id}[/bold] · {info.status} · created {info.created_at}")
-        out_console.print(f"dataset {escape(spec.dataset or '-')} ({spec.dataset_fingerprint})")
-        out_console.print(f"judge {escape(spec.judge)} → {escape(spec.judge_model)}  engine {spec.engine}")
-        out_console.print(f"metrics {', '.join(f'{m.name} v{m.version}' for m in spec.metrics)}")
-        out_console.print(f"options {escape(str(spec.options))}")
+        out_console.print(
+            f"[bold]run {printable(info.run_id, breaks=False)}[/bold] · {printable(info.status, breaks=False)} · "
+            f"created {printable(info.created_at, breaks=False)}"
+        )
+        out_console.print(f"dataset {printable(spec.dataset or '-')} ({printable(spec.dataset_fingerprint)})")
+        # Runs stored before the run spec redacted its URL may still hold credentials in it.
+        at = f" at {printable(redact_url(spec.base_url))}" if spec.base_url else ""
+        out_console.print(
+            f"judge {printable(spec.judge)} → {printable(spec.judge_model)}{at}  engine {printable(spec.engine)}"
+        )
+        out_console.print(f"metrics {printable(', '.join(f'{m.name} v{m.version}' for m in spec.metrics))}")
+        out_console.print(f"options {printable(str(spec.options))}")
         if info.summary:
             table = Table(title="summary", title_justify="left")
             for column in ("metric", "mean", "scored", "unscored (by reason)"):
@@ -80,7 +87,7 @@ def show(run_id: str, store: StoreOption = Path(".assay/runs.sqlite")) -> None:
                     continue
                 mean = float("nan") if s["mean"] is None else s["mean"]
                 reasons = ", ".join(f"{r}: {n}" for r, n in s["unscored_by_reason"].items()) or "0"
-                table.add_row(name, fmt_score(mean), str(s["n_scored"]), reasons)
+                table.add_row(printable(name), fmt_score(mean), str(s["n_scored"]), printable(reasons))
             out_console.print(table)
             cost = info.summary.get("_cost")
             if cost:
@@ -97,9 +104,12 @@ def show(run_id: str, store: StoreOption = Path(".assay/runs.sqlite")) -> None:
         if unscored:
             out_console.print(f"[yellow]{len(unscored)} unscored[/yellow]")
             for line, sample_id, m, reason, detail in unscored[:20]:
-                out_console.print(f"  line {line} id={escape(str(sample_id))} {m}: {reason} — {escape(detail or '')}")
+                out_console.print(
+                    f"  line {line} id={printable(sample_id, breaks=False)} {printable(m)}: {printable(reason)} — "
+                    f"{printable(detail or '')}"
+                )
         for _line, message in runs.row_errors(run_id)[:20]:
-            err_console.print(f"[red]invalid row[/red] {escape(message)}")
+            err_console.print(f"[red]invalid row[/red] {printable(message)}")
 
 
 @runs_app.command("export")
@@ -124,6 +134,6 @@ def export(
                 with out.open("w", encoding="utf-8", newline="") as handle:
                     n = runs.export(run_id, handle, kind)
         except AssayError as exc:
-            err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+            err_console.print(f"[red]error:[/red] {printable(str(exc))}")
             raise typer.Exit(EXIT_USAGE) from None
     err_console.print(f"exported {n} rows")

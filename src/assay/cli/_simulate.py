@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
+from assay._safety import printable
 from assay.analysis import Simulation, recommend_statements, recommend_threshold, simulate_gates, simulation_svg
 from assay.cli._console import EXIT_USAGE, err_console, out_console
 
@@ -76,7 +76,7 @@ def simulate(
     try:
         counts = _counts(statements)
     except ValueError as exc:
-        err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+        err_console.print(f"[red]error:[/red] {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
     sims = simulate_gates(counts, flip_rate=flip_rate, threshold=threshold, true_rate=true_rate, runs=runs, seed=seed)
     q = sims[0].q
@@ -123,6 +123,6 @@ def simulate(
         try:
             svg.write_text(simulation_svg(sims), encoding="utf-8")
         except OSError as exc:
-            err_console.print(f"[red]error:[/red] cannot write {escape(str(svg))}: {escape(str(exc))}")
+            err_console.print(f"[red]error:[/red] cannot write {printable(str(svg))}: {printable(str(exc))}")
             raise typer.Exit(EXIT_USAGE) from None
-        out_console.print(f"wrote {escape(str(svg))}")
+        out_console.print(f"wrote {printable(str(svg))}")
