@@ -11,14 +11,16 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "Binary",
+    "METRIC_SPEC_VERSION",
     "JudgeCall",
     "MetricSpec",
     "Score",
     "Summary",
+    "SummaryBuilder",
     "UnscoredReason",
     "Usage",
     "Verdict",
@@ -114,14 +116,39 @@ class Verdict(BaseModel):
     reason: str = ""
 
 
+METRIC_SPEC_VERSION = 2
+"""The shape of :class:`MetricSpec` records this assay writes."""
+
+
 class MetricSpec(BaseModel):
-    """Enough of a metric's configuration to rebuild it (see ``Metric.spec``)."""
+    """A metric's configuration: enough to rebuild it (``assay.metrics.metric_from_spec``).
+
+    Attributes:
+        name: The metric's name in results.
+        version: The metric's own version (bumped when its scoring changes).
+        type: ``module:qualname`` of the metric's class; ``None`` in schema 1 records and
+            in hand-written specs (a plugin's is rebuilt through its entry point).
+        params: The metric's fields (schema 2; see ``assay.metrics.spec_from_fields``), and
+            ``prompts``, the name and version of each judge prompt it uses.
+        schema_version: The shape of this record. 1: before ``type``, ``params`` written
+            per metric; 2: ``type`` and ``params`` derived from the metric's fields. A record
+            without it is read as 1 unless it has a ``type``.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     name: str
     version: str = "1"
+    type: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
+    schema_version: int = METRIC_SPEC_VERSION
+
+    @model_validator(mode="before")
+    @classmethod
+    def _schema_of_older_records(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "schema_version" not in data:
+            return {**data, "schema_version": METRIC_SPEC_VERSION if data.get("type") else 1}
+        return data
 
 
 class Score(BaseModel):
@@ -241,24 +268,45 @@ class Summary(BaseModel):
     usage: Usage
 
 
+class SummaryBuilder:
+    """A metric's :class:`Summary`, built one score at a time (no list of scores kept).
+
+    The one place a mean over scored samples and the unscored counts are computed:
+    :func:`summarize`, a streaming run and a stored run's summary all use it.
+    """
+
+    def __init__(self, metric: str) -> None:
+        self.metric = metric
+        self._total = 0.0
+        self._n_scored = 0
+        self._reasons: dict[str, int] = {}
+        self._usage = Usage()
+
+    def add(self, score: Score) -> None:
+        """Count one score: its value when scored, its reason when not, its tokens always."""
+        self._usage = self._usage + score.usage
+        if score.unscored_reason is None:
+            self._total += score.value
+            self._n_scored += 1
+        else:
+            key = score.unscored_reason.value
+            self._reasons[key] = self._reasons.get(key, 0) + 1
+
+    def summary(self) -> Summary:
+        """The summary of every score added so far."""
+        return Summary(
+            metric=self.metric,
+            mean=self._total / self._n_scored if self._n_scored else math.nan,
+            n_scored=self._n_scored,
+            n_unscored=sum(self._reasons.values()),
+            unscored_by_reason=dict(sorted(self._reasons.items())),
+            usage=self._usage,
+        )
+
+
 def summarize(metric: str, scores: Iterable[Score]) -> Summary:
     """Mean over scored samples; count of unscored samples by reason; tokens used."""
-    total = 0.0
-    n_scored = 0
-    reasons: dict[str, int] = {}
-    usage = Usage()
+    builder = SummaryBuilder(metric)
     for score in scores:
-        usage = usage + score.usage
-        if score.unscored_reason is None:
-            total += score.value
-            n_scored += 1
-        else:
-            reasons[score.unscored_reason.value] = reasons.get(score.unscored_reason.value, 0) + 1
-    return Summary(
-        metric=metric,
-        mean=total / n_scored if n_scored else math.nan,
-        n_scored=n_scored,
-        n_unscored=sum(reasons.values()),
-        unscored_by_reason=dict(sorted(reasons.items())),
-        usage=usage,
-    )
+        builder.add(score)
+    return builder.summary()

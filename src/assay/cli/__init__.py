@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
+try:  # typer >= 0.20 ships its own copy of click
+    from typer._click.exceptions import ClickException, UsageError
+except ImportError:  # pragma: no cover - older typer on plain click
+    from click.exceptions import ClickException, UsageError  # type: ignore[assignment]
+
 from assay import __version__
+from assay.cli._cache import cache_app
 from assay.cli._calibrate import calibrate
 from assay.cli._gate import gate
 from assay.cli._metrics import metrics
@@ -35,6 +43,7 @@ app.command("metrics")(metrics)
 app.command("report")(report)
 app.add_typer(runs_app, name="runs")
 app.add_typer(model_app, name="model")
+app.add_typer(cache_app, name="cache")
 
 
 @app.command("version")
@@ -44,5 +53,24 @@ def version() -> None:
 
 
 def main() -> None:
-    """Entry point of the ``assay`` script."""
-    app()
+    """Entry point of the ``assay`` script.
+
+    A usage error (an unknown option, ``--concurrency 0``) exits 1 like every other
+    "could not run" error, not click's 2, which ``assay run`` uses for invalid input rows;
+    under ``assay gate`` it exits 3, the gate's usage code (2 means flaky there).
+    """
+    try:
+        code = app(standalone_mode=False)
+    except UsageError as exc:
+        exc.show()
+        command = exc.ctx.command.name if exc.ctx is not None else None
+        if exc.exit_code not in (None, 2):
+            sys.exit(exc.exit_code)
+        sys.exit(3 if command == "gate" else 1)
+    except ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        typer.echo("Aborted!", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -29,10 +29,16 @@ EXIT_UNSCORED = 3
 EXIT_INTERRUPTED = 130
 """Interrupted (Ctrl-C); every finished sample is stored and ``--resume`` continues."""
 
-out_console = Console()
+# Output that is not a terminal (a CI log, a pipe) has no width to fit: tables get room for
+# whole names instead of rich's 80-column default. ``emoji=False``: ":m:" in a model name
+# or a sample id is text, not an emoji code.
+_LOG_WIDTH = 200
+out_console = Console(emoji=False)
+if not out_console.is_terminal:
+    out_console = Console(emoji=False, width=_LOG_WIDTH)
 # Messages are never hard-wrapped: an error naming a long path or row stays one line, so
 # it can be copied and grepped (and does not depend on the terminal's width).
-err_console = Console(stderr=True, soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True, emoji=False)
 
 
 def fmt_score(value: float) -> str:

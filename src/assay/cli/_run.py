@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -14,50 +13,44 @@ from pathlib import Path
 from typing import IO, Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import Progress, TaskID
 from rich.table import Table
 
 import assay
+from assay._safety import REDACTED, printable, redact_url
 from assay.cli._console import (
     EXIT_BAD_ROWS,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_UNSCORED,
     EXIT_USAGE,
     err_console,
     fmt_score,
     out_console,
 )
-from assay.errors import AssayError, ConfigError, SampleError
+from assay.errors import AssayError, ConfigError
 from assay.metrics import Metric
 from assay.metrics._registry import build_metric
 from assay.models import JUDGE_FORMS, LocalJudge, get_judge
-from assay.run import (
-    ALIASES,
-    EvalResult,
-    JudgeCache,
-    Limits,
-    RunSpec,
-    RunStore,
-    SampleResult,
-    aevaluate,
-    count_rows,
-    new_run_id,
-)
-from assay.run._cost import CostReport, PriceTable
+from assay.run import Limits, RunSpec, RunStore, SampleResult, new_run_id
+from assay.run._cost import PriceTable
 from assay.run._dryrun import EstimatingJudge
+from assay.run._evaluate import DEFAULT_CACHE_PATH
 from assay.run._readers import read_dataset
+from assay.run._session import RunOptions
+from assay.run._summary import RunSummary
 
-__all__ = ["build_metrics", "run"]
+__all__ = ["DEFAULT_MAX_UNSCORED", "build_metrics", "exit_code", "run"]
+
+DEFAULT_MAX_UNSCORED = 0.1
+"""The unscored share above which ``assay run`` exits 3.
+
+Why a tenth: below it, a mean over the scored results moves by less than the bootstrap
+CI of a typical 50-200-sample run even if every unscored result had gone the other way;
+above it, the judge failed often enough (an auth error, an overloaded server, a broken
+prompt) that the run is not the evaluation that was asked for. The local default judge
+is grammar-constrained and leaves nothing unscored on well-formed data, so honest runs
+stay far below it."""
 
 
 def _parse_sets(sets: list[str]) -> dict[str, dict[str, str]]:
@@ -89,77 +82,61 @@ def build_metrics(names: list[str], options: dict[str, dict[str, str]]) -> list[
     return [build_metric(name, options.get(name)) for name in names]
 
 
-def check_fields(data: Path, metrics: list[Metric], mapping: dict[str, str]) -> None:
-    """Fail before any judge call when the dataset lacks a field some metric needs.
-
-    The first valid row stands for the dataset: a field missing there is one clear error
-    naming the metric and the field, not one error per row. (Rows that lack it later are
-    still reported one by one, with their line numbers.)
-
-    Raises:
-        ConfigError: a metric needs a field the first valid row does not have.
-    """
-    from assay.metrics import missing_fields
-    from assay.run import Row
-
-    first = next((item for item in read_dataset(data, mapping=mapping) if isinstance(item, Row)), None)
-    if first is None:
-        return
-    for metric in metrics:
-        missing = missing_fields(metric, first.sample)
-        if missing:
-            aliases = {v: [k for k, t in ALIASES.items() if t == v] for v in missing}
-            names = "; ".join(
-                f"'{m}'" + (f" (also read from {', '.join(aliases[m])})" if aliases[m] else "") for m in missing
-            )
-            raise ConfigError(
-                f"metric '{metric.name}' needs {names}, which {data}:{first.line} does not have; add it to the data "
-                f"or rename a column with --map COLUMN={missing[0]}"
-            )
-
-
-def _fingerprint(path: Path) -> str:
-    stat = path.stat()
-    return f"size={stat.st_size} mtime_ns={stat.st_mtime_ns}"
-
-
-def _print_summary(result: EvalResult, cost: CostReport, run_id: str, elapsed: float, store: Path) -> None:
-    table = Table(title=f"run {run_id} · judge {result.judge} · {elapsed:.1f}s", title_justify="left")
-    table.add_column("metric")
-    table.add_column("mean", justify="right")
-    table.add_column("scored", justify="right")
+def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float, store: Path) -> None:
+    """The run's summary, computed from every stored record (a resumed run's earlier part too)."""
+    table = Table(title=f"run {run_id} · judge {printable(judge)} · {elapsed:.1f}s", title_justify="left")
+    table.add_column("metric", no_wrap=True, min_width=max((len(n) for n in summary.metrics), default=6))
+    table.add_column("mean", justify="right", no_wrap=True)
+    table.add_column("scored", justify="right", no_wrap=True)
     table.add_column("unscored (by reason)")
-    for name, s in result.summary().items():
+    for name, s in summary.metrics.items():
         reasons = ", ".join(f"{r}: {n}" for r, n in s.unscored_by_reason.items()) or "0"
-        table.add_row(name, fmt_score(s.mean), str(s.n_scored), reasons)
+        table.add_row(printable(name), fmt_score(s.mean), str(s.n_scored), reasons)
     out_console.print(table)
+    cost = summary.cost
     out_console.print(
-        f"judge calls {cost.calls} (cached {cost.cached_calls}, failed {cost.failed_calls}) · tokens "
-        f"{cost.usage.prompt_tokens:,} in / {cost.usage.completion_tokens:,} out · cost {cost.describe()}"
+        f"{summary.n_results} results · judge calls {cost.calls} (cached {cost.cached_calls}, failed "
+        f"{cost.failed_calls}) · tokens {cost.usage.prompt_tokens:,} in / {cost.usage.completion_tokens:,} out · "
+        f"cost {printable(cost.describe())}"
     )
-    for name in result.metrics:
-        lowest = [r for r in result.lowest(name, 5) if r.scores[name].value < 1.0]
+    for name in summary.metrics:
+        lowest = [r for r in summary.lowest.get(name, ())[:5] if r.scores[name].value < 1.0]
         if not lowest:
             continue
-        low = Table(title=f"lowest {name}", title_justify="left", show_lines=True)
-        low.add_column("line", justify="right")
-        low.add_column("id")
-        low.add_column("score", justify="right")
+        low = Table(title=f"lowest {printable(name)}", title_justify="left", show_lines=True)
+        low.add_column("line", justify="right", no_wrap=True)
+        low.add_column("id", overflow="fold")
+        low.add_column("score", justify="right", no_wrap=True)
         low.add_column("failing verdicts (judge's reason)")
         for r in lowest:
             score = r.scores[name]
             failing = "\n".join(
-                f"[red]✗[/red] {escape(v.subject)} [dim]({escape(v.reason)})[/dim]" for v in score.failing
+                f"[red]✗[/red] {printable(v.subject, breaks=False)} [dim]({printable(v.reason, breaks=False)})[/dim]"
+                for v in score.failing
             )
-            low.add_row(str(r.line), escape(r.sample.id), fmt_score(score.value), failing or "—")
+            low.add_row(str(r.line), printable(r.sample.id, breaks=False), fmt_score(score.value), failing or "—")
         out_console.print(low)
-    if result.errors:
-        err_console.print(f"[red]{len(result.errors)} invalid input rows (not scored):[/red]")
-        for e in result.errors[:20]:
-            err_console.print(f"  {escape(str(e))}")
-        if len(result.errors) > 20:
-            err_console.print(f"  … and {len(result.errors) - 20} more")
-    out_console.print(f"stored in {store} as run [bold]{run_id}[/bold] · 'assay runs show {run_id}'")
+    out_console.print(f"stored in {printable(str(store))} as run [bold]{run_id}[/bold] · 'assay runs show {run_id}'")
+
+
+def exit_code(summary: RunSummary, max_unscored: float) -> tuple[int, str | None]:
+    """``assay run``'s exit code for a finished run, and why it is not 0.
+
+    3 when nothing was scored or more than ``max_unscored`` of the (sample, metric)
+    results are unscored (a grader's NA is a verdict and does not count); else 2 when
+    some input rows were invalid; else 0.
+    """
+    if summary.n_scored == 0:
+        return EXIT_UNSCORED, f"nothing was scored: {summary.n_unscored} unscored results, 0 scored"
+    share = summary.unscored_share
+    if share > max_unscored:
+        return EXIT_UNSCORED, (
+            f"{summary.n_unscored} of {summary.n_scored + summary.n_unscored} results are unscored "
+            f"({share:.1%}, above --max-unscored {max_unscored:.0%}); the mean covers only what was judged"
+        )
+    if summary.n_row_errors:
+        return EXIT_BAD_ROWS, f"{summary.n_row_errors} input rows were invalid and not judged"
+    return EXIT_OK, None
 
 
 INTERRUPT_GRACE_S = 15.0
@@ -255,9 +232,62 @@ def _dry_run(
     )
 
 
+# Options that change results: a resumed run uses the stored ones, so giving one of
+# these with --resume is an error rather than silently ignored or silently applied.
+_RESULT_OPTIONS = (
+    "data",
+    "metric",
+    "set_",
+    "judge",
+    "strategy",
+    "decomposer",
+    "map_",
+    "timeout",
+    "retries",
+    "reasks",
+    "repeats",
+    "temperature",
+    "cache",
+    "engine",
+)
+
+
+def _given(ctx: typer.Context, names: tuple[str, ...]) -> list[str]:
+    """Which of ``names`` were given on the command line (or by environment variable)."""
+    given: list[str] = []
+    for name in names:
+        source = ctx.get_parameter_source(name)
+        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+            given.append("--" + name.rstrip("_").replace("_", "-") if name != "data" else "DATA")
+    return given
+
+
+def _resume_base_url(stored: str | None, given: str | None, run_id: str) -> str | None:
+    """The base URL to resume with: the stored one, or the given one when credentials were redacted."""
+    if stored is None or REDACTED not in stored:
+        return given if given is not None and redact_url(given) == stored else stored
+    if given is None or redact_url(given) != stored:
+        raise ConfigError(
+            f"run {run_id} was judged at {stored}, whose credentials were not stored; pass the same "
+            "--base-url (or OPENAI_BASE_URL) again to resume it"
+        )
+    return given
+
+
+def _stored_metrics(spec: RunSpec, options: RunOptions) -> list[Metric]:
+    """The run's own metrics, rebuilt from their stored specs."""
+    try:
+        from assay.metrics import metric_from_spec
+    except ImportError:  # pragma: no cover - metric specs predate metric_from_spec
+        return build_metrics(list(options.metric_names), dict(options.metric_options))
+    return [metric_from_spec(m) for m in spec.metrics]
+
+
 def run(
+    ctx: typer.Context,
     data: Annotated[
-        Path | None, typer.Argument(help="JSONL, CSV or Parquet: id, question, answer, contexts, reference.")
+        Path | None,
+        typer.Argument(help="JSONL, CSV, Parquet or a JSON array: id, question, answer, contexts, reference."),
     ] = None,
     metric: Annotated[
         list[str] | None, typer.Option("--metric", "-m", help="Metric to compute (repeatable); see 'assay metrics'.")
@@ -290,8 +320,16 @@ def run(
         float | None,
         typer.Option(min=0.0, help="Sampling temperature of every judge call (default: 0); use with --repeats."),
     ] = None,
+    max_unscored: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Exit 3 when more than this share of results is unscored (a grader's NA does not count).",
+        ),
+    ] = DEFAULT_MAX_UNSCORED,
     cache: Annotated[bool, typer.Option(help="Answer identical judge calls from .assay/cache.sqlite.")] = True,
-    cache_path: Annotated[Path, typer.Option(help="The judge-call cache.")] = Path(".assay/cache.sqlite"),
+    cache_path: Annotated[Path, typer.Option(help="The judge-call cache.")] = DEFAULT_CACHE_PATH,
     prices: Annotated[
         Path | None, typer.Option(envvar="ASSAY_PRICES", help="JSON price table overriding the built-in one.")
     ] = None,
@@ -301,41 +339,59 @@ def run(
         str | None, typer.Option(envvar="RAY_ADDRESS", help="Ray cluster: auto, HOST:PORT or ray://HOST:10001.")
     ] = None,
     workers: Annotated[int, typer.Option(min=1, help="Ray engine: worker processes (each builds the judge once).")] = 2,
+    progress: Annotated[
+        str, typer.Option(help="auto (a bar on a terminal, plain lines in logs), bar, plain or none.")
+    ] = "auto",
 ) -> None:
     """Evaluate DATA with the chosen metrics and judge; every sample is committed to the run store.
 
-    Exit codes: 0 every row evaluated; 1 could not run (unreadable input, bad option);
-    2 evaluated, but some input rows were invalid; 130 interrupted (resume with --resume).
+    Exit codes: 0 every row evaluated; 1 could not run (bad option, unreadable or empty
+    input, a resume that does not match); 2 evaluated, but some input rows were invalid;
+    3 nothing was scored, or more than --max-unscored of the results are unscored;
+    130 interrupted (continue with --resume).
     """
     try:
-        store = RunStore(store_path)
         if engine not in ("local", "ray"):
             raise ConfigError(f"--engine is local or ray, got {engine!r}")
+        if progress not in ("auto", "bar", "plain", "none"):
+            raise ConfigError(f"--progress is auto, bar, plain or none, got {progress!r}")
+        store = RunStore(store_path)
         if resume:
+            clashing = _given(ctx, _RESULT_OPTIONS)
+            if clashing:
+                raise ConfigError(
+                    f"--resume continues run {resume} with exactly the data and options it was started with; "
+                    f"drop {', '.join(clashing)} (or start a new run)"
+                )
             spec = store.spec(resume)
-            engine = spec.engine
-            options = spec.options
-            data = Path(spec.dataset) if spec.dataset else None
-            judge, base_url = spec.judge, spec.base_url
+            options = RunOptions.from_stored(spec.options)
+            if spec.dataset is None:
+                raise ConfigError(f"run {resume} was not started from a file; resume it from Python")
+            data = Path(spec.dataset)
+            judge, engine = spec.judge, spec.engine
+            base_url = _resume_base_url(spec.base_url, base_url, resume)
+            metrics = _stored_metrics(spec, options)
         else:
+            if data is None:
+                raise ConfigError("give a DATA file to evaluate (or --resume RUN_ID)")
             names = metric or ["faithfulness"]
             sets = _parse_sets(set_ or [])
             if strategy is not None:
                 sets.setdefault("faithfulness", {})["strategy"] = strategy
             if decomposer is not None:
                 sets.setdefault("faithfulness", {})["decomposer"] = decomposer
-            options = {
-                "metrics": names,
-                "metric_options": sets,
-                "mapping": _parse_mapping(map_ or []),
-                "repeats": repeats,
-                "reasks": reasks,
-                "temperature": temperature,
-            }
-        if data is None:
-            raise ConfigError("give a DATA file to evaluate (or --resume RUN_ID)")
-        metrics = build_metrics(list(options["metrics"]), dict(options["metric_options"]))
-        mapping = dict(options["mapping"])
+            options = RunOptions(
+                mapping=_parse_mapping(map_ or []),
+                repeats=repeats,
+                reasks=reasks,
+                temperature=temperature,
+                cache=cache,
+                timeout_s=timeout,
+                max_attempts=retries + 1,
+                metric_names=tuple(names),
+                metric_options=sets,
+            )
+            metrics = build_metrics(names, sets)
         price_table = PriceTable.load(prices)
         judge_model = get_judge(judge, base_url=base_url)
         if dry_run:
@@ -344,145 +400,75 @@ def run(
                 metrics,
                 judge_model.model_id,
                 judge_model.prefers_per_statement,
-                mapping,
-                int(options["repeats"]),
+                options.mapping,
+                options.repeats,
                 price_table,
             )
             raise typer.Exit(EXIT_OK)
-        check_fields(data, metrics, mapping)
-        total = count_rows(data) * int(options["repeats"])
     except AssayError as exc:
-        err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+        err_console.print(f"[red]error:[/red] {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
 
-    if resume:
-        run_id = resume
-        done = store.finished(run_id)
-        store.set_status(run_id, "running")
-    else:
-        run_id = new_run_id()
-        done = set()
-        spec = RunSpec(
-            run_id=run_id,
-            dataset=str(data),
-            dataset_fingerprint=_fingerprint(data),
-            judge=judge,
-            judge_model=judge_model.model_id,
-            base_url=base_url,
-            metrics=tuple(m.spec() for m in metrics),
-            options=options,
-            engine=engine,
-            assay_version=assay.__version__,
-        )
-        store.create(spec)
-    required = sorted({f for m in metrics for f in m.required_fields})
-    limits = Limits(concurrency=concurrency, rpm=rpm, tpm=tpm, timeout_s=timeout, max_attempts=retries + 1)
-    judge_cache = JudgeCache(cache_path) if cache and engine == "local" else None
-    cost = CostReport(prices=price_table)
-    sink: IO[str] | None = out.open("a" if resume else "w", encoding="utf-8") if out else None
+    run_id = resume or new_run_id()
+    limits = Limits(
+        concurrency=concurrency, rpm=rpm, tpm=tpm, timeout_s=options.timeout_s, max_attempts=options.max_attempts
+    )
+    sink: IO[str] | None = None
     started = time.perf_counter()
-    result: EvalResult | None = None
-    interrupted = False
-    try:
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[stats]}"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=err_console,
-        ) as progress:
-            if engine == "local" and isinstance(judge_model, LocalJudge):
-                _load_local(judge_model, progress)
-            task = progress.add_task(f"judging ({run_id})", total=total, completed=len(done), stats="")
-            counts = {"scored": 0, "unscored": 0}
 
-            def on_result(sample_result: SampleResult) -> None:
-                store.record(run_id, sample_result, repeat=sample_result.repeat)
-                if sink is not None:
-                    sink.write(json.dumps(sample_result.to_record(), ensure_ascii=False) + "\n")
-                    sink.flush()
-                for s in sample_result.scores.values():
-                    counts["scored" if s.is_scored else "unscored"] += 1
-                    cost.add(s.all_calls)
-                stats = (
-                    f"scored {counts['scored']} unscored {counts['unscored']} · "
-                    f"{cost.usage.total_tokens:,} tok · ${cost.usd:.4f}"
-                )
-                progress.update(task, advance=1, stats=stats)
-
-            def on_error(error: SampleError) -> None:
-                store.record_error(run_id, error)
-                progress.update(task, advance=int(options["repeats"]))
-                progress.console.print(f"[red]skipped[/red] {escape(str(error))}")
-
-            rows = read_dataset(data, required=required, mapping=mapping)
-            if engine == "ray":
-                from assay.run._ray import aevaluate_ray
-
-                coro = aevaluate_ray(
-                    rows,
-                    [(n, dict(options["metric_options"]).get(n, {})) for n in options["metrics"]],
-                    judge,
-                    base_url=base_url,
-                    limits=limits,  # --concurrency / --rpm / --tpm hold across the cluster
-                    cache_path=cache_path if cache else None,  # each worker opens it on its node
-                    repeats=int(options["repeats"]),
-                    reasks=int(options["reasks"]),
-                    skip=done,
-                    on_result=on_result,
-                    on_error=on_error,
-                    keep_results=False,
-                    address=address,
-                    workers=workers,
-                    per_worker_concurrency=judge_model.max_concurrency,
-                )
-            else:
-                coro = aevaluate(
-                    rows,
-                    metrics,
-                    judge_model,
-                    limits=limits,
-                    cache=judge_cache,
-                    repeats=int(options["repeats"]),
-                    reasks=int(options["reasks"]),
-                    temperature=options.get("temperature"),
-                    skip=done,
-                    on_result=on_result,
-                    on_error=on_error,
-                    keep_results=False,
-                )
-            with _bounded_interrupt(lambda: _give_up(store_path, run_id)):
-                result = asyncio.run(coro)
-    except KeyboardInterrupt:
-        interrupted = True
-    except AssayError as exc:
-        store.set_status(run_id, "failed")
-        err_console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(EXIT_USAGE) from None
-    finally:
+    def write_out(sample_result: SampleResult) -> None:
         if sink is not None:
-            sink.close()
-        if judge_cache is not None:
-            judge_cache.close()
-    if interrupted or result is None:
-        store.set_status(run_id, "interrupted")
+            sink.write(json.dumps(sample_result.to_record(), ensure_ascii=False) + "\n")
+            sink.flush()
+
+    try:
+        sink = out.open("a" if resume else "w", encoding="utf-8") if out else None
+        with _bounded_interrupt(lambda: _give_up(store_path, run_id)):
+            result = assay.evaluate(
+                data,
+                metrics,
+                judge,
+                store=store,
+                resume=resume,
+                run_id=run_id,
+                cache=cache_path if options.cache else None,
+                progress=progress,  # type: ignore[arg-type]  # checked above
+                mapping=options.mapping,
+                base_url=base_url,
+                limits=limits,
+                repeats=options.repeats,
+                reasks=options.reasks,
+                temperature=options.temperature,
+                engine="ray" if engine == "ray" else "local",
+                ray_address=address,
+                ray_workers=workers,
+                prices=price_table,
+                options=options,
+                on_result=write_out,
+                keep_results=False,
+            )
+    except KeyboardInterrupt:
         err_console.print(
             f"[yellow]interrupted[/yellow]: every finished sample is stored. Continue with "
             f"[bold]assay run --resume {run_id}[/bold]"
         )
-        raise typer.Exit(EXIT_INTERRUPTED)
-    summary: dict[str, Any] = {name: s.model_dump(mode="json") for name, s in result.summary().items()}
-    summary["_cost"] = {
-        "calls": cost.calls,
-        "cached_calls": cost.cached_calls,
-        "usd": cost.usd,
-        "prompt_tokens": cost.usage.prompt_tokens,
-        "completion_tokens": cost.usage.completion_tokens,
-    }
-    store.set_status(run_id, "finished", summary)
-    _print_summary(result, cost, run_id, time.perf_counter() - started, store_path)
-    raise typer.Exit(EXIT_BAD_ROWS if result.errors else EXIT_OK)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except AssayError as exc:
+        err_console.print(f"[red]error:[/red] {printable(str(exc))}")
+        raise typer.Exit(EXIT_USAGE) from None
+    except OSError as exc:
+        err_console.print(f"[red]error:[/red] cannot write {printable(str(out))}: {printable(exc.strerror or exc)}")
+        raise typer.Exit(EXIT_USAGE) from None
+    finally:
+        if sink is not None:
+            sink.close()
+    summary = store.summary(run_id, price_table)
+    _print_summary(summary, run_id, result.judge, time.perf_counter() - started, store_path)
+    for _line, message in store.row_errors(run_id)[:20]:
+        err_console.print(f"[red]invalid row[/red] {printable(message)}")
+    if summary.n_row_errors > 20:
+        err_console.print(f"  … and {summary.n_row_errors - 20} more ('assay runs show {run_id}')")
+    code, why = exit_code(summary, max_unscored)
+    if why:
+        err_console.print(f"[yellow]exit {code}[/yellow]: {printable(why)}")
+    raise typer.Exit(code)

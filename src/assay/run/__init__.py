@@ -1,36 +1,50 @@
 """Running metrics over datasets: streaming input, the runner, the call cache, the run store."""
 
-from assay.run._cache import CachedJudge, JudgeCache, cache_key
+from assay.run._cache import CachedJudge, CacheInfo, JudgeCache, cache_key, is_cacheable
 from assay.run._dataset import ALIASES, Row, count_rows, read_jsonl, sample_from_record
 from assay.run._evaluate import EvalResult, Limits, SampleResult, aevaluate, evaluate
+from assay.run._progress import ProgressMode
 from assay.run._ray import aevaluate_ray
 from assay.run._readers import from_dataframe, from_hf_dataset, read_csv, read_dataset, read_parquet
+from assay.run._session import DatasetSource, ResumeError, RunOptions, open_dataset
+from assay.run._stack import build_judge_stack
 from assay.run._store import SCHEMA_VERSION, RunInfo, RunSpec, RunStatus, RunStore, new_run_id
+from assay.run._summary import RunSummary, summarize_results
 
 __all__ = [
     "ALIASES",
     "SCHEMA_VERSION",
+    "CacheInfo",
     "CachedJudge",
+    "DatasetSource",
     "EvalResult",
     "JudgeCache",
     "Limits",
+    "ProgressMode",
+    "ResumeError",
     "Row",
     "RunInfo",
+    "RunOptions",
     "RunSpec",
     "RunStatus",
     "RunStore",
+    "RunSummary",
     "SampleResult",
     "aevaluate",
     "aevaluate_ray",
+    "build_judge_stack",
     "cache_key",
     "count_rows",
     "evaluate",
     "from_dataframe",
     "from_hf_dataset",
+    "is_cacheable",
     "new_run_id",
+    "open_dataset",
     "read_csv",
     "read_dataset",
     "read_jsonl",
     "read_parquet",
     "sample_from_record",
+    "summarize_results",
 ]

@@ -13,34 +13,38 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import heapq
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel
-
+from assay._safety import printable, redact_url
 from assay._samples import Sample
-from assay._scores import Score, Summary, Usage
+from assay._scores import Score, Summary, Usage, summarize
 from assay.errors import ConfigError, SampleError
 from assay.metrics._base import Metric, score_safely
-from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse, close_judge
+from assay.models._protocol import JudgeModel, close_judge
 from assay.models._registry import get_judge
-from assay.models._resilient import RateLimiter, ResilientJudge, RetryPolicy
-from assay.models._wrapper import JudgeWrapper
 from assay.prompts import REASKS
-from assay.run._cache import CachedJudge, JudgeCache
+from assay.run._cache import JudgeCache
+from assay.run._cost import CostReport, PriceTable
 from assay.run._dataset import Row, sample_from_record
+from assay.run._progress import ProgressMode, Reporter, make_reporter
+from assay.run._session import DatasetSource, RunOptions, check_resume, open_dataset
+from assay.run._stack import _REPEAT, build_judge_stack
+from assay.run._store import RunSpec, RunStatus, RunStore, StoreError, new_run_id
+from assay.run._summary import RunSummary, RunTally, summarize_results
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["EvalResult", "Limits", "SampleResult", "aevaluate", "evaluate"]
+    from assay.analysis import GateResult
 
-_REPEAT: ContextVar[int] = ContextVar("assay_repeat", default=0)
+__all__ = ["DEFAULT_CACHE_PATH", "EvalResult", "Limits", "SampleResult", "aevaluate", "evaluate"]
 
+DEFAULT_CACHE_PATH = Path(".assay/cache.sqlite")
+"""Where ``cache=True`` (and ``assay run``) keep judge answers."""
 
 @dataclass(frozen=True)
 class SampleResult:
@@ -68,6 +72,16 @@ class SampleResult:
             "scores": {name: score.model_dump(mode="json") for name, score in self.scores.items()},
         }
 
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> SampleResult:
+        """Rebuild a result from :meth:`to_record`'s dict (a stored record)."""
+        return cls(
+            sample=Sample.model_validate(record["sample"]),
+            scores={name: Score.model_validate(score) for name, score in record["scores"].items()},
+            line=int(record["line"]),
+            repeat=int(record.get("repeat", 0)),
+        )
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -92,40 +106,14 @@ class Limits:
     adaptive: bool = True
 
 
-class _Running:
-    """Aggregates of one metric, kept incrementally (no list of scores needed)."""
-
-    def __init__(self) -> None:
-        self.total = 0.0
-        self.n = 0
-        self.reasons: dict[str, int] = {}
-        self.usage = Usage()
-
-    def add(self, score: Score) -> None:
-        self.usage = self.usage + score.usage
-        if score.unscored_reason is None:
-            self.total += score.value
-            self.n += 1
-        else:
-            key = score.unscored_reason.value
-            self.reasons[key] = self.reasons.get(key, 0) + 1
-
-    def summary(self, metric: str) -> Summary:
-        return Summary(
-            metric=metric,
-            mean=self.total / self.n if self.n else math.nan,
-            n_scored=self.n,
-            n_unscored=sum(self.reasons.values()),
-            unscored_by_reason=dict(sorted(self.reasons.items())),
-            usage=self.usage,
-        )
-
-
 @dataclass
 class EvalResult:
-    """The outcome of :func:`evaluate`: per-sample results, bad input rows, and summaries.
+    """The outcome of :func:`evaluate`: per-sample results, bad input rows, and the run's summary.
 
-    With ``keep_results=False`` (streaming huge inputs), ``results`` stays empty while
+    A run evaluated with ``store=`` knows its :attr:`run_id`, and its summary covers every
+    result stored for that run (including those judged before a resume), computed from
+    the stored records. Without a store, the summary covers this call's results. With
+    ``keep_results=False`` (streaming huge inputs), ``results`` stays empty while
     :meth:`summary` and :meth:`lowest` still cover every sample.
     """
 
@@ -135,22 +123,28 @@ class EvalResult:
     errors: list[SampleError] = field(default_factory=list)
     skipped: int = 0
     n_samples: int = 0
-    _running: dict[str, _Running] = field(default_factory=dict, repr=False)
-    _lowest: dict[str, list[tuple[float, int, SampleResult]]] = field(default_factory=dict, repr=False)
+    run_id: str | None = None
+    store_path: Path | None = None
+    _tally: RunTally | None = field(default=None, repr=False)
 
-    def _add(self, result: SampleResult, keep: bool, lowest_k: int = 10) -> None:
+    def _add(self, result: SampleResult, keep: bool) -> None:
         self.n_samples += 1
         if keep:
             self.results.append(result)
-        for name, score in result.scores.items():
-            self._running.setdefault(name, _Running()).add(score)
-            if score.is_scored:
-                heap = self._lowest.setdefault(name, [])
-                item = (-score.value, self.n_samples, result)  # max-heap of the k lowest
-                if len(heap) < lowest_k:
-                    heapq.heappush(heap, item)
-                elif item > heap[0]:
-                    heapq.heapreplace(heap, item)
+        if self._tally is None:
+            self._tally = RunTally(self.metrics)
+        self._tally.add(result)
+
+    def run_summary(self, prices: PriceTable | None = None) -> RunSummary:
+        """The whole run's :class:`~assay.run.RunSummary` (from the store when the run has one)."""
+        if self.run_id is not None and self.store_path is not None:
+            with RunStore(self.store_path) as store:
+                return store.summary(self.run_id, prices)
+        if prices is not None:
+            return summarize_results(self.results, self.metrics, n_row_errors=len(self.errors), prices=prices)
+        tally = self._tally or RunTally(self.metrics)
+        tally.n_row_errors = len(self.errors)
+        return tally.summary()
 
     def scores(self, metric: str) -> list[Score]:
         """All kept scores of one metric, in completion order."""
@@ -158,29 +152,42 @@ class EvalResult:
 
     def summary(self) -> dict[str, Summary]:
         """Per metric: mean over scored samples, unscored counts by reason, tokens."""
-        return {m: self._running.get(m, _Running()).summary(m) for m in self.metrics}
+        summaries = self.run_summary().metrics
+        return {m: summaries.get(m) or summarize(m, ()) for m in self.metrics}
 
     def usage(self) -> Usage:
         """Tokens over every metric and sample."""
         total = Usage()
-        for running in self._running.values():
-            total = total + running.usage
+        for s in self.summary().values():
+            total = total + s.usage
         return total
 
     def lowest(self, metric: str, n: int = 5) -> list[SampleResult]:
         """The ``n`` (at most 10) scored samples with the lowest value of ``metric``."""
-        heap = self._lowest.get(metric, [])
-        return [r for _, _, r in sorted(heap, key=lambda item: (-item[0], item[1]))][:n]
+        return list(self.run_summary().lowest.get(metric, ()))[:n]
+
+    def _all_results(self) -> Iterable[SampleResult]:
+        if self.run_id is not None and self.store_path is not None:
+            with RunStore(self.store_path) as store:
+                yield from store.results(self.run_id)
+        else:
+            yield from self.results
 
     def to_records(self) -> list[dict[str, Any]]:
-        """One flat row per kept (sample, metric), for DataFrames and CSV."""
+        """One flat row per (sample, repeat, metric): id, question, answer, value, reasons, failing statements.
+
+        For a stored run, every stored result (a resumed run's earlier part too).
+        """
         rows = []
-        for result in self.results:
+        for result in self._all_results():
             for name, score in result.scores.items():
                 rows.append(
                     {
                         "id": result.sample.id,
+                        "line": result.line,
                         "repeat": result.repeat,
+                        "question": result.sample.question,
+                        "answer": result.sample.answer,
                         "metric": name,
                         "value": score.value,
                         "unscored_reason": score.unscored_reason.value if score.unscored_reason else None,
@@ -205,60 +212,83 @@ class EvalResult:
             raise MissingExtraError("pandas", "pandas", "EvalResult.to_pandas()") from exc
         return pd.DataFrame(self.to_records())
 
+    def _stored(self, what: str) -> tuple[str, Path]:
+        if self.run_id is None or self.store_path is None:
+            raise ConfigError(f"{what} needs a stored run: evaluate(..., store='.assay/runs.sqlite')")
+        return self.run_id, self.store_path
+
+    def report(
+        self, path: str | Path = "report.html", *, compare: str | None = None, threshold: float = 0.8
+    ) -> Path:
+        """Write the run's self-contained HTML report to ``path`` (the run must be stored)."""
+        from assay.report import write_report
+
+        run_id, store_path = self._stored("report()")
+        out = Path(path)
+        with RunStore(store_path) as store:
+            write_report(store, run_id, out, compare, threshold)
+        return out
+
+    def gate(self, metric: str | None = None, **policy: Any) -> GateResult:
+        """Gate the stored run as ``assay gate`` does: ``result.gate("faithfulness", threshold=0.8)``.
+
+        ``policy`` takes :class:`~assay.analysis.GatePolicy`'s fields.
+        """
+        from assay.analysis import GatePolicy, analyze_repeats, evaluate_gate
+
+        run_id, store_path = self._stored("gate()")
+        name = metric or self.metrics[0]
+        with RunStore(store_path) as store:
+            report = analyze_repeats(list(store.records(run_id)), name)
+        return evaluate_gate(report, GatePolicy(**policy))
+
     def __repr__(self) -> str:
         parts = []
         for name, s in self.summary().items():
             mean = "nan" if math.isnan(s.mean) else f"{s.mean:.3f}"
             parts.append(f"{name}={mean} (scored {s.n_scored}, unscored {s.n_unscored})")
-        return f"EvalResult({self.n_samples} samples, {len(self.errors)} bad rows; {', '.join(parts)})"
+        run = f"run {self.run_id}, " if self.run_id else ""
+        return f"EvalResult({run}{self.n_samples} samples, {len(self.errors)} bad rows; {', '.join(parts)})"
 
 
-class _RepeatJudge(JudgeWrapper):
-    """Puts the current repeat index (and a run-wide temperature) into every call's config."""
-
-    def __init__(self, inner: JudgeModel, temperature: float | None = None) -> None:
-        super().__init__(inner)
-        self.temperature = temperature
-
-    async def generate(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        schema: type[BaseModel] | None = None,
-        config: GenerateConfig | None = None,
-    ) -> JudgeResponse:
-        update: dict[str, Any] = {"repeat": _REPEAT.get()}
-        if self.temperature is not None:
-            update["temperature"] = self.temperature
-        config = (config or GenerateConfig()).model_copy(update=update)
-        return await self.inner.generate(messages, schema=schema, config=config)
+def _open_cache(cache: JudgeCache | str | Path | bool | None) -> tuple[JudgeCache | None, bool]:
+    """The cache to use and whether this call opened it (and so closes it)."""
+    if cache is None or cache is False:
+        return None, False
+    if cache is True:
+        return JudgeCache(DEFAULT_CACHE_PATH), True
+    if isinstance(cache, str | Path):
+        return JudgeCache(cache), True
+    return cache, False
 
 
-def _stack(
-    judge: JudgeModel, limits: Limits, cache: JudgeCache | None, workers: int, temperature: float | None = None
-) -> JudgeModel:
-    limiter = RateLimiter(max_concurrency=workers, rpm=limits.rpm, tpm=limits.tpm, adaptive=limits.adaptive)
-    # An in-process model cannot be interrupted mid-call: a timeout would only orphan its thread.
-    timeout = limits.timeout_s if getattr(judge, "interruptible", True) else None
-    policy = RetryPolicy(max_attempts=limits.max_attempts, base_delay_s=limits.backoff_s, timeout_s=timeout)
-    stacked: JudgeModel = ResilientJudge(judge, limiter=limiter, policy=policy)
-    if cache is not None:
-        stacked = CachedJudge(stacked, cache)
-    return _RepeatJudge(stacked, temperature)
+def _cost_text(cost: CostReport) -> str:
+    """``$0.0123``, with ``+ unknown`` when some model has no price (as the summary says it)."""
+    return f"${cost.usd:.4f}" + (" + unknown" if cost.unpriced_models else "")
 
 
 async def aevaluate(
-    samples: Iterable[Sample | Row | Mapping[str, Any] | SampleError],
+    data: Any,
     metrics: Metric | Sequence[Metric],
     judge: JudgeModel | str | None = None,
     *,
+    store: RunStore | str | Path | None = None,
+    resume: str | None = None,
+    run_id: str | None = None,
+    cache: JudgeCache | str | Path | bool | None = None,
+    progress: ProgressMode | bool | None = "auto",
+    mapping: Mapping[str, str] | None = None,
+    base_url: str | None = None,
     concurrency: int | None = None,
     limits: Limits | None = None,
-    cache: JudgeCache | None = None,
     repeats: int = 1,
     reasks: int | None = None,
     temperature: float | None = None,
-    skip: Collection[tuple[str, int]] = (),
+    engine: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
+    ray_workers: int = 2,
+    prices: PriceTable | None = None,
+    options: RunOptions | None = None,
     on_result: Callable[[SampleResult], None] | None = None,
     on_error: Callable[[SampleError], None] | None = None,
     keep_results: bool = True,
@@ -266,15 +296,227 @@ async def aevaluate(
     """Score every sample with every metric; see :func:`evaluate`."""
     metric_list: list[Metric] = [metrics] if isinstance(metrics, Metric) else list(metrics)
     names = [m.name for m in metric_list]
+    if not metric_list:
+        raise ConfigError("give at least one metric")
     if len(set(names)) != len(names):
         raise ConfigError(f"metric names must be unique, got {names}")
     if repeats < 1:
         raise ConfigError(f"repeats must be at least 1, got {repeats}")
+    if engine not in ("local", "ray"):
+        raise ConfigError(f"engine is 'local' or 'ray', got {engine!r}")
+    if resume is not None and store is None:
+        raise ConfigError("resume= needs the store the run is in: evaluate(..., store=PATH, resume=RUN_ID)")
     limits = limits or Limits()
-    judge_model = judge if not isinstance(judge, str | None) else get_judge(judge)
+    judge_string = judge if isinstance(judge, str) else None
+    judge_model = judge if not isinstance(judge, str | None) else get_judge(judge, base_url=base_url)
+    run_options = RunOptions(
+        mapping=dict(mapping or {}),
+        repeats=repeats,
+        reasks=reasks if reasks is not None else REASKS.get(),
+        temperature=temperature,
+        cache=cache is not None and cache is not False,
+        timeout_s=limits.timeout_s,
+        max_attempts=limits.max_attempts,
+        metric_names=options.metric_names if options else (),
+        metric_options=options.metric_options if options else {},
+    )
+
+    # The data: read once to check it (and fingerprint it) unless it is a one-shot stream
+    # that nothing needs to verify; then read again to judge.
+    streaming = store is None and not isinstance(data, str | Path | Sequence) and not _is_table(data)
+    source: DatasetSource | None = None
+    if streaming:
+        rows: Iterable[Any] = data
+    else:
+        source = open_dataset(data, mapping=mapping)
+        if source.path is not None:
+            source.check_fields(metric_list)
+        required = sorted({f for m in metric_list for f in m.required_fields}) if source.path is not None else []
+        rows = source.rows(required)
+
+    run_store = RunStore(store) if isinstance(store, str | Path) else store
+    own_store = isinstance(store, str | Path)
+    new_id = run_id
+    run_id = None
+    done: set[tuple[str, int]] = set()
+    judge_cache, own_cache = _open_cache(cache)
+    if run_store is not None:
+        assert source is not None
+        if resume is not None:
+            spec = run_store.spec(resume)
+            check_resume(
+                spec,
+                source=source,
+                metrics=metric_list,
+                judge_model=judge_model.model_id,
+                base_url=base_url,
+                options=run_options,
+            )
+            run_id = resume
+            done = run_store.finished(run_id)
+            run_store.set_status(run_id, "running")
+        else:
+            run_id = new_id or new_run_id()
+            run_store.create(
+                RunSpec(
+                    run_id=run_id,
+                    dataset=source.description,
+                    dataset_fingerprint=source.fingerprint,
+                    judge=redact_url(judge_string) or judge_model.model_id,
+                    judge_model=judge_model.model_id,
+                    base_url=redact_url(base_url),
+                    metrics=tuple(m.spec() for m in metric_list),
+                    options=run_options.model_dump(mode="json"),
+                    engine=engine,
+                    assay_version=_version(),
+                )
+            )
+
+    result = EvalResult(
+        metrics=tuple(names),
+        judge=judge_model.model_id,
+        run_id=run_id,
+        store_path=run_store.path if run_store is not None else None,
+    )
+    reporter = make_reporter(progress)
+    tally = RunTally(names, prices)
+    if run_store is not None and run_id is not None and done:
+        for earlier in run_store.results(run_id):  # a resumed run's progress counts what is stored
+            tally.add(earlier)
+
+    def stats() -> str:
+        s = tally.summary()
+        unscored = sum(m.n_unscored for m in s.metrics.values())
+        return (
+            f"scored {s.n_scored} unscored {unscored} · {s.cost.usage.total_tokens:,} tok · {_cost_text(s.cost)}"
+        )
+
+    def record(done_result: SampleResult) -> None:
+        if run_store is not None and run_id is not None:
+            try:
+                run_store.record(run_id, done_result, repeat=done_result.repeat)
+            except StoreError as exc:
+                # The row cannot be kept: it becomes a located row error, and the run goes on.
+                where = source.description if source else None
+                record_error(SampleError(str(exc), source=where, line=done_result.line))
+                return
+        result._add(done_result, keep_results)
+        tally.add(done_result)
+        if on_result is not None:
+            on_result(done_result)
+        reporter.advance(1, stats())
+
+    def record_error(error: SampleError) -> None:
+        result.errors.append(error)
+        tally.n_row_errors += 1
+        if run_store is not None and run_id is not None:
+            run_store.record_error(run_id, error)
+        if on_error is not None:
+            on_error(error)
+        reporter.note(f"skipped {printable(str(error), markup=False)}")
+        reporter.advance(0, stats())
+
+    status: RunStatus = "failed"
+    try:
+        if engine == "local" and _is_local(judge_model):
+            _load_local(judge_model, reporter)
+        total = source.n_rows * repeats if source is not None else None
+        reporter.start(f"judging ({run_id})" if run_id else "judging", total, len(done))
+        if engine == "ray":
+            from assay.run._ray import aevaluate_ray
+
+            ray_result = await aevaluate_ray(
+                rows,
+                metric_list,
+                judge_string or (lambda: judge_model),
+                base_url=base_url,
+                limits=limits,
+                cache_path=judge_cache.path if judge_cache is not None else None,
+                repeats=repeats,
+                reasks=reasks,
+                temperature=temperature,
+                skip=done,
+                on_result=record,
+                on_error=record_error,
+                keep_results=False,
+                address=ray_address,
+                workers=ray_workers,
+                per_worker_concurrency=judge_model.max_concurrency,
+            )
+            result.skipped = ray_result.skipped
+        else:
+            await _run_local(
+                rows,
+                metric_list,
+                judge_model,
+                result,
+                limits=limits,
+                cache=judge_cache,
+                concurrency=concurrency,
+                repeats=repeats,
+                reasks=reasks,
+                temperature=temperature,
+                skip=done,
+                on_result=record,
+                on_error=record_error,
+            )
+        status = "finished"
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        status = "interrupted"
+        raise
+    finally:
+        reporter.close()
+        if run_store is not None and run_id is not None:
+            run_store.set_status(run_id, status)
+            if own_store:
+                run_store.close()
+        if own_cache and judge_cache is not None:
+            judge_cache.close()
+    return result
+
+
+def _is_table(data: Any) -> bool:
+    module = type(data).__module__
+    return module.startswith(("pandas.", "datasets."))
+
+
+def _is_local(judge: JudgeModel) -> bool:
+    from assay.models._local import LocalJudge
+
+    return isinstance(judge, LocalJudge)
+
+
+def _load_local(judge: Any, reporter: Reporter) -> None:
+    """Assemble the default weights (first run only) and load the model, with visible progress."""
+    reporter.note(f"loading {judge.model_id}")
+    judge.load(progress=lambda done, total: reporter.bytes("assembling model weights (once)", done, total))
+
+
+def _version() -> str:
+    from assay import __version__
+
+    return __version__
+
+
+async def _run_local(
+    rows: Iterable[Any],
+    metric_list: Sequence[Metric],
+    judge_model: JudgeModel,
+    result: EvalResult,
+    *,
+    limits: Limits,
+    cache: JudgeCache | None,
+    concurrency: int | None,
+    repeats: int,
+    reasks: int | None,
+    temperature: float | None,
+    skip: Collection[tuple[str, int]],
+    on_result: Callable[[SampleResult], None],
+    on_error: Callable[[SampleError], None],
+) -> None:
+    """The in-process engine: a bounded queue feeding a pool of workers."""
     workers = max(1, concurrency or limits.concurrency or judge_model.max_concurrency)
-    stacked = _stack(judge_model, limits, cache, workers, temperature)
-    result = EvalResult(metrics=tuple(names), judge=judge_model.model_id)
+    stacked = build_judge_stack(judge_model, limits=limits, cache=cache, temperature=temperature, workers=workers)
     queue: asyncio.Queue[tuple[Row, int] | None] = asyncio.Queue(maxsize=2 * workers)
     reasks_token = REASKS.set(reasks) if reasks is not None else None
 
@@ -283,15 +525,7 @@ async def aevaluate(
             row, repeat = item
             _REPEAT.set(repeat)
             scores = {m.name: await score_safely(m, row.sample, stacked) for m in metric_list}
-            done = SampleResult(sample=row.sample, scores=scores, line=row.line, repeat=repeat)
-            result._add(done, keep_results)
-            if on_result is not None:
-                on_result(done)
-
-    def bad_row(error: SampleError) -> None:
-        result.errors.append(error)
-        if on_error is not None:
-            on_error(error)
+            on_result(SampleResult(sample=row.sample, scores=scores, line=row.line, repeat=repeat))
 
     async def put(row: Row) -> None:
         for repeat in range(repeats):
@@ -302,9 +536,9 @@ async def aevaluate(
 
     tasks = [asyncio.create_task(work()) for _ in range(workers)]
     try:
-        for index, item in enumerate(samples, start=1):
+        for index, item in enumerate(rows, start=1):
             if isinstance(item, SampleError):
-                bad_row(item)
+                on_error(item)
             elif isinstance(item, Row):
                 await put(item)
             elif isinstance(item, Sample):
@@ -313,7 +547,7 @@ async def aevaluate(
                 try:
                     await put(Row(sample_from_record(dict(item), line=index), index))
                 except SampleError as exc:
-                    bad_row(exc)
+                    on_error(exc)
         for _ in tasks:
             await queue.put(None)
         await asyncio.gather(*tasks)
@@ -324,60 +558,109 @@ async def aevaluate(
         await close_judge(stacked)
         if reasks_token is not None:
             REASKS.reset(reasks_token)
-    return result
 
 
 def evaluate(
-    samples: Iterable[Sample | Row | Mapping[str, Any] | SampleError],
+    data: Any,
     metrics: Metric | Sequence[Metric],
     judge: JudgeModel | str | None = None,
     *,
+    store: RunStore | str | Path | None = None,
+    resume: str | None = None,
+    run_id: str | None = None,
+    cache: JudgeCache | str | Path | bool | None = None,
+    progress: ProgressMode | bool | None = "auto",
+    mapping: Mapping[str, str] | None = None,
+    base_url: str | None = None,
     concurrency: int | None = None,
     limits: Limits | None = None,
-    cache: JudgeCache | None = None,
     repeats: int = 1,
     reasks: int | None = None,
     temperature: float | None = None,
+    engine: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
+    ray_workers: int = 2,
+    prices: PriceTable | None = None,
+    options: RunOptions | None = None,
     on_result: Callable[[SampleResult], None] | None = None,
     on_error: Callable[[SampleError], None] | None = None,
+    keep_results: bool = True,
 ) -> EvalResult:
-    """Score every sample with every metric.
+    """Score every sample with every metric, optionally as a stored, resumable run.
 
     Args:
-        samples: :class:`~assay.Sample` objects or dicts with the same fields (``input``,
-            ``output``, ``retrieved_contexts`` and other common names are accepted).
+        data: A file path (JSONL, CSV, Parquet, or a ``.json`` array), a pandas DataFrame,
+            a Hugging Face ``Dataset``, or :class:`~assay.Sample` objects / dicts with the
+            same fields (``input``, ``output``, ``retrieved_contexts`` and other common
+            names are accepted).
         metrics: One metric or several, e.g. ``[Faithfulness()]``.
         judge: A :class:`~assay.models.JudgeModel`, a judge string (``"local"``,
             ``"openai:gpt-4o-mini"``), or ``None`` for ``$ASSAY_JUDGE`` / the local default.
+        store: A run store (a path such as ``".assay/runs.sqlite"``, or a
+            :class:`~assay.run.RunStore`): every result is committed as it finishes, and
+            the result knows its ``run_id`` (for ``assay report``, ``assay gate``, resume).
+        resume: Continue this stored run: finished samples are not judged again. The data,
+            metrics, judge and options must be the run's own (else :class:`ResumeError`).
+        run_id: The id to give a new stored run (default: a new sortable id).
+        cache: ``True`` (``.assay/cache.sqlite``), a path, or a
+            :class:`~assay.run.JudgeCache`: identical, validated calls are answered from disk.
+        progress: ``"auto"`` (a bar in terminals and notebooks, plain lines in logs),
+            ``"bar"``, ``"plain"``, or ``"none"``/``False``.
+        mapping: Column renames (``{"my_answer": "answer"}``).
+        base_url: For ``openai:`` judge strings.
         concurrency: Samples in flight at once (default: what the judge supports).
         limits: Rate budgets, timeouts and retries (:class:`Limits`).
-        cache: A :class:`~assay.run.JudgeCache`: identical calls are answered from disk.
         repeats: Score each sample this many times (real repeats: the repeat index is part
             of every call's cache key and local seed).
         reasks: Re-asks per invalid judge answer (default 1).
         temperature: Sampling temperature for every judge call (default: each metric's own,
             0). Use with ``repeats`` to measure how much the judge wobbles.
+        engine: ``"local"`` (this process) or ``"ray"`` (``ray_address``, ``ray_workers``).
+        ray_address: The Ray cluster for ``engine="ray"``.
+        ray_workers: Ray worker actors.
+        prices: The price table for costs (default: the built-in one).
+        options: The command line's metric names and ``--set`` options, stored with the
+            run (the other :class:`RunOptions` fields come from the arguments above).
         on_result: Called with each sample's result as it finishes.
         on_error: Called with each invalid input row.
+        keep_results: Keep every result in memory (``False`` for huge streamed inputs).
 
     Returns:
-        An :class:`EvalResult`; ``.summary()``, ``.to_pandas()``, ``.lowest(metric)``.
+        An :class:`EvalResult`: ``.summary()``, ``.to_pandas()``, ``.lowest(metric)``,
+        and for a stored run ``.run_id``, ``.report(path)``, ``.gate(metric, threshold=...)``.
+
+    Raises:
+        DatasetError: the data cannot be read or holds no rows.
+        ConfigError: a bad option, or a metric needs a field no row has.
+        ResumeError: ``resume`` names a run whose data, metrics, judge or options differ.
 
     Judge failures never raise: they become unscored scores with a reason. Works inside a
     running event loop (Jupyter) by running in a worker thread.
     """
     coro = aevaluate(
-        samples,
+        data,
         metrics,
         judge,
+        store=store,
+        resume=resume,
+        run_id=run_id,
+        cache=cache,
+        progress=progress,
+        mapping=mapping,
+        base_url=base_url,
         concurrency=concurrency,
         limits=limits,
-        cache=cache,
         repeats=repeats,
         reasks=reasks,
         temperature=temperature,
+        engine=engine,
+        ray_address=ray_address,
+        ray_workers=ray_workers,
+        prices=prices,
+        options=options,
         on_result=on_result,
         on_error=on_error,
+        keep_results=keep_results,
     )
     try:
         asyncio.get_running_loop()

@@ -10,7 +10,7 @@ API keys never reach the store: a run spec records the judge string and base URL
 Tables::
 
     meta(key, value)                                  schema_version
-    runs(run_id, created_at, updated_at, status, spec, summary)
+    runs(run_id, created_at, updated_at, status, spec, summary)   summary: unused since 0.1 (computed from results)
     results(run_id, row_key, repeat, line, sample_id, record, finished_at)
     row_errors(run_id, line, message)
 """
@@ -31,6 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from assay._scores import MetricSpec
 from assay.errors import AssayError, SampleError
+from assay.run._cost import PriceTable
+from assay.run._summary import RunSummary, summarize_results
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -68,7 +70,12 @@ class RunSpec(BaseModel):
 
 
 class RunInfo(BaseModel):
-    """One line of ``assay runs list``."""
+    """One line of ``assay runs list``.
+
+    ``summary`` is :meth:`RunSummary.to_json` computed from the run's stored records when
+    the info is read (never a copy written at some earlier point), or ``None`` when the
+    run has no result yet.
+    """
 
     run_id: str
     created_at: str
@@ -154,9 +161,20 @@ class RunStore:
         return RunSpec.model_validate_json(row[0])
 
     def record(self, run_id: str, result: SampleResult, *, row_key: str | None = None, repeat: int = 0) -> None:
-        """Commit one sample's result (replacing an earlier one with the same key)."""
+        """Commit one sample's result (replacing an earlier one with the same key).
+
+        Raises:
+            StoreError: the result holds text SQLite cannot store (a lone surrogate); the
+                caller reports the row, and nothing is written.
+        """
         key = row_key if row_key is not None else str(result.line)
         record = json.dumps(result.to_record(), ensure_ascii=False)
+        try:
+            record.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise StoreError(
+                f"cannot store the result: its text is not valid Unicode ({exc.reason} at character {exc.start})"
+            ) from None
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -176,13 +194,39 @@ class RunStore:
             rows = self._db.execute("SELECT row_key, repeat FROM results WHERE run_id = ?", (run_id,)).fetchall()
         return {(str(k), int(r)) for k, r in rows}
 
-    def set_status(self, run_id: str, status: RunStatus, summary: dict[str, Any] | None = None) -> None:
-        """Mark the run's status (and store its summary)."""
+    def set_status(self, run_id: str, status: RunStatus) -> None:
+        """Mark the run's status (its summary is always computed from its records)."""
         with self._lock:
             self._db.execute(
-                "UPDATE runs SET status = ?, updated_at = ?, summary = COALESCE(?, summary) WHERE run_id = ?",
-                (status, self._now(), json.dumps(summary) if summary is not None else None, run_id),
+                "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?", (status, self._now(), run_id)
             )
+
+    def latest(self) -> str:
+        """The newest run's id.
+
+        Raises:
+            StoreError: the store holds no run.
+        """
+        with self._lock:
+            row = self._db.execute("SELECT run_id FROM runs ORDER BY created_at DESC, run_id DESC LIMIT 1").fetchone()
+        if row is None:
+            raise StoreError(f"no run in {self.path} yet; 'assay run' creates one")
+        return str(row[0])
+
+    def results(self, run_id: str) -> Iterator[SampleResult]:
+        """Each stored result as a :class:`~assay.run.SampleResult`, in input order."""
+        from assay.run._evaluate import SampleResult
+
+        for record in self.records(run_id):
+            yield SampleResult.from_record(record)
+
+    def summary(self, run_id: str, prices: PriceTable | None = None) -> RunSummary:
+        """The run's :class:`~assay.run.RunSummary`, computed from every stored record."""
+        spec = self.spec(run_id)
+        names = [m.name for m in spec.metrics]
+        return summarize_results(
+            self.results(run_id), names, n_row_errors=len(self.row_errors(run_id)), prices=prices
+        )
 
     def runs(self) -> list[RunInfo]:
         """Every run, newest first."""
@@ -200,7 +244,7 @@ class RunStore:
                 updated_at=r[2],
                 status=r[3],
                 spec=RunSpec.model_validate_json(r[4]),
-                summary=json.loads(r[5]) if r[5] else None,
+                summary=self.summary(r[0]).to_json() if r[6] else None,
                 n_results=r[6],
                 n_errors=r[7],
             )
@@ -209,10 +253,23 @@ class RunStore:
 
     def info(self, run_id: str) -> RunInfo:
         """One run's :class:`RunInfo`."""
-        for run in self.runs():
-            if run.run_id == run_id:
-                return run
-        raise StoreError(f"no run {run_id!r} in {self.path}; see 'assay runs list'")
+        spec = self.spec(run_id)
+        with self._lock:
+            created, updated, status = self._db.execute(
+                "SELECT created_at, updated_at, status FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            n_results = self._db.execute("SELECT COUNT(*) FROM results WHERE run_id = ?", (run_id,)).fetchone()[0]
+            n_errors = self._db.execute("SELECT COUNT(*) FROM row_errors WHERE run_id = ?", (run_id,)).fetchone()[0]
+        return RunInfo(
+            run_id=run_id,
+            created_at=created,
+            updated_at=updated,
+            status=status,
+            spec=spec,
+            summary=self.summary(run_id).to_json() if n_results else None,
+            n_results=n_results,
+            n_errors=n_errors,
+        )
 
     def records(self, run_id: str) -> Iterator[dict[str, Any]]:
         """Each stored sample record (as written by ``SampleResult.to_record``), in input order."""

@@ -1,0 +1,275 @@
+"""A run's lifecycle: where its data comes from, what it was run with, and resuming it safely.
+
+:func:`~assay.evaluate` owns the run (the CLI only parses and calls it). This module holds
+the parts that decide whether a run can be trusted:
+
+- :func:`open_dataset` turns whatever the user passed (a file path, a DataFrame, a Hugging
+  Face dataset, a list of dicts or samples) into a re-readable :class:`DatasetSource` with
+  a content fingerprint, checked in one cheap pass before any judge call;
+- :class:`RunOptions` is every option that changes results, stored with the run;
+- :func:`check_resume` refuses to resume a run whose data, metrics, judge or options are
+  not exactly the stored ones: a resumed run that mixed two datasets or two judges would
+  look like success and be wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay._safety import redact_url
+from assay._samples import Sample
+from assay.errors import ConfigError, DatasetError, SampleError
+from assay.metrics._base import Metric
+from assay.run._dataset import Row, sample_from_record
+from assay.run._readers import from_dataframe, from_hf_dataset, read_dataset
+from assay.run._store import RunSpec
+
+__all__ = ["DatasetSource", "ResumeError", "RunOptions", "check_resume", "open_dataset"]
+
+
+class ResumeError(ConfigError):
+    """A run cannot be resumed as asked: its data, metrics, judge or options differ."""
+
+
+class RunOptions(BaseModel):
+    """Every option of a run that can change its results, stored with the run.
+
+    A resumed run continues with exactly these. (Throughput settings such as
+    concurrency and rate budgets do not change results and are not part of it.)
+
+    Attributes:
+        mapping: Column renames applied when reading the data.
+        repeats: Times each sample is judged.
+        reasks: Re-asks per invalid judge answer.
+        temperature: Run-wide sampling temperature (``None``: each metric's own, 0).
+        cache: Whether judge calls were answered from the call cache.
+        timeout_s: Per-call timeout.
+        max_attempts: Tries per call for transient failures.
+        metric_names: The registry names the metrics were built from (command line).
+        metric_options: Their ``--set`` options (command line).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    mapping: dict[str, str] = Field(default_factory=dict)
+    repeats: int = 1
+    reasks: int = 1
+    temperature: float | None = None
+    cache: bool = False
+    timeout_s: float | None = 120.0
+    max_attempts: int = 6
+    metric_names: tuple[str, ...] = ()
+    metric_options: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+    @classmethod
+    def from_stored(cls, options: Mapping[str, Any]) -> RunOptions:
+        """Read a spec's options, including those stored before this class existed."""
+        data = dict(options)
+        if "metrics" in data and "metric_names" not in data:  # assay <= 0.1 (command line runs)
+            data["metric_names"] = tuple(data.pop("metrics"))
+        return cls.model_validate(data)
+
+
+@dataclass(frozen=True)
+class DatasetSource:
+    """A dataset that can be read more than once, with its fingerprint and size.
+
+    Attributes:
+        description: The path, or what kind of in-memory data it is.
+        fingerprint: ``sha256:<hex>`` of the file's bytes, or of the rows read from
+            in-memory data; equal fingerprints mean the same rows.
+        n_rows: Rows read (valid and invalid).
+        n_valid: Valid rows.
+        present: For each sample field, how many valid rows have it.
+        path: The file, when the data is one.
+    """
+
+    description: str
+    fingerprint: str
+    n_rows: int
+    n_valid: int
+    present: Mapping[str, int]
+    path: Path | None
+    _read: Callable[[Sequence[str]], Iterator[Row | SampleError]]
+
+    def rows(self, required: Sequence[str] = ()) -> Iterator[Row | SampleError]:
+        """Read the rows again (a bad row is a :class:`~assay.errors.SampleError`, not a stop)."""
+        return self._read(required)
+
+    def check_fields(self, metrics: Sequence[Metric]) -> None:
+        """Fail before any judge call when *no* row has a field some metric needs.
+
+        A field missing from only some rows is reported per row (``file:line: what``) and
+        the other rows are judged; a field no row has is one clear error, not one per row.
+
+        Raises:
+            ConfigError: a metric needs a field that no valid row has.
+        """
+        from assay.run._dataset import ALIASES
+
+        if self.n_valid == 0:
+            return
+        for metric in metrics:
+            missing = [f for f in metric.required_fields if self.present.get(f, 0) == 0]
+            if missing:
+                aliases = {v: [k for k, t in ALIASES.items() if t == v] for v in missing}
+                names = "; ".join(
+                    f"'{m}'" + (f" (also read from {', '.join(aliases[m])})" if aliases[m] else "") for m in missing
+                )
+                raise ConfigError(
+                    f"metric '{metric.name}' needs {names}, which no row of {self.description} has; add it to the "
+                    f"data or rename a column with --map COLUMN={missing[0]}"
+                )
+
+
+_FINGERPRINT_CHUNK = 1 << 20
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_FINGERPRINT_CHUNK):
+            digest.update(chunk)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def _reader(data: Any, mapping: Mapping[str, str]) -> tuple[str, Path | None, Callable[..., Iterator[Any]]]:
+    """What the data is, its path if any, and a function that reads it (again) as rows."""
+    if isinstance(data, str | Path):
+        path = Path(data)
+        return str(path), path, lambda required: read_dataset(path, required=required, mapping=mapping)
+    kind = f"{type(data).__module__}.{type(data).__qualname__}"
+    if kind.startswith("pandas.") and kind.endswith("DataFrame"):
+        return "<dataframe>", None, lambda required: from_dataframe(data, required=required, mapping=mapping)
+    if kind.startswith("datasets."):
+        return "<dataset>", None, lambda required: from_hf_dataset(data, required=required, mapping=mapping)
+    if isinstance(data, Mapping):
+        raise DatasetError("evaluate() takes a list of samples or dicts, a file path, or a table; got one dict")
+    if not isinstance(data, Sequence):
+        data = list(data)  # a generator is read twice: once to check, once to judge
+    items: Sequence[Any] = data
+
+    def read_items(required: Sequence[str]) -> Iterator[Row | SampleError]:
+        for index, item in enumerate(items, start=1):
+            if isinstance(item, SampleError | Row):
+                yield item
+            elif isinstance(item, Sample):
+                missing = [name for name in required if not item.field_present(name)]
+                if missing:
+                    names = ", ".join(f"'{m}'" for m in missing)
+                    yield SampleError(f"missing or empty field {names}", source="<samples>", line=index)
+                else:
+                    yield Row(item, index)
+            else:
+                try:
+                    sample = sample_from_record(
+                        dict(item) if isinstance(item, Mapping) else item,
+                        line=index,
+                        source="<samples>",
+                        required=required,
+                        mapping=mapping,
+                    )
+                except SampleError as exc:
+                    yield exc
+                else:
+                    yield Row(sample, index)
+
+    return f"<{len(items)} samples>", None, read_items
+
+
+def open_dataset(data: Any, *, mapping: Mapping[str, str] | None = None) -> DatasetSource:
+    """Check ``data`` in one pass and return a re-readable source with its fingerprint.
+
+    Args:
+        data: A file path (JSONL, CSV, Parquet, a JSON array), a pandas DataFrame, a
+            Hugging Face ``Dataset``, or a sequence of :class:`~assay.Sample` objects or
+            dicts (a generator is read into a list).
+        mapping: Column renames (``{"my_answer": "answer"}``).
+
+    Raises:
+        DatasetError: the data cannot be read, or holds no row at all.
+    """
+    mapping = dict(mapping or {})
+    description, path, read = _reader(data, mapping)
+    digest = hashlib.sha256()
+    n_rows = n_valid = 0
+    present: dict[str, int] = {}
+    for item in read(()):
+        n_rows += 1
+        if isinstance(item, Row):
+            n_valid += 1
+            for name in Sample.model_fields:
+                if item.sample.field_present(name):
+                    present[name] = present.get(name, 0) + 1
+            if path is None:
+                # ASCII JSON: text that is not valid Unicode (a lone surrogate) still hashes.
+                digest.update(json.dumps(item.sample.model_dump(mode="json"), sort_keys=True).encode() + b"\n")
+        elif path is None:
+            digest.update(str(item).encode("utf-8", "surrogatepass") + b"\n")
+    if n_rows == 0:
+        raise DatasetError(f"{description}: holds no rows; nothing to evaluate")
+    fingerprint = _file_sha256(path) if path is not None else f"sha256:{digest.hexdigest()}"
+    return DatasetSource(description, fingerprint, n_rows, n_valid, present, path, read)
+
+
+def _differences(stored: Mapping[str, Any], given: Mapping[str, Any]) -> list[str]:
+    return [
+        f"{key}: stored {stored.get(key)!r}, given {given.get(key)!r}"
+        for key in sorted(set(stored) | set(given))
+        if stored.get(key) != given.get(key)
+    ]
+
+
+def check_resume(
+    spec: RunSpec,
+    *,
+    source: DatasetSource,
+    metrics: Iterable[Metric],
+    judge_model: str,
+    base_url: str | None,
+    options: RunOptions,
+) -> None:
+    """Refuse to resume ``spec``'s run with anything but its own data, metrics, judge and options.
+
+    Raises:
+        ResumeError: naming each difference and what to do instead.
+    """
+    run = spec.run_id
+    if spec.dataset_fingerprint != source.fingerprint:
+        if spec.dataset_fingerprint and not spec.dataset_fingerprint.startswith("sha256:"):
+            why = "it was stored by an older assay without a content hash, so its data cannot be verified"
+        else:
+            why = "the data changed since the run started (its content hash differs)"
+        raise ResumeError(
+            f"cannot resume run {run}: {why}; {source.description} is not the data the run was judging. "
+            f"Start a new run on it instead (rows already judged in {run} stay stored)."
+        )
+    stored_metrics = [m.model_dump(mode="json") for m in spec.metrics]
+    given_metrics = [m.spec().model_dump(mode="json") for m in metrics]
+    if stored_metrics != given_metrics:
+        raise ResumeError(
+            f"cannot resume run {run}: its metrics were {[m['name'] for m in stored_metrics]} with their stored "
+            f"settings; the metrics given differ. Resume with the run's own metrics, or start a new run."
+        )
+    if spec.judge_model != judge_model or (spec.base_url or None) != (redact_url(base_url) or None):
+        raise ResumeError(
+            f"cannot resume run {run}: it was judged by {spec.judge_model}"
+            f"{f' at {spec.base_url}' if spec.base_url else ''}, not {judge_model}"
+            f"{f' at {redact_url(base_url)}' if base_url else ''}; mixing two judges' verdicts in one run "
+            "would make its scores meaningless. Start a new run for the other judge."
+        )
+    stored = RunOptions.from_stored(spec.options).model_dump(mode="json", exclude={"metric_names", "metric_options"})
+    given = options.model_dump(mode="json", exclude={"metric_names", "metric_options"})
+    differences = _differences(stored, given)
+    if differences:
+        raise ResumeError(
+            f"cannot resume run {run} with other options than it was started with ({'; '.join(differences)}). "
+            "Resume with the run's own options, or start a new run."
+        )

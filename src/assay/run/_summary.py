@@ -1,0 +1,155 @@
+"""A run's summary: a pure function of its sample results.
+
+The terminal summary, ``assay runs show``, the report and the exit code all read the same
+:class:`RunSummary`, computed from *every* result of the run (for a stored run, every
+stored record, so a resumed run's summary covers what was judged before the resume too).
+Nothing is kept incrementally that could disagree with the records.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from assay._scores import Summary, SummaryBuilder, UnscoredReason, Usage
+from assay.run._cost import CostReport, PriceTable
+
+if TYPE_CHECKING:
+    from assay.run._evaluate import SampleResult
+
+__all__ = ["NOT_COUNTED_AS_UNSCORED", "RunSummary", "RunTally", "summarize_results"]
+
+NOT_COUNTED_AS_UNSCORED: frozenset[str] = frozenset({UnscoredReason.NOT_APPLICABLE.value})
+"""Unscored reasons that are a verdict, not a failure to judge (a grader's NA): they do
+not count towards ``--max-unscored``."""
+
+LOWEST_KEPT = 10
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """Per-metric summaries, cost and the lowest-scoring samples of a run.
+
+    Attributes:
+        metrics: Metric name -> :class:`~assay.Summary` (mean over scored results, unscored
+            counts by reason, tokens).
+        n_results: (sample, repeat) results counted.
+        n_row_errors: Invalid input rows.
+        cost: Calls, tokens and cost over every judge call of every result.
+        lowest: Metric name -> up to 10 scored results, lowest value first.
+    """
+
+    metrics: Mapping[str, Summary]
+    n_results: int
+    n_row_errors: int
+    cost: CostReport
+    lowest: Mapping[str, Sequence[SampleResult]] = field(default_factory=dict)
+
+    @property
+    def n_scored(self) -> int:
+        """Scored (sample, metric) results over every metric."""
+        return sum(s.n_scored for s in self.metrics.values())
+
+    @property
+    def n_unscored(self) -> int:
+        """Unscored (sample, metric) results that count as not judged (a grader's NA does not)."""
+        return sum(
+            n
+            for s in self.metrics.values()
+            for reason, n in s.unscored_by_reason.items()
+            if reason not in NOT_COUNTED_AS_UNSCORED
+        )
+
+    @property
+    def unscored_share(self) -> float:
+        """Share of (sample, metric) results left unjudged, in [0, 1]; NaN when there are none."""
+        total = self.n_scored + self.n_unscored
+        return self.n_unscored / total if total else math.nan
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens over every metric (the judge calls' own counts)."""
+        return self.cost.usage
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict: per metric as :class:`Summary` dumps, plus ``_cost`` and ``_counts``."""
+        out: dict[str, object] = {name: s.model_dump(mode="json") for name, s in self.metrics.items()}
+        out["_cost"] = {
+            "calls": self.cost.calls,
+            "cached_calls": self.cost.cached_calls,
+            "failed_calls": self.cost.failed_calls,
+            "usd": self.cost.usd,
+            "unpriced_models": sorted(self.cost.unpriced_models),
+            "prompt_tokens": self.cost.usage.prompt_tokens,
+            "completion_tokens": self.cost.usage.completion_tokens,
+        }
+        out["_counts"] = {"results": self.n_results, "row_errors": self.n_row_errors}
+        return out
+
+
+class RunTally:
+    """Builds a :class:`RunSummary` one result at a time, in bounded memory."""
+
+    def __init__(self, metrics: Sequence[str], prices: PriceTable | None = None) -> None:
+        self._builders = {name: SummaryBuilder(name) for name in metrics}
+        self._heaps: dict[str, list[tuple[float, int, int, int, SampleResult]]] = {}
+        self._cost = CostReport(prices=prices or PriceTable())
+        self.n_results = 0
+        self.n_row_errors = 0
+
+    def add(self, result: SampleResult) -> None:
+        """Count one (sample, repeat) result."""
+        self.n_results += 1
+        for name, score in result.scores.items():
+            self._builders.setdefault(name, SummaryBuilder(name)).add(score)
+            self._cost.add(score.all_calls)
+            if score.is_scored:
+                heap = self._heaps.setdefault(name, [])
+                # A max-heap (by value) of the k lowest; ties go to the earlier line. The
+                # running count is unique, so results themselves are never compared.
+                item = (-score.value, -result.line, -result.repeat, -self.n_results, result)
+                if len(heap) < LOWEST_KEPT:
+                    heapq.heappush(heap, item)
+                elif item > heap[0]:
+                    heapq.heapreplace(heap, item)
+
+    @property
+    def cost(self) -> CostReport:
+        """Calls, tokens and cost so far."""
+        return self._cost
+
+    def summary(self) -> RunSummary:
+        """The summary of everything added so far."""
+        return RunSummary(
+            metrics={name: b.summary() for name, b in self._builders.items()},
+            n_results=self.n_results,
+            n_row_errors=self.n_row_errors,
+            cost=self._cost,
+            lowest={name: [item[-1] for item in sorted(heap, reverse=True)] for name, heap in self._heaps.items()},
+        )
+
+
+def summarize_results(
+    results: Iterable[SampleResult],
+    metrics: Sequence[str],
+    *,
+    n_row_errors: int = 0,
+    prices: PriceTable | None = None,
+) -> RunSummary:
+    """The :class:`RunSummary` of ``results`` (one pass, memory bounded by the lowest-k heaps).
+
+    Args:
+        results: Every result of the run, in any order.
+        metrics: The run's metric names, in the order to report them (a metric with no
+            result still gets an empty summary).
+        n_row_errors: How many input rows were invalid.
+        prices: The price table for the cost (default: the built-in one).
+    """
+    tally = RunTally(metrics, prices)
+    for result in results:
+        tally.add(result)
+    tally.n_row_errors = n_row_errors
+    return tally.summary()

@@ -1,0 +1,318 @@
+"""Runs that cannot lie: resume checks its data and options, summaries cover every stored
+record, exit codes say when too little was judged, and the library owns the run.
+
+Each test names the defect it pins (issue 13); each failed on the code before the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from assay import Faithfulness, Sample, evaluate
+from assay.cli import app
+from assay.metrics import BinaryJudgeGrader
+from assay.models import FunctionJudge
+from assay.run import ResumeError, RunStore, summarize_results
+from assay.testing import FakeOpenAIServer
+
+pytest.importorskip("openai")
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+
+def rows(n: int, *, start: int = 0) -> str:
+    return "".join(
+        json.dumps(
+            {
+                "id": f"r{i}",
+                "question": "Colour?",
+                # Row i has i % 3 unsupported sentences: scores differ from row to row.
+                "answer": " ".join(["The sky is blue."] + [f"Row {i} fact {k}." for k in range(i % 3)]),
+                "contexts": ["The sky is blue."],
+            }
+        )
+        + "\n"
+        for i in range(start, start + n)
+    )
+
+
+def sentence_judge(body: dict[str, object], *, supported: str = "sky") -> str:
+    """Statements are the answer's sentences; a statement is supported when it names ``supported``."""
+    user = body["messages"][1]["content"]  # type: ignore[index]
+    if "<answer>" in user:
+        answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
+        return json.dumps({"statements": [s.strip() + "." for s in answer.split(".") if s.strip()]})
+    items = user.split("<statements>\n")[1].split("\n</statements>")[0].splitlines()
+    return json.dumps(
+        {
+            "verdicts": [
+                {"statement": t, "reason": "r", "verdict": int(supported in t)}
+                for t in (i.split("] ", 1)[1] for i in items)
+            ]
+        }
+    )
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+    return result.exit_code, result.output
+
+
+def only_run_id() -> str:
+    (info,) = RunStore(".assay/runs.sqlite").runs()
+    return info.run_id
+
+
+def cut_short(run_id: str, keep: int) -> None:
+    """Make a stored run look interrupted after ``keep`` samples (what Ctrl-C leaves behind)."""
+    with sqlite3.connect(".assay/runs.sqlite") as db:
+        db.execute("DELETE FROM results WHERE run_id = ? AND line > ?", (run_id, keep))
+        db.execute("UPDATE runs SET status = 'interrupted' WHERE run_id = ?", (run_id,))
+
+
+def test_resume_refuses_data_that_changed_instead_of_mixing_rows(tmp_path: Path) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text(rows(4))
+    with FakeOpenAIServer(sentence_judge) as server:
+        code, out = invoke("run", "data.jsonl", "--judge", "openai:m", "--base-url", server.base_url, "--concurrency", "1")
+        assert code == 0, out
+        run_id = only_run_id()
+        cut_short(run_id, keep=2)
+        data.write_text(rows(1, start=99) + rows(4))  # a new first line: every line number shifts
+        code, out = invoke("run", "--resume", run_id, "--base-url", server.base_url)
+    assert code == 1, out
+    assert "data changed" in out and run_id in out
+    store = RunStore(".assay/runs.sqlite")
+    ids = [r["id"] for r in store.records(run_id)]
+    assert ids == ["r0", "r1"]  # nothing judged against the shifted file, nothing stored twice
+
+
+def test_resume_of_a_no_cache_run_never_reads_the_cache_another_server_filled(tmp_path: Path) -> None:
+    (tmp_path / "data.jsonl").write_text(rows(4))
+    with (
+        FakeOpenAIServer(sentence_judge) as right,
+        FakeOpenAIServer(lambda body: sentence_judge(body, supported="nothing-matches")) as other,
+    ):
+        code, out = invoke("run", "data.jsonl", "--judge", "openai:m", "--base-url", right.base_url, "--no-cache")
+        assert code == 0, out
+        run_id = only_run_id()
+        full = RunStore(".assay/runs.sqlite").summary(run_id).metrics["faithfulness"].mean
+        cut_short(run_id, keep=1)
+        # Another server, same model name, fills the cache with different answers.
+        code, out = invoke("run", "data.jsonl", "--judge", "openai:m", "--base-url", other.base_url)
+        assert code == 0, out
+        calls_before = len(right.requests)
+        code, out = invoke("run", "--resume", run_id)
+        assert code == 0, out
+        assert len(right.requests) > calls_before  # the resumed part was judged by its own server
+    store = RunStore(".assay/runs.sqlite")
+    records = list(store.records(run_id))
+    assert len(records) == 4
+    assert not any(c["cached"] for r in records for s in r["scores"].values() for c in s["calls"])
+    assert store.summary(run_id).metrics["faithfulness"].mean == pytest.approx(full)
+
+
+def test_resume_refuses_options_that_would_change_results(tmp_path: Path) -> None:
+    (tmp_path / "data.jsonl").write_text(rows(2))
+    with FakeOpenAIServer(sentence_judge) as server:
+        code, out = invoke("run", "data.jsonl", "--judge", "openai:m", "--base-url", server.base_url, "--no-cache")
+        run_id = only_run_id()
+        cut_short(run_id, keep=1)
+        code, out = invoke("run", "--resume", run_id, "--cache", "--repeats", "2")
+    assert code == 1, out
+    assert "--repeats" in out and "--cache" in out
+
+
+def test_summary_after_a_resume_covers_every_stored_record(tmp_path: Path) -> None:
+    (tmp_path / "data.jsonl").write_text(rows(9))
+    with FakeOpenAIServer(sentence_judge) as server:
+        base = ("--judge", "openai:m", "--base-url", server.base_url, "--no-cache")
+        code, out = invoke("run", "data.jsonl", *base)
+        assert code == 0, out
+        (uninterrupted,) = RunStore(".assay/runs.sqlite").runs()
+        code, out = invoke("run", "data.jsonl", *base)
+        resumed = next(r.run_id for r in RunStore(".assay/runs.sqlite").runs() if r.run_id != uninterrupted.run_id)
+        cut_short(resumed, keep=4)
+        code, out = invoke("run", "--resume", resumed)
+        assert code == 0, out
+        assert "9 results" in out  # the terminal summary covers the whole run, not the 5 judged now
+        code, out = invoke("run", "--resume", resumed)  # resuming a finished run judges nothing...
+        assert code == 0, out
+    store = RunStore(".assay/runs.sqlite")
+    summary = store.summary(resumed)
+    whole = uninterrupted.summary
+    assert whole is not None
+    s = summary.metrics["faithfulness"]
+    assert (s.n_scored, s.mean) == (whole["faithfulness"]["n_scored"], pytest.approx(whole["faithfulness"]["mean"]))
+    # ...and its summary is still a function of every stored record.
+    recomputed = summarize_results(store.results(resumed), ["faithfulness"]).metrics["faithfulness"]
+    assert recomputed == s
+    assert store.info(resumed).summary == summary.to_json()
+    assert "9 results" in out
+
+
+def unauthorized(tmp_path: Path, server: FakeOpenAIServer) -> tuple[int, str]:
+    return invoke("run", "data.jsonl", "--judge", "openai:m", "--base-url", server.base_url, "--retries", "0")
+
+
+def test_exit_3_when_every_call_is_refused_with_401(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "data.jsonl").write_text(rows(3))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-key-0000000000")
+    with FakeOpenAIServer(sentence_judge, require_api_key="sk-right-key-1111111111") as server:
+        code, out = unauthorized(tmp_path, server)
+    assert code == 3, out
+    assert "nothing was scored" in out
+
+
+def test_exit_3_when_most_samples_are_unscored_and_0_within_the_allowance(tmp_path: Path) -> None:
+    (tmp_path / "data.jsonl").write_text(rows(10))
+    broken = {"r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8"}
+
+    def judge(body: dict[str, object]) -> str:
+        user = body["messages"][1]["content"]  # type: ignore[index]
+        if "<answer>" in user and any(f"Row {i[1:]} " in user for i in broken):
+            return "I cannot help with that."
+        return sentence_judge(body)
+
+    with FakeOpenAIServer(judge) as server:
+        code, out = invoke("run", "data.jsonl", "--judge", "openai:m", "--base-url", server.base_url, "--reasks", "0")
+        assert code == 3, out
+        assert "above --max-unscored" in out
+        code, out = invoke(
+            "run", "data.jsonl", "--judge", "openai:m", "--base-url", server.base_url, "--max-unscored", "0.9"
+        )
+        assert code == 0, out
+
+
+def test_empty_input_is_an_error_not_a_success(tmp_path: Path) -> None:
+    (tmp_path / "empty.jsonl").write_text("\n\n")
+    code, out = invoke("run", "empty.jsonl", "--judge", "openai:m", "--base-url", "http://127.0.0.1:9/v1")
+    assert code == 1, out
+    assert "no rows" in out
+
+
+@pytest.mark.parametrize("args", [["--concurrency", "0"], ["--no-such-option"], ["--repeats", "x"]])
+def test_usage_errors_exit_1(tmp_path: Path, args: list[str]) -> None:
+    (tmp_path / "data.jsonl").write_text(rows(1))
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", "run", "data.jsonl", *args], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Usage" in done.stderr or "Error" in done.stderr
+
+
+def test_gate_usage_errors_keep_the_gates_own_code(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "assay", "gate"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3, done.stderr
+
+
+# -- the library owns the run ---------------------------------------------------------------
+
+
+def supported_when_sky(messages: list[dict[str, str]], schema: type | None) -> str:
+    user = messages[-1]["content"]
+    items = user.split("<statements>\n")[1].split("\n</statements>")[0].splitlines()
+    return json.dumps(
+        {
+            "verdicts": [
+                {"statement": t, "reason": "r", "verdict": int("sky" in t)}
+                for t in (i.split("] ", 1)[1] for i in items)
+            ]
+        }
+    )
+
+
+def records(n: int) -> list[dict[str, object]]:
+    return [json.loads(line) for line in rows(n).splitlines()]
+
+
+def metric() -> Faithfulness:
+    return Faithfulness(strategy="batch", decomposer="sentences")
+
+
+def test_a_dataframe_evaluated_into_a_store_reports_and_gates_from_the_cli(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame(records(6))
+    result = evaluate(df, metric(), FunctionJudge(supported_when_sky), store=tmp_path / "runs.sqlite", progress=False)
+    assert result.run_id is not None
+    frame = result.to_pandas()
+    assert {"question", "answer", "value"} <= set(frame.columns)
+    assert list(frame["answer"]) == list(df["answer"])
+    code, out = invoke("report", result.run_id, "--store", str(tmp_path / "runs.sqlite"), "-o", "r.html")
+    assert code == 0, out
+    assert (tmp_path / "r.html").read_text().count("r5") >= 1
+    code, out = invoke("gate", "--latest", "--store", str(tmp_path / "runs.sqlite"), "--metric", "faithfulness",
+                       "--min", "0.3")
+    assert code == 0, out
+    assert result.run_id in out
+    assert result.report(tmp_path / "again.html").exists()
+
+
+def test_library_resume_continues_a_stored_run_and_refuses_other_data(tmp_path: Path) -> None:
+    store = tmp_path / "runs.sqlite"
+    data = records(5)
+    first = evaluate(data, metric(), FunctionJudge(supported_when_sky), store=store, progress=False)
+    assert first.run_id is not None
+    cut_short_at(store, first.run_id, keep=2)
+    calls: list[int] = []
+
+    def counting(messages: list[dict[str, str]], schema: type | None) -> str:
+        calls.append(1)
+        return supported_when_sky(messages, schema)
+
+    resumed = evaluate(data, metric(), FunctionJudge(counting), store=store, resume=first.run_id, progress=False)
+    assert resumed.run_id == first.run_id
+    assert len(calls) == 3  # only the three samples not yet stored
+    assert resumed.summary()["faithfulness"].n_scored == 5
+    assert resumed.summary() == first.summary()
+    with pytest.raises(ResumeError, match="data changed"):
+        evaluate(data[::-1], metric(), FunctionJudge(supported_when_sky), store=store, resume=first.run_id)
+    with pytest.raises(ResumeError, match="metrics"):
+        evaluate(data, Faithfulness(strategy="batch"), FunctionJudge(supported_when_sky), store=store,
+                 resume=first.run_id)
+
+
+def cut_short_at(store: Path, run_id: str, keep: int) -> None:
+    with sqlite3.connect(store) as db:
+        db.execute("DELETE FROM results WHERE run_id = ? AND line > ?", (run_id, keep))
+
+
+def test_a_result_that_cannot_be_stored_is_a_row_error_and_the_run_goes_on(tmp_path: Path) -> None:
+    data = records(3)
+    data[1]["answer"] = "Fact \ud800 sky."  # a lone surrogate: SQLite cannot store it
+    result = evaluate(
+        [Sample.model_validate(d) for d in data],
+        metric(),
+        FunctionJudge(supported_when_sky),
+        store=tmp_path / "runs.sqlite",
+        progress=False,
+    )
+    assert result.run_id is not None
+    store = RunStore(tmp_path / "runs.sqlite")
+    assert [r["id"] for r in store.records(result.run_id)] == ["r0", "r2"]
+    ((line, message),) = store.row_errors(result.run_id)
+    assert line == 2 and "not valid Unicode" in message
+    assert store.info(result.run_id).status == "finished"
+
+
+def test_grader_na_is_a_verdict_not_an_unscored_failure_for_the_exit_code(tmp_path: Path) -> None:
+    from assay.cli._run import exit_code
+
+    grader = BinaryJudgeGrader("Polite.")
+    judge = FunctionJudge(lambda messages, schema: json.dumps({"reasoning": "n/a", "label": "NA"}))
+    result = evaluate(records(3), grader, judge, store=tmp_path / "runs.sqlite", progress=False)
+    summary = result.run_summary()
+    assert summary.metrics[grader.name].n_unscored == 3
+    assert math.isnan(summary.unscored_share)
+    assert exit_code(summary, 0.1)[0] == 3  # nothing was scored at all: still not a success
