@@ -45,12 +45,11 @@ __all__ = ["DEFAULT_MAX_UNSCORED", "build_metrics", "exit_code", "run"]
 DEFAULT_MAX_UNSCORED = 0.1
 """The unscored share above which ``assay run`` exits 3.
 
-Why a tenth: below it, a mean over the scored results moves by less than the bootstrap
-CI of a typical 50-200-sample run even if every unscored result had gone the other way;
-above it, the judge failed often enough (an auth error, an overloaded server, a broken
-prompt) that the run is not the evaluation that was asked for. The local default judge
-is grammar-constrained and leaves nothing unscored on well-formed data, so honest runs
-stay far below it."""
+Why a tenth: unjudged results can move the true mean by at most their share (0.1, had
+each of them scored 0, or 1), about the full width of the 95% bootstrap CI of a
+100-sample run with a typical spread (SD 0.3: +-0.06). Beyond that, the judge failed
+often enough (an auth error, an overloaded server, a broken prompt) that the run is not
+the evaluation that was asked for. ``--max-unscored 0`` makes any unjudged result fail."""
 
 
 def _parse_sets(sets: list[str]) -> dict[str, dict[str, str]]:
