@@ -126,7 +126,7 @@ def test_a_field_the_dataset_lacks_is_one_error_before_any_judge_call(tmp_path: 
         )
         assert server.calls == 0
     assert result.exit_code == 1
-    assert "metric 'context_recall' needs 'reference' (also read from ground_truth)" in result.output
+    assert "metric 'context_recall' needs 'reference' (also read from ground_truth, expected_output)" in result.output
     assert "--map COLUMN=reference" in result.output
 
 

@@ -95,7 +95,8 @@ def test_to_pandas_has_one_row_per_sample_and_metric() -> None:
     result = evaluate([ROW, {**ROW, "id": "b", "answer": ""}], [Faithfulness()], verdict_judge())
     frame = result.to_pandas().set_index("id")
     assert frame.loc["a", "value"] == 1.0
-    assert math.isnan(frame.loc["b", "value"]) and frame.loc["b", "unscored_reason"] == "missing_field"
+    # an empty answer is an answer with nothing to check, not a missing field
+    assert math.isnan(frame.loc["b", "value"]) and frame.loc["b", "unscored_reason"] == "no_statements"
 
 
 def test_metric_bug_becomes_metric_error_and_the_run_completes() -> None:

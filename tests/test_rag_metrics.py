@@ -89,7 +89,8 @@ def test_relevancy_is_relevant_and_not_noncommittal(relevant: object, noncommitt
 
 
 def test_relevancy_missing_answer_is_unscored() -> None:
-    score, _ = run(AnswerRelevancy(), [], SAMPLE.model_copy(update={"answer": ""}))
+    # (an empty answer is not missing: the judge is asked whether it addresses the question)
+    score, _ = run(AnswerRelevancy(), [], SAMPLE.model_copy(update={"answer": None}))
     assert score.unscored_reason is UnscoredReason.MISSING_FIELD
     assert AnswerRelevancy().required_fields == ("question", "answer")
 

@@ -10,12 +10,12 @@ import tracemalloc
 import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from assay.errors import DatasetError, MissingExtraError, SampleError
-from assay.run._dataset import Row
+from assay.run._dataset import Row, read_jsonl
 from assay.run._readers import (
     DATASET_SUFFIXES,
     from_dataframe,
@@ -95,7 +95,7 @@ def test_csv_bad_rows_do_not_stop_the_rest(tmp_path: Path) -> None:
         b"b,too,many,cells,here\n"  # line 3
         b"c,\xff\xfe not utf-8,c,\n"  # line 4
         b"\n"
-        b"d,,c,\n"  # line 6: the required answer is empty
+        b"d\n"  # line 6: the required answer is missing (a short row; an empty cell would be an empty answer)
         b'e,ok,c,"[1, 2]"\n'  # line 7: metadata must be an object
         b'f,ok,c,"{""team"": ""x""}"\n'
         b",,,\n"  # an empty record: skipped like a blank line
@@ -122,7 +122,7 @@ def test_csv_record_the_csv_module_rejects_is_reported_and_skipped(tmp_path: Pat
     assert [(row.sample.id, row.line) for row in rows] == [("a", 2), ("c", 4)]
     (error,) = errors
     assert error.line == 3
-    assert "invalid CSV: field larger than field limit" in error.detail
+    assert "a cell is longer than the CSV field limit (50 characters)" in error.detail
 
 
 def test_csv_column_mapping_applies_before_aliases(tmp_path: Path) -> None:
@@ -147,9 +147,11 @@ def test_csv_with_byte_order_mark_and_crlf(tmp_path: Path) -> None:
     assert [(row.sample.id, row.sample.answer, row.line) for row in rows] == [("a", "x", 2), ("b", "y", 3)]
 
 
-def test_csv_empty_and_header_only_files_yield_nothing(tmp_path: Path) -> None:
-    assert list(read_csv(write_csv(tmp_path / "empty.csv", []))) == []
-    assert list(read_csv(write_csv(tmp_path / "header.csv", [["id", "answer"]]))) == []
+def test_csv_empty_and_header_only_files_say_no_rows(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match=r"empty\.csv: no rows"):
+        list(read_csv(write_csv(tmp_path / "empty.csv", [])))
+    with pytest.raises(DatasetError, match=r"header\.csv: no rows"):
+        list(read_csv(write_csv(tmp_path / "header.csv", [["id", "answer"]])))
 
 
 @pytest.mark.parametrize(
@@ -316,7 +318,7 @@ def test_dataframe_rows_with_numpy_values_and_missing_cells() -> None:
     assert rows[1].sample.contexts == ("c3", "c4")
     (error,) = errors
     assert (error.source, error.line) == ("<dataframe>", 2)
-    assert str(error) == "<dataframe>:2: missing or empty field 'answer'"
+    assert str(error) == "<dataframe>: row 2: missing or empty field 'answer'"
 
 
 def test_dataframe_mapping_and_type_errors() -> None:
@@ -416,8 +418,318 @@ def test_read_dataset_rejects_unknown_suffixes_at_once(tmp_path: Path, name: str
         read_dataset(tmp_path / name)
 
 
-def test_read_dataset_refuses_a_json_array(tmp_path: Path) -> None:
+# -- every input row read right or reported where it is (issue 13 part 5, issue 14) -------------
+
+
+def write_jsonl(path: Path, records: list[Any]) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+DEEPEVAL = {
+    "input": "Where is Paris?",
+    "actual_output": "Paris is in France.",
+    "expected_output": "In France.",
+    "retrieval_context": ["Paris is the capital of France."],
+    "context": ["Ideal: Paris, France."],
+}
+RAGAS = {
+    "user_input": "Where is Paris?",
+    "response": "Paris is in France.",
+    "retrieved_contexts": ["Paris is the capital of France."],
+    "reference": "In France.",
+    "reference_contexts": ["Ideal: Paris, France."],
+}
+
+
+@pytest.mark.parametrize("record", [DEEPEVAL, RAGAS], ids=["deepeval", "ragas"])
+def test_deepeval_and_ragas_columns_are_judged_against_the_retrieved_context(
+    tmp_path: Path, record: dict[str, Any]
+) -> None:
+    (row,) = list(read_dataset(write_jsonl(tmp_path / "d.jsonl", [record]), required=["answer", "contexts"]))
+    assert isinstance(row, Row), row
+    sample = row.sample
+    assert (sample.question, sample.answer, sample.reference) == (
+        "Where is Paris?",
+        "Paris is in France.",
+        "In France.",
+    )
+    assert sample.contexts == ("Paris is the capital of France.",)  # never the ideal context
+    ideal = "context" if "context" in record else "reference_contexts"
+    assert sample.metadata == {ideal: ["Ideal: Paris, France."]}
+
+
+def test_deepeval_context_alone_is_not_read_as_the_retrieved_contexts(tmp_path: Path) -> None:
+    record = {"input": "q", "actual_output": "a", "context": ["ideal"]}
+    (error,) = list(read_dataset(write_jsonl(tmp_path / "d.jsonl", [record]), required=["answer", "contexts"]))
+    assert isinstance(error, SampleError)
+    assert "missing or empty field 'contexts'" in error.detail
+    assert "--map context=contexts" in error.detail  # says what to do if it does hold the retrieved passages
+
+
+def test_an_explicit_mapping_always_wins_over_an_alias(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [{"context": "ideal", "retrieval_context": ["retrieved"], "out": "a"}])
+    (row,) = list(read_dataset(path, mapping={"retrieval_context": "contexts", "out": "answer"}))
+    assert isinstance(row, Row), row
+    assert row.sample.contexts == ("retrieved",)
+    (row,) = list(read_dataset(path, mapping={"context": "contexts"}))  # the user says the ideal one is wanted
+    assert isinstance(row, Row), row
+    assert row.sample.contexts == ("ideal",)
+    assert row.sample.metadata == {"retrieval_context": ["retrieved"], "out": "a"}
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "field"),
+    [("answer", "response", "answer"), ("contexts", "retrieved_contexts", "contexts"), ("input", "query", "question")],
+)
+def test_two_columns_for_one_field_are_a_row_error_naming_both(
+    tmp_path: Path, first: str, second: str, field: str
+) -> None:
+    good = {"id": "ok", "answer": "x", "contexts": ["c"]}
+    both = {
+        "id": "both",
+        first: ["one"] if field == "contexts" else "one",
+        second: ["two"] if field == "contexts" else "two",
+    }
+    rows, errors = split(read_dataset(write_jsonl(tmp_path / "d.jsonl", [good, both])))
+    assert [row.sample.id for row in rows] == ["ok"]
+    (error,) = errors
+    assert error.line == 2
+    assert f"'{first}'" in error.detail and f"'{second}'" in error.detail and field in error.detail
+    # the same in CSV (one shared path)
+    csv_path = write_csv(tmp_path / "d.csv", [["id", first, second], ["both", "one", "two"]])
+    (item,) = list(read_csv(csv_path))
+    assert isinstance(item, SampleError) and item.line == 2 and f"'{second}'" in item.detail
+
+
+def lone_surrogate_line(record_id: str) -> str:
+    return '{"id": "' + record_id + '", "answer": "Fact 1 \\ud800 and more.", "contexts": ["c"]}'
+
+
+def test_a_lone_surrogate_is_a_row_error_in_every_reader(tmp_path: Path) -> None:
+    good = {"id": "g", "answer": "fine", "contexts": ["c"]}
+    rows, errors = split(read_dataset(write_jsonl(tmp_path / "d.jsonl", [good, lone_surrogate_line("s")])))
+    assert [row.sample.id for row in rows] == ["g"]
+    (error,) = errors
+    assert str(error).startswith(f"{tmp_path / 'd.jsonl'}:2: ")
+    assert "field 'answer'" in error.detail and "surrogate" in error.detail and "character 8" in error.detail
+    # JSON array
+    array = tmp_path / "d.json"
+    array.write_text("[" + json.dumps(good) + ", " + lone_surrogate_line("s") + "]", encoding="utf-8")
+    rows, errors = split(read_dataset(array))
+    assert [row.sample.id for row in rows] == ["g"] and "surrogate" in errors[0].detail
+    # CSV: a JSON list cell with a \ud800 escape
+    path = write_csv(tmp_path / "d.csv", [["id", "answer", "contexts"], ["s", "a", '["ok", "bad \\udfff"]']])
+    (item,) = list(read_csv(path))
+    assert isinstance(item, SampleError) and "field 'contexts[1]'" in item.detail and "surrogate" in item.detail
+    # DataFrame
+    pd = pytest.importorskip("pandas")
+    (item,) = list(from_dataframe(pd.DataFrame({"answer": pd.Series(["x\udc80"], dtype=object)})))
+    assert isinstance(item, SampleError) and item.line == 1 and "surrogate" in item.detail
+
+
+def test_a_line_nested_100000_deep_is_a_row_error_and_the_rows_around_it_are_read(tmp_path: Path) -> None:
+    good = {"answer": "a", "contexts": ["c"]}
+    deep = "[" * 100_000 + "]" * 100_000
+    rows, errors = split(read_jsonl(write_jsonl(tmp_path / "d.jsonl", [good, deep, good])))
+    assert [row.line for row in rows] == [1, 3]
+    (error,) = errors
+    assert error.line == 2 and "nested too deep" in error.detail
+    # deep enough for json but too deep to store later: refused when read
+    nested: Any = "x"
+    for _ in range(300):
+        nested = [nested]
+    rows, errors = split(read_jsonl(write_jsonl(tmp_path / "m.jsonl", [{**good, "metadata": {"k": nested}}, good])))
+    assert [row.line for row in rows] == [2]
+    assert "nested deeper than" in errors[0].detail
+    # a CSV cell (within the CSV field limit, still too deep for json)
+    deep = "[" * 5_000 + "]" * 5_000
+    path = write_csv(tmp_path / "d.csv", [["answer", "trace"], ["a", deep], ["b", ""]])
+    rows, errors = split(read_csv(path))
+    assert [row.line for row in rows] == [3] and "nested too deep" in errors[0].detail
+
+
+def test_an_empty_answer_is_data_and_a_missing_one_is_a_row_error_on_any_row(tmp_path: Path) -> None:
+    records = [
+        {"id": "missing", "contexts": ["c"]},
+        {"id": "empty", "answer": "", "contexts": ["c"]},
+        {"id": "blank", "answer": "  \n ", "contexts": ["c"]},
+        {"id": "null", "answer": None, "contexts": ["c"]},
+    ]
+    rows, errors = split(read_jsonl(write_jsonl(tmp_path / "d.jsonl", records), required=["answer", "contexts"]))
+    assert [(row.sample.id, row.sample.answer) for row in rows] == [("empty", ""), ("blank", "  \n ")]
+    assert [(error.line, "missing or empty field 'answer'" in error.detail) for error in errors] == [
+        (1, True),
+        (4, True),
+    ]
+    # CSV: an empty cell in the answer column is an empty answer; a short row lacks it
+    path = tmp_path / "d.csv"
+    path.write_bytes(b"id,contexts,answer\nempty,c,\nshort,c\n")
+    rows, errors = split(read_csv(path, required=["answer", "contexts"]))
+    assert [(row.sample.id, row.sample.answer) for row in rows] == [("empty", "")]
+    assert [error.line for error in errors] == [3]
+
+
+@pytest.mark.parametrize("decomposer", ["llm", "sentences"])
+@pytest.mark.parametrize("answer", ["", "   \n"])
+def test_faithfulness_of_an_empty_answer_is_unscored_no_statements(
+    decomposer: Literal["llm", "sentences"], answer: str
+) -> None:
+    from assay import Faithfulness, Sample, UnscoredReason, evaluate
+    from assay.models import ScriptedJudge
+
+    judge = ScriptedJudge([])  # any judge call would fail the test (ScriptExhaustedError -> metric_error)
+    result = evaluate([Sample(id="e", answer=answer, contexts=("c",))], [Faithfulness(decomposer=decomposer)], judge)
+    assert result.errors == []
+    score = result.results[0].scores["faithfulness"]
+    assert score.unscored_reason is UnscoredReason.NO_STATEMENTS, score
+
+
+@pytest.mark.parametrize("blank_first", [False, True])
+def test_a_utf8_bom_does_not_drop_row_1(tmp_path: Path, blank_first: bool) -> None:
+    body = ("\n" if blank_first else "") + json.dumps({"id": "a", "answer": "x"}) + "\n"
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + body.encode())
+    (row,) = list(read_jsonl(path))
+    assert isinstance(row, Row), row
+    assert (row.sample.id, row.line) == ("a", 2 if blank_first else 1)
+    array = tmp_path / "d.json"
+    array.write_bytes(b"\xef\xbb\xbf" + json.dumps([{"id": "a", "answer": "x"}]).encode())
+    (row,) = list(read_dataset(array))
+    assert isinstance(row, Row), row
+
+
+def test_csv_unclosed_quote_names_the_lines_it_swallowed_and_the_rows_after_it_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    lines = ["id,answer,contexts", "a,ok,c", 'b,"unclosed answer,c'] + [f"r{i},ok {i},c" for i in range(4, 8)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rows, errors = split(read_csv(path))
+    assert [row.sample.id for row in rows] == ["a", "r4", "r5", "r6", "r7"]
+    assert [row.line for row in rows] == [2, 4, 5, 6, 7]
+    (error,) = errors
+    assert (error.line, error.end_line) == (3, 7)
+    assert str(error).startswith(f"{path}:3-7: unclosed quote in a cell opened on line 3; lines 4-7 were read into it")
+
+
+def test_csv_unclosed_quote_closed_by_a_later_quote_is_not_swallowed(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text('id,answer,contexts\nb,"stray,c\nc,fine,c\nd,"quoted, cell",c\ne,ok,c\n', encoding="utf-8")
+    rows, errors = split(read_csv(path))
+    assert [(row.sample.id, row.sample.answer) for row in rows] == [("c", "fine"), ("d", "quoted, cell"), ("e", "ok")]
+    (error,) = errors
+    assert (error.line, error.end_line) == (2, 4) and "lines 3-4 were read into it" in error.detail
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "csv", "parquet", "json", "dataframe"])
+def test_a_duplicate_id_is_a_row_error_naming_the_first_line(tmp_path: Path, kind: str) -> None:
+    ids = ["a", "b", "a", "c", "b"]
+    records = [{"id": i, "answer": f"x{n}"} for n, i in enumerate(ids)]
+    if kind == "jsonl":
+        items = read_dataset(write_jsonl(tmp_path / "d.jsonl", records))
+        first, dup = 1, 3
+    elif kind == "csv":
+        items = read_dataset(
+            write_csv(tmp_path / "d.csv", [["id", "answer"]] + [[r["id"], r["answer"]] for r in records])
+        )
+        first, dup = 2, 4
+    elif kind == "parquet":
+        items = read_dataset(
+            write_parquet(tmp_path / "d.parquet", {"id": ids, "answer": [r["answer"] for r in records]})
+        )
+        first, dup = 1, 3
+    elif kind == "json":
+        (tmp_path / "d.json").write_text(json.dumps(records))
+        items = read_dataset(tmp_path / "d.json")
+        first, dup = 1, 3
+    else:
+        pd = pytest.importorskip("pandas")
+        items = from_dataframe(pd.DataFrame(records))
+        first, dup = 1, 3
+    rows, errors = split(items)
+    assert [row.sample.answer for row in rows] == ["x0", "x1", "x3"]  # the first use of an id wins
+    assert [error.line for error in errors] == [dup, dup + 2]
+    assert "id 'a' already used on" in errors[0].detail and f" {first}" in errors[0].detail
+
+
+def test_csv_json_list_cell_with_a_raw_newline_is_the_list(tmp_path: Path) -> None:
+    path = write_csv(
+        tmp_path / "d.csv",
+        [["id", "answer", "contexts"], ["a", "x", '["first\nline", "second"]'], ["b", "y", "['py', 'repr']"]],
+    )
+    rows, errors = split(read_csv(path))
+    assert errors == []
+    assert [row.sample.contexts for row in rows] == [("first\nline", "second"), ("py", "repr")]
+
+
+@pytest.mark.parametrize("metadata", ["text", [1, 2], 3])
+def test_a_non_object_metadata_is_a_row_error(tmp_path: Path, metadata: Any) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [{"id": "a", "answer": "x", "metadata": metadata}])
+    (error,) = list(read_jsonl(path))
+    assert isinstance(error, SampleError) and error.line == 1
+    assert "field 'metadata'" in error.detail and "object" in error.detail
+
+
+def test_a_column_clashing_with_a_metadata_key_is_a_row_error(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [{"answer": "x", "topic": "a", "metadata": {"topic": "b"}}])
+    (error,) = list(read_jsonl(path))
+    assert isinstance(error, SampleError) and "'topic'" in error.detail
+
+
+def test_ids_text_and_whole_numbers_are_accepted_fractions_and_booleans_are_located_errors(tmp_path: Path) -> None:
+    records = [{"id": v, "answer": "x"} for v in ["s", 17, 18.0, 3.5, True, ""]]
+    rows, errors = split(read_jsonl(write_jsonl(tmp_path / "d.jsonl", records)))
+    assert [row.sample.id for row in rows] == ["s", "17", "18", "line-6"]
+    assert [error.line for error in errors] == [4, 5]
+    assert "field 'id'" in errors[0].detail and '"3.5"' in errors[0].detail  # says what to write instead
+    assert "field 'id'" in errors[1].detail and "boolean" in errors[1].detail
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("empty.jsonl", b""),
+        ("blank.jsonl", b"\n  \n\r\n"),
+        ("bom.jsonl", b"\xef\xbb\xbf\n"),
+        ("empty.csv", b""),
+        ("header.csv", b"id,answer\n"),
+        ("empty.json", b"[]"),
+    ],
+)
+def test_empty_input_is_a_dataset_error_saying_no_rows(tmp_path: Path, name: str, content: bytes) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(DatasetError, match=r"no rows"):
+        list(read_dataset(path))
+
+
+def test_empty_parquet_and_dataframe_say_no_rows(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    path = write_parquet(tmp_path / "d.parquet", {"answer": pa.array([], type=pa.string())})
+    with pytest.raises(DatasetError, match=r"no rows"):
+        list(read_parquet(path))
+    pd = pytest.importorskip("pandas")
+    with pytest.raises(DatasetError, match=r"no rows"):
+        list(from_dataframe(pd.DataFrame({"answer": []})))
+
+
+def test_a_file_of_only_bad_rows_is_not_empty(tmp_path: Path) -> None:
+    (error,) = list(read_jsonl(write_jsonl(tmp_path / "d.jsonl", ["{oops"])))
+    assert isinstance(error, SampleError)
+
+
+def test_a_json_array_file_is_read_with_item_numbers(tmp_path: Path) -> None:
     path = tmp_path / "data.json"
-    path.write_text(json.dumps([{"id": "a", "answer": "x"}]))
-    with pytest.raises(DatasetError, match="JSON array"):
+    items = [{"id": "a", "answer": "x"}, "not an object", {"answer": "y"}, {"id": "a", "answer": "z"}]
+    path.write_text(json.dumps(items, indent=2))
+    rows, errors = split(read_dataset(path))
+    assert [(row.sample.id, row.line) for row in rows] == [("a", 1), ("line-3", 3)]
+    assert [error.line for error in errors] == [2, 4]
+    assert str(errors[0]).startswith(f"{path}: item 2: expected a JSON object")
+    assert "already used on item 1" in str(errors[1])
+
+
+def test_a_broken_json_array_file_is_a_dataset_error_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "data.json"
+    path.write_text('[\n  {"id": "a"},\n  {"id": \n]\n')
+    with pytest.raises(DatasetError, match=r"data\.json: not valid JSON: .* line 4"):
         list(read_dataset(path))

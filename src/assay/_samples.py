@@ -59,7 +59,8 @@ class Sample(BaseModel):
     Attributes:
         id: A stable identifier (the dataset's ``id`` field, else ``line-N``).
         question: The user input (``input`` is accepted as an alias).
-        answer: The output being judged (``output`` and ``response`` are aliases).
+        answer: The output being judged (``output``, ``response`` and ``actual_output``
+            are aliases); may be empty (the system answered nothing).
         contexts: Retrieved passages the answer should be grounded in.
         reference: A reference answer or goal, where the metric uses one.
         trace: A multi-turn conversation, for agent metrics.
@@ -81,9 +82,16 @@ class Sample(BaseModel):
     @field_validator("id", mode="before")
     @classmethod
     def _id_to_str(cls, value: object) -> object:
-        # Integer ids are common in JSONL files; keep them as their text.
-        if isinstance(value, int) and not isinstance(value, bool):
+        # Ids are text. Whole numbers are common (JSONL ids, and a pandas id column with a
+        # gap is float64), so 17 and 17.0 both become "17"; anything else would be a guess.
+        if isinstance(value, bool):
+            raise ValueError(f"{value!r} is a boolean, not an id; give ids as text or whole numbers")
+        if isinstance(value, int):
             return str(value)
+        if isinstance(value, float):
+            if value.is_integer():
+                return str(int(value))
+            raise ValueError(f'{value!r} is not a whole number; write the id as text ("{value}")')
         return value
 
     @field_validator("contexts", mode="before")
@@ -95,10 +103,17 @@ class Sample(BaseModel):
         return value
 
     def field_present(self, name: str) -> bool:
-        """Whether the field ``name`` holds a usable (non-empty) value."""
+        """Whether the field ``name`` holds a usable value.
+
+        Empty text and empty lists count as absent, except the answer: an empty answer
+        (``""`` or only whitespace) is what the system under test said, so it is present
+        and metrics score it (faithfulness: unscored ``no_statements``).
+        """
         value = getattr(self, name)
         if value is None:
             return False
+        if name == "answer":
+            return True
         if isinstance(value, str | tuple):
             return len(value) > 0
         return True

@@ -11,6 +11,7 @@ The tree::
     │   └── MissingExtraError  an optional dependency is not installed (names the extra)
     ├── DatasetError           an input file cannot be read at all (missing, not UTF-8)
     ├── SampleError            one row is invalid (carries file and line number)
+    │   └── TraceFormatError   a trace is in no format assay reads (names the closest and where it failed)
     ├── ModelWeightsError      the local model's weights are missing or corrupt
     └── JudgeError             a judge backend failed (network, server error, timeout)
         └── JudgeRefusedError  the backend refused the request outright
@@ -27,6 +28,7 @@ __all__ = [
     "MissingExtraError",
     "ModelWeightsError",
     "SampleError",
+    "TraceFormatError",
 ]
 
 
@@ -55,18 +57,59 @@ class DatasetError(AssayError):
 
 
 class SampleError(AssayError, ValueError):
-    """One input row is invalid. ``source`` and ``line`` say where it came from."""
+    """One input row is invalid. ``source``, ``line`` and ``unit`` say where it came from.
 
-    def __init__(self, message: str, *, source: str | None = None, line: int | None = None) -> None:
+    ``unit`` names what ``line`` counts: ``"line"`` (JSONL and CSV: the physical line,
+    shown as ``file:12:``, or ``file:12-40:`` when the row spans to ``end_line``),
+    ``"item"`` (the 1-based index in a JSON array file, shown as ``file: item 3:``) or
+    ``"row"`` (Parquet, DataFrames and datasets, shown as ``file: row 3:``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        end_line: int | None = None,
+        unit: str = "line",
+    ) -> None:
         self.source = source
         self.line = line
+        self.end_line = end_line
+        self.unit = unit
         self.detail = message
-        where = ""
-        if source is not None:
-            where = f"{source}:{line}: " if line is not None else f"{source}: "
-        elif line is not None:
-            where = f"line {line}: "
-        super().__init__(f"{where}{message}")
+        super().__init__(f"{self.where}{message}")
+
+    @property
+    def where(self) -> str:
+        """The location prefix of the message (``"data.jsonl:3: "``), empty when unknown."""
+        if self.line is None:
+            return f"{self.source}: " if self.source is not None else ""
+        span = (
+            f"{self.line}-{self.end_line}"
+            if self.end_line is not None and self.end_line != self.line
+            else str(self.line)
+        )
+        if self.unit == "line":
+            return f"{self.source}:{span}: " if self.source is not None else f"line {span}: "
+        place = f"{self.unit} {span}: "
+        return f"{self.source}: {place}" if self.source is not None else place
+
+
+class TraceFormatError(SampleError):
+    """An agent trace is in none of the formats assay reads (see ``assay.load_trace``).
+
+    ``path`` locates the failing part (``trace[2].content[1]``), ``problem`` says what is
+    wrong with it, and ``format`` names the format it was read as (the closest one when
+    none fits).
+    """
+
+    def __init__(self, message: str, *, path: str = "trace", problem: str = "", format: str | None = None) -> None:
+        self.path = path
+        self.problem = problem or message
+        self.format = format
+        super().__init__(message)
 
 
 class ModelWeightsError(AssayError):

@@ -8,7 +8,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel
 
 from assay._samples import Sample
-from assay._scores import Binary, JudgeCall, MetricSpec, Score, Verdict
+from assay._scores import Binary, JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
 from assay.errors import ConfigError
 from assay.metrics._common import (
     failed,
@@ -125,9 +125,11 @@ class Faithfulness:
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """Decompose the answer, judge every statement against the contexts, aggregate."""
         spec = self.spec()
-        if not sample.answer or not sample.contexts:
-            missing = "answer" if not sample.answer else "contexts"
+        if sample.answer is None or not sample.contexts:
+            missing = "answer" if sample.answer is None else "contexts"
             return missing_field(self.name, f"sample has no {missing}", spec)
+        if not sample.answer.strip():  # the system answered nothing: there is nothing to check
+            return Score.unscored(self.name, UnscoredReason.NO_STATEMENTS, "the answer is empty", spec=spec)
         split = await make_decomposer(self.decomposer).decompose(sample.question or "", sample.answer, judge)
         calls = list(split.calls)
         if (unusable := unusable_split(self.name, split, spec, text="answer", calls=calls)) is not None:

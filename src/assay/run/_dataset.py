@@ -1,39 +1,79 @@
-"""Reading samples: JSONL streamed line by line, every bad row reported with its line."""
+"""Reading samples: JSONL streamed line by line, every bad row reported with its line.
+
+One path builds every sample, whatever the reader: :func:`sample_from_record`. It maps
+column names to fields (:data:`ALIASES`, then the caller's ``mapping``), refuses text that
+would break later (lone surrogates, nesting deeper than :data:`MAX_NESTING`), refuses two
+columns for one field and a reused id, and checks the required fields, each as a
+:class:`~assay.errors.SampleError` naming the row. ``docs/design/input.md`` explains the
+choices.
+"""
 
 from __future__ import annotations
 
+import codecs
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
 from assay._samples import Sample
-from assay.errors import DatasetError, SampleError
+from assay.errors import ConfigError, DatasetError, SampleError
 
-__all__ = ["ALIASES", "Row", "count_rows", "read_jsonl", "sample_from_record"]
+__all__ = [
+    "ALIASES",
+    "IDEAL_CONTEXT_COLUMNS",
+    "MAX_NESTING",
+    "Row",
+    "count_rows",
+    "read_jsonl",
+    "sample_from_record",
+]
 
 
 class Row(NamedTuple):
-    """A sample with the line it was read from."""
+    """A sample with the line (or item, or row) it was read from."""
 
     sample: Sample
     line: int
 
 
 ALIASES: Mapping[str, str] = {
+    # DeepEval: input, actual_output, expected_output, retrieval_context.
+    # Ragas: user_input, response, retrieved_contexts, reference.
     "input": "question",
     "query": "question",
     "user_input": "question",
     "output": "answer",
     "response": "answer",
+    "actual_output": "answer",
     "retrieved_contexts": "contexts",
-    "context": "contexts",
+    "retrieval_context": "contexts",
     "ground_truth": "reference",
+    "expected_output": "reference",
     "messages": "trace",
 }
-_FIELDS = set(Sample.model_fields)
+"""Column name -> sample field, for columns named as other tools name them.
+
+Every reader uses this one table. An explicit ``mapping`` always wins over it; two
+columns that would fill one field (``answer`` and ``response``) are a row error.
+"""
+
+IDEAL_CONTEXT_COLUMNS: Mapping[str, str] = {
+    "context": "DeepEval's ideal context",
+    "reference_contexts": "Ragas' reference contexts",
+}
+"""Columns that hold what *should* have been retrieved, never read as ``contexts``.
+
+They stay in ``metadata`` under their own names (a grader template can use them as
+``{metadata[context]}``); ``--map context=contexts`` reads one as the contexts.
+"""
+
+MAX_NESTING = 100
+"""Deepest nesting of lists and objects a row may have (deeper cannot be stored later)."""
+
+_FIELDS = frozenset(Sample.model_fields)
 
 
 def sample_from_record(
@@ -43,55 +83,204 @@ def sample_from_record(
     source: str | None = None,
     required: Iterable[str] = (),
     mapping: Mapping[str, str] | None = None,
+    unit: str = "line",
+    seen_ids: MutableMapping[str, int] | None = None,
 ) -> Sample:
     """Build a :class:`Sample` from one dict, naming the row in any error.
 
     Args:
         record: The row (a JSON object).
-        line: The row's 1-based line number, for errors and the default id ``line-N``.
+        line: The row's 1-based line (or item, or row) number, for errors and the default
+            id ``line-N``.
         source: The file the row came from, for errors.
-        required: Fields that must be present and non-empty.
-        mapping: Extra column renames (``{"my_col": "answer"}``), applied before aliases.
+        required: Fields that must be present and non-empty (an empty answer is present).
+        mapping: Explicit column renames (``{"my_col": "answer"}``); they win over
+            :data:`ALIASES`.
+        unit: What ``line`` counts (``line``, ``item`` or ``row``), for errors.
+        seen_ids: Id -> number of the row that used it, shared by all rows of one read; a
+            row reusing an id is an error, and a good row's id is added.
 
     Raises:
-        SampleError: the row is not an object, a field has the wrong type, or a required
-            field is missing.
+        SampleError: the row is not an object, holds text that is not valid Unicode or is
+            nested too deep, gives one field in two columns, has a field of the wrong
+            type, lacks a required field, or reuses an id.
+        ConfigError: ``mapping`` names a target that is not a sample field.
     """
+
+    def error(message: str) -> SampleError:
+        return SampleError(message, source=source, line=line, unit=unit)
+
     if not isinstance(record, dict):
-        raise SampleError(f"expected a JSON object, got {type(record).__name__}", source=source, line=line)
-    renames = {**ALIASES, **(mapping or {})}
-    fields: dict[str, Any] = {}
-    metadata: dict[str, Any] = dict(record.get("metadata") or {}) if isinstance(record.get("metadata"), dict) else {}
-    for key, value in record.items():
-        if key == "metadata":
-            continue
-        target = renames.get(key, key)
-        if target in _FIELDS and target not in fields:
-            fields[target] = value
-        else:
-            metadata[key] = value
-    if fields.get("id") is None:
+        raise error(f"expected a JSON object, got {type(record).__name__}")
+    explicit = dict(mapping or {})
+    unknown = sorted(target for target in explicit.values() if target not in _FIELDS)
+    if unknown:
+        raise ConfigError(f"--map target {unknown[0]!r} is not a sample field; use one of {', '.join(sorted(_FIELDS))}")
+    problem = text_problem(record)
+    if problem is not None:
+        raise error(problem)
+    fields, columns, extra = _assign(record, explicit, error)
+    metadata = _metadata(fields.pop("metadata", None), columns.get("metadata", "metadata"), extra, error)
+    if fields.get("id") is None or (isinstance(fields["id"], str) and not fields["id"].strip()):
         fields["id"] = f"line-{line}" if line is not None else None
     fields["metadata"] = metadata
     try:
         sample = Sample.model_validate(fields)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"field '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}" for err in exc.errors()[:3]
-        )
-        raise SampleError(problems, source=source, line=line) from None
+        raise error("; ".join(_describe(err, columns) for err in exc.errors()[:3])) from None
     missing = [name for name in required if not sample.field_present(name)]
     if missing:
         names = ", ".join(f"'{m}'" for m in missing)
-        raise SampleError(f"missing or empty field {names}", source=source, line=line)
+        hint = ""
+        if "contexts" in missing:
+            ideal = [name for name in IDEAL_CONTEXT_COLUMNS if name in record]
+            if ideal:
+                hint = (
+                    f" (the column '{ideal[0]}' is {IDEAL_CONTEXT_COLUMNS[ideal[0]]}, not the retrieved passages, so "
+                    f"it is kept in metadata; if it does hold what was retrieved, use --map {ideal[0]}=contexts)"
+                )
+        raise error(f"missing or empty field {names}{hint}")
+    if seen_ids is not None and line is not None:
+        first = seen_ids.setdefault(sample.id, line)
+        if first != line:
+            raise error(f"id {sample.id!r} already used on {unit} {first}; ids must be unique")
     return sample
+
+
+def _assign(
+    record: dict[str, Any], explicit: Mapping[str, str], error: Callable[[str], SampleError]
+) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
+    """(field -> value, field -> the column it came from, columns that are no field)."""
+    claims: dict[str, list[str]] = {}
+    extra: dict[str, Any] = {}
+    for key, value in record.items():
+        target = explicit.get(key) or ALIASES.get(key, key)
+        if target in _FIELDS:
+            if value is not None:  # a null cell is an absent one
+                claims.setdefault(target, []).append(key)
+        else:
+            extra[key] = value
+    fields: dict[str, Any] = {}
+    columns: dict[str, str] = {}
+    for target, keys in claims.items():
+        chosen = [key for key in keys if key in explicit] or keys
+        if len(chosen) > 1:
+            raise error(
+                f"columns '{chosen[0]}' and '{chosen[1]}' both give the {target}; keep one, or choose it with "
+                f"--map {chosen[0]}={target} (the other is then kept in metadata)"
+            )
+        columns[target] = chosen[0]
+        fields[target] = record[chosen[0]]
+        extra.update((key, record[key]) for key in keys if key != chosen[0])
+    return fields, columns, extra
+
+
+def _metadata(given: Any, column: str, extra: Mapping[str, Any], error: Callable[[str], SampleError]) -> dict[str, Any]:
+    """The row's ``metadata`` object with the columns that are no field added to it."""
+    if given is not None and not isinstance(given, dict):
+        raise error(f"field '{column}': expected a JSON object, got {type(given).__name__}; put the value under a key")
+    metadata = dict(given or {})
+    for key, value in extra.items():
+        if key in metadata:
+            raise error(f"column '{key}' and the metadata key '{key}' both given; rename one")
+        metadata[key] = value
+    return metadata
+
+
+def _describe(err: Any, columns: Mapping[str, str]) -> str:
+    """One pydantic error as ``field 'column[0]': message``, naming the column as written."""
+    loc = list(err["loc"])
+    head = str(loc[0]) if loc else ""
+    path = columns.get(head, head) + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return f"field '{path}': {message}"
+
+
+def text_problem(value: Any, *, where: str = "") -> str | None:
+    r"""What makes ``value`` unusable as row data, or ``None``.
+
+    Checks every string (keys included) for lone surrogates, which JSON escapes such as
+    ``\ud800`` produce and which no UTF-8 store accepts, and the nesting depth against
+    :data:`MAX_NESTING`. Iterative, so no input can exhaust the stack.
+    """
+    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    return (
+                        f"field '{path}': lone surrogate U+{ord(item[exc.start]):04X} at character {exc.start + 1}; "
+                        "it is not valid Unicode (a broken \\u escape?): fix the text"
+                    )
+            continue
+        if not isinstance(item, dict | list | tuple):
+            continue
+        if depth >= MAX_NESTING:
+            return f"field '{path}': nested deeper than {MAX_NESTING} levels"
+        if isinstance(item, dict):
+            entries = list(item.items())
+            for key, _ in entries:
+                if isinstance(key, str) and text_problem(key) is not None:
+                    return f"a key in '{path or 'the row'}' holds a lone surrogate; it is not valid Unicode"
+            children = [(child, f"{path}.{key}" if path else str(key)) for key, child in entries]
+        else:
+            children = [(child, f"{path}[{index}]") for index, child in enumerate(item)]
+        stack.extend((child, name, depth + 1) for child, name in reversed(children))
+    return None
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKeyError(key)
+        result[key] = value
+    return result
+
+
+def parse_json(text: str, *, strict: bool = True) -> Any:
+    """Parse JSON row data; a problem raises ``ValueError`` with a message for a row error.
+
+    Unlike :func:`json.loads`, a key given twice in one object is an error (not the last
+    one silently), and nesting too deep to parse is an error (not a ``RecursionError``).
+    ``strict=False`` allows raw control characters (a newline) inside strings.
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys, strict=strict)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except _DuplicateKeyError as exc:
+        raise ValueError(f"invalid JSON: the key {exc.args[0]!r} appears twice in one object") from None
+    except RecursionError:
+        raise ValueError(f"invalid JSON: nested too deep (at most {MAX_NESTING} levels)") from None
+
+
+def require_rows(items: Iterator[Row | SampleError], empty: str) -> Iterator[Row | SampleError]:
+    """Pass ``items`` through; raise ``DatasetError(empty)`` when there were none at all.
+
+    A file with no rows and no row errors (empty, blank lines, a header only) is not an
+    evaluation of nothing: the caller is told, and ``assay run`` exits 1.
+    """
+    produced = False
+    for item in items:
+        produced = True
+        yield item
+    if not produced:
+        raise DatasetError(empty)
 
 
 def _open(path: Path) -> Any:
     if not path.exists():
         raise DatasetError(f"{path}: no such file")
     if path.is_dir():
-        raise DatasetError(f"{path}: is a directory, expected a JSONL file")
+        raise DatasetError(f"{path}: is a directory, expected a dataset file")
     try:
         return path.open("rb")
     except OSError as exc:
@@ -106,29 +295,45 @@ def read_jsonl(
 ) -> Iterator[Row | SampleError]:
     """Stream samples from a JSONL file; a bad row yields a :class:`SampleError`, not a stop.
 
-    Blank lines are skipped. Memory stays bounded: one line at a time.
+    Blank lines are skipped and a UTF-8 byte-order mark is allowed. Memory stays bounded:
+    one line at a time (plus the set of ids seen, to refuse a reused one).
 
     Raises:
-        DatasetError: the file does not exist or cannot be opened.
+        DatasetError: the file does not exist or cannot be opened, or it holds no rows
+            and no row errors (``"...: no rows ..."``, raised when iteration ends).
     """
     path = Path(path)
-    required = tuple(required)
+    return require_rows(
+        _jsonl_rows(path, tuple(required), mapping),
+        f"{path}: no rows (the file is empty or holds only blank lines)",
+    )
+
+
+def _jsonl_rows(
+    path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None
+) -> Iterator[Row | SampleError]:
+    source = str(path)
+    seen: dict[str, int] = {}
     with _open(path) as handle:
         for number, raw in enumerate(handle, start=1):
+            if number == 1:
+                raw = raw.removeprefix(codecs.BOM_UTF8)
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                yield SampleError(f"not UTF-8 (byte {exc.start})", source=str(path), line=number)
+                yield SampleError(f"not UTF-8 (byte {exc.start + 1} of the line)", source=source, line=number)
                 continue
             if not text.strip():
                 continue
             try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                yield SampleError(f"invalid JSON: {exc.msg} at column {exc.colno}", source=str(path), line=number)
+                record = parse_json(text)
+            except ValueError as exc:
+                yield SampleError(str(exc), source=source, line=number)
                 continue
             try:
-                sample = sample_from_record(record, line=number, source=str(path), required=required, mapping=mapping)
+                sample = sample_from_record(
+                    record, line=number, source=source, required=required, mapping=mapping, seen_ids=seen
+                )
             except SampleError as exc:
                 yield exc
                 continue

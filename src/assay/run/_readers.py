@@ -1,24 +1,34 @@
-"""Reading samples from CSV, Parquet, pandas and Hugging Face datasets, row by row.
+"""Reading samples from CSV, Parquet, JSON arrays, pandas and Hugging Face datasets, row by row.
 
 Every reader yields what :func:`~assay.run.read_jsonl` yields: a :class:`Row` per good
 row and a :class:`~assay.errors.SampleError` per bad one (reading goes on), each carrying
 where the row came from. For CSV that is the physical line on which the record starts (a
-quoted cell may span lines; the header is line 1); for Parquet, DataFrames and datasets it
-is the 1-based row index. A row without an ``id`` gets ``line-N`` from that number.
+quoted cell may span lines; the header is line 1); for a JSON array file the 1-based item;
+for Parquet, DataFrames and datasets the 1-based row. A row without an ``id`` gets
+``line-N`` from that number. Every row goes through
+:func:`~assay.run.sample_from_record`, so the column names, the row checks and the
+refusal of a reused id are the same everywhere. A source with no rows and no row errors
+at all raises :class:`~assay.errors.DatasetError` (``"...: no rows ..."``) when iteration
+ends.
 
 Memory stays bounded: CSV is read one record at a time, Parquet one record batch at a
-time, a DataFrame one row at a time, a dataset through its own iterator.
+time, a DataFrame one row at a time, a dataset through its own iterator. A JSON array
+file is parsed whole.
 
 Cells are normalised the same way everywhere:
 
-- an empty cell (``""``, null, NaN, ``pd.NA``) is absent, as if the column were missing;
-- ``contexts`` given as a string holding a JSON list (``'["a", "b"]'``) is that list; any
-  other string is one context;
+- an empty cell (``""``, null, NaN, ``pd.NA``) is absent, as if the column were missing,
+  except in the answer column: an empty answer is what the system said (CSV cannot tell
+  null from empty, so there an empty answer cell is an empty answer);
+- ``contexts`` given as a string holding a JSON list (``'["a", "b"]'``, raw newlines
+  allowed) or a Python list literal (``"['a', 'b']"``, as pandas writes lists) is that
+  list; text that starts like a list of strings but is neither is a row error; any other
+  string is one context;
 - ``trace``, ``reference_tool_calls`` and ``metadata`` given as strings are parsed as JSON;
 - numpy scalars and arrays become plain Python values.
 
-``mapping`` renames columns (``{"my_answer": "answer"}``) before the standard
-:data:`~assay.run.ALIASES` apply; columns that are no sample field go to ``metadata``.
+``mapping`` renames columns (``{"my_answer": "answer"}``) and wins over the standard
+:data:`~assay.run.ALIASES`; columns that are no sample field go to ``metadata``.
 
 Parquet needs the ``parquet`` extra (pyarrow), DataFrames the ``pandas`` extra and
 Hugging Face datasets the ``datasets`` extra; each is imported only when used.
@@ -26,17 +36,25 @@ Hugging Face datasets the ``datasets`` extra; each is imported only when used.
 
 from __future__ import annotations
 
+import ast
 import codecs
 import csv
 import importlib
-import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from assay.errors import DatasetError, MissingExtraError, SampleError
-from assay.run._dataset import ALIASES, Row, read_jsonl, sample_from_record
+from assay.run._dataset import (
+    ALIASES,
+    Row,
+    _jsonl_rows,
+    parse_json,
+    read_jsonl,
+    require_rows,
+    sample_from_record,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -75,9 +93,10 @@ def read_dataset(
 ) -> Iterator[Row | SampleError]:
     """Stream samples from a file, choosing the reader by its suffix.
 
-    ``.jsonl``, ``.ndjson`` and ``.json`` (JSON lines, one object per line) go to
-    :func:`~assay.run.read_jsonl`, ``.csv`` to :func:`read_csv`, ``.parquet`` and ``.pq``
-    to :func:`read_parquet`.
+    ``.jsonl`` and ``.ndjson`` (JSON lines, one object per line) go to
+    :func:`~assay.run.read_jsonl`; ``.json`` holds either one JSON array of objects (read
+    whole; errors name the item, ``data.json: item 3: ...``) or JSON lines; ``.csv`` goes
+    to :func:`read_csv`, ``.parquet`` and ``.pq`` to :func:`read_parquet`.
 
     Args:
         path: The dataset file.
@@ -89,8 +108,9 @@ def read_dataset(
 
     Raises:
         DatasetError: The suffix is not one of the above (raised at once); the file is
-            missing or unreadable, or a ``.json`` file holds one JSON array rather than
-            JSON lines (raised when iteration starts).
+            missing or unreadable, or a JSON array file is not valid JSON (raised when
+            iteration starts); it holds no rows and no row errors (raised when iteration
+            ends).
     """
     path = Path(path)
     kind = DATASET_SUFFIXES.get(path.suffix.lower())
@@ -113,16 +133,45 @@ def read_dataset(
 def _read_json_lines(
     path: Path, *, required: tuple[str, ...], mapping: Mapping[str, str] | None
 ) -> Iterator[Row | SampleError]:
-    """JSON lines from a ``.json`` file, refusing a file that is one JSON array."""
-    _check_file(path, "a JSON lines file")
+    """A ``.json`` file: one JSON array of objects, or JSON lines."""
+    return require_rows(
+        _json_rows(path, required, mapping),
+        f"{path}: no rows (the file is empty, holds only blank lines, or an empty array)",
+    )
+
+
+def _json_rows(path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None) -> Iterator[Row | SampleError]:
+    _check_file(path, "a JSON file")
     with path.open("rb") as handle:
-        head = handle.read(4096).lstrip(codecs.BOM_UTF8).lstrip()
-    if head.startswith(b"["):
+        head = handle.read(4096).removeprefix(codecs.BOM_UTF8).lstrip()
+    if not head.startswith(b"["):
+        yield from _jsonl_rows(path, required, mapping)
+        return
+    data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
         raise DatasetError(
-            f"{path}: holds a JSON array; assay reads JSON lines (one object per line). "
-            "Convert it, e.g. with: jq -c '.[]' data.json > data.jsonl"
-        )
-    yield from read_jsonl(path, required=required, mapping=mapping)
+            f"{path}: not UTF-8 (byte {exc.start + 1}, on line {line}); save the file as UTF-8"
+        ) from None
+    try:
+        items = parse_json(text)
+    except ValueError as exc:
+        raise DatasetError(f"{path}: not valid JSON: {str(exc).removeprefix('invalid JSON: ')}") from None
+    if not isinstance(items, list):  # e.g. "[1] 2": parse_json would have refused it
+        raise DatasetError(f"{path}: expected a JSON array of objects")
+    source = str(path)
+    seen: dict[str, int] = {}
+    for number, item in enumerate(items, start=1):
+        try:
+            sample = sample_from_record(
+                item, line=number, source=source, required=required, mapping=mapping, unit="item", seen_ids=seen
+            )
+        except SampleError as exc:
+            yield exc
+            continue
+        yield Row(sample, number)
 
 
 # -- CSV ------------------------------------------------------------------------------------
@@ -141,20 +190,32 @@ def read_csv(
     columns with an empty header are ignored. Errors and :attr:`Row.line` give the
     physical line on which the record starts.
 
+    Quoting is read strictly. An unclosed quote would otherwise swallow the lines after
+    it into one cell: it is reported with the lines it took (``data.csv:12-40: unclosed
+    quote in a cell opened on line 12; lines 13-40 were read into it ...``) and those
+    lines are read again as rows; a re-read row must have a cell for every column.
+
     Args:
         path: The CSV file.
         required: Fields that must be present and non-empty in every row.
-        mapping: Column renames (``{"my_answer": "answer"}``), applied before the aliases.
+        mapping: Column renames (``{"my_answer": "answer"}``); they win over the aliases.
 
     Yields:
         A :class:`Row` per good record, a :class:`SampleError` per bad one.
 
     Raises:
         DatasetError: The file does not exist or cannot be opened, its header is not UTF-8
-            or not valid CSV, or it names a column twice.
+            or not valid CSV, or it names a column twice; the file holds no rows and no
+            row errors (empty, or a header only; raised when iteration ends).
     """
     path = Path(path)
-    required = tuple(required)
+    return require_rows(
+        _csv_rows(path, tuple(required), mapping),
+        f"{path}: no rows (the file is empty or holds only a header)",
+    )
+
+
+def _csv_rows(path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None) -> Iterator[Row | SampleError]:
     renames = _renames(mapping)
     source = str(path)
     _check_file(path, "a CSV file")
@@ -164,28 +225,45 @@ def read_csv(
         raise DatasetError(f"{path}: cannot be read ({exc.strerror})") from exc
     with handle:
         lines = _Lines(handle)
-        reader = csv.reader(lines)
+        reader = csv.reader(lines, strict=True)
         header = _csv_header(reader, lines, source)
         if header is None:
             return
-        consumed = reader.line_num
+        seen: dict[str, int] = {}
+        reread_until = 0  # lines up to this one are read a second time, after an unclosed quote
         while True:
-            start = consumed + 1
+            lines.begin_record()
+            start = lines.number + 1
             try:
                 cells = next(reader)
             except StopIteration:
                 return
             except csv.Error as exc:
-                consumed = reader.line_num
-                lines.first_bad_byte(start, consumed)  # forget them: the record is reported anyway
-                yield SampleError(f"invalid CSV: {exc}", source=source, line=start)
+                end = lines.number
+                if end > start:
+                    # The record ran on past its line: a quote opened a cell that never
+                    # closed. Report what it swallowed, then read those lines again.
+                    taken = f"line {end} was" if end == start + 1 else f"lines {start + 1}-{end} were"
+                    yield SampleError(
+                        f"unclosed quote in a cell opened on line {start}; {taken} read into it, and are read again "
+                        f"as rows (csv: {exc}{_limit_note(exc)})",
+                        source=source,
+                        line=start,
+                        end_line=end,
+                    )
+                    lines.first_bad_byte(start, start)
+                    lines.read_again(start + 1)
+                    reread_until = max(reread_until, end)
+                else:
+                    lines.first_bad_byte(start, end)  # forget them: the record is reported anyway
+                    yield SampleError(_csv_problem(exc), source=source, line=start)
                 continue
-            consumed = reader.line_num
+            end = lines.number
             if not any(cell.strip() for cell in cells):
                 continue
-            bad_byte = lines.first_bad_byte(start, consumed)
+            bad_byte = lines.first_bad_byte(start, end)
             if bad_byte is not None:
-                yield SampleError(f"not UTF-8 (byte {bad_byte} of its line)", source=source, line=start)
+                yield SampleError(f"not UTF-8 (byte {bad_byte + 1} of its line)", source=source, line=start)
                 continue
             if len(cells) > len(header):
                 yield SampleError(
@@ -194,31 +272,85 @@ def read_csv(
                     line=start,
                 )
                 continue
+            if start <= reread_until and len(cells) != len(header):
+                yield SampleError(
+                    f"the row has {len(cells)} cells, not {len(header)}; it was read into an unclosed quote above "
+                    "and read again, which needs a cell for every column",
+                    source=source,
+                    line=start,
+                )
+                continue
             record = {name: cell for name, cell in zip(header, cells, strict=False) if name}
-            yield _row(record, line=start, source=source, required=required, mapping=mapping, renames=renames)
+            yield _row(
+                record, line=start, source=source, required=required, mapping=mapping, renames=renames, seen=seen
+            )
+
+
+def _csv_problem(exc: csv.Error) -> str:
+    """A one-line record the csv module refused, said in words a person can act on."""
+    text = str(exc)
+    if "field larger than field limit" in text:
+        return (
+            f"a cell is longer than the CSV field limit ({csv.field_size_limit():,} characters); put long texts in "
+            "JSONL or Parquet, or raise csv.field_size_limit()"
+        )
+    if "unexpected end of data" in text:
+        return "unclosed quote in a cell (the file ends inside it)"
+    if "expected after" in text:
+        return f'a quote inside a quoted cell is not doubled: write "" for a literal quote (csv: {text})'
+    return f"invalid CSV: {text}"
+
+
+def _limit_note(exc: csv.Error) -> str:
+    if "field larger than field limit" in str(exc):
+        return "; or a cell longer than the limit, csv.field_size_limit()"
+    return ""
 
 
 class _Lines:
-    """The physical lines of a binary file as text, remembering which were not UTF-8."""
+    """The physical lines of a binary file as text, remembering which were not UTF-8.
+
+    Keeps the lines of the record being read, so that they can be read again (after an
+    unclosed quote swallowed them); :attr:`number` is the last line handed out.
+    """
 
     def __init__(self, handle: BinaryIO) -> None:
         self._handle = handle
         self.number = 0
         self._bad: dict[int, int] = {}  # line number -> offset of the first bad byte
+        self._record: list[str] = []  # lines handed out since begin_record(), in order
+        self._again: list[str] = []  # lines to hand out again, last first
 
     def __iter__(self) -> Iterator[str]:
         return self
 
     def __next__(self) -> str:
-        raw = next(self._handle)
+        if self._again:
+            text = self._again.pop()
+        else:
+            raw = next(self._handle)
+            if self.number == 0:
+                raw = raw.removeprefix(codecs.BOM_UTF8)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                self._bad[self.number + 1] = exc.start
+                text = raw.decode("utf-8", errors="replace")
         self.number += 1
-        if self.number == 1 and raw.startswith(codecs.BOM_UTF8):
-            raw = raw[len(codecs.BOM_UTF8) :]
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            self._bad[self.number] = exc.start
-            return raw.decode("utf-8", errors="replace")
+        self._record.append(text)
+        return text
+
+    def begin_record(self) -> None:
+        """Start remembering lines afresh: a new record begins."""
+        self._record.clear()
+
+    def read_again(self, first: int) -> None:
+        """Hand out this record's lines from line ``first`` on again."""
+        start = self.number - len(self._record) + 1
+        again = self._record[first - start :]
+        self._again.extend(reversed(again))
+        self.number = first - 1
+        self._record.clear()
 
     def first_bad_byte(self, first: int, last: int) -> int | None:
         """The first bad byte's offset on lines ``first..last``, forgetting those lines."""
@@ -268,12 +400,18 @@ def read_parquet(
     Raises:
         MissingExtraError: pyarrow is not installed (extra ``parquet``).
         DatasetError: The file does not exist, is not Parquet, names a column twice, or
-            cannot be read past some row.
+            cannot be read past some row; it has no rows (raised when iteration ends).
     """
     path = Path(path)
-    required = tuple(required)
+    return require_rows(_parquet_rows(path, tuple(required), mapping, batch_rows), f"{path}: no rows (0 rows)")
+
+
+def _parquet_rows(
+    path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None, batch_rows: int
+) -> Iterator[Row | SampleError]:
     renames = _renames(mapping)
     source = str(path)
+    seen: dict[str, int] = {}
     if batch_rows < 1:
         raise DatasetError(f"batch_rows must be at least 1, got {batch_rows}")
     _check_file(path, "a Parquet file")
@@ -295,7 +433,16 @@ def read_parquet(
                 return
             for record in batch.to_pylist():
                 number += 1
-                yield _row(record, line=number, source=source, required=required, mapping=mapping, renames=renames)
+                yield _row(
+                    record,
+                    line=number,
+                    source=source,
+                    required=required,
+                    mapping=mapping,
+                    renames=renames,
+                    seen=seen,
+                    unit="row",
+                )
     finally:
         parquet_file.close()
 
@@ -326,18 +473,34 @@ def from_dataframe(
 
     Raises:
         MissingExtraError: pandas is not installed (extra ``pandas``).
-        DatasetError: ``df`` is not a DataFrame or names a column twice.
+        DatasetError: ``df`` is not a DataFrame or names a column twice; it has no rows
+            (raised when iteration ends).
     """
+    return require_rows(_dataframe_rows(df, tuple(required), mapping, source), f"{source or 'the DataFrame'}: no rows")
+
+
+def _dataframe_rows(
+    df: pd.DataFrame, required: tuple[str, ...], mapping: Mapping[str, str] | None, source: str | None
+) -> Iterator[Row | SampleError]:
     pandas = _import_optional("pandas", "pandas", "pandas", "Reading a pandas DataFrame")
     if not isinstance(df, pandas.DataFrame):
         raise DatasetError(f"from_dataframe() needs a pandas DataFrame, got {type(df).__name__}")
-    required = tuple(required)
     renames = _renames(mapping)
+    seen: dict[str, int] = {}
     columns = [str(name) for name in df.columns]
     _check_unique(columns, source or "the DataFrame")
     for number, values in enumerate(df.itertuples(index=False, name=None), start=1):
         record = {name: _plain(value) for name, value in zip(columns, values, strict=True)}
-        yield _row(record, line=number, source=source, required=required, mapping=mapping, renames=renames)
+        yield _row(
+            record,
+            line=number,
+            source=source,
+            required=required,
+            mapping=mapping,
+            renames=renames,
+            seen=seen,
+            unit="row",
+        )
 
 
 def from_hf_dataset(
@@ -364,16 +527,23 @@ def from_hf_dataset(
 
     Raises:
         MissingExtraError: ``datasets`` is not installed (extra ``datasets``).
-        DatasetError: ``ds`` is a ``DatasetDict`` (pick a split) or not a dataset.
+        DatasetError: ``ds`` is a ``DatasetDict`` (pick a split) or not a dataset; it has
+            no rows (raised when iteration ends).
     """
+    return require_rows(_hf_rows(ds, tuple(required), mapping, source), f"{source or 'the dataset'}: no rows")
+
+
+def _hf_rows(
+    ds: Any, required: tuple[str, ...], mapping: Mapping[str, str] | None, source: str | None
+) -> Iterator[Row | SampleError]:
     datasets = _import_optional("datasets", "datasets", "datasets", "Reading a Hugging Face dataset")
     if isinstance(ds, datasets.DatasetDict | datasets.IterableDatasetDict):
         splits = ", ".join(repr(split) for split in ds)
         raise DatasetError(f"from_hf_dataset() needs one split, got a dataset dict with splits {splits}; pick one")
     if not isinstance(ds, datasets.Dataset | datasets.IterableDataset):
         raise DatasetError(f"from_hf_dataset() needs a datasets.Dataset, got {type(ds).__name__}")
-    required = tuple(required)
     renames = _renames(mapping)
+    seen: dict[str, int] = {}
     # Read unformatted (plain Python rows): a Dataset formatted for numpy or torch, and any
     # IterableDataset (whose format is not public; with_format is lazy there).
     formatting = getattr(ds, "format", None)
@@ -381,7 +551,16 @@ def from_hf_dataset(
     rows = ds.with_format(None) if formatted else ds
     for number, raw in enumerate(rows, start=1):
         record = {name: _plain(value) for name, value in raw.items()}
-        yield _row(record, line=number, source=source, required=required, mapping=mapping, renames=renames)
+        yield _row(
+            record,
+            line=number,
+            source=source,
+            required=required,
+            mapping=mapping,
+            renames=renames,
+            seen=seen,
+            unit="row",
+        )
 
 
 # -- shared ------------------------------------------------------------------------------------
@@ -395,12 +574,16 @@ def _row(
     required: tuple[str, ...],
     mapping: Mapping[str, str] | None,
     renames: Mapping[str, str],
+    seen: MutableMapping[str, int],
+    unit: str = "line",
 ) -> Row | SampleError:
     try:
         cleaned = _clean_record(record, renames)
-        sample = sample_from_record(cleaned, line=line, source=source, required=required, mapping=mapping)
+        sample = sample_from_record(
+            cleaned, line=line, source=source, required=required, mapping=mapping, unit=unit, seen_ids=seen
+        )
     except _CellError as exc:
-        return SampleError(str(exc), source=source, line=line)
+        return SampleError(str(exc), source=source, line=line, unit=unit)
     except SampleError as exc:
         return exc
     return Row(sample, line)
@@ -416,16 +599,16 @@ def _renames(mapping: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def _clean_record(record: Mapping[str, Any], renames: Mapping[str, str]) -> dict[str, Any]:
-    """Drop empty cells and decode JSON-in-a-string cells."""
+    """Drop empty cells (an empty answer is kept) and decode JSON-in-a-string cells."""
     cleaned: dict[str, Any] = {}
     for key, value in record.items():
         name = str(key)
-        if _is_empty(value):
-            continue
         target = renames.get(name, name)
+        if _is_empty(value) and not (target == "answer" and value == ""):
+            continue
         if isinstance(value, str):
             if target == "contexts":
-                value = _contexts(value)
+                value = _contexts(name, value)
             elif target in _JSON_FIELDS:
                 value = _json_cell(name, value, want_object=target == "metadata")
         cleaned[name] = value
@@ -455,23 +638,37 @@ def _is_empty(value: Any) -> bool:
     return type(value).__name__ in _MISSING_TYPES
 
 
-def _contexts(cell: str) -> Any:
-    """A JSON list of strings in a cell is the contexts; any other text is one context."""
-    if cell.lstrip().startswith("["):
+def _contexts(column: str, cell: str) -> Any:
+    """The contexts in one text cell.
+
+    A JSON list (raw newlines allowed) or a Python list literal (``['a', 'b']``, as pandas
+    writes lists to CSV) is the list; any other text is one context, except text that
+    starts and ends like a list of strings but is neither (a row error, not a context).
+    """
+    text = cell.strip()
+    if not text.startswith("["):
+        return cell
+    try:
+        value = parse_json(text, strict=False)
+    except ValueError as exc:
+        if "nested too deep" in str(exc):
+            raise _CellError(f"column '{column}': {exc}") from None
+        if not (text[1:].lstrip().startswith(("'", '"')) and text.endswith("]")):
+            return cell  # "[1] A citation-style passage": text, not a list
         try:
-            value = json.loads(cell)
-        except json.JSONDecodeError:
-            return cell
-        if isinstance(value, list):
-            return value
-    return cell
+            value = ast.literal_eval(text)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            raise _CellError(
+                f"column '{column}': looks like a list but is neither JSON nor a Python list ({exc})"
+            ) from None
+    return value if isinstance(value, list) else cell
 
 
 def _json_cell(column: str, cell: str, *, want_object: bool) -> Any:
     try:
-        value = json.loads(cell)
-    except json.JSONDecodeError as exc:
-        raise _CellError(f"column '{column}': invalid JSON ({exc.msg} at column {exc.colno})") from None
+        value = parse_json(cell, strict=False)
+    except ValueError as exc:
+        raise _CellError(f"column '{column}': {exc}") from None
     if want_object and not isinstance(value, dict):
         raise _CellError(f"column '{column}': expected a JSON object, got {type(value).__name__}")
     return value
