@@ -70,19 +70,20 @@ DATASETS = {
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
-    """name -> (store, run id): each dataset run with 3 repeats, plus 'single' (pass data, 1 repeat)."""
+    """name -> (store, run id): each dataset run with 3 repeats, plus single runs of the pass and fail data."""
     root = tmp_path_factory.mktemp("gate")
     made: dict[str, tuple[Path, str]] = {}
+    single = {"single": "pass", "single_fail": "fail"}
     with FakeOpenAIServer(responder) as server:
-        for name, repeats in [*((n, 3) for n in DATASETS), ("single", 1)]:
+        for name, repeats in [*((n, 3) for n in DATASETS), *((n, 1) for n in single)]:
             data = root / f"{name}.jsonl"
-            data.write_text(DATASETS.get(name, DATASETS["pass"]))
+            data.write_text(DATASETS[single.get(name, name)])
             store = root / f"{name}.sqlite"
             code, out = invoke(
                 "run", str(data), "--judge", "openai:fake", "--base-url", server.base_url, "--decomposer",
                 "sentences", "--repeats", str(repeats), "--no-cache", "--store", str(store), "--reasks", "0",
             )  # fmt: skip
-            assert code == 0, out
+            assert code == (3 if name == "unscored" else 0), out  # assay run exits 3 when too much is unscored
             with RunStore(store) as opened:
                 (info,) = opened.runs()
             made[name] = (store, info.run_id)
@@ -98,7 +99,8 @@ def test_exit_0_when_every_repeat_passes(runs: dict[str, tuple[Path, str]]) -> N
     code, out = gate_cmd(runs, "pass", "--metric", "faithfulness", "--min", "0.8")
     assert code == 0, out
     assert out.startswith("GATE PASS: faithfulness >= 0.8 on the run mean")
-    assert "P(pass) 1.0000 (from 3 repeats)" in out and "flake probability 0.0000" in out
+    assert "P(pass) 1.0000 (from 3 repeats; the gate passes on 3/3 of them)" in out
+    assert "flake probability 0.0000" in out
     code, out = gate_cmd(runs, "pass", "--per-sample", "--strict")
     assert code == 0, out
 
@@ -120,7 +122,7 @@ def test_exit_2_when_a_flipping_statement_makes_the_gate_flaky(runs: dict[str, t
     # Sample r0 scores 1 on repeat 0 and 2/3 on repeats 1-2: a per-sample 0.8 gate passes 1 time in 3.
     code, out = gate_cmd(runs, "flaky", "--per-sample", "--min", "0.8")
     assert code == 2, out
-    assert out.startswith("GATE FLAKY") and "P(pass) 0.3333 (from 3 repeats)" in out
+    assert out.startswith("GATE FLAKY") and "P(pass) 0.3333 (from 3 repeats; the gate passes on 1/3 of them)" in out
     assert "The sky is maybe green." in out and "repeat 1: the context does not say it" in out
     assert "[2/3 repeats]" in out
     assert "flip rate 0.0667 over 5 statements" in out  # 1 minority verdict in 15
@@ -136,11 +138,23 @@ def test_exit_2_when_unscored_results_exceed_the_limit(runs: dict[str, tuple[Pat
     assert code == 0, out
 
 
-def test_single_run_uses_the_binomial_model(runs: dict[str, tuple[Path, str]]) -> None:
-    # Two samples x two supported statements, default ε = 0.05: the mean stays >= 0.8 only if all 4 stay 1.
+def test_a_single_run_decides_on_what_it_observed(runs: dict[str, tuple[Path, str]]) -> None:
+    # Regression: a single run that passed was called FLAKY (exit 2) because the gate *assumed* a 5% flip rate.
+    # Two samples x two supported statements, default ε = 0.05: the mean stays >= 0.8 only if all 4 stay 1,
+    # so the model estimates P(pass) ≈ .95⁴ = .8145 (simulated); that is printed, not turned into "flaky".
     code, out = gate_cmd(runs, "single")
-    assert code == 2, out
-    assert "binomial model, flip rate 0.05 (default)" in out and "assumed ε = 0.05" in out
+    assert code == 0, out
+    assert out.startswith("GATE PASS") and "observed pass" in out
+    flat = " ".join(out.split())
+    assert "single run: decided on what it observed" in flat
+    assert "binomial model, flip rate 0.05 (default)" in flat and "assumed ε = 0.05" in flat
+    flip = float(flat.split("estimated flip probability ")[1].split(":")[0])
+    assert flip == pytest.approx(1 - 0.95**4, abs=0.015)
+    assert "re-run with 'assay run --repeats 3' to measure it" in flat
+    # An observed fail exits 1 (not 2), though the model gives it a 4.75% chance to pass: r0 is 1 of 2.
+    code, out = gate_cmd(runs, "single_fail", "--per-sample")
+    assert code == 1, out
+    assert out.startswith("GATE FAIL") and "The grass is red." in out
     code, out = gate_cmd(runs, "single", "--flip-rate", "0")
     assert code == 0, out
     code, out = gate_cmd(runs, "single", "--min-statements", "3", "--flip-rate", "0", "--per-sample")
@@ -155,7 +169,7 @@ def test_single_run_uses_the_binomial_model(runs: dict[str, tuple[Path, str]]) -
         (("gate", "RUN", "--min", "1.5"), "1.5 is not in [0, 1]"),
         (("gate", "RUN", "--min", "high"), "'high' is not a valid float"),
         (("gate", "RUN", "--bogus"), "unexpected arguments: --bogus"),
-        (("gate",), "give the RUN_ID"),
+        (("gate",), "give the RUN_ID to gate, or --latest"),
     ],
 )
 def test_exit_3_on_usage_errors(runs: dict[str, tuple[Path, str]], args: tuple[str, ...], message: str) -> None:

@@ -7,7 +7,6 @@ import math
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 import typer
 from hypothesis import given
@@ -15,16 +14,16 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from assay import Faithfulness, JudgeCall, Sample, Score, Usage, Verdict, evaluate
+from assay.analysis import bootstrap_mean_ci, paired_bootstrap_ci
 from assay.cli._report import report as report_command
 from assay.models import FunctionJudge
 from assay.report import (
     CSP,
-    bootstrap_mean_ci,
+    Interval,
     build_report,
     embed_json,
     load_report,
     locate_statements,
-    paired_bootstrap_ci,
     pass_share,
     render_report,
     spread,
@@ -99,39 +98,21 @@ def embedded(html: str) -> object:
 # ------------------------------------------------------------------ statistics
 
 
-def test_bootstrap_mean_ci_is_the_percentile_bootstrap_written_out() -> None:
-    values = [0.0, 0.5, 1.0, 1.0, 0.25, 0.75]
-    ci = bootstrap_mean_ci(values, n_boot=500, seed=7)
-    rng = np.random.default_rng(7)
-    x = np.array(values)
-    means = x[rng.integers(0, len(x), size=(500, len(x)))].mean(axis=1)
-    low, high = np.quantile(means, [0.025, 0.975])
-    assert ci.estimate == pytest.approx(np.mean(values))
-    assert ci.low == pytest.approx(low) and ci.high == pytest.approx(high)
-    assert ci.n == 6 and ci == bootstrap_mean_ci(values, n_boot=500, seed=7)  # seeded: deterministic
+# The bootstrap itself is assay.analysis's (tests/test_analysis.py); the report must use it
+# (tests/test_gate_stored_runs.py::test_the_report_interval_is_the_analysis_interval).
 
 
-def test_bootstrap_mean_ci_small_and_empty_inputs() -> None:
-    empty = bootstrap_mean_ci([])
-    assert empty.n == 0 and math.isnan(empty.estimate) and math.isnan(empty.low)
-    one = bootstrap_mean_ci([0.4])
-    assert one.estimate == 0.4 and math.isnan(one.low) and math.isnan(one.high)
+def test_report_intervals_small_and_empty_inputs() -> None:
+    one = Interval(0.4, math.nan, math.nan, 1)
     assert one.to_json() == {"estimate": 0.4, "low": None, "high": None, "n": 1, "level": 0.95}
-    constant = bootstrap_mean_ci([1.0] * 50)
-    assert constant.low == constant.high == 1.0
+    assert all(math.isnan(x) for x in bootstrap_mean_ci([0.4]))  # one sample: no interval
+    assert bootstrap_mean_ci([1.0] * 50) == (1.0, 1.0)
 
 
 @given(st.lists(st.floats(min_value=0, max_value=1), min_size=2, max_size=40), st.integers(0, 2**16))
 def test_bootstrap_interval_lies_within_the_data_range(values: list[float], seed: int) -> None:
-    ci = bootstrap_mean_ci(values, n_boot=200, seed=seed)
-    assert min(values) - 1e-9 <= ci.low <= ci.high <= max(values) + 1e-9
-
-
-def test_paired_ci_is_the_bootstrap_of_the_differences() -> None:
-    base, other = [1.0, 0.5, 0.75, 1.0], [0.5, 0.5, 0.25, 1.0]
-    assert paired_bootstrap_ci(base, other, seed=3) == bootstrap_mean_ci([0.5, 0.0, 0.5, 0.0], seed=3)
-    with pytest.raises(ValueError, match="differ in length"):
-        paired_bootstrap_ci([1.0], [])
+    low, high = bootstrap_mean_ci(values, n_boot=200, seed=seed)
+    assert min(values) - 1e-9 <= low <= high <= max(values) + 1e-9
 
 
 def test_spread_and_pass_share() -> None:
@@ -361,7 +342,7 @@ def test_compare_pairs_by_id_and_counts_flips_and_deltas(tmp_path: Path) -> None
     assert (report.n_paired, report.only_here, report.only_other) == (3, 1, 1)
     (c,) = report.compare
     assert c.delta.n == 3 and c.delta.estimate == pytest.approx((0.5 - 0.5 + 0.1) / 3)
-    assert c.delta == paired_bootstrap_ci([1.0, 0.5, 1.0], [0.5, 1.0, 0.9], seed=0)
+    assert (c.delta.low, c.delta.high) == paired_bootstrap_ci([1.0, 0.5, 1.0], [0.5, 1.0, 0.9], seed=0)
     assert (c.n_to_pass, c.n_to_fail) == (1, 1)
     deltas = {s["id"]: s["delta"]["faithfulness"] for s in report.samples}
     assert deltas["a"] == {"other": 0.5, "delta": 0.5, "flip": "fail→pass"}

@@ -5,6 +5,8 @@ Pure functions over stored results (``RunStore.records`` or ``SampleResult.to_re
 - :func:`analyze_repeats`: per sample, the score's mean, standard deviation, min and max
   across repeats and each statement's flip rate; for the run, the mean with a seeded
   bootstrap CI, the share of unstable samples, and how often statement extraction changed.
+- :func:`bootstrap_mean_ci` / :func:`paired_bootstrap_ci` / :func:`wilson_interval`: the
+  one home of assay's intervals, used by analysis, gates, the job summary and the report.
 - :func:`evaluate_gate`: a gate "score >= t" (per sample or on the run mean) with its
   pass probability from repeats or from the binomial noise model, its flake probability,
   and the statements that sank each failing sample.
@@ -53,16 +55,16 @@ from assay.analysis._repeats import (
     SampleRepeats,
     StatementFlips,
     analyze_repeats,
-    bootstrap_mean_ci,
     flip_rate,
     metrics_in,
     sample_repeats,
     statement_key,
-    wilson_interval,
 )
 from assay.analysis._simulate import Simulation, simulate_gate, simulate_gates, simulation_svg
+from assay.analysis._stats import DEFAULT_BOOTSTRAP, bootstrap_mean_ci, paired_bootstrap_ci, wilson_interval
 
 __all__ = [
+    "DEFAULT_BOOTSTRAP",
     "DEFAULT_FLIP_RATE",
     "Agreement",
     "ClassStats",
@@ -93,6 +95,7 @@ __all__ = [
     "metrics_in",
     "min_passing",
     "observed_rate",
+    "paired_bootstrap_ci",
     "poisson_binomial_pmf",
     "precision_recall",
     "recommend_statements",

@@ -7,15 +7,23 @@ passes it:
 - **From repeats** (a run with 2+ repeats): per sample, the share of scored repeats that
   pass, with a Wilson interval; for the run mean, a seeded simulation that builds a
   single run by drawing, for every sample independently, one of its scored repeats.
-- **From one run, with the binomial noise model**: every statement's verdict flips with
-  probability ε, independently. A statement observed 1 is 1 with probability 1 - ε,
-  one observed 0 is 1 with probability ε, so the number of supported statements is
-  Poisson-binomial and P(score >= t) is computed exactly (:func:`poisson_binomial_pmf`).
-  The run mean is simulated (seeded) from the same model.
+  Both use the repeats' *scores*, so they carry every kind of judge noise: verdict flips
+  and a decomposition that splits the answer into different statements.
+- **From one run, with the binomial noise model** (an estimate only): every statement's
+  verdict flips with probability ε, independently. A statement observed 1 is 1 with
+  probability 1 - ε, one observed 0 is 1 with probability ε, so the number of supported
+  statements is Poisson-binomial and P(score >= t) is computed exactly
+  (:func:`poisson_binomial_pmf`). The run mean is simulated (seeded) from the same model.
 
 Flake probability = ``min(P(pass), 1 - P(pass))``: the chance that a rerun does not give
 the gate's more likely outcome. With a target τ (``max_flake``, default 1%) a gate is a
 *stable pass* when P(pass) >= 1 - τ, a *stable fail* when P(pass) <= τ, else *flaky*.
+
+The outcome decides on what was seen. A single run passes or fails on its observed
+outcome; its P(pass) is reported as an estimate, never turned into "flaky" (nothing
+flaked: no rerun was seen). A run with repeats is flaky when its repeats disagree (the
+gate passes on some repeats and fails on others) or when the observed outcome recurs
+with probability below 1 - τ.
 
 Padding defence (see ``docs/design/variance.md``): ``strict`` makes any unsupported
 statement fail its sample (the gate becomes per-sample); ``min_statements`` = K makes a
@@ -27,14 +35,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from assay._scores import Score
-from assay.analysis._repeats import RepeatReport, SampleRepeats, statement_key, wilson_interval
+from assay.analysis._repeats import RepeatReport, SampleRepeats, statement_key
+from assay.analysis._stats import wilson_interval
 
 __all__ = [
     "DEFAULT_FLIP_RATE",
@@ -312,12 +321,14 @@ class GateResult:
     Attributes:
         metric: The gated metric.
         policy: The policy applied.
-        outcome: ``pass`` (observed pass, stable), ``fail`` (observed fail, stable),
-            ``flaky`` (the observed outcome recurs with probability < 1 - max_flake) or
-            ``unscored`` (unscored share above ``max_unscored``, or nothing scored).
+        outcome: ``pass`` or ``fail``: the observed outcome (with repeats: every repeat
+            agrees and the outcome recurs with P >= 1 - max_flake); ``flaky``: repeats
+            disagree, or the observed outcome recurs with P < 1 - max_flake; or
+            ``unscored``: unscored share above ``max_unscored``, or nothing scored.
         observed_pass: What this run shows (per-sample: every sample's observed outcome).
-        p_pass: P(the gate passes on a rerun).
-        method: ``repeats`` or ``binomial`` (the single-run noise model).
+        p_pass: P(the gate passes on a rerun): from the repeats' scores, or for a single
+            run the binomial model's estimate.
+        method: ``repeats`` or ``binomial`` (a single run; the noise model estimates P).
         flip_rate: ε used by the binomial model and the recommendation.
         flip_rate_source: ``measured``, ``given`` or ``default``.
         mean: The run's mean (per-sample means averaged).
@@ -326,6 +337,8 @@ class GateResult:
         unscored_share: Unscored (sample, repeat) results / all results.
         n_repeats: Repeats in the run.
         notes: Things a reader should know (assumptions, defaults used).
+        repeat_passes: Per repeat index (ascending), whether the gate passes on that
+            repeat's results alone (empty for a single run).
     """
 
     metric: str
@@ -342,11 +355,17 @@ class GateResult:
     unscored_share: float
     n_repeats: int
     notes: tuple[str, ...]
+    repeat_passes: tuple[bool, ...] = ()
 
     @property
     def flake_probability(self) -> float:
         """``min(P(pass), 1 - P(pass))``."""
         return flake_probability(self.p_pass)
+
+    @property
+    def reversal_probability(self) -> float:
+        """P(a rerun reverses the observed outcome): ``1 - p_pass`` after a pass, ``p_pass`` after a fail."""
+        return 1.0 - self.p_pass if self.observed_pass else self.p_pass
 
     @property
     def stability(self) -> Stability:
@@ -383,19 +402,19 @@ def _repeat_passes(score: Score, policy: GatePolicy) -> tuple[bool, str]:
     return True, ""
 
 
-def _sinkers(scores: Sequence[Score], n_scored: int) -> tuple[Sinker, ...]:
+def _sinkers(failing_scores: Sequence[Score], scored: Sequence[Score]) -> tuple[Sinker, ...]:
+    """The unsupported statements of the repeats that failed, each with how often it failed over every repeat.
+
+    A statement is listed when it failed in a failing repeat; ``failed`` counts the scored
+    repeats (passing ones too) in which it was judged unsupported, as its label says.
+    """
     found: dict[str, Sinker] = {}
-    for score in scores:
-        for key in {statement_key(v.subject) for v in score.failing}:
-            first = next(v for v in score.failing if statement_key(v.subject) == key)
-            old = found.get(key)
-            found[key] = Sinker(
-                subject=old.subject if old else first.subject,
-                reason=old.reason if old else first.reason,
-                failed=(old.failed if old else 0) + 1,
-                repeats=n_scored,
-            )
-    return tuple(sorted(found.values(), key=lambda s: -s.failed))
+    for score in failing_scores:
+        for v in score.failing:
+            found.setdefault(statement_key(v.subject), Sinker(v.subject, v.reason, 0, len(scored)))
+    counts = {key: sum(key in {statement_key(v.subject) for v in s.failing} for s in scored) for key in found}
+    sinkers = (replace(sinker, failed=counts[key]) for key, sinker in found.items())
+    return tuple(sorted(sinkers, key=lambda s: -s.failed))
 
 
 def _model_bits(score: Score) -> list[int] | None:
@@ -462,7 +481,7 @@ def _sample_gate(sample: SampleRepeats, policy: GatePolicy, method: str, flip_ra
         interval=interval,
         stability=classify(p_pass, policy.max_flake),
         why=why,
-        sinkers=_sinkers(failing_scores, len(scored)),
+        sinkers=_sinkers(failing_scores, scored),
         unscored=sample.unscored_reasons,
     )
 
@@ -501,6 +520,30 @@ def _simulate_run_mean(samples: Sequence[SampleRepeats], policy: GatePolicy, met
     return float(np.mean(ok & (total / n >= policy.threshold - _EPS)))
 
 
+def _repeat_outcomes(samples: Sequence[SampleRepeats], policy: GatePolicy) -> tuple[bool, ...]:
+    """Per repeat index, whether the gate passes on that repeat's scored results alone.
+
+    Per-sample gate: every sample scored in the repeat passes it. Run-mean gate: the mean
+    over the samples scored in the repeat reaches the threshold and none of them has
+    fewer than ``min_statements`` statements. Repeats in which nothing is scored are left out.
+    """
+    by_repeat: dict[int, list[Score]] = {}
+    for sample in samples:
+        for repeat, score in zip(sample.repeats, sample.scores, strict=True):
+            if score.is_scored:
+                by_repeat.setdefault(repeat, []).append(score)
+    outcomes = []
+    for repeat in sorted(by_repeat):
+        scores = by_repeat[repeat]
+        if policy.gates_samples:
+            outcomes.append(all(_repeat_passes(s, policy)[0] for s in scores))
+        else:
+            mean = sum(s.value for s in scores) / len(scores)
+            enough = not policy.min_statements or all(len(s.verdicts) >= policy.min_statements for s in scores)
+            outcomes.append(enough and mean >= policy.threshold - _EPS)
+    return tuple(outcomes)
+
+
 def evaluate_gate(report: RepeatReport, policy: GatePolicy) -> GateResult:
     """Apply ``policy`` to a run's :class:`RepeatReport`.
 
@@ -514,8 +557,10 @@ def evaluate_gate(report: RepeatReport, policy: GatePolicy) -> GateResult:
     meeting ``min_statements``.
 
     Outcome: ``unscored`` if the unscored share exceeds ``max_unscored`` or nothing is
-    scored; otherwise ``pass`` if observed pass and P(pass) >= 1 - max_flake, ``fail``
-    if observed fail and P(pass) <= max_flake, else ``flaky``.
+    scored. A single run (``binomial``) then decides on what it observed: ``pass`` or
+    ``fail``, with P(pass) as the model's estimate. With repeats: ``pass`` if observed
+    pass, every repeat passes and P(pass) >= 1 - max_flake; ``fail`` if observed fail,
+    every repeat fails and P(pass) <= max_flake; else ``flaky``.
     """
     notes: list[str] = []
     has_repeats = any(s.n_scored >= 2 for s in report.samples)
@@ -555,13 +600,26 @@ def evaluate_gate(report: RepeatReport, policy: GatePolicy) -> GateResult:
                 else "each statement's verdict flipped with probability ε"
             )
         )
+    repeat_passes = _repeat_outcomes(report.samples, policy) if method == "repeats" else ()
+    if method == "repeats" and report.n_sets_changed:
+        notes.append(
+            f"statement sets differed across repeats in {report.n_sets_changed} of {report.n_compared} samples "
+            f"({report.n_moved_without_flip} moved a score with no verdict flip); P(pass) comes from the "
+            "repeats' scores, which include that, while the flip rate counts matched statements only"
+        )
     unscored_share = report.unscored_share
     outcome: GateOutcome
     if not gated or math.isnan(p_pass) or unscored_share > policy.max_unscored + _EPS:
         outcome = "unscored"
-    elif observed and p_pass >= 1 - policy.max_flake - _EPS:
+    elif method == "binomial":
+        outcome = "pass" if observed else "fail"
+        notes.append(
+            "a single run decides on what it observed; P(pass) is the binomial model's estimate, not a measurement "
+            "(measure the judge's noise with 'assay run --repeats 3')"
+        )
+    elif observed and all(repeat_passes) and p_pass >= 1 - policy.max_flake - _EPS:
         outcome = "pass"
-    elif not observed and p_pass <= policy.max_flake + _EPS:
+    elif not observed and not any(repeat_passes) and p_pass <= policy.max_flake + _EPS:
         outcome = "fail"
     else:
         outcome = "flaky"
@@ -580,4 +638,5 @@ def evaluate_gate(report: RepeatReport, policy: GatePolicy) -> GateResult:
         unscored_share=unscored_share,
         n_repeats=report.n_repeats,
         notes=tuple(notes),
+        repeat_passes=repeat_passes,
     )

@@ -1,4 +1,4 @@
-"""Repeat-run statistics: per-sample score spread, per-statement flip rates, a seeded bootstrap CI.
+"""Repeat-run statistics: per-sample score spread, per-statement flip rates, decomposition variation.
 
 Pure functions over stored results: the input is the record dicts that
 :meth:`assay.run.RunStore.records` yields (``SampleResult.to_record()`` gives the same
@@ -11,6 +11,12 @@ that is ``min(k, R - k) / R``: 0 is stable, 0.5 the most a binary verdict can fl
 the plug-in estimate of ε, the per-verdict flip probability of the binomial noise model
 (:mod:`assay.analysis._gates`); with few repeats it is biased low (a statement flipping
 with ε = 0.1 shows no flip in 3 repeats 73% of the time).
+
+Flip rates see only statements present in every repeat. When an LLM splits the answer
+differently from one repeat to the next, the score can move with no verdict flipping;
+that is counted on its own (:attr:`RepeatReport.n_sets_changed`,
+:attr:`RepeatReport.n_moved_without_flip`), and gates take P(pass) from the repeats'
+scores, which carry both kinds of noise. The run's CI is :func:`~assay.analysis.bootstrap_mean_ci`.
 """
 
 from __future__ import annotations
@@ -19,25 +25,23 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from assay._scores import Score, Verdict
+from assay.analysis._stats import DEFAULT_BOOTSTRAP, bootstrap_mean_ci
 
 __all__ = [
     "RepeatReport",
     "SampleRepeats",
     "StatementFlips",
     "analyze_repeats",
-    "bootstrap_mean_ci",
     "flip_rate",
     "metrics_in",
     "sample_repeats",
     "statement_key",
-    "wilson_interval",
 ]
 
 VerdictValue = int | str
@@ -56,69 +60,6 @@ def flip_rate(verdicts: Sequence[VerdictValue]) -> float:
     if not verdicts:
         return math.nan
     return 1.0 - max(Counter(verdicts).values()) / len(verdicts)
-
-
-def bootstrap_mean_ci(
-    values: Sequence[float] | npt.NDArray[np.float64],
-    *,
-    confidence: float = 0.95,
-    n_boot: int = 10_000,
-    seed: int = 0,
-) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of the mean, seeded and reproducible.
-
-    Draws ``n_boot`` resamples of ``len(values)`` values with replacement using
-    ``numpy.random.default_rng(seed).integers(0, n, size=(n_boot, n))`` (in chunks of
-    1,000 resamples, the same stream), takes each resample's mean, and returns the
-    ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles (numpy's default
-    linear interpolation). NaN values are dropped first; no values gives ``(nan, nan)``.
-
-    Args:
-        values: One value per independent unit (per sample: average its repeats first).
-        confidence: Coverage of the interval, in (0, 1).
-        n_boot: Number of resamples.
-        seed: Seed of the generator.
-    """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    if n_boot < 1:
-        raise ValueError(f"n_boot must be at least 1, got {n_boot}")
-    data = np.asarray(values, dtype=np.float64)
-    data = data[~np.isnan(data)]
-    n = data.size
-    if n == 0:
-        return (math.nan, math.nan)
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_boot, dtype=np.float64)
-    for start in range(0, n_boot, 1000):
-        stop = min(n_boot, start + 1000)
-        idx = rng.integers(0, n, size=(stop - start, n))
-        means[start:stop] = data[idx].mean(axis=1)
-    alpha = 1.0 - confidence
-    low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
-    return (float(low), float(high))
-
-
-def wilson_interval(successes: int, trials: int, *, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion.
-
-    With z the normal quantile at ``(1 + confidence) / 2`` and p = successes / trials::
-
-        center = (p + z²/2n) / (1 + z²/n)
-        half   = z · sqrt(p(1-p)/n + z²/4n²) / (1 + z²/n)
-
-    ``(nan, nan)`` for no trials.
-    """
-    if trials <= 0:
-        return (math.nan, math.nan)
-    if not 0 <= successes <= trials:
-        raise ValueError(f"successes must be in [0, {trials}], got {successes}")
-    z = NormalDist().inv_cdf((1 + confidence) / 2)
-    p = successes / trials
-    denom = 1 + z * z / trials
-    center = (p + z * z / (2 * trials)) / denom
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
-    return (max(0.0, center - half), min(1.0, center + half))
 
 
 @dataclass(frozen=True)
@@ -231,6 +172,16 @@ class SampleRepeats:
         """Whether any statement's verdict flipped across repeats."""
         return any(s.flipped for s in self.statements)
 
+    @property
+    def sets_changed(self) -> bool:
+        """Whether statement extraction gave different statement sets across scored repeats."""
+        return self.set_change_share > 0
+
+    @property
+    def score_moved(self) -> bool:
+        """Whether the score differs across scored repeats (from flips, decomposition, or both)."""
+        return self.n_scored >= 2 and self.max > self.min
+
 
 @dataclass(frozen=True)
 class RepeatReport:
@@ -267,6 +218,14 @@ class RepeatReport:
         return self.n_unscored / self.n_records if self.n_records else math.nan
 
     @property
+    def unscored_by_reason(self) -> dict[str, int]:
+        """Unscored (sample, repeat) results per machine-readable reason, most frequent first."""
+        counts = Counter(
+            s.unscored_reason.value for sample in self.samples for s in sample.scores if s.unscored_reason is not None
+        )
+        return dict(counts.most_common())
+
+    @property
     def unstable_share(self) -> float:
         """Share of samples with 2+ scored repeats in which any statement flipped (NaN if none)."""
         eligible = [s for s in self.samples if s.n_scored >= 2]
@@ -279,6 +238,26 @@ class RepeatReport:
         total = sum(s.n_scored for s in eligible)
         changed = sum(s.set_change_share * s.n_scored for s in eligible)
         return changed / total if total else math.nan
+
+    @property
+    def n_compared(self) -> int:
+        """Samples with 2+ scored repeats: the support of every across-repeat figure."""
+        return sum(s.n_scored >= 2 for s in self.samples)
+
+    @property
+    def n_sets_changed(self) -> int:
+        """Decomposition variation: samples whose statement sets differ across their scored repeats."""
+        return sum(s.n_scored >= 2 and s.sets_changed for s in self.samples)
+
+    @property
+    def n_scores_moved(self) -> int:
+        """Samples whose score differs across their scored repeats."""
+        return sum(s.score_moved for s in self.samples)
+
+    @property
+    def n_moved_without_flip(self) -> int:
+        """Samples whose score moved although no matched statement's verdict flipped: the decomposition moved it."""
+        return sum(s.score_moved and not s.unstable for s in self.samples)
 
     @property
     def flip_rate(self) -> float:
@@ -347,7 +326,7 @@ def analyze_repeats(
     metric: str,
     *,
     confidence: float = 0.95,
-    n_boot: int = 10_000,
+    n_boot: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
 ) -> RepeatReport:
     """Per-sample spread and flip rates, and the run's mean with a bootstrap CI, for ``metric``.

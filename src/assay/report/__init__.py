@@ -29,15 +29,14 @@ from assay.report._build import (
     MetricView,
     ReportData,
     Spread,
-    bootstrap_mean_ci,
     build_report,
     embed_json,
     locate_statements,
-    paired_bootstrap_ci,
     pass_share,
     spread,
 )
 from assay.report._html import CSP, render_html
+from assay.report._markdown import gate_summary_markdown, md_text
 from assay.run import RunStore
 from assay.run._cost import PriceTable
 
@@ -51,12 +50,12 @@ __all__ = [
     "MetricView",
     "ReportData",
     "Spread",
-    "bootstrap_mean_ci",
     "build_report",
     "embed_json",
+    "gate_summary_markdown",
     "load_report",
     "locate_statements",
-    "paired_bootstrap_ci",
+    "md_text",
     "pass_share",
     "render_html",
     "render_report",

@@ -2,16 +2,17 @@
 
 Nothing here touches a file or the store: :func:`build_report` takes a run's
 :class:`~assay.run.RunInfo` and its records (and optionally another run's) and returns a
-:class:`ReportData`. The small statistics helpers (:func:`bootstrap_mean_ci`,
-:func:`paired_bootstrap_ci`, :func:`spread`, :func:`pass_share`) are deliberately
-self-contained so they can be swapped for ``assay.analysis`` later.
+:class:`ReportData`. Its intervals come from :mod:`assay.analysis` (the one home of
+assay's statistics), so the report, ``assay gate`` and its job summary print the same
+CI for the same run and seed. :func:`spread` and :func:`pass_share` are display helpers.
 
 Conventions (also in ``docs/design/report.md``):
 
 - A *sample* is one input row (a line); its repeats are grouped. A sample's value for a
   metric is the mean of its scored repeats; unscored repeats are skipped and counted.
 - A metric's mean is the mean of the per-sample values, with a seeded percentile
-  bootstrap CI over samples (repeats stay together: the sample is the unit).
+  bootstrap CI over samples (repeats stay together: the sample is the unit):
+  :func:`assay.analysis.bootstrap_mean_ci`, the interval ``analyze_repeats`` gives.
 - A sample *passes* a metric when its value is ``>= threshold``; the *flake probability*
   of a sample is the share of its scored repeats that pass (flaky when strictly between
   0 and 1). The *gate* of a metric passes a repeat when that repeat's mean over samples is
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from assay._scores import JudgeCall
+from assay.analysis import bootstrap_mean_ci, paired_bootstrap_ci
 from assay.run import RunInfo
 from assay.run._cost import CostReport, PriceTable
 
@@ -45,12 +47,10 @@ __all__ = [
     "MetricView",
     "ReportData",
     "Spread",
-    "bootstrap_mean_ci",
     "build_report",
     "embed_json",
     "histogram",
     "locate_statements",
-    "paired_bootstrap_ci",
     "pass_share",
     "spread",
     "to_utf16_offsets",
@@ -93,46 +93,21 @@ def _finite(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else value
 
 
-def bootstrap_mean_ci(values: Sequence[float], *, level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> Interval:
-    """The mean of ``values`` and its percentile-bootstrap confidence interval.
+def _mean_interval(values: Sequence[float], *, seed: int = 0) -> Interval:
+    """The mean of per-sample ``values`` with :func:`assay.analysis.bootstrap_mean_ci` (95%, its default resamples).
 
-    Resamples ``values`` with replacement ``n_boot`` times (numpy ``default_rng(seed)``)
-    and takes the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles (numpy's default
-    linear interpolation) of the resampled means. With fewer than two values the bounds
-    are NaN. Deterministic for a given seed.
+    NaN bounds with fewer than two values; NaN estimate with none.
     """
-    x = np.asarray(values, dtype=float)
-    n = int(x.size)
-    if n == 0:
-        return Interval(math.nan, math.nan, math.nan, 0, level)
-    estimate = float(x.mean())
-    if n == 1:
-        return Interval(estimate, math.nan, math.nan, 1, level)
-    rng = np.random.default_rng(seed)
-    batch = max(1, 4_000_000 // n)  # bound memory: at most ~4M indices at once
-    means: list[np.ndarray[Any, np.dtype[np.float64]]] = []
-    done = 0
-    while done < n_boot:
-        size = min(batch, n_boot - done)
-        means.append(x[rng.integers(0, n, size=(size, n))].mean(axis=1))
-        done += size
-    alpha = (1.0 - level) / 2.0
-    low, high = np.quantile(np.concatenate(means), [alpha, 1.0 - alpha])
-    return Interval(estimate, float(low), float(high), n, level)
+    low, high = bootstrap_mean_ci(values, seed=seed)
+    estimate = float(np.mean(values)) if len(values) else math.nan
+    return Interval(estimate, low, high, len(values))
 
 
-def paired_bootstrap_ci(
-    base: Sequence[float], other: Sequence[float], *, level: float = 0.95, n_boot: int = 2000, seed: int = 0
-) -> Interval:
-    """Mean paired difference ``base[i] - other[i]`` with a bootstrap CI over the pairs.
-
-    Raises:
-        ValueError: the sequences differ in length.
-    """
-    if len(base) != len(other):
-        raise ValueError(f"paired values differ in length: {len(base)} vs {len(other)}")
-    diffs = [a - b for a, b in zip(base, other, strict=True)]
-    return bootstrap_mean_ci(diffs, level=level, n_boot=n_boot, seed=seed)
+def _paired_interval(base: Sequence[float], other: Sequence[float], *, seed: int = 0) -> Interval:
+    """The mean paired difference ``base[i] - other[i]`` with :func:`assay.analysis.paired_bootstrap_ci`."""
+    low, high = paired_bootstrap_ci(base, other, seed=seed)
+    estimate = float(np.mean(np.subtract(base, other))) if len(base) else math.nan
+    return Interval(estimate, low, high, len(base))
 
 
 @dataclass(frozen=True)
@@ -569,7 +544,7 @@ def _metric_view(
             shares.append(pass_share(values, threshold))
     return MetricView(
         name=name,
-        mean=bootstrap_mean_ci(sample_means, seed=seed),
+        mean=_mean_interval(sample_means, seed=seed),
         n_samples=n_samples,
         n_scored=len(all_values),
         n_unscored=sum(reasons.values()),
@@ -700,7 +675,7 @@ def build_report(
         compare.append(
             CompareMetric(
                 name=name,
-                delta=paired_bootstrap_ci(base, theirs_values, seed=seed),
+                delta=_paired_interval(base, theirs_values, seed=seed),
                 base_mean=sum(base) / len(base) if base else math.nan,
                 other_mean=sum(theirs_values) / len(theirs_values) if theirs_values else math.nan,
                 n_to_fail=sum(1 for a, b in paired if a < threshold <= b),

@@ -1,0 +1,329 @@
+"""``assay gate`` on stored runs judged by a FunctionJudge: decomposition noise, --latest, --summary-md.
+
+The judge never flips a verdict: a statement is supported unless it mentions 1600. What
+changes from one repeat to the next is the *decomposition* (the statements the answer is
+split into), as measured with the local judge at temperature 0.7: identical P(supported)
+for every verdict, yet different statement sets for 4 of 6 samples and 2 moved scores,
+one across a 0.8 pass mark (0.5 / 1.0 / 1.0).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import typer
+from markdown_it import MarkdownIt
+from typer.testing import CliRunner
+
+from assay import Faithfulness, Sample
+from assay.analysis import GatePolicy, analyze_repeats, evaluate_gate
+from assay.cli._gate import gate
+from assay.models import FunctionJudge, JudgeRequest
+from assay.models._protocol import ChatMessage
+from assay.report import build_report, gate_summary_markdown, md_text
+from assay.run import RunStore, evaluate
+
+app = typer.Typer(pretty_exceptions_enable=False)
+app.command("gate", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(gate)
+app.command("other")(lambda: None)  # two commands, so "gate" is a subcommand as in assay's app
+
+CONTEXT = "Paris is the capital of France. The Louvre is in Paris. The Seine flows through Paris."
+
+# answer -> statements per repeat (a repeat not listed uses the last entry).
+SPLITS: dict[str, list[list[str]]] = {
+    "s1": [["Paris is the capital of France.", "The Louvre is in Paris."]],  # stable
+    "s2": [  # the set changes, every statement supported: the score stays 1
+        ["The Seine flows through Paris.", "Paris is the capital of France."],
+        ["The Seine flows through Paris, the capital of France."],
+    ],
+    "s3": [  # the set changes and the score crosses 0.8: 0.5 / 1.0 / 1.0
+        ["Paris is the capital of France.", "The Louvre opened in 1600."],
+        ["Paris is the capital of France.", "The Louvre is in Paris."],
+    ],
+    "s4": [  # the set changes and the score moves below the mark: 2/3 / 0.5 / 0.5
+        ["The Louvre is in Paris.", "The Seine flows through Paris.", "The Seine froze in 1600."],
+        ["The Louvre is in Paris.", "The Seine froze in 1600."],
+    ],
+    "s5": [  # the set changes, score stays 1
+        ["The Louvre is in Paris."],
+        ["The Louvre is in Paris.", "The Louvre is in France's capital."],
+    ],
+    "s6": [["The Seine flows through Paris."]],  # stable
+}
+
+
+def _user(messages: Sequence[ChatMessage]) -> str:
+    return messages[-1]["content"]
+
+
+def decomposition_judge(splits: dict[str, list[list[str]]]) -> FunctionJudge:
+    """Splits each answer (its text is the sample id) per repeat; supports statements without '1600'."""
+
+    def answer(messages: Sequence[ChatMessage], request: JudgeRequest) -> str:
+        user = _user(messages)
+        if "<answer>" in user:
+            key = user.split("<answer>\n", 1)[1].split("\n</answer>", 1)[0]
+            options = splits[key]
+            return json.dumps({"statements": options[min(request.config.repeat, len(options) - 1)]})
+        block = user.split("<statements>\n", 1)[1].rsplit("\n</statements>", 1)[0]
+        statements = re.split(r"(?m)^\[\d+\] ", block)[1:]
+        return json.dumps(
+            {
+                "verdicts": [
+                    {
+                        "statement": s,
+                        "reason": "the context gives no year" if "1600" in s else "stated in the context",
+                        "verdict": int("1600" not in s),
+                    }
+                    for s in statements
+                ]
+            }
+        )
+
+    return FunctionJudge(answer, per_statement=False)
+
+
+def stored_run(
+    store: Path, splits: dict[str, list[list[str]]], repeats: int = 3, ids: dict[str, str] | None = None
+) -> str:
+    """Evaluate one sample per key of ``splits`` (its answer is the key; its id too, unless ``ids`` says)."""
+    ids = ids or {}
+    samples = [
+        Sample(id=ids.get(key, key), question="What about Paris?", answer=key, contexts=(CONTEXT,)) for key in splits
+    ]
+    result = evaluate(
+        samples,
+        Faithfulness(strategy="batch"),
+        decomposition_judge(splits),
+        store=store,
+        repeats=repeats,
+        cache=False,
+        progress=False,
+    )
+    assert result.run_id is not None
+    return result.run_id
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["gate", *args], env={"COLUMNS": "250"})
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module")
+def decomposition_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    store = tmp_path_factory.mktemp("decomposition") / "runs.sqlite"
+    return store, stored_run(store, SPLITS)
+
+
+# --- 2. the noise model counts the variation of the statements themselves -----------------
+
+
+def test_decomposition_noise_is_measured_although_no_verdict_flips(decomposition_run: tuple[Path, str]) -> None:
+    store, run_id = decomposition_run
+    with RunStore(store) as opened:
+        report = analyze_repeats(list(opened.records(run_id)), "faithfulness")
+    by_id = {s.id: s for s in report.samples}
+    assert [round(float(v), 3) for v in by_id["s3"].values] == [0.5, 1.0, 1.0]
+    assert [round(float(v), 3) for v in by_id["s4"].values] == [0.667, 0.5, 0.5]
+    assert report.flip_rate == 0.0  # matched statements never flip...
+    assert not any(s.unstable for s in report.samples)
+    # ...but the decomposition changed 4 of 6 statement sets and moved 2 scores.
+    assert (report.n_sets_changed, report.n_compared) == (4, 6)
+    assert report.n_scores_moved == 2 and report.n_moved_without_flip == 2
+
+
+def test_gate_from_repeats_is_flaky_when_outcomes_differ_though_no_verdict_flips(
+    decomposition_run: tuple[Path, str],
+) -> None:
+    store, run_id = decomposition_run
+    # Scores: s3 .5/1/1, s4 .667/.5/.5, every other sample 1 in every repeat.
+    # 0.5 per sample: every sample passes every repeat -> a stable pass.
+    code, out = invoke(run_id, "--store", str(store), "--per-sample", "--min", "0.5")
+    assert code == 0, out
+    # 0.8 per sample: s4 fails every repeat -> a stable fail, whatever s3 does.
+    code, out = invoke(run_id, "--store", str(store), "--per-sample", "--min", "0.6", "--min", "0.8")
+    assert code == 1, out
+    # 0.6 per sample: s3 passes in repeats 1-2, s4 only in repeat 0. Outcomes differ across repeats -> flaky.
+    code, out = invoke(run_id, "--store", str(store), "--per-sample", "--min", "0.6")
+    assert code == 2, out
+    assert out.startswith("GATE FLAKY")
+    assert "the gate passes on 0/3 of them" in out
+    assert "statement sets differed across repeats in 4/6 samples · scores moved in 2 (2 with no verdict flip)" in out
+    # Run mean, 0.9: repeat means are .861, .917, .917 -> the gate passes on 2 of 3 repeats.
+    code, out = invoke(run_id, "--store", str(store), "--min", "0.9")
+    assert code == 2, out
+    assert "the gate passes on 2/3 of them" in out
+
+
+def test_a_repeat_that_fails_as_a_whole_makes_the_gate_flaky() -> None:
+    # 100 samples score 1, 1, 0 over 3 repeats (repeat 2 failed everywhere: correlated noise). A simulated run
+    # that draws repeats independently per sample passes a 0.5 run-mean gate with P > 0.999, yet repeat 2
+    # itself failed: the gate must not call that a stable pass.
+    from assay import Score, Verdict
+
+    def faith(value: int) -> dict[str, object]:
+        verdict = Verdict(subject="Paris is in France.", value=value, reason="r")
+        return Score.scored("faithfulness", float(value), verdicts=[verdict]).model_dump(mode="json")
+
+    records = [
+        {"id": f"s{i}", "line": i, "repeat": r, "sample": {}, "scores": {"faithfulness": faith(int(r < 2))}}
+        for i in range(1, 101)
+        for r in range(3)
+    ]
+    result = evaluate_gate(analyze_repeats(records, "faithfulness"), GatePolicy(threshold=0.5))
+    assert result.observed_pass and result.p_pass > 0.999
+    assert result.repeat_passes == (True, True, False)
+    assert result.outcome == "flaky"
+
+
+# --- 3. --latest --------------------------------------------------------------------------
+
+
+def test_latest_gates_the_newest_run_and_says_which(tmp_path: Path) -> None:
+    store = tmp_path / "runs.sqlite"
+    older = stored_run(store, {"s3": SPLITS["s3"]}, repeats=1)  # 0.5: fails 0.8
+    time.sleep(1.05 - time.time() % 1)  # runs are ordered by their creation second
+    newer = stored_run(store, {"s1": SPLITS["s1"]}, repeats=1)  # 1.0: passes
+    code, out = invoke("--latest", "--store", str(store))
+    assert code == 0, out
+    assert f"gating the latest run in {store}: {newer}" in " ".join(out.split())
+    assert f"run {newer}" in out and older not in out
+    code, out = invoke(older, "--store", str(store))
+    assert code == 1, out
+    code, out = invoke(older, "--latest", "--store", str(store))
+    assert code == 3 and "not both" in out
+    code, out = invoke("--latest", "--store", str(tmp_path / "none.sqlite"))
+    assert code == 3 and "no run store" in out
+
+
+# --- 4. --summary-md ----------------------------------------------------------------------
+
+
+class _Html(HTMLParser):
+    """Collects the tags of rendered Markdown and the cell count of every table row."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.rows: list[int] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        if tag == "tr":
+            self.rows.append(0)
+        elif tag in ("td", "th"):
+            self.rows[-1] += 1
+
+
+def render(markdown: str) -> _Html:
+    html = MarkdownIt("commonmark").enable("table").render(markdown)  # raw HTML allowed, as on GitHub
+    parser = _Html()
+    parser.feed(html)
+    return parser
+
+
+def test_summary_md_is_appended_with_verdict_rule_ci_noise_and_worst_samples(
+    decomposition_run: tuple[Path, str], tmp_path: Path
+) -> None:
+    store, run_id = decomposition_run
+    summary = tmp_path / "step_summary.md"
+    summary.write_text("earlier step\n")
+    code, out = invoke(run_id, "--store", str(store), "--per-sample", "--min", "0.6", "--summary-md", str(summary))
+    assert code == 2, out
+    text = summary.read_text()
+    assert text.startswith("earlier step\n### ⚠️ assay gate: FLAKY")  # appended, not overwritten
+    with RunStore(store) as opened:
+        records = list(opened.records(run_id))
+    report = analyze_repeats(records, "faithfulness")
+    flat = text.replace("\\", "")
+    assert "faithfulness ≥ 0.6 on every sample" in flat
+    assert (
+        f"| faithfulness (gated) | {report.mean:.3f} | [{report.ci[0]:.3f}, {report.ci[1]:.3f}] | 6 | 18 | 0 |" in flat
+    )
+    assert "Decided from 3 repeats** (the gate passes on 0/3 of them)" in flat
+    assert "statement sets differed in 4/6 samples · scores moved in 2 (2 with no verdict flip)" in flat
+    # The worst sample first, with its failing statement and the judge's reason.
+    worst = [line for line in flat.splitlines() if line.startswith("| 4 | s4 |")]
+    assert worst and "✗ The Seine froze in 1600. — *the context gives no year* (3/3 repeats)" in worst[0]
+    rows = render(text).rows
+    assert rows and all(n == rows[0] or n == 7 for n in rows)  # every row of each table has its columns
+
+
+def test_single_run_summary_says_it_decided_on_what_it_observed(tmp_path: Path) -> None:
+    store = tmp_path / "runs.sqlite"
+    run_id = stored_run(store, {"s3": SPLITS["s3"], "s1": SPLITS["s1"]}, repeats=1)
+    summary = tmp_path / "summary.md"
+    code, out = invoke(run_id, "--store", str(store), "--per-sample", "--summary-md", str(summary))
+    assert code == 1, out  # s3 scored 0.5 on its only run: an observed fail, not "flaky"
+    flat = summary.read_text().replace("\\", "")
+    assert "### ❌ assay gate: FAIL" in flat
+    assert "Single run: decided on what it observed" in flat and "assay run --repeats 3" in flat
+
+
+HOSTILE = [
+    "[click](https://evil.example/x) ![img](https://evil.example/i.png)",
+    "<img src=x onerror=alert(1)> <script>alert(2)</script> &lt;b&gt;",
+    "cell | break | table\nnew line\r\n| --- |",
+    "`code` **bold** _it_ # heading <https://auto.example> www.evil.example me@evil.example @octocat #1",
+    "\x1b[31mred\x1b[0m \u202eevil\u202c \x00nul \x07bell",
+]
+
+
+def summary_of(tmp_path: Path, texts: Sequence[str]) -> str:
+    """The summary of a single run whose sample id, statements, reasons and notes are ``texts``."""
+    store = tmp_path / f"runs-{len(list(tmp_path.iterdir()))}.sqlite"
+    run_id = stored_run(
+        store, {"answer": [[f"{t} in 1600." for t in texts]]}, repeats=1, ids={"answer": " ".join(texts)}
+    )
+    with RunStore(store) as opened:
+        records = list(opened.records(run_id))
+    report = analyze_repeats(records, "faithfulness")
+    result = evaluate_gate(report, GatePolicy(per_sample=True))
+    assert result.outcome == "fail" and len(result.failing[0].sinkers) == len(texts)
+    return gate_summary_markdown(result, {"faithfulness": report}, run_id=run_id, notes=texts)
+
+
+def test_hostile_text_cannot_inject_links_images_html_or_break_the_table(tmp_path: Path) -> None:
+    text = summary_of(tmp_path, HOSTILE)
+    benign = summary_of(tmp_path, [f"plain words number {i}" for i in range(len(HOSTILE))])
+    hostile_html, benign_html = render(text), render(benign)
+    # The same document structure as with harmless text: no link, image, HTML, heading, emphasis, or cell.
+    assert hostile_html.tags == benign_html.tags
+    assert not {"a", "img", "script", "h1", "h2"} & set(hostile_html.tags)
+    assert hostile_html.rows == [6, 6, 7, 7]  # metrics table, worst-samples table: rows unbroken
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", text)
+    # GitHub also links bare URLs, www. hosts, e-mails, @mentions and #refs found in rendered text.
+    assert "://" not in text and "www." not in text
+    assert all(text[i + 1] == "\u2060" for i, c in enumerate(text) if c in ":@#" and text[i - 1] == "\\")
+
+
+def test_md_text_escapes_each_ascii_punctuation_and_keeps_the_words() -> None:
+    assert md_text("a|b") == "a\\|b"
+    assert md_text("[x](y)") == "\\[x\\]\\(y\\)"
+    assert md_text("line\nbreak\ttab") == "line break tab"
+    assert md_text("sk-abcdefghijklmnop key") == "sk\\-abcd\\.\\.\\.\\[redacted\\] key"
+    assert md_text("x" * 400, limit=10) == "x" * 9 + "…"
+    assert md_text("\u202eabc\x1b") == "abc"
+
+
+# --- 5. one statistics module ---------------------------------------------------------------
+
+
+def test_the_report_interval_is_the_analysis_interval(decomposition_run: tuple[Path, str]) -> None:
+    store, run_id = decomposition_run
+    with RunStore(store) as opened:
+        info = opened.info(run_id)
+        records = list(opened.records(run_id))
+    for seed in (0, 5):
+        analysis = analyze_repeats(records, "faithfulness", seed=seed)
+        (view,) = build_report(info, records, seed=seed).metrics
+        assert (view.mean.estimate, view.mean.low, view.mean.high) == (analysis.mean, *analysis.ci)
+        assert view.mean.low < view.mean.high  # a real interval, not a degenerate one
+    gate_ci = evaluate_gate(analyze_repeats(records, "faithfulness"), GatePolicy()).ci
+    assert gate_ci == analyze_repeats(records, "faithfulness").ci
