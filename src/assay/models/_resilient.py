@@ -4,12 +4,13 @@
 own retries are off); this wrapper decides whether to try again:
 
 - transient failures (429, 408, 5xx, timeouts, dropped connections: an error whose
-  ``transient`` attribute is true) are retried with exponential backoff and full jitter,
-  waiting at least what the server asked for in ``Retry-After``;
+  ``transient`` attribute is true) are retried with exponential backoff and full jitter;
+  the call that got a ``Retry-After`` waits at least that long, and only that call waits;
 - every attempt takes a slot from a shared :class:`RateLimiter`: a concurrency limit that
-  halves on a 429 and grows back by one after a window of successes (AIMD), and optional
+  backs off like TCP (at most one halving per window of calls in flight, slow start back
+  to the level before it, then one more per window of successes), and optional
   requests-per-minute and tokens-per-minute budgets;
-- each attempt has its own timeout.
+- each attempt has its own timeout, so a hung call holds its slot at most that long.
 
 Output problems (bad JSON, refusals) are not transport faults and are never retried here;
 the prompt layer may re-ask once with the validation error (see ``assay.prompts.ask``).
@@ -22,6 +23,7 @@ import contextlib
 import random
 import time
 from collections.abc import AsyncIterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel
@@ -90,15 +92,36 @@ class _Bucket:
         self.level = min(self.capacity, self.level + amount)
 
 
+_HELD: ContextVar[tuple[RateLimiter, int] | None] = ContextVar("assay_limiter_slot", default=None)
+"""The limiter slot the current task holds, and that slot's number (the order it was granted in)."""
+
+
 @dataclass
 class RateLimiter:
     """Shared by every call of a run: concurrency (adaptive), and RPM / TPM budgets.
+
+    The adaptive concurrency limit backs off the way TCP's congestion window does
+    (``docs/design/backoff.md``):
+
+    - a 429 halves the limit, at most once per window of calls in flight: a 429 from a
+      call granted before the last decrease is ignored, since the window it belonged to
+      has been halved already (a burst of N 429s is one decrease, not N);
+    - after a decrease the limit grows by one per success (slow start: it doubles per
+      window) back up to the level it was halved from, then by one per ``limit``
+      successes (additive increase) up to ``max_concurrency``;
+    - nobody pauses for another call's ``Retry-After``: the call that got it waits
+      before its retry (:class:`ResilientJudge`), the others go on within the limit and
+      the budgets.
 
     Attributes:
         max_concurrency: The ceiling; the live limit starts here.
         rpm: Requests per minute, or ``None`` for no budget.
         tpm: Tokens per minute (prompt estimate + max completion), or ``None``.
-        adaptive: Halve the limit on a 429, then add one after ``limit`` successes.
+        adaptive: Adapt the limit to 429s as above; ``False`` keeps it at the ceiling.
+        limit: The live concurrency limit.
+        in_flight: Slots held now.
+        rate_limited: 429s reported.
+        decreases: Times the limit was halved.
     """
 
     max_concurrency: int
@@ -108,7 +131,11 @@ class RateLimiter:
     limit: int = field(init=False)
     in_flight: int = field(default=0, init=False)
     rate_limited: int = field(default=0, init=False)
-    _paused_until: float = field(default=0.0, init=False)
+    decreases: int = field(default=0, init=False)
+    _granted: int = field(default=0, init=False)  # slots granted so far; a slot's number is its rank
+    _recover: int = field(default=0, init=False)  # slots numbered below this were granted before the last decrease
+    _old_in_flight: int = field(default=0, init=False)  # how many of those are still in flight
+    _restore_to: int = field(default=0, init=False)  # slow start (one per success) up to this level
     _successes: int = field(default=0, init=False)
     _cond: asyncio.Condition | None = field(default=None, init=False, repr=False)
     _rpm: _Bucket | None = field(default=None, init=False, repr=False)
@@ -135,8 +162,7 @@ class RateLimiter:
         cond = self._condition()
         async with cond:
             while True:
-                now = time.monotonic()
-                wait = max(0.0, self._paused_until - now)
+                wait = 0.0
                 if self._rpm is not None:
                     wait = max(wait, self._rpm.wait_time(1))
                 if self._tpm is not None and tokens:
@@ -146,15 +172,22 @@ class RateLimiter:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(cond.wait(), timeout=wait if wait > 0 else None)
             self.in_flight += 1
+            number = self._granted
+            self._granted += 1
             if self._rpm is not None:
                 self._rpm.take(1)
             if self._tpm is not None and tokens:
                 self._tpm.take(tokens)
+        outer = _HELD.get()
+        _HELD.set((self, number))  # so that throttled() knows which window a 429 belongs to
         try:
             yield
         finally:
+            _HELD.set(outer)  # not reset(token): a slot may be released from another task
             async with cond:
                 self.in_flight -= 1
+                if number < self._recover:
+                    self._old_in_flight -= 1
                 cond.notify_all()
 
     async def settle_tokens(self, estimated: int, actual: int) -> None:
@@ -165,25 +198,52 @@ class RateLimiter:
                 self._condition().notify_all()
 
     async def succeeded(self) -> None:
-        """Record a success: after ``limit`` of them in a row, allow one more in flight."""
+        """Record a success, and grow the limit.
+
+        One more in flight per success up to the level before the last decrease (slow
+        start), then one more per ``limit`` successes (additive increase).
+        """
         if not self.adaptive:
             return
         async with self._condition():
-            self._successes += 1
-            if self.limit < self.max_concurrency and self._successes >= self.limit:
+            if self.limit >= self.max_concurrency:
+                return
+            if self.limit < self._restore_to:
+                self.limit += 1
+            else:
+                self._successes += 1
+                if self._successes < self.limit:
+                    return
                 self.limit += 1
                 self._successes = 0
-                self._condition().notify_all()
+            self._condition().notify_all()
 
     async def throttled(self, retry_after: float | None) -> None:
-        """Record a 429: halve the limit, and pause everyone for ``retry_after`` seconds."""
+        """Record a 429: halve the limit unless the window it came from was halved already.
+
+        Called by the throttled call while it still holds its slot, so the limiter knows
+        when that call was granted: a call granted before the last decrease cannot cause
+        another one. A report from elsewhere (the Ray engine's cluster-wide limiter hears
+        of 429s by message) is ignored while any call granted before the last decrease is
+        still in flight. ``retry_after`` is the reporting call's own wait (see
+        :class:`ResilientJudge`): nobody else pauses for it.
+        """
         async with self._condition():
             self.rate_limited += 1
+            if not self.adaptive:
+                return
+            held = _HELD.get()
+            if held is not None and held[0] is self:
+                if held[1] < self._recover:  # granted before the last decrease
+                    return
+            elif self._old_in_flight > 0:  # the reporter may be one of the old window's calls
+                return
+            self._restore_to = self.limit
+            self.limit = max(1, self.limit // 2)
             self._successes = 0
-            if self.adaptive:
-                self.limit = max(1, self.limit // 2)
-            if retry_after:
-                self._paused_until = max(self._paused_until, time.monotonic() + retry_after)
+            self._recover = self._granted
+            self._old_in_flight = self.in_flight
+            self.decreases += 1
 
 
 def _estimate_tokens(messages: Sequence[ChatMessage], config: GenerateConfig) -> int:
@@ -237,10 +297,10 @@ class ResilientJudge(JudgeWrapper):
                     await self.limiter.succeeded()
                     await self.limiter.settle_tokens(estimate, response.usage.total_tokens)
                     return response.model_copy(update={"attempts": attempt}) if attempt > 1 else response
-            status = getattr(error, "status_code", None)
-            retry_after = getattr(error, "retry_after", None)
-            if status == 429:
-                await self.limiter.throttled(retry_after)
+                retry_after = getattr(error, "retry_after", None)
+                if getattr(error, "status_code", None) == 429:
+                    # Still holding the slot: the limiter tells a stale 429 from a new one by it.
+                    await self.limiter.throttled(retry_after)
             if not getattr(error, "transient", False) or attempt == self.policy.max_attempts:
                 error.attempts = attempt  # type: ignore[attr-defined]
                 raise error
