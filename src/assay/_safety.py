@@ -12,6 +12,7 @@ One home for the two rules every output path follows:
 
 from __future__ import annotations
 
+import base64
 import re
 from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
 
@@ -22,14 +23,17 @@ __all__ = ["REDACTED", "printable", "redact_secrets", "redact_url", "url_secrets
 REDACTED = "[redacted]"
 
 _SECRET_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{4})[A-Za-z0-9_\-]{4,}")
+# A server echoing the Authorization header it got ("Incorrect API key provided: Basic dXNl...").
+_AUTH_HEADER = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9+/=_~\-]{8,}(?:\.[A-Za-z0-9+/=_~\-]+)*")
 _SECRET_PARAM = re.compile(r"(key|token|secret|password|passwd|pwd|auth|signature|sig|credential)", re.IGNORECASE)
 
 
 def redact_secrets(text: str, *secrets: str | None) -> str:
-    """``text`` with each of ``secrets`` and anything shaped like an API key masked."""
+    """``text`` with each of ``secrets``, anything shaped like an API key and echoed auth headers masked."""
     for secret in secrets:
         if secret:
             text = text.replace(secret, REDACTED)
+    text = _AUTH_HEADER.sub(r"\1 " + REDACTED, text)
     return _SECRET_LIKE.sub(r"\1..." + REDACTED, text)
 
 
@@ -63,8 +67,9 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
 
     A server may echo them back (a 404 naming the path and query it got, a client error
     quoting the URL); passing them to :func:`redact_secrets` masks them in such text.
-    ``https://user:pw@host/?api_key=k`` gives ``("user:pw", "pw", "k")``; a bare
-    ``https://token@host`` gives ``("token",)``.
+    ``https://user:pw@host/?api_key=k`` gives ``("user:pw", "pw", "k")`` (and the
+    base64 of ``user:pw``, which an HTTP client sends as basic auth); a bare
+    ``https://token@host`` gives ``("token",)`` and its basic-auth form.
     """
     if not url:
         return ()
@@ -80,6 +85,9 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
     except ValueError:
         return ()
     decoded = [unquote_plus(s) for s in found]
+    if userinfo:
+        user, _, password = unquote_plus(userinfo).partition(":")
+        decoded.append(base64.b64encode(f"{user}:{password}".encode()).decode())
     return tuple(dict.fromkeys(s for s in found + decoded if s))
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel
 
+from assay._safety import redact_url
 from assay._schema import schema_of
 from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError, MissingExtraError
@@ -113,7 +114,10 @@ class AnthropicJudge(HTTPJudge["AsyncAnthropic"]):
         )
 
     def __repr__(self) -> str:
-        return f"AnthropicJudge(model={self._model!r}, base_url={self._base_url!r}, structured={self._structured!r})"
+        return (
+            f"AnthropicJudge(model={self._model!r}, base_url={redact_url(self._base_url)!r}, "
+            f"structured={self._structured!r})"
+        )
 
     @property
     def structured(self) -> AnthropicStructuredMode:

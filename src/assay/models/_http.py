@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import ClassVar, Generic, Protocol, Self, TypeVar
 from urllib.parse import urlsplit
 
-from assay._safety import redact_secrets
+from assay._safety import redact_secrets, redact_url, url_secrets
 from assay.errors import ConfigError, JudgeError
 
 __all__ = [
@@ -221,7 +221,9 @@ class HTTPJudge(Generic[ClientT]):
         )
 
     def _redact(self, text: str) -> str:
-        return redact_secrets(text, self._secret)
+        # A server may echo the key it got (401) or the URL it was asked for (404 with the
+        # query): mask the key and every credential in the base URL.
+        return redact_secrets(text, self._secret, *url_secrets(self._base_url))
 
 
 def body_text(body: object) -> str:
@@ -264,9 +266,16 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
 
 
 def host_of(base_url: str) -> str:
-    """``host[:port]`` of ``base_url``, without any credentials or path."""
+    """``host[:port]`` of ``base_url``, without any credentials or path.
+
+    A URL without a scheme is read as ``host[:port]/path``; one without any host comes
+    back without what precedes an ``@`` and with its query redacted, so an error message
+    naming it never leaks a credential.
+    """
     parts = urlsplit(base_url)
-    host = parts.hostname or base_url
+    if not parts.hostname:
+        parts = urlsplit("//" + base_url.partition("://")[2] if "://" in base_url else "//" + base_url)
+    host = parts.hostname or redact_url(base_url.rpartition("@")[2]) or ""
     try:
         port = parts.port
     except ValueError:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 from pydantic import BaseModel
 
+from assay._safety import redact_url
 from assay._schema import schema_of
 from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError, MissingExtraError
@@ -97,7 +98,10 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
         )
 
     def __repr__(self) -> str:
-        return f"OpenAIJudge(model={self._model!r}, base_url={self._base_url!r}, structured={self._structured!r})"
+        return (
+            f"OpenAIJudge(model={self._model!r}, base_url={redact_url(self._base_url)!r}, "
+            f"structured={self._structured!r})"
+        )
 
     @property
     def structured(self) -> StructuredMode:

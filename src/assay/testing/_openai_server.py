@@ -25,6 +25,7 @@ from assay.testing._fake_server import FakeHandler, FakeServer, Responder
 __all__ = ["FAULTS", "FakeOpenAIServer", "Responder", "minimal_instance"]
 
 FAULTS: Final[tuple[str, ...]] = (
+    "401",
     "429",
     "500",
     "503",
@@ -200,18 +201,21 @@ class _Handler(FakeHandler):
         expected = self.server.owner.require_api_key
         if expected is None:
             return True
-        header = self.headers.get("Authorization") or ""
-        provided = header.removeprefix("Bearer ").strip()
+        provided = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
         if provided == expected:
             return True
+        self._send_unauthorized()
+        return False
+
+    def _send_unauthorized(self) -> None:
         # Like the real API, echo the key that was sent: clients must not leak it onwards.
+        provided = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
         self._send_error(
             401,
             f"Incorrect API key provided: {provided}.",
             "invalid_request_error",
             "invalid_api_key",
         )
-        return False
 
     def _send_request_error(self, status: int, message: str) -> None:
         self._send_error(status, message, "invalid_request_error")
@@ -242,7 +246,9 @@ class FakeOpenAIServer(FakeServer[_Handler]):
             mode, and ``OK`` otherwise.
         latency_s: Seconds to wait before answering every request.
         faults: Fault name -> probability (their sum at most 1). One draw per request
-            picks at most one fault. Names: ``429`` (with ``Retry-After: 0.05``),
+            picks at most one fault. Names: ``401`` (the key refused, the message
+            echoing the ``Authorization`` it got, as the real API does), ``429`` (with
+            ``Retry-After: 0.05``),
             ``500``, ``503``, ``timeout`` (sleep ``timeout_sleep_s`` first), ``reset``
             (drop the connection with no response), ``malformed`` (200, not JSON),
             ``refusal`` (200, ``message.refusal`` set, ``content`` null), ``truncated``
@@ -332,6 +338,9 @@ class FakeOpenAIServer(FakeServer[_Handler]):
             return
 
         fault = self._draw_fault()
+        if fault == "401":
+            handler._send_unauthorized()
+            return
         if fault == "429":
             handler._send_error(
                 429,

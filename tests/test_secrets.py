@@ -1,0 +1,158 @@
+"""No credential leaks into anything assay writes or prints (assay issue 14, secrets test).
+
+Sentinel credentials sit where users put them: the API key in ``OPENAI_API_KEY``, a
+password in ``--base-url``'s userinfo (``https://user:pw@host/v1``) and a key in its query
+(``?api_key=...``). The loopback fake server echoes what it got, as real servers do: a 401
+repeats the ``Authorization`` header (bearer key, or the base64 basic-auth pair the HTTP
+client builds from userinfo), a 404 repeats the path and query. The real CLI runs in a
+subprocess: failing runs, then a healthy one, then ``runs list/show/export``, ``report``
+and ``gate``. No sentinel (nor its base64 form) may appear in any file under the project
+directory (the run store and its -wal/-shm, the cache and its WAL, ``--out``, the report,
+the exports) or in any command's stdout or stderr.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from assay.testing import FakeOpenAIServer
+
+pytest.importorskip("openai")
+
+ENV_KEY = "sk-envSENTINEL-7f3a9c1e5b2d4f60"
+USER, PASSWORD = "alice", "uiSENTINEL-4d2b8e61"
+QUERY_KEY = "qpSENTINEL-9c7a1f03"
+SENTINELS = {
+    "env key": ENV_KEY,
+    "env key tail": ENV_KEY[-16:],  # redact_secrets keeps "sk-" and 4 characters; never the rest
+    "userinfo password": PASSWORD,
+    "userinfo as basic auth": base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode(),
+    "query key": QUERY_KEY,
+}
+
+
+def responder(body: dict[str, object]) -> str:
+    """Statements are the answer's sentences; a statement about the sky is supported."""
+    user = str(body["messages"][-1]["content"])  # type: ignore[index]
+    if "<answer>" in user:
+        answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
+        return json.dumps({"statements": [s.strip() + "." for s in answer.split(".") if s.strip()]})
+    items = user.split("<statements>\n")[1].split("\n</statements>")[0].splitlines()
+    statements = [item.split("] ", 1)[1] for item in items]
+    verdicts = [{"statement": s, "reason": "stated" if "sky" in s else "not stated", "verdict": int("sky" in s)}
+                for s in statements]  # fmt: skip
+    return json.dumps({"verdicts": verdicts})
+
+
+def leaks(text: str | bytes) -> list[str]:
+    """The names of the sentinels found in ``text``."""
+    data = text.encode() if isinstance(text, str) else text
+    return [name for name, secret in SENTINELS.items() if secret.encode() in data]
+
+
+class CLI:
+    """Runs ``python -m assay`` in ``root`` and keeps every command's output."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.outputs: list[tuple[str, str]] = []
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "ASSAY_"))}
+        self.env.update({"OPENAI_API_KEY": ENV_KEY, "COLUMNS": "200", "NO_COLOR": "1"})
+
+    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "assay", *args],
+            cwd=self.root,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        self.outputs.append((" ".join(args), done.stdout + done.stderr))
+        return done
+
+
+def test_no_credential_reaches_a_file_or_the_terminal(tmp_path: Path) -> None:
+    rows = [
+        {"id": f"r{i}", "answer": f"The sky is blue. Row {i} is here.", "contexts": ["The sky is blue."]}
+        for i in range(6)
+    ]
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cli = CLI(tmp_path)
+    run_ids: list[str] = []
+
+    def run(base_url: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        done = cli("run", "data.jsonl", "--judge", "openai:fake", "--base-url", base_url, "--retries", "0", *extra)
+        found = re.search(r"\b(\d{8}-\d{6}-[0-9a-f]{4})\b", done.stdout + done.stderr)
+        assert found is not None, done.stdout + done.stderr
+        run_ids.append(found.group(1))
+        return done
+
+    with FakeOpenAIServer(responder) as server:
+        root = server.base_url.removesuffix("/v1")
+        with_userinfo = root.replace("http://", f"http://{USER}:{PASSWORD}@") + "/v1"
+        # 1. A key in the query: the SDK appends its path after the query, the server
+        #    answers 404 naming the path and query it got.
+        failed = run(f"{server.base_url}?api_key={QUERY_KEY}")
+        assert failed.returncode == 3, failed.stdout + failed.stderr  # nothing scored
+        # 2. The key from the environment, refused by half of the calls (the 401 echoes it).
+        server.faults = {"401": 0.5}
+        run(server.base_url, "--no-cache")
+        # 3. A password in the URL: sent as basic auth, echoed base64-encoded by the 401s.
+        run(with_userinfo, "--no-cache")
+        assert server.fault_counts["401"] > 0
+        # 4. Healthy, with the password still in the URL, into --out.
+        server.faults = {}
+        healthy = run(with_userinfo, "--out", "out.jsonl")
+        assert healthy.returncode == 0, healthy.stdout + healthy.stderr
+    assert len(set(run_ids)) == 4
+
+    cli("runs", "list")
+    for run_id in run_ids:
+        assert cli("runs", "show", run_id).returncode == 0
+        assert cli("runs", "export", run_id, "--out", f"{run_id}.jsonl").returncode == 0
+        cli("gate", run_id)
+    assert cli("runs", "export", run_ids[1]).returncode == 0  # to stdout
+    assert cli("runs", "export", run_ids[2], "--format", "csv", "--out", "export.csv").returncode == 0
+    assert cli("report", run_ids[1], "--out", "report.html").returncode == 0
+    assert cli("report", run_ids[3], "--compare", run_ids[0], "--out", "compare.html").returncode == 0
+
+    written = sorted(p for p in tmp_path.rglob("*") if p.is_file() and p.name != "data.jsonl")
+    names = {p.name for p in written}
+    assert {"runs.sqlite", "cache.sqlite", "out.jsonl", "compare.html"} <= names, names
+    leaked = {str(p.relative_to(tmp_path)): found for p in written if (found := leaks(p.read_bytes()))}
+    assert leaked == {}, f"credentials in files assay wrote: {leaked}"
+    printed = {command: found for command, out in cli.outputs if (found := leaks(out))}
+    assert printed == {}, f"credentials printed: {printed}"
+    # The failures were stored with the servers' echoes masked: evidence that the echoes
+    # reached assay and were redacted, not that nothing was echoed.
+    exported = [(tmp_path / f"{run_id}.jsonl").read_text() for run_id in run_ids]
+    assert "HTTP 404" in exported[0] and "api_key=[redacted]" in exported[0]
+    assert "Incorrect API key provided: [redacted]" in exported[1]
+    assert "Incorrect API key provided: Basic [redacted]" in exported[2]
+
+
+def test_url_credentials_and_echoed_auth_headers_are_masked_in_free_text() -> None:
+    from assay._safety import redact_secrets, url_secrets
+    from assay.models._http import host_of
+
+    url = f"https://{USER}:{PASSWORD}@api.example.com/v1?region=eu&api_key={QUERY_KEY}"
+    basic = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    echo = f"Unknown path /v1?api_key={QUERY_KEY}; got Basic {basic} from {USER}:{PASSWORD}"
+    masked = redact_secrets(echo, *url_secrets(url))
+    assert leaks(masked) == [] and "region" not in masked and "Unknown path /v1?api_key=[redacted]" in masked
+    assert redact_secrets(f"Incorrect API key provided: Bearer {ENV_KEY[3:]}.") == (
+        "Incorrect API key provided: Bearer [redacted]."
+    )
+    assert url_secrets("https://api.example.com/v1?region=eu") == ()
+    # A URL without a scheme has no host to name: the message names it whole, masked.
+    assert leaks(host_of(f"{USER}:{PASSWORD}@127.0.0.1:8080/v1?api_key={QUERY_KEY}")) == []
+    assert host_of(url) == "api.example.com"
