@@ -19,6 +19,7 @@ from assay._scores import (
     Verdict,
     summarize,
 )
+from assay._traces import TRACE_FORMATS, detect_trace_format, load_trace
 from assay.metrics import Faithfulness, Metric
 from assay.models import JudgeModel, get_judge
 from assay.run import EvalResult, SampleResult, aevaluate, evaluate, read_jsonl
@@ -26,6 +27,7 @@ from assay.run import EvalResult, SampleResult, aevaluate, evaluate, read_jsonl
 __version__ = "0.1.0"
 
 __all__ = [
+    "TRACE_FORMATS",
     "Binary",
     "EvalResult",
     "Faithfulness",
@@ -44,8 +46,10 @@ __all__ = [
     "Verdict",
     "__version__",
     "aevaluate",
+    "detect_trace_format",
     "evaluate",
     "get_judge",
+    "load_trace",
     "read_jsonl",
     "summarize",
 ]

@@ -6,6 +6,7 @@ import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 __all__ = ["Message", "Sample", "ToolCall"]
 
@@ -39,7 +40,13 @@ class ToolCall(BaseModel):
 
 
 class Message(BaseModel):
-    """One turn of a multi-turn trace (agents)."""
+    """One turn of a multi-turn trace (agents): assay's one trace shape.
+
+    Traces in other formats (OpenAI Responses, Anthropic, LangChain, OpenInference) are
+    converted to it by :func:`assay.load_trace`. A ``tool`` message is a tool's result:
+    ``name`` is the tool, ``tool_call_id`` the call it answers, ``is_error`` whether the
+    tool failed.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -48,6 +55,7 @@ class Message(BaseModel):
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    is_error: bool = False
 
 
 class Sample(BaseModel):
@@ -63,7 +71,9 @@ class Sample(BaseModel):
             are aliases); may be empty (the system answered nothing).
         contexts: Retrieved passages the answer should be grounded in.
         reference: A reference answer or goal, where the metric uses one.
-        trace: A multi-turn conversation, for agent metrics.
+        trace: A multi-turn conversation, for agent metrics. Given in any format
+            :func:`assay.load_trace` reads (OpenAI chat or Responses, Anthropic,
+            LangChain, OpenInference spans), it is converted to :class:`Message`.
         reference_tool_calls: The tool calls an agent was expected to make, in order.
         metadata: Anything else from the row, kept and passed through to results.
     """
@@ -93,6 +103,17 @@ class Sample(BaseModel):
                 return str(int(value))
             raise ValueError(f'{value!r} is not a whole number; write the id as text ("{value}")')
         return value
+
+    @field_validator("trace", mode="before")
+    @classmethod
+    def _any_trace_format(cls, value: object) -> object:
+        from assay._traces import load_trace  # the converters build Messages, so import late
+        from assay.errors import TraceFormatError
+
+        try:
+            return load_trace(value)
+        except TraceFormatError as exc:  # the located message as is, not "Value error, ..."
+            raise PydanticCustomError("trace_format", "{message}", {"message": str(exc)}) from None
 
     @field_validator("contexts", mode="before")
     @classmethod

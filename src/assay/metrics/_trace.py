@@ -11,6 +11,8 @@ Layout (version 1), one block per message, blocks separated by a blank line::
     [3] ASSISTANT CALLS get_user_details({"user_id": "mia_li_3668"})
     [4] TOOL RESULT get_user_details: {"name": "Mia Li", ... … [truncated 1200 characters] … "dob": "1990-04-05"}
 
+A tool result whose tool failed (``Message.is_error``) reads ``TOOL ERROR name: ...``.
+
 The number is the message's position in the trace (1-based, counted before the system
 prompt is dropped), so elided stretches are visible as gaps as well as by the marker.
 """
@@ -102,7 +104,8 @@ class TraceFormatter:
     def _block(self, number: int, message: Message) -> str:
         content = (message.content or "").strip()
         if message.role == "tool":
-            label = f"TOOL RESULT {message.name}" if message.name else "TOOL RESULT"
+            kind = "TOOL ERROR" if message.is_error else "TOOL RESULT"
+            label = f"{kind} {message.name}" if message.name else kind
             return f"[{number}] {label}: {self._cap(content)}"
         if message.role == "assistant":
             lines = [f"[{number}] ASSISTANT: {content}"] if content else []
