@@ -258,6 +258,33 @@ def test_a_failed_tool_is_marked_and_printed_as_an_error() -> None:
         assert TraceFormatter().format(trace).endswith("[3] TOOL ERROR cancel: not found")
 
 
+def test_an_openinference_tool_span_with_error_status_is_a_failed_tool() -> None:
+    data = fixture("openinference")
+    for span in data["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        if span["name"] == "cancel_reservation":
+            span["status"] = {"code": 2, "message": "payment service unavailable"}
+    trace = assay.load_trace(data)
+    assert [m.is_error for m in trace if m.role == "tool"] == [False, True]
+
+
+def test_langchain_calls_only_in_anthropic_content_blocks_are_not_lost() -> None:
+    # Older langchain-anthropic dumps kept the calls as tool_use blocks in the content only.
+    ai = {
+        "type": "ai",
+        "data": {
+            "type": "ai",
+            "content": [
+                {"type": "text", "text": "Looking it up."},
+                {"type": "tool_use", "id": "toolu_1", "name": "get_reservation_details", "input": ARGS1},
+            ],
+            "tool_calls": [],
+        },
+    }
+    (message,) = assay.load_trace([ai])
+    assert message.content == "Looking it up."
+    assert [(c.name, c.arguments, c.id) for c in message.tool_calls] == [("get_reservation_details", ARGS1, "toolu_1")]
+
+
 def test_anthropic_user_text_after_a_tool_result_stays_after_it() -> None:
     trace = assay.load_trace(
         [

@@ -268,7 +268,7 @@ _CHAT_ROLES: dict[str, _Role] = {
 }
 
 
-def _chat_parts(content: Any, path: Path, b: _Builder) -> list[str]:
+def _chat_parts(content: Any, path: Path) -> list[str]:
     """Text of a chat message's ``content``: a string, or a list of content parts."""
     if content is None or isinstance(content, str):
         return [content] if content else []
@@ -318,14 +318,14 @@ def _chat(data: Any, b: _Builder) -> None:
             raise _Invalid(path, "OpenAI chat message needs 'role'")
         if role == "function":  # the legacy function-calling result
             name = _need_str(item, "name", path, "function message")
-            b.tool_result(_text_of(_chat_parts(item.get("content"), (*path, "content"), b)), None, name)
+            b.tool_result(_text_of(_chat_parts(item.get("content"), (*path, "content"))), None, name)
             continue
         if role not in _CHAT_ROLES:
             raise _Invalid((*path, "role"), f"OpenAI chat role {role!r} is not one of {', '.join(_CHAT_ROLES)}")
         for foreign in ("type", "data"):
             if foreign in item and not (foreign == "type" and item[foreign] == "message"):
                 raise _Invalid((*path, foreign), f"an OpenAI chat message has no '{foreign}' field")
-        texts = _chat_parts(item.get("content"), (*path, "content"), b)
+        texts = _chat_parts(item.get("content"), (*path, "content"))
         if role == "assistant":
             refusal = _opt_str(item, "refusal", path, "assistant message")
             calls = [_chat_call(c, (*path, "tool_calls", j)) for j, c in enumerate(item.get("tool_calls") or ())]
@@ -364,7 +364,7 @@ _RESPONSES_ROLES: dict[str, _Role] = {
 }
 
 
-def _responses_parts(content: Any, path: Path, b: _Builder) -> list[str]:
+def _responses_parts(content: Any, path: Path) -> list[str]:
     if content is None or isinstance(content, str):
         return [content] if content else []
     texts: list[str] = []
@@ -416,7 +416,7 @@ def _responses(data: Any, b: _Builder) -> None:
             for foreign in ("tool_calls", "tool_call_id"):
                 if foreign in item:
                     raise _Invalid((*path, foreign), f"a Responses message has no '{foreign}' field")
-            texts = _responses_parts(item.get("content"), (*path, "content"), b)
+            texts = _responses_parts(item.get("content"), (*path, "content"))
             if role == "assistant":
                 b.assistant(texts, merge=True)
             else:
@@ -436,7 +436,7 @@ def _responses(data: Any, b: _Builder) -> None:
                 raise _Invalid(path, f"Responses {kind} needs 'output'")
             output = item["output"]
             text: str | None = (
-                output if isinstance(output, str) else _text_of(_responses_parts(output, (*path, "output"), b))
+                output if isinstance(output, str) else _text_of(_responses_parts(output, (*path, "output")))
             )
             b.tool_result(text, call_id, None)
         elif kind == "mcp_call":
@@ -448,7 +448,7 @@ def _responses(data: Any, b: _Builder) -> None:
             b.tool_result(_json_text(error if error else item.get("output") or ""), mcp_id, name, bool(error))
         elif kind == "reasoning":
             parts = [*(item.get("summary") or ()), *(item.get("content") or ())]
-            kept = b.reasoning(_responses_parts(parts, (*path, "summary"), b))
+            kept = b.reasoning(_responses_parts(parts, (*path, "summary")))
             if kept:
                 b.assistant(kept, merge=True)
         elif kind.endswith("_call"):  # built-in tools run by OpenAI: web_search_call, file_search_call, ...
@@ -636,6 +636,13 @@ def _lc_calls(data: Mapping[str, Any], path: Path) -> list[ToolCall]:
         if isinstance(extra, Mapping):
             for j, raw in enumerate(extra.get("tool_calls") or ()):
                 calls.append(_chat_call(raw, (*path, "additional_kwargs", "tool_calls", j)))
+    if not calls:  # ... or Anthropic's tool_use blocks in the content only
+        for j, block in enumerate(_seq(data.get("content"))):
+            if isinstance(block, Mapping) and block.get("type") == "tool_use":
+                here = (*path, "content", j)
+                name = _need_str(block, "name", here, "tool_use block")
+                args = _arguments(block.get("input"), (*here, "input"), f"tool call {name!r}")
+                calls.append(_call(name, args, _opt_str(block, "id", here, "tool_use block")))
     return calls
 
 
