@@ -294,7 +294,8 @@ def gate(
     if status != "finished":
         notes.append(f"run {run_id} is {status}, not finished: its results may be incomplete")
     if n_row_errors:
-        notes.append(f"{n_row_errors} input rows of run {run_id} were invalid and not judged (see 'assay runs show')")
+        rows = "1 input row was" if n_row_errors == 1 else f"{n_row_errors} input rows were"
+        notes.append(f"{rows} invalid and not judged in run {run_id} (see 'assay runs show')")
     for note in notes:
         out_console.print(f"[yellow]note: {printable(note)}[/yellow]", soft_wrap=True)
     if summary_md is not None:
