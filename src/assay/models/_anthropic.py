@@ -78,6 +78,7 @@ class AnthropicJudge(HTTPJudge["AsyncAnthropic"]):
     _key_env = "ANTHROPIC_API_KEY"
     _base_url_env = "ANTHROPIC_BASE_URL"
     _default_host = "api.anthropic.com"
+    _default_base_url = "https://api.anthropic.com"
     _no_key_message = (
         "The Anthropic judge needs an API key: set the ANTHROPIC_API_KEY environment "
         "variable or pass api_key=..., or point base_url at a local server that "

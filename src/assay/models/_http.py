@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from assay._safety import redact_secrets, redact_url, url_secrets
 from assay.errors import ConfigError, JudgeError
+from assay.models._protocol import JudgeModel
 
 __all__ = [
     "LOCAL_PLACEHOLDER_KEY",
@@ -81,7 +82,7 @@ def check_options(structured: str, modes: tuple[str, ...], *, timeout: float, ma
         raise ConfigError(f"max_concurrency must be at least 1, got {max_concurrency!r}")
 
 
-class HTTPJudge(Generic[ClientT]):
+class HTTPJudge(JudgeModel, Generic[ClientT]):
     """The state and plumbing of a judge behind an HTTP API, one SDK client per event loop.
 
     A backend sets the class variables, checks its own options and imports its SDK, then
@@ -99,6 +100,8 @@ class HTTPJudge(Generic[ClientT]):
     _key_env: ClassVar[str]
     _base_url_env: ClassVar[str]
     _default_host: ClassVar[str]
+    _default_base_url: ClassVar[str]
+    """The SDK's base URL when none is configured (part of :attr:`identity`)."""
     _no_key_message: ClassVar[str]
     """The :class:`ConfigError` message when there is neither an API key nor a base URL."""
 
@@ -150,6 +153,16 @@ class HTTPJudge(Generic[ClientT]):
     def model_id(self) -> str:
         """``<backend>:<model>``, e.g. ``openai:gpt-4o-mini``."""
         return f"{self._kind}:{self._model}"
+
+    @property
+    def identity(self) -> str:
+        """``<backend>:<model>@<base URL>``, the URL without credentials.
+
+        The same model name behind two servers is two judges: the judge-call cache keys
+        on this, not on :attr:`model_id`.
+        """
+        url = redact_url(self._base_url or self._default_base_url) or ""
+        return f"{self._kind}:{self._model}@{url.rstrip('/')}"
 
     @property
     def max_concurrency(self) -> int:

@@ -30,8 +30,8 @@ from pydantic import BaseModel
 from assay._schema import schema_of
 from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError, MissingExtraError, ModelWeightsError
-from assay.models._protocol import ChatMessage, ChoiceProbabilities, GenerateConfig, JudgeResponse
-from assay.models._weights import DEFAULT_MODEL_FILE, Progress, default_model_path
+from assay.models._protocol import ChatMessage, ChoiceProbabilities, GenerateConfig, JudgeModel, JudgeResponse
+from assay.models._weights import DEFAULT_MODEL_FILE, DEFAULT_MODEL_SHA256, Progress, default_model_path
 
 __all__ = ["LocalJudge", "local_model_path"]
 
@@ -122,7 +122,7 @@ def _string_body_grammar(max_chars: int) -> Any:
     return llama_cpp.llama_grammar.LlamaGrammar.from_string(_STRING_BODY_GBNF % max_chars, verbose=False)
 
 
-class LocalJudge:
+class LocalJudge(JudgeModel):
     """An in-process llama.cpp judge (extra ``local``).
 
     Args:
@@ -159,8 +159,31 @@ class LocalJudge:
         """``local:<file stem>``."""
         return f"local:{self._name}"
 
-    interruptible = False
-    """A call runs to completion in its thread; runners do not time it out."""
+    @property
+    def identity(self) -> str:
+        """The model file and the grammar's string bound, for cache keys.
+
+        ``local:<resolved path>:<size in bytes>:strings<=N`` for a chosen file (its name
+        alone would let two different files with one name share cached answers), or
+        ``local:sha256:<digest>:strings<=N`` for the embedded default, whose digest is
+        known. Never loads or assembles the weights.
+        """
+        chosen = self._model_path or os.environ.get("ASSAY_LOCAL_MODEL")
+        if chosen:
+            path = Path(chosen).expanduser().resolve()
+            try:
+                size = str(path.stat().st_size)
+            except OSError:
+                size = "missing"
+            file = f"{path}:{size}"
+        else:
+            file = f"sha256:{DEFAULT_MODEL_SHA256}"
+        return f"local:{file}:strings<={self.max_string_chars}"
+
+    @property
+    def interruptible(self) -> bool:
+        """False: a call runs to completion in its thread; runners do not time it out."""
+        return False
 
     @property
     def max_concurrency(self) -> int:

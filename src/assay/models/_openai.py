@@ -63,6 +63,7 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
     _key_env = "OPENAI_API_KEY"
     _base_url_env = "OPENAI_BASE_URL"
     _default_host = "api.openai.com"
+    _default_base_url = "https://api.openai.com/v1"
     _no_key_message = (
         "The OpenAI judge needs an API key: set the OPENAI_API_KEY environment "
         "variable or pass api_key=..., or point base_url at a local "

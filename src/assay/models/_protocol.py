@@ -72,6 +72,10 @@ class JudgeModel(Protocol):
 
     Backends raise :class:`assay.errors.JudgeError` when no output could be had at all;
     callers turn that into an unscored result with reason ``judge_error``.
+
+    Subclass it (``class MyJudge(JudgeModel): ...``) to inherit the defaults of the
+    optional capabilities (:attr:`identity`, :attr:`interruptible`); a class that only
+    matches it structurally must define them itself.
     """
 
     @property
@@ -88,6 +92,26 @@ class JudgeModel(Protocol):
     def prefers_per_statement(self) -> bool:
         """Whether one constrained call per statement beats one call for all statements."""
         ...
+
+    @property
+    def identity(self) -> str:
+        """Who answers, for cache keys: provider, endpoint and model (default: ``model_id``).
+
+        Two judges whose answers may differ must differ here, even when their
+        ``model_id`` is the same (one model name served by two servers, two GGUF files
+        with one file name), so one's cached answers are never served for the other.
+        Never holds credentials (URLs go through :func:`assay._safety.redact_url`).
+        """
+        return self.model_id
+
+    @property
+    def interruptible(self) -> bool:
+        """Whether a call may be timed out and abandoned (default True).
+
+        False for an in-process model: its call runs to completion in a thread, so a
+        timeout would only orphan that thread; the runner then sets no timeout.
+        """
+        return True
 
     async def generate(
         self,

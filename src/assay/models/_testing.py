@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from assay._scores import Usage
 from assay.errors import JudgeError
-from assay.models._protocol import ChatMessage, GenerateConfig, JudgeResponse
+from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
 
 __all__ = ["FunctionJudge", "JudgeRequest", "ScriptExhaustedError", "ScriptedJudge"]
 
@@ -40,7 +40,7 @@ def _estimate_usage(messages: Sequence[ChatMessage], text: str) -> Usage:
     return Usage(prompt_tokens=prompt_chars // 4 + 1, completion_tokens=len(text) // 4 + 1)
 
 
-class ScriptedJudge:
+class ScriptedJudge(JudgeModel):
     """Answers with a fixed script, in order.
 
     Each script item is the raw text to return, a :class:`JudgeResponse`, or an exception
@@ -113,7 +113,7 @@ JudgeFunction = Callable[[Sequence[ChatMessage], JudgeRequest], "str | JudgeResp
 
 
 @dataclass
-class FunctionJudge:
+class FunctionJudge(JudgeModel):
     """Answers by calling ``fn(messages, request)``; sync or async, returns text or a response.
 
     Good for judges whose answer depends on the prompt, e.g. a fake that marks a

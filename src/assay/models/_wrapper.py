@@ -12,8 +12,10 @@ from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, Judg
 __all__ = ["JudgeWrapper"]
 
 
-class JudgeWrapper:
+class JudgeWrapper(JudgeModel):
     """Forwards identity and optional capabilities to ``inner``; subclasses override ``generate``.
+
+    The protocol's capabilities (``identity``, ``interruptible``) are forwarded explicitly.
 
     Optional capabilities of the inner judge (``choice_probabilities``, ``complete_string``)
     pass through attribute lookup, so ``isinstance(wrapper, ChoiceScorer)`` holds exactly
@@ -37,6 +39,16 @@ class JudgeWrapper:
     def prefers_per_statement(self) -> bool:
         """The inner judge's."""
         return self.inner.prefers_per_statement
+
+    @property
+    def identity(self) -> str:
+        """The inner judge's (what the cache keys on)."""
+        return self.inner.identity
+
+    @property
+    def interruptible(self) -> bool:
+        """The inner judge's."""
+        return self.inner.interruptible
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name == "inner":

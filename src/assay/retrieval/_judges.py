@@ -28,7 +28,11 @@ from pydantic import BaseModel, ConfigDict
 
 from assay._scores import Binary, JudgeCall, UnscoredReason
 from assay.errors import ConfigError, JudgeError, MissingExtraError
+from assay.models._protocol import close_judge
 from assay.parsing import Unparsed, parse_output
+from assay.run._cache import JudgeCache
+from assay.run._evaluate import Limits
+from assay.run._stack import build_judge_stack
 
 if TYPE_CHECKING:
     from assay.models import ChatMessage, JudgeModel
@@ -361,26 +365,37 @@ def render_relevance_prompt(pair: JudgePair) -> list[ChatMessage]:
 class LLMJudge:
     """Binary relevance from a judge model, one call per pair, run concurrently.
 
-    Calls are bounded by ``model.max_concurrency``. The answer must validate as
-    :class:`RelevanceVerdict` (verdict strictly 0 or 1). A :class:`~assay.errors.JudgeError`
-    or an answer that does not parse makes the pair *unjudged* (``judge_error``,
-    ``parse_failure``, ``refusal``...), never a match or a non-match.
+    The model is wrapped in the same judge stack as ``assay run``
+    (:func:`~assay.run.build_judge_stack`): rate limits (HTTP 429), server errors and
+    timeouts are retried, and with a ``cache`` identical calls are answered from disk.
+    Calls are bounded by ``limits.concurrency``, else ``model.max_concurrency``. The
+    answer must validate as :class:`RelevanceVerdict` (verdict strictly 0 or 1). A
+    :class:`~assay.errors.JudgeError` left after the retries, or an answer that does not
+    parse, makes the pair *unjudged* (``judge_error``, ``parse_failure``, ``refusal``...),
+    never a match or a non-match.
+
+    Attributes:
+        model: A bare judge (the stack adds the retry layer).
+        limits: Retries, timeouts and rate budgets (default :class:`~assay.run.Limits`).
+        cache: A :class:`~assay.run.JudgeCache`, or ``None`` for no caching.
     """
 
     model: JudgeModel
+    limits: Limits = field(default_factory=Limits)
+    cache: JudgeCache | None = None
 
     @property
     def name(self) -> str:
         """``llm:<model id>``."""
         return f"llm:{self.model.model_id}"
 
-    async def _one(self, pair: JudgePair, gate: asyncio.Semaphore) -> MatchDecision:
+    async def _one(self, stacked: JudgeModel, pair: JudgePair, gate: asyncio.Semaphore) -> MatchDecision:
         messages = render_relevance_prompt(pair)
         record = tuple(dict(msg) for msg in messages)
         async with gate:
             started = time.perf_counter()
             try:
-                response = await self.model.generate(messages, schema=RelevanceVerdict)
+                response = await stacked.generate(messages, schema=RelevanceVerdict)
             except JudgeError as exc:
                 call = JudgeCall(
                     model=self.model.model_id,
@@ -405,6 +420,10 @@ class LLMJudge:
         return MatchDecision(matched=parsed.verdict == 1, reason=parsed.reason, call=call)
 
     async def judge(self, pairs: Sequence[JudgePair]) -> list[MatchDecision]:
-        """Ask the model about every pair, at most ``max_concurrency`` at a time."""
-        gate = asyncio.Semaphore(max(1, int(self.model.max_concurrency)))
-        return list(await asyncio.gather(*(self._one(p, gate) for p in pairs)))
+        """Ask the model about every pair through the judge stack, a bounded number at a time."""
+        stacked = build_judge_stack(self.model, limits=self.limits, cache=self.cache)
+        gate = asyncio.Semaphore(max(1, int(stacked.max_concurrency)))
+        try:
+            return list(await asyncio.gather(*(self._one(stacked, p, gate) for p in pairs)))
+        finally:
+            await close_judge(stacked)

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from assay._schema import schema_of
 from assay._scores import Usage
 from assay.metrics._decompose import _segmenter
-from assay.models._protocol import ChatMessage, GenerateConfig, JudgeResponse
+from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
 from assay.testing._openai_server import minimal_instance
 
 __all__ = ["EstimatingJudge"]
@@ -39,7 +39,7 @@ def _fill(value: Any, blocks: dict[str, str]) -> Any:
     return value
 
 
-class EstimatingJudge:
+class EstimatingJudge(JudgeModel):
     """Answers plausibly without a model, counting calls and estimated tokens (4 chars a token)."""
 
     def __init__(self, model_id: str, *, per_statement: bool, concurrency: int = 64) -> None:

@@ -1,0 +1,96 @@
+"""The one place that wraps a judge in the layers owning cross-cutting concerns.
+
+Every caller (the local engine, the Ray engine's workers, ``assay calibrate``, the
+retrieval :class:`~assay.retrieval.LLMJudge`) builds its judge stack here, so a layer
+added or fixed here holds everywhere (a second hand-built copy once dropped
+``--temperature`` on the Ray engine)::
+
+    caller -> _RepeatJudge [repeat index, run-wide temperature into the config]
+           -> CachedJudge [answers from disk; stores only validated answers]
+           -> ResilientJudge [the one retry layer: 429/5xx/timeouts, rate limits]
+           -> backend
+
+The cache sits above the retry layer, so a retried call is cached once, under the key of
+the request (never an error); it sits below the repeat layer, so the repeat index and
+the temperature are part of its key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
+from assay.models._resilient import RateLimiter, ResilientJudge, RetryPolicy
+from assay.models._wrapper import JudgeWrapper
+from assay.run._cache import CachedJudge, JudgeCache
+
+if TYPE_CHECKING:
+    from assay.run._evaluate import Limits
+
+__all__ = ["build_judge_stack"]
+
+_REPEAT: ContextVar[int] = ContextVar("assay_repeat", default=0)
+"""The repeat index of the sample being scored; set per task by the engines."""
+
+
+class _RepeatJudge(JudgeWrapper):
+    """Puts the current repeat index (and a run-wide temperature) into every call's config."""
+
+    def __init__(self, inner: JudgeModel, temperature: float | None = None) -> None:
+        super().__init__(inner)
+        self.temperature = temperature
+
+    async def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        schema: type[BaseModel] | None = None,
+        config: GenerateConfig | None = None,
+    ) -> JudgeResponse:
+        update: dict[str, Any] = {"repeat": _REPEAT.get()}
+        if self.temperature is not None:
+            update["temperature"] = self.temperature
+        config = (config or GenerateConfig()).model_copy(update=update)
+        return await self.inner.generate(messages, schema=schema, config=config)
+
+
+def build_judge_stack(
+    judge: JudgeModel,
+    *,
+    limits: Limits,
+    cache: JudgeCache | None = None,
+    temperature: float | None = None,
+    limiter: RateLimiter | None = None,
+    workers: int | None = None,
+) -> JudgeModel:
+    """Wrap ``judge`` in the repeat, cache and retry layers, in that order.
+
+    Args:
+        judge: The backend (a bare judge: the stack adds the one retry layer).
+        limits: Timeouts, retries and rate budgets (:class:`~assay.run.Limits`).
+        cache: Answers from disk when given; only validated answers are stored.
+        temperature: A run-wide sampling temperature for every call (default: each
+            caller's own config).
+        limiter: The request slots and budgets shared by every call (the Ray engine
+            passes one that also asks the cluster-wide limiter). Default: a new
+            :class:`~assay.models.RateLimiter` from ``limits``.
+        workers: The concurrency ceiling of the default limiter (default:
+            ``limits.concurrency``, else what the judge supports).
+
+    Returns:
+        The judge to hand to metrics; close it with :func:`~assay.models.close_judge`.
+    """
+    if limiter is None:
+        ceiling = max(1, workers or limits.concurrency or judge.max_concurrency)
+        limiter = RateLimiter(max_concurrency=ceiling, rpm=limits.rpm, tpm=limits.tpm, adaptive=limits.adaptive)
+    # An in-process model cannot be interrupted mid-call: a timeout would only orphan its thread.
+    timeout = limits.timeout_s if judge.interruptible else None
+    policy = RetryPolicy(max_attempts=limits.max_attempts, base_delay_s=limits.backoff_s, timeout_s=timeout)
+    stacked: JudgeModel = ResilientJudge(judge, limiter=limiter, policy=policy)
+    if cache is not None:
+        stacked = CachedJudge(stacked, cache)
+    return _RepeatJudge(stacked, temperature)
