@@ -249,8 +249,8 @@ def test_spec_names_every_sub_metric_prompt_version_and_params() -> None:
     metric = CompositeMetric("demo", sub_metrics=(ON_TOPIC, TONE), aggregate=on_topic_and_calm, params={"calm": 1.0})
     spec = metric.spec()
     assert spec.name == "demo" and spec.version == "1"
-    assert spec.params["sub_metrics"] == {"demo.on_topic": "1", "demo.tone": "3"}
-    assert spec.params["calm"] == 1.0
+    assert spec.params["prompts"] == {"demo.on_topic": "1", "demo.tone": "3"}
+    assert spec.params["params"]["calm"] == 1.0
 
 
 def test_configuration_mistakes_are_config_errors() -> None:
@@ -276,7 +276,7 @@ def test_faithfulness_as_a_composite_matches_the_built_in_metric() -> None:
     assert [c.purpose for c in composite.calls] == [c.purpose for c in built_in.calls]
     assert [c.messages for c in composite.calls] == [c.messages for c in built_in.calls], "same prompts"
     assert FAITHFULNESS.required_fields == ("answer", "contexts")
-    assert FAITHFULNESS.spec().params["sub_metrics"] == {
+    assert FAITHFULNESS.spec().params["prompts"] == {
         "faithfulness.statements": "1",
         "faithfulness.verdict": STATEMENT_PROMPT.version,
     }

@@ -632,7 +632,7 @@ def test_mapping_form_required_fields_and_spec() -> None:
     grader = CombinedGrader({Fixed("a", 1.0, fields=("answer",)): 2, Fixed("b", 0.0, fields=("contexts", "answer")): 1})
     assert grader.required_fields == ("answer", "contexts")
     params = grader.spec().params
-    assert [(p["weight"], p["spec"]["name"]) for p in params["parts"]] == [(2.0, "a"), (1.0, "b")]
+    assert [(weight, spec["name"]) for spec, weight in params["graders"]] == [(2.0, "a"), (1.0, "b")]
     assert params["require_all_pass"] is False and params["pass_threshold"] == 0.5
     s = evaluate([Sample(id="x", answer="a")], [grader], ScriptedJudge([])).results[0].scores["combined_grader"]
     assert s.unscored_reason is UnscoredReason.MISSING_FIELD

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
-    "Binary",
     "METRIC_SPEC_VERSION",
+    "Binary",
     "JudgeCall",
     "MetricSpec",
     "Score",

@@ -2,6 +2,8 @@
 
 Every metric is a plain value (a frozen dataclass) implementing :class:`Metric`:
 ``name``, ``required_fields``, ``spec()`` and ``async score(sample, judge) -> Score``.
+``spec()`` is derived from the metric's fields (:func:`spec_from_fields`) and
+:func:`metric_from_spec` rebuilds the metric from it.
 """
 
 from assay.metrics._agent import AgentGoalAccuracy
@@ -12,6 +14,7 @@ from assay.metrics._faithfulness import Faithfulness
 from assay.metrics._graders import BinaryJudgeGrader, CombinedGrader, RangeJudgeGrader, Shot, TemplatedPromptJudgeGrader
 from assay.metrics._rag import AnswerRelevancy, ContextPrecision, ContextRecall, FactualCorrectness
 from assay.metrics._registry import MetricEntry, build_metric, metric_entries, register_metric
+from assay.metrics._spec import metric_from_spec, spec_from_fields
 from assay.metrics._tools import ToolCallAccuracy
 from assay.metrics._trace import TraceFormatter
 from assay.metrics._verify import StatementVerifier
@@ -45,7 +48,9 @@ __all__ = [
     "TraceFormatter",
     "build_metric",
     "metric_entries",
+    "metric_from_spec",
     "missing_fields",
     "register_metric",
     "score_safely",
+    "spec_from_fields",
 ]

@@ -11,12 +11,12 @@ from assay._scores import JudgeCall, MetricSpec, Score, Verdict
 from assay.metrics._common import (
     check_reference_mode,
     failed,
-    metric_spec,
     missing_field,
     prompt_versions,
     reference_mode_name,
 )
 from assay.metrics._faithfulness import StatementJudgement
+from assay.metrics._spec import spec_from_fields
 from assay.metrics._trace import TraceFormatter
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.prompts import JudgePrompt, ask
@@ -131,13 +131,7 @@ class AgentGoalAccuracy:
 
     def spec(self) -> MetricSpec:
         """Name, version, the reference mode, the formatter and the prompt versions."""
-        return metric_spec(
-            self,
-            reference=self.reference,
-            formatter=self.formatter.params(),
-            config=self.config.model_dump(),
-            prompts=prompt_versions(GOAL_PROMPT, OUTCOME_PROMPT),
-        )
+        return spec_from_fields(self, prompts=prompt_versions(GOAL_PROMPT, OUTCOME_PROMPT))
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """Infer the goal and end state from the trace, then judge the end state against the goal."""

@@ -17,7 +17,9 @@ class Metric(Protocol):
     """Something that scores one sample, possibly by asking a judge.
 
     A metric is a plain value (a frozen dataclass or pydantic model): printable,
-    comparable, and rebuildable from its :meth:`spec`.
+    comparable, and rebuildable from its :meth:`spec` by
+    :func:`~assay.metrics.metric_from_spec`. Write ``spec()`` as
+    ``return spec_from_fields(self)`` and every field is recorded.
     """
 
     @property

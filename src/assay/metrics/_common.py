@@ -1,28 +1,15 @@
-"""What the built-in metrics share: building specs, naming modes, and the scores they end with."""
+"""What the built-in metrics share: prompt versions for specs, naming modes, and the scores they end with."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from assay._scores import JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
 from assay.errors import ConfigError
 from assay.metrics._decompose import Decomposer, Decomposition, LLMDecomposer, SentenceDecomposer
 from assay.parsing import Unparsed
 from assay.prompts import JudgePrompt
-
-
-class _Versioned(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def version(self) -> str: ...
-
-
-def metric_spec(metric: _Versioned, /, **params: Any) -> MetricSpec:
-    """The metric's name and version with ``params``, in the order given."""
-    return MetricSpec(name=metric.name, version=metric.version, params=params)
 
 
 def prompt_versions(*prompts: JudgePrompt[Any, Any]) -> dict[str, str]:

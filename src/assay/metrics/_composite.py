@@ -65,6 +65,7 @@ from assay._scores import JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
 from assay.errors import ConfigError
 from assay.metrics._base import missing_fields
 from assay.metrics._common import failed, lacking, metric_error
+from assay.metrics._spec import spec_from_fields
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.parsing import Unparsed
 from assay.prompts import Example, JudgePrompt, ask
@@ -413,20 +414,16 @@ class CompositeMetric:
         return tuple(dict.fromkeys(f for s in self.sub_metrics for f in s.required_fields))
 
     def spec(self) -> MetricSpec:
-        """Name, version, sub-metric prompt versions and ``params``.
+        """Name, version, every field, and the sub-metrics' prompt versions.
 
-        The aggregate and orchestrate functions are code: the spec identifies them by the
-        metric's name and version, which you bump when they change.
+        Sub-metrics are recorded with their prompts (a prompt that is a module-level
+        constant by its import path); the functions (``aggregate``, ``orchestrate``,
+        ``from_sample``) and the prompts' pydantic models by import path. Their code is not
+        in the spec: bump ``version`` when it changes. A lambda or a function or class
+        defined inside a function has no import path: the spec says so, and
+        :func:`~assay.metrics.metric_from_spec` refuses to rebuild the metric.
         """
-        return MetricSpec(
-            name=self.name,
-            version=self.version,
-            params={
-                **dict(self.params),
-                "sub_metrics": {s.name: s.prompt.version for s in self.sub_metrics},
-                "concurrent": self.concurrent,
-            },
-        )
+        return spec_from_fields(self)
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """Run the sub-metrics, then aggregate; a sub-metric failure leaves the score unscored."""

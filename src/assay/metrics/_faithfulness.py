@@ -13,12 +13,13 @@ from assay.errors import ConfigError
 from assay.metrics._common import (
     failed,
     make_decomposer,
-    metric_spec,
     missing_field,
     prompt_versions,
     supported_share,
     unusable_split,
 )
+from assay.metrics._decompose import STATEMENTS_PROMPT
+from assay.metrics._spec import spec_from_fields
 from assay.metrics._verify import STATEMENT_PROMPT, StatementCheck, StatementJudgement, StatementVerifier
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.parsing import Unparsed, parse_verdicts
@@ -112,15 +113,8 @@ class Faithfulness:
             raise ConfigError(f"faithfulness decomposer must be llm or sentences, not {self.decomposer!r}")
 
     def spec(self) -> MetricSpec:
-        """Name, version, and every setting (including prompt versions)."""
-        return metric_spec(
-            self,
-            strategy=self.strategy,
-            decomposer=self.decomposer,
-            config=self.config.model_dump(),
-            prompts=prompt_versions(STATEMENT_PROMPT, BATCH_PROMPT),
-            verifier=self.verifier.params(),
-        )
+        """Name, version, every field, and the prompt versions (the verifier's included)."""
+        return spec_from_fields(self, prompts=prompt_versions(STATEMENTS_PROMPT, BATCH_PROMPT))
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """Decompose the answer, judge every statement against the contexts, aggregate."""

@@ -29,8 +29,9 @@ from assay._samples import Message, Sample
 from assay._scores import Binary, JudgeCall, MetricSpec, Score, UnscoredReason, Usage, Verdict
 from assay.errors import ConfigError, JudgeError
 from assay.metrics._base import Metric, missing_fields, score_safely
-from assay.metrics._common import failed, lacking, metric_spec, missing_field, prompt_versions
+from assay.metrics._common import failed, lacking, missing_field, prompt_versions
 from assay.metrics._composite import SubMetric
+from assay.metrics._spec import spec_from_fields
 from assay.models._protocol import ChatMessage, ChoiceScorer, GenerateConfig, JudgeModel
 from assay.parsing import Unparsed, parse_output
 from assay.prompts import DATA_RULES, Example, JudgePrompt, call_judge, neutralise
@@ -234,14 +235,7 @@ class BinaryJudgeGrader:
 
     def spec(self) -> MetricSpec:
         """Name, version, criteria, shots, config and prompt version."""
-        return metric_spec(
-            self,
-            kind="binary_grader",
-            criteria=self.criteria,
-            shots=[s.model_dump(mode="json", exclude_defaults=True) for s in self.shots],
-            config=self.config.model_dump(),
-            prompts=prompt_versions(self._sub.prompt),
-        )
+        return spec_from_fields(self, prompts=prompt_versions(self._sub.prompt))
 
     def render(self, sample: Sample) -> list[ChatMessage]:
         """The messages the judge sees for ``sample`` (for inspection and tests)."""
@@ -393,15 +387,7 @@ class RangeJudgeGrader:
 
     def spec(self) -> MetricSpec:
         """Name, version, criteria, scale, mode, config and prompt version."""
-        return metric_spec(
-            self,
-            kind="range_grader",
-            criteria=self.criteria,
-            scale={str(level): text for level, text in self.scale.items()},
-            expected_value=self.expected_value,
-            config=self.config.model_dump(),
-            prompts=prompt_versions(self._sub.prompt),
-        )
+        return spec_from_fields(self, prompts=prompt_versions(self._sub.prompt))
 
     def render(self, sample: Sample) -> list[ChatMessage]:
         """The messages the judge sees for ``sample``."""
@@ -627,14 +613,7 @@ class TemplatedPromptJudgeGrader:
 
     def spec(self) -> MetricSpec:
         """Name, version, template, output, config and prompt version."""
-        return metric_spec(
-            self,
-            kind="templated_grader",
-            template=self.template,
-            output=self.output,
-            config=self.config.model_dump(),
-            prompts={TEMPLATED_PROMPT_NAME: TEMPLATED_PROMPT_VERSION},
-        )
+        return spec_from_fields(self, prompts={TEMPLATED_PROMPT_NAME: TEMPLATED_PROMPT_VERSION})
 
     def _system(self) -> str:
         schema = json.dumps(_OUTPUT_MODELS[self.output].model_json_schema(), ensure_ascii=False)
@@ -768,14 +747,8 @@ class CombinedGrader:
         return tuple(dict.fromkeys(f for m, _ in self.parts for f in m.required_fields))
 
     def spec(self) -> MetricSpec:
-        """Name, version, each part's spec and weight, and the pass rule."""
-        return metric_spec(
-            self,
-            kind="combined_grader",
-            parts=[{"weight": w, "spec": m.spec().model_dump(mode="json")} for m, w in self.parts],
-            require_all_pass=self.require_all_pass,
-            pass_threshold=self.pass_threshold,
-        )
+        """Name, version, the pass rule, and ``graders``: ``[part's spec, weight]`` pairs in order."""
+        return spec_from_fields(self)
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """Score every part (concurrently if the judge allows), then take the weighted mean."""

@@ -21,7 +21,6 @@ from assay.metrics._common import (
     check_reference_mode,
     failed,
     make_decomposer,
-    metric_spec,
     missing_field,
     prompt_versions,
     reference_mode_name,
@@ -29,7 +28,8 @@ from assay.metrics._common import (
     unusable_split,
 )
 from assay.metrics._decompose import STATEMENTS_PROMPT
-from assay.metrics._faithfulness import STATEMENT_PROMPT, DecomposerName, StatementJudgement
+from assay.metrics._faithfulness import DecomposerName, StatementJudgement
+from assay.metrics._spec import spec_from_fields
 from assay.metrics._verify import StatementVerifier
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.parsing import Unparsed
@@ -142,7 +142,7 @@ class AnswerRelevancy:
 
     def spec(self) -> MetricSpec:
         """Name, version, decoding settings and the prompt version."""
-        return metric_spec(self, config=self.config.model_dump(), prompts=prompt_versions(RELEVANCY_PROMPT))
+        return spec_from_fields(self, prompts=prompt_versions(RELEVANCY_PROMPT))
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """One call: does the answer address the question, and is it noncommittal?"""
@@ -260,9 +260,7 @@ class ContextPrecision:
 
     def spec(self) -> MetricSpec:
         """Name, version, the reference mode, decoding settings and the prompt version."""
-        return metric_spec(
-            self, reference=self.reference, config=self.config.model_dump(), prompts=prompt_versions(CHUNK_PROMPT)
-        )
+        return spec_from_fields(self, prompts=prompt_versions(CHUNK_PROMPT))
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """Judge each chunk in rank order, then take the average precision."""
@@ -325,13 +323,8 @@ class ContextRecall:
         make_decomposer(self.decomposer)
 
     def spec(self) -> MetricSpec:
-        """Name, version, decoding settings and the prompt versions."""
-        return metric_spec(
-            self,
-            decomposer=self.decomposer,
-            prompts=prompt_versions(STATEMENTS_PROMPT, STATEMENT_PROMPT),
-            verifier=self.verifier.params(),
-        )
+        """Name, version, the decomposer, the verifier and the prompt versions."""
+        return spec_from_fields(self, prompts=prompt_versions(STATEMENTS_PROMPT))
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """Split the reference, judge every statement against the contexts, aggregate."""
@@ -398,14 +391,8 @@ class FactualCorrectness:
         make_decomposer(self.decomposer)
 
     def spec(self) -> MetricSpec:
-        """Name, version, mode, decoding settings and the prompt versions."""
-        return metric_spec(
-            self,
-            mode=self.mode,
-            decomposer=self.decomposer,
-            prompts=prompt_versions(STATEMENTS_PROMPT, STATEMENT_PROMPT),
-            verifier=self.verifier.params(),
-        )
+        """Name, version, mode, the decomposer, the verifier and the prompt versions."""
+        return spec_from_fields(self, prompts=prompt_versions(STATEMENTS_PROMPT))
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """Split each side into claims, check each claim against the other side, aggregate."""

@@ -6,8 +6,9 @@ A plugin package declares, in its ``pyproject.toml``::
     my_metric = "my_package:build_my_metric"
 
 where ``build_my_metric(**options) -> Metric``. ``assay run -m my_metric --set
-my_metric.key=value`` then builds it. The same registry rebuilds a stored run's metrics
-for ``--resume`` from the names and options recorded in its spec.
+my_metric.key=value`` then builds it. A stored metric is rebuilt from its spec by
+:func:`~assay.metrics.metric_from_spec`, which imports the metric's class; a plugin whose
+spec names no class is rebuilt here, by its entry point with the spec's params as options.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from assay.errors import ConfigError
 from assay.metrics._base import Metric
 
-__all__ = ["MetricEntry", "build_metric", "metric_entries", "register_metric"]
+__all__ = ["MetricEntry", "build_metric", "builtin_names", "metric_entries", "register_metric"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,11 @@ _BUILTIN: dict[str, MetricEntry] = {}
 def register_metric(name: str, factory: Callable[..., Metric], summary: str) -> None:
     """Add a metric to the registry (built-ins do this at import; plugins use entry points)."""
     _BUILTIN[name] = MetricEntry(name, factory, summary)
+
+
+def builtin_names() -> frozenset[str]:
+    """The names registered in this process (the built-ins), not entry-point plugins."""
+    return frozenset(_BUILTIN)
 
 
 def metric_entries() -> dict[str, MetricEntry]:

@@ -9,7 +9,8 @@ from typing import Any, ClassVar
 
 from assay._samples import Message, Sample, ToolCall
 from assay._scores import MetricSpec, Score, Verdict
-from assay.metrics._common import metric_spec, missing_field
+from assay.metrics._common import missing_field
+from assay.metrics._spec import spec_from_fields
 from assay.metrics._trace import format_tool_call
 from assay.models._protocol import JudgeModel
 
@@ -114,7 +115,7 @@ class ToolCallAccuracy:
 
     def spec(self) -> MetricSpec:
         """Name, version and the matching options."""
-        return metric_spec(self, strict_order=self.strict_order, ignore_extra_arguments=self.ignore_extra_arguments)
+        return spec_from_fields(self)
 
     def matches(self, expected: ToolCall, actual: ToolCall) -> bool:
         """Whether ``actual`` satisfies ``expected``: same name and (enough of) the same arguments."""

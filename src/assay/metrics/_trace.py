@@ -26,6 +26,7 @@ from typing import Any
 
 from assay._samples import Message, ToolCall
 from assay.errors import ConfigError
+from assay.metrics._spec import fields_json
 
 __all__ = ["TraceFormatter", "format_tool_call"]
 
@@ -74,13 +75,7 @@ class TraceFormatter:
 
     def params(self) -> dict[str, Any]:
         """The version and every option, for a metric's spec."""
-        return {
-            "version": self.version,
-            "include_system": self.include_system,
-            "max_tool_result_chars": self.max_tool_result_chars,
-            "max_chars": self.max_chars,
-            "head_share": self.head_share,
-        }
+        return fields_json(self)
 
     def blocks(self, trace: Sequence[Message]) -> list[str]:
         """One text block per kept message (before the total budget is applied)."""

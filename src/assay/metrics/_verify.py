@@ -25,13 +25,14 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from assay._scores import Binary, JudgeCall, UnscoredReason, Usage, Verdict
 from assay.errors import ConfigError, JudgeError
 from assay.metrics._decompose import _segmenter
+from assay.metrics._spec import fields_json
 from assay.models._protocol import ChatMessage, ChoiceScorer, GenerateConfig, JudgeModel
 from assay.parsing import Unparsed
 from assay.prompts import Example, JudgePrompt, ask
@@ -222,16 +223,9 @@ class StatementVerifier:
         if self.chunk_chars < 200:
             raise ConfigError(f"chunk_chars must be at least 200, got {self.chunk_chars}")
 
-    def params(self) -> dict[str, object]:
-        """For metric specs."""
-        return {
-            "method": self.method,
-            "threshold": self.threshold,
-            "chunk_chars": self.chunk_chars,
-            "reasons": self.reasons,
-            "prompt": f"{self.prompt.name} v{self.prompt.version}",
-            "config": self.config.model_dump(),
-        }
+    def params(self) -> dict[str, Any]:
+        """Every setting, as in a metric's spec (the prompt by its import path, name and version)."""
+        return fields_json(self)
 
     def uses_threshold(self, judge: JudgeModel) -> bool:
         """Whether verdicts for ``judge`` are read from logits."""

@@ -1,0 +1,200 @@
+"""Specs without a ``type``: schema 1 records of the built-ins, and hand-written plugin specs.
+
+Schema 1 (before ``type``) wrote each built-in's params by hand. Graders carry a ``kind``;
+the other built-ins are known by name. Each is rebuilt from those params, then checked:
+same name, same version, and every prompt version it recorded unchanged. A composite
+metric's schema 1 spec names no functions, so it cannot be rebuilt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from assay._scores import MetricSpec
+from assay.errors import ConfigError
+from assay.metrics._base import Metric
+
+__all__ = ["metric_without_type"]
+
+
+def metric_without_type(spec: MetricSpec) -> Metric:
+    """Rebuild a spec that names no class: a schema 1 built-in, or a plugin through its entry point.
+
+    Raises:
+        ConfigError: Neither applies, the params are malformed, or the metric changed.
+    """
+    from assay.metrics._registry import build_metric, builtin_names, metric_entries
+
+    if spec.schema_version == 1:
+        built = _schema_1(spec)
+        if built is not None:
+            _check(spec, built)
+            return built
+    if spec.name in metric_entries() and spec.name not in builtin_names():
+        try:
+            return build_metric(spec.name, spec.params)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"metric {spec.name!r}: its spec names no type, and its plugin entry point does not take the spec's "
+                f"params as options: {exc}. Give the plugin's spec() a type (assay.metrics.spec_from_fields)"
+            ) from exc
+    if spec.params.get("sub_metrics") is not None:
+        raise ConfigError(
+            f"metric {spec.name!r} is a composite metric recorded by an older assay (spec schema 1), which did not "
+            "record its functions; build it in Python again"
+        )
+    raise ConfigError(
+        f"metric {spec.name!r}: its spec names no type and it is neither a built-in nor an installed plugin, so it "
+        "cannot be rebuilt (write its spec() with assay.metrics.spec_from_fields)"
+    )
+
+
+def _check(spec: MetricSpec, built: Metric) -> None:
+    now = built.spec()
+    prompts = now.params.get("prompts", {})
+    changed = [
+        f"prompt {name} was version {version}, is now {prompts.get(name)}"
+        for name, version in spec.params.get("prompts", {}).items()
+        if prompts.get(name) != version
+    ]
+    if built.name != spec.name:
+        changed.insert(0, f"name was {spec.name!r}, is now {built.name!r}")
+    if now.version != spec.version:
+        changed.insert(0, f"version was {spec.version}, is now {now.version}")
+    if changed:
+        raise ConfigError(
+            f"metric {spec.name!r} rebuilt from its spec (schema 1) is not the metric the spec describes: "
+            f"{'; '.join(changed)}; its scores would not be comparable"
+        )
+
+
+def _schema_1(spec: MetricSpec) -> Metric | None:
+    """The built-in a schema 1 spec describes, or ``None`` when it is not one."""
+    params = spec.params
+    kind = params.get("kind")
+    base = spec.name.removesuffix("_with_reference").removesuffix("_without_reference")
+    build = _GRADERS.get(kind) if isinstance(kind, str) else _BY_NAME.get(base)
+    if build is None:
+        return None
+    try:
+        return build(spec.name, params)
+    except (KeyError, TypeError, ValueError, ConfigError) as exc:
+        raise ConfigError(f"metric {spec.name!r}: its stored spec (schema 1) is malformed: {exc!r}") from exc
+
+
+def _config(params: Mapping[str, Any]) -> Any:
+    from assay.models._protocol import GenerateConfig
+
+    return GenerateConfig.model_validate(params["config"])
+
+
+def _verifier(params: Mapping[str, Any]) -> Any:
+    from assay.metrics._verify import STATEMENT_PROMPT, STATEMENT_PROMPT_V1, StatementVerifier
+
+    stored = params["verifier"]
+    prompts = {f"{p.name} v{p.version}": p for p in (STATEMENT_PROMPT, STATEMENT_PROMPT_V1)}
+    if stored["prompt"] not in prompts:
+        raise ValueError(f"unknown verifier prompt {stored['prompt']!r}")
+    return StatementVerifier(
+        method=stored["method"],
+        threshold=stored["threshold"],
+        chunk_chars=stored["chunk_chars"],
+        reasons=stored["reasons"],
+        prompt=prompts[stored["prompt"]],
+        config=_config(stored),
+    )
+
+
+def _binary(name: str, p: Mapping[str, Any]) -> Metric:
+    from assay.metrics._graders import BinaryJudgeGrader, Shot
+
+    shots = [Shot.model_validate(s) for s in p.get("shots", [])]
+    return BinaryJudgeGrader(p["criteria"], shots=shots, name=name, config=_config(p))
+
+
+def _range(name: str, p: Mapping[str, Any]) -> Metric:
+    from assay.metrics._graders import RangeJudgeGrader
+
+    scale = {int(level): text for level, text in p["scale"].items()}
+    return RangeJudgeGrader(p["criteria"], scale, expected_value=p["expected_value"], name=name, config=_config(p))
+
+
+def _templated(name: str, p: Mapping[str, Any]) -> Metric:
+    from assay.metrics._graders import TemplatedPromptJudgeGrader
+
+    return TemplatedPromptJudgeGrader(p["template"], output=p["output"], name=name, config=_config(p))
+
+
+def _combined(name: str, p: Mapping[str, Any]) -> Metric:
+    from assay.metrics._graders import CombinedGrader
+    from assay.metrics._spec import metric_from_spec
+
+    parts = [(metric_from_spec(part["spec"]), part["weight"]) for part in p["parts"]]
+    return CombinedGrader(parts, require_all_pass=p["require_all_pass"], pass_threshold=p["pass_threshold"], name=name)
+
+
+def _faithfulness(name: str, p: Mapping[str, Any]) -> Metric:
+    from assay.metrics._faithfulness import Faithfulness
+
+    return Faithfulness(strategy=p["strategy"], decomposer=p["decomposer"], verifier=_verifier(p), config=_config(p))
+
+
+def _context_recall(name: str, p: Mapping[str, Any]) -> Metric:
+    from assay.metrics._rag import ContextRecall
+
+    return ContextRecall(decomposer=p["decomposer"], verifier=_verifier(p))
+
+
+def _factual_correctness(name: str, p: Mapping[str, Any]) -> Metric:
+    from assay.metrics._rag import FactualCorrectness
+
+    return FactualCorrectness(mode=p["mode"], decomposer=p["decomposer"], verifier=_verifier(p))
+
+
+def _answer_relevancy(name: str, p: Mapping[str, Any]) -> Metric:
+    from assay.metrics._rag import AnswerRelevancy
+
+    return AnswerRelevancy(config=_config(p))
+
+
+def _context_precision(name: str, p: Mapping[str, Any]) -> Metric:
+    from assay.metrics._rag import ContextPrecision
+
+    return ContextPrecision(reference=p["reference"], config=_config(p))
+
+
+def _agent_goal_accuracy(name: str, p: Mapping[str, Any]) -> Metric:
+    from assay.metrics._agent import AgentGoalAccuracy
+    from assay.metrics._trace import TraceFormatter
+
+    stored = dict(p["formatter"])
+    if stored.pop("version") != TraceFormatter().version:
+        raise ValueError("the trace formatter's version changed")
+    return AgentGoalAccuracy(reference=p["reference"], formatter=TraceFormatter(**stored), config=_config(p))
+
+
+def _tool_call_accuracy(name: str, p: Mapping[str, Any]) -> Metric:
+    from assay.metrics._tools import ToolCallAccuracy
+
+    return ToolCallAccuracy(strict_order=p["strict_order"], ignore_extra_arguments=p["ignore_extra_arguments"])
+
+
+_Build = Callable[[str, Mapping[str, Any]], Metric]
+
+_GRADERS: dict[str, _Build] = {
+    "binary_grader": _binary,
+    "range_grader": _range,
+    "templated_grader": _templated,
+    "combined_grader": _combined,
+}
+
+_BY_NAME: dict[str, _Build] = {
+    "faithfulness": _faithfulness,
+    "context_recall": _context_recall,
+    "factual_correctness": _factual_correctness,
+    "answer_relevancy": _answer_relevancy,
+    "context_precision": _context_precision,
+    "agent_goal_accuracy": _agent_goal_accuracy,
+    "tool_call_accuracy": _tool_call_accuracy,
+}
