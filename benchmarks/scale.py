@@ -59,6 +59,7 @@ def samples(n: int) -> list[dict[str, Any]]:
 
 
 def run(base_url: str, n: int, workers: int, per_worker: int, rpm: float | None = None) -> tuple[float, Any]:
+    from assay.metrics import build_metric
     from assay.run import Limits
     from assay.run._ray import RayRunStats, aevaluate_ray
 
@@ -67,7 +68,7 @@ def run(base_url: str, n: int, workers: int, per_worker: int, rpm: float | None 
     result = asyncio.run(
         aevaluate_ray(
             samples(n),
-            [("faithfulness", {"strategy": "batch"})],
+            [build_metric("faithfulness", {"strategy": "batch"})],
             "openai:fake-judge",
             base_url=base_url,
             limits=Limits(timeout_s=30, rpm=rpm),

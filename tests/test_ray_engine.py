@@ -203,7 +203,7 @@ def test_ray_engine_matches_the_local_engine_on_200_samples(cluster: str, kind: 
         distributed = asyncio.run(
             aevaluate_ray(
                 samples,
-                ["faithfulness"],
+                [metric],
                 judge_ref,
                 base_url=server.base_url,
                 limits=LIMITS,
@@ -266,7 +266,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_judges_nothing_twice(cluster:
         result = asyncio.run(
             aevaluate_ray(
                 samples,
-                ["faithfulness"],
+                [build_metric("faithfulness")],
                 "openai:fake-judge",
                 base_url=server.base_url,
                 limits=LIMITS,
@@ -315,7 +315,7 @@ def test_rate_limits_and_concurrency_are_global_across_workers(cluster: str) -> 
         asyncio.run(
             aevaluate_ray(
                 samples,
-                ["faithfulness"],
+                [build_metric("faithfulness")],
                 "openai:fake-judge",
                 base_url=server.base_url,
                 limits=Limits(rpm=240),
@@ -333,7 +333,7 @@ def test_rate_limits_and_concurrency_are_global_across_workers(cluster: str) -> 
         asyncio.run(
             aevaluate_ray(
                 make_samples(40),
-                ["faithfulness"],
+                [build_metric("faithfulness")],
                 "openai:fake-judge",
                 base_url=server.base_url,
                 limits=Limits(concurrency=3),
@@ -360,7 +360,7 @@ def test_a_missing_ray_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(MissingExtraError, match=r"assay\[ray\]"):
-        asyncio.run(aevaluate_ray([], ["faithfulness"], "openai:x"))
+        asyncio.run(aevaluate_ray([], [build_metric("faithfulness")], "openai:x"))
 
 
 def test_judge_factory_is_picklable_by_reference() -> None:
@@ -396,3 +396,83 @@ def test_cli_engine_ray_stores_the_same_results_as_the_local_engine(cluster: str
     engine, ray_values = stored(tmp_path / "r.db")
     assert engine == "ray" and len(ray_values) == 30
     assert (engine, ray_values) == ("ray", stored(tmp_path / "l.db")[1])
+
+
+# -- metrics cross the wire as specs ----------------------------------------------------------------
+
+
+def _grade(messages: Sequence[ChatMessage], request: JudgeRequest) -> str:
+    """Grader answers from the graded conversation: PASS when it says "blue"; level 5 when it says "green"."""
+    conversation = messages[1]["content"]
+    assert request.schema is not None
+    if request.schema.__name__ == "BinaryGrade":
+        return json.dumps({"reasoning": "looked for blue", "label": "PASS" if "blue" in conversation else "FAIL"})
+    return json.dumps({"reasoning": "looked for green", "score": 5 if "green" in conversation else 1})
+
+
+def grader_judge() -> FunctionJudge:
+    """The picklable judge factory for the combined-grader run."""
+    return FunctionJudge(_grade, name="grader", concurrency=4)
+
+
+def combined_grader() -> Any:
+    from assay.metrics import BinaryJudgeGrader, CombinedGrader, RangeJudgeGrader, Shot
+
+    shot = Shot(question="Colour of the sea?", answer="Often deep indigo.", label="FAIL", reasoning="No blue named.")
+    blue = BinaryJudgeGrader("The answer names the colour blue.", shots=[shot], name="blue")
+    green = RangeJudgeGrader("How green is the answer?", {1: "not at all", 5: "very"}, name="green")
+    return CombinedGrader([(blue, 2.0), (green, 1.0)], name="colours")
+
+
+def test_aevaluate_ray_takes_metric_objects_and_refuses_one_a_worker_could_not_rebuild() -> None:
+    pytest.importorskip("ray")
+    from assay.errors import ConfigError
+    from assay.metrics import CompositeMetric, SubMetric
+    from assay.metrics._decompose import STATEMENTS_PROMPT
+    from assay.run._ray import RayRunStats, aevaluate_ray
+
+    with pytest.raises(ConfigError, match=r"takes metric objects.*build_metric\('faithfulness'\)"):
+        asyncio.run(aevaluate_ray([], ["faithfulness"], "openai:x"))  # type: ignore[list-item]
+    composite = CompositeMetric(
+        "lambda_composite", sub_metrics=(SubMetric(STATEMENTS_PROMPT),), aggregate=lambda o: 1.0, orchestrate=_noop
+    )
+    stats = RayRunStats()
+    with pytest.raises(ConfigError, match=r"lambda_composite.*aggregate.*lambda.*module level"):
+        asyncio.run(aevaluate_ray(make_samples(2), [composite], scripted_judge, stats=stats))
+    assert stats.workers_started == 0, "refused in the driver, before any cluster work"
+
+
+async def _noop(sample: Sample, run: Any) -> None:
+    return None
+
+
+@pytest.mark.slow
+def test_a_combined_grader_with_shots_runs_on_ray_as_it_runs_locally(cluster: str) -> None:
+    from assay.run._ray import aevaluate_ray
+
+    samples = make_samples(6)
+    metric = combined_grader()
+    local = asyncio.run(aevaluate(samples, [metric], grader_judge()))
+    distributed = asyncio.run(aevaluate_ray(samples, [metric], grader_judge, workers=2, per_worker_concurrency=2))
+    assert distributed.n_samples == local.n_samples == 6
+
+    def outcome(results: Sequence[SampleResult]) -> dict[str, tuple[float, list[Any], list[float]]]:
+        return {
+            r.sample.id: (
+                r.scores["colours"].value,
+                [(v.subject, v.value) for v in r.scores["colours"].verdicts],
+                [p.value for p in r.scores["colours"].parts],
+            )
+            for r in results
+        }
+
+    assert outcome(distributed.results) == outcome(local.results)
+    for result in distributed.results:
+        answer = result.sample.answer or ""
+        blue, green = float("blue" in answer), float("green" in answer)
+        score = result.scores["colours"]
+        assert score.value == pytest.approx((2 * blue + green) / 3), result.sample.id
+        assert score.spec == metric.spec(), "the worker rebuilt the metric its spec describes"
+        shown = score.parts[0].calls[0].messages[0]["content"]
+        assert "Example 1:" in shown and "Often deep indigo." in shown, "the shot reached the worker"
+    assert {s.scores["colours"].value for s in distributed.results} >= {0.0, 1 / 3, 2 / 3, 1.0}

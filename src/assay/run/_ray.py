@@ -10,10 +10,11 @@ engine runs: ``import assay`` never imports it. The layout (``docs/design/ray.md
     commits via on_result (run store)             -> ResilientJudge [per-worker slots]
     re-dispatches a dead actor's rows                 `-> GlobalLimiter actor [RPM, TPM, global cap]
 
-Metrics and judges cross the wire as specs (metric names and options; a judge string or a
-picklable zero-argument factory), never as live objects. A row is finished when the
-driver has handed its result to ``on_result`` (the run store commits it there); a worker
-that dies loses only rows that were not finished, and those are sent to another worker.
+Metrics and judges cross the wire as specs (each metric's ``MetricSpec``, rebuilt on the
+worker by ``metric_from_spec``; a judge string or a picklable zero-argument factory), never
+as live objects. A row is finished when the driver has handed its result to ``on_result``
+(the run store commits it there); a worker that dies loses only rows that were not
+finished, and those are sent to another worker.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from assay._samples import Sample
+from assay._scores import MetricSpec
 from assay.errors import AssayError, ConfigError, MissingExtraError, SampleError
 from assay.metrics._base import Metric, score_safely
-from assay.metrics._registry import build_metric
+from assay.metrics._spec import metric_from_spec
 from assay.models._protocol import JudgeModel, close_judge
 from assay.models._registry import get_judge
 from assay.models._resilient import RateLimiter, ResilientJudge, RetryPolicy
@@ -43,10 +45,7 @@ from assay.run._cache import CachedJudge, JudgeCache
 from assay.run._dataset import Row, sample_from_record
 from assay.run._evaluate import _REPEAT, EvalResult, Limits, SampleResult, _RepeatJudge
 
-__all__ = ["GlobalLimiter", "MetricRef", "RayEngineError", "RayRunStats", "aevaluate_ray"]
-
-MetricRef = str | tuple[str, Mapping[str, Any]]
-"""A metric as a spec: its registry name, or (name, options) as ``build_metric`` takes them."""
+__all__ = ["GlobalLimiter", "RayEngineError", "RayRunStats", "aevaluate_ray"]
 
 JudgeRef = str | Callable[[], JudgeModel]
 """A judge as a spec: a judge string (``openai:MODEL``, ``local:/m.gguf``) or a picklable factory."""
@@ -228,7 +227,7 @@ class _ClusterLimiter(RateLimiter):
 class _WorkerConfig:
     judge: JudgeRef
     base_url: str | None
-    metrics: tuple[tuple[str, dict[str, Any]], ...]
+    metrics: tuple[MetricSpec, ...]
     limits: Limits
     concurrency: int
     cache_path: str | None
@@ -249,7 +248,7 @@ class _EvalWorker:
         if callable(load):  # a local GGUF model: load it once per actor, not per row
             load()
         self._judge = judge
-        self._metrics: list[Metric] = [build_metric(name, options) for name, options in config.metrics]
+        self._metrics: list[Metric] = [metric_from_spec(spec) for spec in config.metrics]
         self._cache = JudgeCache(config.cache_path) if config.cache_path else None
         self._limiter = (
             _ClusterLimiter(max_concurrency=config.concurrency, adaptive=False, gate=gate, owner=owner)
@@ -297,9 +296,16 @@ class _EvalWorker:
 # -- the driver -------------------------------------------------------------------------------
 
 
-def _metric_specs(metrics: Sequence[MetricRef]) -> tuple[tuple[str, dict[str, Any]], ...]:
-    specs = tuple((m, {}) if isinstance(m, str) else (m[0], dict(m[1])) for m in metrics)
-    names = [name for name, _ in specs]
+def _metric_specs(metrics: Sequence[Metric]) -> tuple[MetricSpec, ...]:
+    """The specs the workers rebuild the metrics from, each rebuilt here first (fail fast)."""
+    for metric in metrics:
+        if not isinstance(metric, Metric):
+            hint = f"; build it with build_metric({metric!r})" if isinstance(metric, str) else ""
+            raise ConfigError(f"aevaluate_ray takes metric objects, got {metric!r}{hint}")
+    specs = tuple(m.spec() for m in metrics)
+    for spec in specs:  # a metric a worker could not rebuild fails here, before any cluster work
+        metric_from_spec(spec)
+    names = [spec.name for spec in specs]
     if len(set(names)) != len(names):
         raise ConfigError(f"metric names must be unique, got {names}")
     return specs
@@ -334,7 +340,7 @@ class _Worker:
 
 async def aevaluate_ray(
     samples: Iterable[Sample | Row | Mapping[str, Any] | SampleError],
-    metrics: Sequence[MetricRef],
+    metrics: Sequence[Metric],
     judge: JudgeRef,
     *,
     base_url: str | None = None,
@@ -359,8 +365,9 @@ async def aevaluate_ray(
 
     Args:
         samples: As for :func:`~assay.run.aevaluate`; read by the driver, streamed out.
-        metrics: Metric names, or (name, options) pairs as ``assay run --set`` gives them;
-            each worker builds them with ``build_metric``.
+        metrics: The metrics. Each crosses the wire as its spec and is rebuilt on every
+            worker with :func:`~assay.metrics.metric_from_spec` (so each must be rebuildable:
+            a metric holding a lambda is refused here, before any cluster work).
         judge: A judge string (each worker calls ``get_judge``), or a picklable
             zero-argument factory returning a judge (a module-level function, a
             ``functools.partial``).
@@ -403,8 +410,6 @@ async def aevaluate_ray(
             f"workers and per-worker concurrency must be at least 1, got {workers}, {per_worker_concurrency}"
         )
     specs = _metric_specs(metrics)
-    for name, options in specs:  # fail fast in the driver, before any cluster work
-        build_metric(name, options)
     limits = limits or Limits()
     stats = stats if stats is not None else RayRunStats()
     restarts_left = 2 * workers if max_worker_restarts is None else max_worker_restarts
@@ -441,7 +446,7 @@ async def aevaluate_ray(
         live[owner] = worker
         return worker
 
-    result = EvalResult(metrics=tuple(name for name, _ in specs), judge="")
+    result = EvalResult(metrics=tuple(spec.name for spec in specs), judge="")
     retry: deque[tuple[Row, int]] = deque()
     source = _rows(samples)
     exhausted = False
