@@ -398,6 +398,55 @@ def test_cli_engine_ray_stores_the_same_results_as_the_local_engine(cluster: str
     assert (engine, ray_values) == ("ray", stored(tmp_path / "l.db")[1])
 
 
+def test_a_ray_worker_builds_the_shared_judge_stack_with_the_run_temperature() -> None:
+    """In process, without a cluster: the worker's stack applies temperature and repeat index."""
+    from assay.run import Row
+    from assay.run._ray import _EvalWorker, _WorkerConfig
+
+    config = _WorkerConfig(
+        judge=scripted_judge,
+        base_url=None,
+        metrics=(build_metric("faithfulness").spec(),),
+        limits=LIMITS,
+        concurrency=2,
+        cache_path=None,
+        reasks=0,
+        temperature=0.7,
+    )
+    worker = _EvalWorker(config, None, "w0")
+    sample = make_samples(1)[0]
+    result = asyncio.run(worker.score(Row(sample, 1), 1))
+    assert result.scores["faithfulness"].value == pytest.approx(expected_value(sample))
+    judge = worker._judge
+    assert isinstance(judge, FunctionJudge) and len(judge.requests) == 2
+    assert {(r.config.temperature, r.config.repeat) for r in judge.requests} == {(0.7, 1)}
+
+
+@pytest.mark.slow
+def test_a_ray_run_sends_the_run_temperature_to_the_judge(cluster: str) -> None:
+    """Regression: the Ray engine stored --temperature in the run spec but never applied it."""
+    from assay.run._ray import aevaluate_ray
+
+    samples = make_samples(6)
+    with FakeOpenAIServer(responder) as server:
+        result = asyncio.run(
+            aevaluate_ray(
+                samples,
+                [build_metric("faithfulness")],
+                "openai:fake-judge",
+                base_url=server.base_url,
+                limits=LIMITS,
+                temperature=0.7,
+                workers=2,
+                per_worker_concurrency=2,
+            )
+        )
+        requests = server.requests
+    assert result.n_samples == 6
+    assert len(requests) == 12
+    assert {body["temperature"] for body in requests} == {0.7}
+
+
 # -- metrics cross the wire as specs ----------------------------------------------------------------
 
 

@@ -6,8 +6,8 @@ engine runs: ``import assay`` never imports it. The layout (``docs/design/ray.md
     driver (this process)                      Ray cluster
     ---------------------                      -----------
     reads rows, skips finished ones  -- row -> _EvalWorker actor x N (judge + metrics built once)
-    tracks each row in flight        <- result    metric -> _RepeatJudge -> CachedJudge
-    commits via on_result (run store)             -> ResilientJudge [per-worker slots]
+    tracks each row in flight        <- result    metric -> build_judge_stack(): _RepeatJudge
+    commits via on_result (run store)             -> CachedJudge -> ResilientJudge [per-worker slots]
     re-dispatches a dead actor's rows                 `-> GlobalLimiter actor [RPM, TPM, global cap]
 
 Metrics and judges cross the wire as specs (each metric's ``MetricSpec``, rebuilt on the
@@ -39,11 +39,12 @@ from assay.metrics._base import Metric, score_safely
 from assay.metrics._spec import metric_from_spec
 from assay.models._protocol import JudgeModel, close_judge
 from assay.models._registry import get_judge
-from assay.models._resilient import RateLimiter, ResilientJudge, RetryPolicy
+from assay.models._resilient import RateLimiter
 from assay.prompts import REASKS
-from assay.run._cache import CachedJudge, JudgeCache
+from assay.run._cache import JudgeCache
 from assay.run._dataset import Row, sample_from_record
-from assay.run._evaluate import _REPEAT, EvalResult, Limits, SampleResult, _RepeatJudge
+from assay.run._evaluate import EvalResult, Limits, SampleResult
+from assay.run._stack import _REPEAT, build_judge_stack
 
 __all__ = ["GlobalLimiter", "RayEngineError", "RayRunStats", "aevaluate_ray"]
 
@@ -232,6 +233,7 @@ class _WorkerConfig:
     concurrency: int
     cache_path: str | None
     reasks: int | None
+    temperature: float | None = None
 
 
 def _build_judge(judge: JudgeRef, base_url: str | None) -> JudgeModel:
@@ -255,14 +257,9 @@ class _EvalWorker:
             if gate is not None
             else RateLimiter(max_concurrency=config.concurrency, adaptive=config.limits.adaptive)
         )
-        timeout = config.limits.timeout_s if getattr(judge, "interruptible", True) else None
-        policy = RetryPolicy(
-            max_attempts=config.limits.max_attempts, base_delay_s=config.limits.backoff_s, timeout_s=timeout
+        self._stacked = build_judge_stack(
+            judge, limits=config.limits, cache=self._cache, temperature=config.temperature, limiter=self._limiter
         )
-        stacked: JudgeModel = ResilientJudge(judge, limiter=self._limiter, policy=policy)
-        if self._cache is not None:
-            stacked = CachedJudge(stacked, self._cache)
-        self._stacked: JudgeModel = _RepeatJudge(stacked)
 
     async def ready(self) -> str:
         """The judge's model id, once the actor is built."""
@@ -348,6 +345,7 @@ async def aevaluate_ray(
     cache_path: str | Path | None = None,
     repeats: int = 1,
     reasks: int | None = None,
+    temperature: float | None = None,
     skip: Collection[tuple[str, int]] = (),
     on_result: Callable[[SampleResult], None] | None = None,
     on_error: Callable[[SampleError], None] | None = None,
@@ -378,6 +376,8 @@ async def aevaluate_ray(
             node (shared by the workers of one machine).
         repeats: Score each sample this many times.
         reasks: Re-asks per invalid judge answer (default 1).
+        temperature: Sampling temperature for every judge call (default: each metric's
+            own), as for :func:`~assay.run.aevaluate`.
         skip: (row key, repeat) pairs already finished (``RunStore.finished``).
         on_result: Called in the driver with each result: commit it here.
         on_error: Called in the driver with each invalid input row.
@@ -421,6 +421,7 @@ async def aevaluate_ray(
         concurrency=per_worker_concurrency,
         cache_path=str(cache_path) if cache_path is not None else None,
         reasks=reasks,
+        temperature=temperature,
     )
     connected_here = not ray.is_initialized()
     if connected_here:
