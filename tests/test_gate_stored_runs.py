@@ -155,6 +155,7 @@ def test_gate_from_repeats_is_flaky_when_outcomes_differ_though_no_verdict_flips
     assert out.startswith("GATE FLAKY")
     assert "the gate passes on 0/3 of them" in out
     assert "statement sets differed across repeats in 4/6 samples · scores moved in 2 (2 with no verdict flip)" in out
+    assert "binomial model; decomposition variation not modelled" in " ".join(out.split())
     # Run mean, 0.9: repeat means are .861, .917, .917 -> the gate passes on 2 of 3 repeats.
     code, out = invoke(run_id, "--store", str(store), "--min", "0.9")
     assert code == 2, out

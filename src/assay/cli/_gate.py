@@ -160,20 +160,24 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
             f"samples · scores moved in {report.n_scores_moved} ({report.n_moved_without_flip} with no verdict flip)",
             soft_wrap=True,
         )
-    _print_advice(result)
+    _print_advice(result, report)
     for note in result.notes:
         out_console.print(f"[dim]note: {printable(note)}[/dim]", soft_wrap=True)
 
 
-def _print_advice(result: GateResult) -> None:
+def _print_advice(result: GateResult, report: RepeatReport) -> None:
     policy = result.policy
     eps = result.flip_rate
+    # The model knows verdict flips only; say so when the repeats showed the decomposition moving too.
+    unmodelled = (
+        "; decomposition variation not modelled" if result.method == "repeats" and report.n_sets_changed else ""
+    )
     counts = [s.n_statements for s in result.samples if s.is_scored]
     typical = int(statistics.median(counts)) if counts else 0
     rates = sorted({0.85, 0.9, 0.95, 1.0} | ({round(result.mean, 2)} if not math.isnan(result.mean) else set()))
     table = Table(
         title=f"statements needed for a stable {policy.threshold:g} gate (flip rate {eps:.3g}, flake <= "
-        f"{policy.max_flake:g}; binomial model)",
+        f"{policy.max_flake:g}; binomial model{unmodelled})",
         title_justify="left",
     )
     table.add_column("true rate", justify="right")
