@@ -250,22 +250,16 @@ def _print_report(
         out_console.print(table)
 
 
-def _summary(
+def _calibration(
     outcomes: Sequence[CalibrationOutcome], overall: Agreement, by_source: dict[str, Agreement]
 ) -> dict[str, Any]:
-    """Per-metric summaries in the shape ``assay runs`` reads, plus ``_calibration``."""
-    summary: dict[str, Any] = {}
-    for metric in (GROUNDING_METRIC, GRADER_METRIC):
-        scores = [o.score for o in outcomes if o.score.metric == metric]
-        if scores:
-            summary[metric] = assay.summarize(metric, scores).model_dump(mode="json")
-    summary["_calibration"] = {
+    """Agreement with the labels, kept with the run (its per-metric summary is computed from its records)."""
+    return {
         **overall.to_dict(),
         "by_source": {name: a.to_dict() for name, a in by_source.items()},
         "unscored": dict(Counter(o.score.unscored_reason.value for o in outcomes if o.score.unscored_reason)),
         "disagreements": [o.item.id for o in outcomes if o.disagrees],
     }
-    return summary
 
 
 async def _judge_all(
@@ -379,7 +373,8 @@ def calibrate(
         )
         for name in sorted({o.item.source for o in scored})
     }
-    store.set_status(run_id, "finished", _summary(outcomes, overall, by_source))
+    store.annotate(run_id, "_calibration", _calibration(outcomes, overall, by_source))
+    store.set_status(run_id, "finished")
     store.close()
     out_console.print(f"calibration of [bold]{printable(judge_model.model_id)}[/bold] on {printable(data)}")
     _print_report(overall, by_source, outcomes, disagreements)

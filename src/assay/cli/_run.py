@@ -29,7 +29,7 @@ from assay.cli._console import (
     out_console,
 )
 from assay.errors import AssayError, ConfigError
-from assay.metrics import Metric
+from assay.metrics import Metric, metric_from_spec
 from assay.metrics._registry import build_metric
 from assay.models import JUDGE_FORMS, LocalJudge, get_judge
 from assay.run import Limits, RunSpec, RunStore, SampleResult, new_run_id
@@ -273,12 +273,8 @@ def _resume_base_url(stored: str | None, given: str | None, run_id: str) -> str 
     return given
 
 
-def _stored_metrics(spec: RunSpec, options: RunOptions) -> list[Metric]:
-    """The run's own metrics, rebuilt from their stored specs."""
-    try:
-        from assay.metrics import metric_from_spec
-    except ImportError:  # pragma: no cover - metric specs predate metric_from_spec
-        return build_metrics(list(options.metric_names), dict(options.metric_options))
+def _stored_metrics(spec: RunSpec) -> list[Metric]:
+    """The run's own metrics, rebuilt from their stored specs (any metric, not only registry names)."""
     return [metric_from_spec(m) for m in spec.metrics]
 
 
@@ -369,7 +365,7 @@ def run(
             data = Path(spec.dataset)
             judge, engine = spec.judge, spec.engine
             base_url = _resume_base_url(spec.base_url, base_url, resume)
-            metrics = _stored_metrics(spec, options)
+            metrics = _stored_metrics(spec)
         else:
             if data is None:
                 raise ConfigError("give a DATA file to evaluate (or --resume RUN_ID)")
@@ -387,8 +383,6 @@ def run(
                 cache=cache,
                 timeout_s=timeout,
                 max_attempts=retries + 1,
-                metric_names=tuple(names),
-                metric_options=sets,
             )
             metrics = build_metrics(names, sets)
         price_table = PriceTable.load(prices)
@@ -442,7 +436,6 @@ def run(
                 ray_address=address,
                 ray_workers=workers,
                 prices=price_table,
-                options=options,
                 on_result=write_out,
                 keep_results=False,
             )

@@ -288,7 +288,6 @@ async def aevaluate(
     ray_address: str | None = None,
     ray_workers: int = 2,
     prices: PriceTable | None = None,
-    options: RunOptions | None = None,
     on_result: Callable[[SampleResult], None] | None = None,
     on_error: Callable[[SampleError], None] | None = None,
     keep_results: bool = True,
@@ -317,8 +316,6 @@ async def aevaluate(
         cache=cache is not None and cache is not False,
         timeout_s=limits.timeout_s,
         max_attempts=limits.max_attempts,
-        metric_names=options.metric_names if options else (),
-        metric_options=options.metric_options if options else {},
     )
 
     # The data: read once to check it (and fingerprint it) unless it is a one-shot stream
@@ -581,7 +578,6 @@ def evaluate(
     ray_address: str | None = None,
     ray_workers: int = 2,
     prices: PriceTable | None = None,
-    options: RunOptions | None = None,
     on_result: Callable[[SampleResult], None] | None = None,
     on_error: Callable[[SampleError], None] | None = None,
     keep_results: bool = True,
@@ -619,8 +615,6 @@ def evaluate(
         ray_address: The Ray cluster for ``engine="ray"``.
         ray_workers: Ray worker actors.
         prices: The price table for costs (default: the built-in one).
-        options: The command line's metric names and ``--set`` options, stored with the
-            run (the other :class:`RunOptions` fields come from the arguments above).
         on_result: Called with each sample's result as it finishes.
         on_error: Called with each invalid input row.
         keep_results: Keep every result in memory (``False`` for huge streamed inputs).
@@ -657,7 +651,6 @@ def evaluate(
         ray_address=ray_address,
         ray_workers=ray_workers,
         prices=prices,
-        options=options,
         on_result=on_result,
         on_error=on_error,
         keep_results=keep_results,

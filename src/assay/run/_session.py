@@ -25,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from assay._safety import redact_url
 from assay._samples import Sample
-from assay.errors import ConfigError, DatasetError, SampleError
+from assay._scores import MetricSpec
+from assay.errors import AssayError, ConfigError, DatasetError, SampleError
 from assay.metrics._base import Metric
 from assay.run._dataset import Row, sample_from_record
 from assay.run._readers import from_dataframe, from_hf_dataset, read_dataset
@@ -52,8 +53,9 @@ class RunOptions(BaseModel):
         cache: Whether judge calls were answered from the call cache.
         timeout_s: Per-call timeout.
         max_attempts: Tries per call for transient failures.
-        metric_names: The registry names the metrics were built from (command line).
-        metric_options: Their ``--set`` options (command line).
+
+    The metrics themselves are stored as their specs (``RunSpec.metrics``), from which
+    :func:`~assay.metrics.metric_from_spec` rebuilds them.
     """
 
     model_config = ConfigDict(frozen=True, extra="ignore")
@@ -65,16 +67,11 @@ class RunOptions(BaseModel):
     cache: bool = False
     timeout_s: float | None = 120.0
     max_attempts: int = 6
-    metric_names: tuple[str, ...] = ()
-    metric_options: dict[str, dict[str, str]] = Field(default_factory=dict)
 
     @classmethod
     def from_stored(cls, options: Mapping[str, Any]) -> RunOptions:
-        """Read a spec's options, including those stored before this class existed."""
-        data = dict(options)
-        if "metrics" in data and "metric_names" not in data:  # assay <= 0.1 (command line runs)
-            data["metric_names"] = tuple(data.pop("metrics"))
-        return cls.model_validate(data)
+        """Read a spec's options (keys stored by older versions, such as metric names, are ignored)."""
+        return cls.model_validate(dict(options))
 
 
 @dataclass(frozen=True)
@@ -227,6 +224,16 @@ def _differences(stored: Mapping[str, Any], given: Mapping[str, Any]) -> list[st
     ]
 
 
+def _current_spec(stored: MetricSpec) -> dict[str, Any]:
+    """A stored metric spec in today's form (specs written by older versions are rebuilt first)."""
+    from assay.metrics import metric_from_spec
+
+    try:
+        return metric_from_spec(stored).spec().model_dump(mode="json")
+    except AssayError:
+        return stored.model_dump(mode="json")  # cannot be rebuilt: compared as stored, so it differs
+
+
 def check_resume(
     spec: RunSpec,
     *,
@@ -251,7 +258,7 @@ def check_resume(
             f"cannot resume run {run}: {why}; {source.description} is not the data the run was judging. "
             f"Start a new run on it instead (rows already judged in {run} stay stored)."
         )
-    stored_metrics = [m.model_dump(mode="json") for m in spec.metrics]
+    stored_metrics = [_current_spec(m) for m in spec.metrics]
     given_metrics = [m.spec().model_dump(mode="json") for m in metrics]
     if stored_metrics != given_metrics:
         raise ResumeError(
@@ -265,8 +272,8 @@ def check_resume(
             f"{f' at {redact_url(base_url)}' if base_url else ''}; mixing two judges' verdicts in one run "
             "would make its scores meaningless. Start a new run for the other judge."
         )
-    stored = RunOptions.from_stored(spec.options).model_dump(mode="json", exclude={"metric_names", "metric_options"})
-    given = options.model_dump(mode="json", exclude={"metric_names", "metric_options"})
+    stored = RunOptions.from_stored(spec.options).model_dump(mode="json")
+    given = options.model_dump(mode="json")
     differences = _differences(stored, given)
     if differences:
         raise ResumeError(

@@ -201,6 +201,35 @@ class RunStore:
                 "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?", (status, self._now(), run_id)
             )
 
+    def annotate(self, run_id: str, key: str, data: Any) -> None:
+        """Keep an analysis of the run that its records alone do not give (e.g. calibration statistics).
+
+        Stored under ``key`` (which must start with ``_``) and merged into
+        :attr:`RunInfo.summary`; the per-metric summaries are never stored, always computed.
+        """
+        if not key.startswith("_"):
+            raise StoreError(f"annotation keys start with '_' (metric summaries are computed), got {key!r}")
+        with self._lock:
+            row = self._db.execute("SELECT summary FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"no run {run_id!r} in {self.path}; see 'assay runs list'")
+            notes = self._annotations(row[0])
+            notes[key] = data
+            self._db.execute("UPDATE runs SET summary = ? WHERE run_id = ?", (json.dumps(notes), run_id))
+
+    @staticmethod
+    def _annotations(stored: str | None) -> dict[str, Any]:
+        """The ``_``-keys of the stored summary column (anything else there predates computed summaries)."""
+        data = json.loads(stored) if stored else {}
+        return {k: v for k, v in data.items() if k.startswith("_") and k not in ("_cost", "_counts")}
+
+    def _summary_json(self, run_id: str, n_results: int, stored: str | None) -> dict[str, Any] | None:
+        notes = self._annotations(stored)
+        if not n_results and not notes:
+            return None
+        computed = self.summary(run_id).to_json() if n_results else {}
+        return {**computed, **notes}
+
     def latest(self) -> str:
         """The newest run's id.
 
@@ -208,7 +237,8 @@ class RunStore:
             StoreError: the store holds no run.
         """
         with self._lock:
-            row = self._db.execute("SELECT run_id FROM runs ORDER BY created_at DESC, run_id DESC LIMIT 1").fetchone()
+            # rowid: the order runs were created in (created_at has one-second resolution).
+            row = self._db.execute("SELECT run_id FROM runs ORDER BY rowid DESC LIMIT 1").fetchone()
         if row is None:
             raise StoreError(f"no run in {self.path} yet; 'assay run' creates one")
         return str(row[0])
@@ -244,7 +274,7 @@ class RunStore:
                 updated_at=r[2],
                 status=r[3],
                 spec=RunSpec.model_validate_json(r[4]),
-                summary=self.summary(r[0]).to_json() if r[6] else None,
+                summary=self._summary_json(r[0], r[6], r[5]),
                 n_results=r[6],
                 n_errors=r[7],
             )
@@ -255,8 +285,8 @@ class RunStore:
         """One run's :class:`RunInfo`."""
         spec = self.spec(run_id)
         with self._lock:
-            created, updated, status = self._db.execute(
-                "SELECT created_at, updated_at, status FROM runs WHERE run_id = ?", (run_id,)
+            created, updated, status, stored = self._db.execute(
+                "SELECT created_at, updated_at, status, summary FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone()
             n_results = self._db.execute("SELECT COUNT(*) FROM results WHERE run_id = ?", (run_id,)).fetchone()[0]
             n_errors = self._db.execute("SELECT COUNT(*) FROM row_errors WHERE run_id = ?", (run_id,)).fetchone()[0]
@@ -266,7 +296,7 @@ class RunStore:
             updated_at=updated,
             status=status,
             spec=spec,
-            summary=self.summary(run_id).to_json() if n_results else None,
+            summary=self._summary_json(run_id, n_results, stored),
             n_results=n_results,
             n_errors=n_errors,
         )
