@@ -733,3 +733,28 @@ def test_a_broken_json_array_file_is_a_dataset_error_with_its_line(tmp_path: Pat
     path.write_text('[\n  {"id": "a"},\n  {"id": \n]\n')
     with pytest.raises(DatasetError, match=r"data\.json: not valid JSON: .* line 4"):
         list(read_dataset(path))
+
+
+def test_a_mapping_to_no_sample_field_is_a_config_error(tmp_path: Path) -> None:
+    from assay.errors import ConfigError
+
+    path = write_jsonl(tmp_path / "d.jsonl", [{"retrieval_context": ["r"], "answer": "a"}])
+    with pytest.raises(ConfigError, match="'context' is not a sample field"):
+        list(read_dataset(path, mapping={"retrieval_context": "context"}))  # a typo must not pass silently
+
+
+def test_a_null_column_does_not_conflict_with_its_alias(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [{"answer": None, "response": "r", "contexts": ["c"]}])
+    (row,) = list(read_jsonl(path, required=["answer"]))
+    assert isinstance(row, Row), row
+    assert row.sample.answer == "r"
+
+
+def test_csv_rows_read_again_after_an_unclosed_quote_need_every_cell(tmp_path: Path) -> None:
+    # the swallowed lines were prose inside a cell, not rows: the short one is not taken as a sample
+    path = tmp_path / "d.csv"
+    path.write_text('id,answer,contexts\na,"a long\ncell with a "stray" quote,c\nz,ok,c\n', encoding="utf-8")
+    rows, errors = split(read_csv(path))
+    assert [row.sample.id for row in rows] == ["z"]
+    assert [(error.line, error.end_line) for error in errors] == [(2, 3), (3, None)]
+    assert "read into an unclosed quote above" in errors[1].detail

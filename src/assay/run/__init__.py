@@ -1,7 +1,15 @@
 """Running metrics over datasets: streaming input, the runner, the call cache, the run store."""
 
 from assay.run._cache import CachedJudge, CacheInfo, JudgeCache, cache_key, is_cacheable
-from assay.run._dataset import ALIASES, Row, count_rows, read_jsonl, sample_from_record
+from assay.run._dataset import (
+    ALIASES,
+    IDEAL_CONTEXT_COLUMNS,
+    MAX_NESTING,
+    Row,
+    count_rows,
+    read_jsonl,
+    sample_from_record,
+)
 from assay.run._evaluate import EvalResult, Limits, SampleResult, aevaluate, evaluate
 from assay.run._progress import ProgressMode
 from assay.run._ray import aevaluate_ray
@@ -13,6 +21,8 @@ from assay.run._summary import RunSummary, summarize_results
 
 __all__ = [
     "ALIASES",
+    "IDEAL_CONTEXT_COLUMNS",
+    "MAX_NESTING",
     "SCHEMA_VERSION",
     "CacheInfo",
     "CachedJudge",

@@ -341,6 +341,10 @@ def _jsonl_rows(
 
 
 def count_rows(path: str | Path) -> int:
-    """Non-blank lines in a file (a fast pre-scan for progress bars)."""
+    """Non-blank lines in a file: the rows of a JSONL file (a fast pre-scan for progress bars).
+
+    For other formats it is only an estimate (a CSV header and multi-line cells count);
+    :func:`~assay.run.open_dataset` counts the rows of every format.
+    """
     with _open(Path(path)) as handle:
         return sum(1 for raw in handle if raw.strip())
