@@ -240,3 +240,150 @@ def test_a_thousand_sample_report_renders_and_filters_quickly(tmp_path: Path, br
     )
     assert timings["first_render_ms"] < 3000
     assert filtered < 1000
+
+
+# --------------------------------------------------------------------------- the header for people
+
+
+def settings_store(path: Path) -> tuple[str, str]:
+    """A run as stored before run specs redacted their URL (credentials in it), with a grader.
+
+    Seven samples judged twice: faithfulness (two statements, the second's verdict alternates
+    across repeats), a binary grader (criterion and reason) and eight more metrics, so the
+    sample table is wider than its panel.
+    """
+    from assay._scores import MetricSpec
+    from assay.metrics import BinaryJudgeGrader, Faithfulness
+
+    criterion = "The answer is polite."
+    faithfulness = Faithfulness(decomposer="llm")
+    grader = BinaryJudgeGrader(criterion)
+    assert grader.name == "binary_grader"
+    extra = [f"extra_metric_{k}" for k in range(8)]
+    specs = (faithfulness.spec(), grader.spec(), *(MetricSpec(name=name) for name in extra))
+    store = RunStore(path)
+    store.create(
+        RunSpec(
+            run_id="people",
+            dataset="data/questions.jsonl",
+            dataset_fingerprint="size=7 mtime_ns=1",
+            judge="openai:gpt-4o-mini",
+            judge_model="openai:gpt-4o-mini",
+            base_url="https://alice:pw-HEADER-SECRET@proxy.example.com/v1?api_key=QHEADERSECRET&region=eu",
+            metrics=specs,
+            options={"repeats": 2, "temperature": 0.7, "reasks": 1},
+            assay_version="0.1.0",
+        )
+    )
+    for line in range(1, 8):
+        for repeat in range(2):
+            flip = (line + repeat) % 2
+            verdicts = [
+                Verdict(subject="The sky is blue.", value=1, reason="stated"),
+                Verdict(subject=f"Grass is red {line}.", value=flip, reason="the context says grass is green"),
+            ]
+            label = "PASS" if line % 3 else "FAIL"
+            scores = {
+                "faithfulness": Score.scored("faithfulness", (1 + flip) / 2, verdicts=verdicts, spec=specs[0]),
+                "binary_grader": Score.scored(
+                    "binary_grader",
+                    float(label == "PASS"),
+                    verdicts=[Verdict(subject=criterion, value=label, reason=f"it says please, line {line}")],
+                    explanation=f"{label}: it says please, line {line}",
+                    spec=specs[1],
+                ),
+                **{name: Score.scored(name, 0.9) for name in extra},
+            }
+            sample = Sample(
+                id=f"sample-with-a-long-identifier-{line:03d}",
+                question="What colour are the sky and the grass in the picture?",
+                answer=f"The sky is blue. Grass is red {line}.",
+                contexts=("The sky is blue. Grass is green.",),
+            )
+            store.record("people", SampleResult(sample=sample, scores=scores, line=line), repeat=repeat)
+    store.set_status("people", "finished")
+    store.close()
+    return "people", criterion
+
+
+def test_header_shows_settings_as_a_table_the_gates_verdict_and_no_raw_json(tmp_path: Path) -> None:
+    from assay.analysis import GatePolicy, analyze_repeats, evaluate_gate
+    from assay.report import DEFAULT_THRESHOLD
+
+    run_id, criterion = settings_store(tmp_path / "runs.sqlite")
+    out = tmp_path / "people.html"
+    policy = GatePolicy(threshold=0.7, seed=3)
+    data = write_report(tmp_path / "runs.sqlite", run_id, out, gate=policy)
+    # The report's pass mark is the gate's: its own default, or the policy's when given.
+    assert GatePolicy().threshold == DEFAULT_THRESHOLD and data.threshold == 0.7
+    assert write_report(tmp_path / "runs.sqlite", run_id, tmp_path / "default.html").threshold == DEFAULT_THRESHOLD
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        expected = evaluate_gate(analyze_repeats(list(store.records(run_id)), "faithfulness", seed=3), policy)
+    assert data.gate_result is not None and data.gate_result.outcome == expected.outcome
+
+    with Chromium(width=900, height=1100) as browser:
+        browser.navigate(out.as_uri())
+        browser.wait_for("window.assayReady === true")
+        settings = browser.evaluate(
+            "Object.fromEntries([...document.querySelectorAll('#settings tr')]"
+            ".map(tr => [tr.querySelector('th').textContent, tr.querySelector('td').textContent]))"
+        )
+        assert settings["metric"].startswith("faithfulness v1, binary_grader v1, extra_metric_0 v1")
+        assert settings["judge"] == "openai:gpt-4o-mini"
+        assert settings["base URL"] == "https://[redacted]@proxy.example.com/v1?api_key=[redacted]&region=eu"
+        assert settings["decomposer"].startswith("faithfulness: llm")
+        # gpt-4o-mini answers 1/0: the threshold was not used, and the table says so.
+        assert settings["verifier threshold"].startswith("faithfulness: not used: the judge answers 1/0")
+        assert "chunks of 2,000 characters" in settings["chunking"]
+        assert settings["repeats"] == "2" and settings["temperature"] == "0.7"
+        assert settings["dataset"] == "data/questions.jsonl (size=7 mtime_ns=1)"
+        # The header reads as text: no JSON outside the closed disclosure, which holds the spec.
+        header = browser.evaluate(
+            "(() => { const h = document.querySelector('header').cloneNode(true);"
+            " h.querySelector('#raw-spec').remove(); return h.textContent; })()"
+        )
+        assert "{" not in header and '"' not in header and "pw-HEADER-SECRET" not in header
+        assert browser.evaluate("document.getElementById('raw-spec').open") is False
+        raw = json.loads(browser.evaluate("document.querySelector('#raw-spec pre').textContent"))
+        assert raw["run_id"] == run_id and raw["base_url"].startswith("https://[redacted]@proxy.example.com")
+        assert "HEADER-SECRET" not in out.read_text() and "QHEADERSECRET" not in out.read_text()
+        verdict = browser.evaluate("document.getElementById('gate-verdict').textContent")
+        assert verdict.startswith(f"GATE {expected.outcome.upper()}") and "faithfulness ≥ 0.7" in verdict
+        assert "value ≥ 0.7" in browser.evaluate("document.querySelector('dl.spec').textContent")
+
+        # A wide sample table scrolls inside its panel; the page never scrolls sideways.
+        widths = browser.evaluate(
+            "({page: document.documentElement.scrollWidth, view: document.documentElement.clientWidth,"
+            " table: document.querySelector('.table-wrap').scrollWidth,"
+            " panel: document.querySelector('.table-wrap').clientWidth})"
+        )
+        assert widths["page"] <= widths["view"], widths
+        assert widths["table"] > widths["panel"], widths
+
+        # The grader's criterion and verdict appear once in the sample view.
+        assert browser.evaluate("window.assaySelect('sample-with-a-long-identifier-003')")
+        view = browser.evaluate("document.getElementById('sample-view').textContent")
+        assert view.count(criterion) == 1 and view.count("it says please, line 3") == 1
+        assert browser.evaluate("document.querySelectorAll('#sample-view ul.criteria li.bad').length") == 1
+        browser.evaluate("window.scrollTo(0, 0)")
+        shot = browser.screenshot(tmp_path / "header.png")
+        print(f"\nscreenshot: {shot}")
+    # 'assay gate' with the same policy says the same (its exit code for that outcome).
+    from assay.cli import app
+
+    result = CliRunner().invoke(
+        app, ["gate", run_id, "--store", str(tmp_path / "runs.sqlite"), "--min", "0.7", "--seed", "3"]
+    )
+    assert result.exit_code == {"pass": 0, "fail": 1, "flaky": 2, "unscored": 2}[expected.outcome], result.output
+    # ... and so does 'assay report --gate'; gate options without --gate, or two pass marks, are refused.
+    store_args = ["--store", str(tmp_path / "runs.sqlite")]
+    result = CliRunner().invoke(
+        app, ["report", run_id, *store_args, "--threshold", "0.7", "--seed", "3", "--gate", "-o", str(out)]
+    )
+    assert result.exit_code == 0 and f"gate {expected.outcome}" in result.output, result.output
+    result = CliRunner().invoke(app, ["report", run_id, *store_args, "--strict", "-o", str(out)])
+    assert result.exit_code == 1 and "--strict only apply with --gate" in result.output, result.output
+    from assay.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="differs from the gate policy's"):
+        write_report(tmp_path / "runs.sqlite", run_id, out, threshold=0.9, gate=policy)

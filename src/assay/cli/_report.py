@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from assay._safety import printable
+from assay.analysis import GatePolicy
 from assay.cli._console import EXIT_USAGE, err_console
 from assay.errors import AssayError
-from assay.report import write_report
+from assay.report import DEFAULT_THRESHOLD, write_report
 from assay.run import RunStore
 from assay.run._cost import PriceTable
 
@@ -24,8 +25,14 @@ def report(
     ] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
     threshold: Annotated[
-        float, typer.Option(help="A sample passes a metric when its value is at least this; so does the gate's mean.")
-    ] = 0.8,
+        float | None,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help=f"The pass mark: a sample passes a metric when its value is at least this; so does the gate's mean "
+            f"(default: assay gate's, {DEFAULT_THRESHOLD:g}).",
+        ),
+    ] = None,
     store: Annotated[Path, typer.Option("--store", help="The run store (SQLite).")] = Path(".assay/runs.sqlite"),
     prices: Annotated[
         Path | None, typer.Option(envvar="ASSAY_PRICES", help="JSON price table overriding the built-in one.")
@@ -34,8 +41,55 @@ def report(
     latest: Annotated[
         bool, typer.Option("--latest", help="Report the newest run in the store (instead of RUN_ID).")
     ] = False,
+    gate: Annotated[
+        bool,
+        typer.Option(
+            "--gate", help="Also apply 'assay gate' (the options below, --threshold as its --min); show its verdict."
+        ),
+    ] = False,
+    gate_metric: Annotated[
+        str, typer.Option("--metric", "-m", help="With --gate: the metric to gate.")
+    ] = "faithfulness",
+    per_sample: Annotated[bool | None, typer.Option("--per-sample", help="With --gate: gate every sample.")] = None,
+    strict: Annotated[
+        bool | None, typer.Option("--strict", help="With --gate: any unsupported statement fails its sample.")
+    ] = None,
+    min_statements: Annotated[
+        int | None, typer.Option(min=0, help="With --gate: a sample with fewer statements fails.")
+    ] = None,
+    max_flake: Annotated[
+        float | None, typer.Option(min=0.0, max=0.5, help="With --gate: highest tolerated flake probability.")
+    ] = None,
+    max_unscored: Annotated[
+        float | None, typer.Option(min=0.0, max=1.0, help="With --gate: highest tolerated share of unscored results.")
+    ] = None,
+    flip_rate: Annotated[
+        float | None, typer.Option(min=0.0, max=0.5, help="With --gate: judge flip rate for the binomial model.")
+    ] = None,
 ) -> None:
-    """Write RUN's report as one self-contained HTML file: summary with CIs, charts, samples, verdicts."""
+    """Write RUN's report as one self-contained HTML file: summary with CIs, charts, samples, verdicts.
+
+    The pass mark is assay gate's (--threshold, default 0.8); with --gate the header also
+    shows the gate's own verdict on the run, with the same options as 'assay gate'.
+    """
+    given: dict[str, Any] = {
+        "per_sample": per_sample,
+        "strict": strict,
+        "min_statements": min_statements,
+        "max_flake": max_flake,
+        "max_unscored": max_unscored,
+        "flip_rate": flip_rate,
+    }
+    given = {name: value for name, value in given.items() if value is not None}
+    if given and not gate:
+        names = ", ".join("--" + name.replace("_", "-") for name in given)
+        err_console.print(f"[red]error:[/red] {names} only apply with --gate")
+        raise typer.Exit(EXIT_USAGE)
+    policy = (
+        GatePolicy(threshold=DEFAULT_THRESHOLD if threshold is None else threshold, seed=seed, **given)
+        if gate
+        else None
+    )
     if run_id is not None and latest:
         err_console.print("[red]error:[/red] give a RUN_ID or --latest, not both")
         raise typer.Exit(EXIT_USAGE)
@@ -50,7 +104,17 @@ def report(
             if run_id is None:
                 run_id = runs.latest()
                 err_console.print(f"reporting the latest run in {printable(str(store))}: {printable(run_id)}")
-            data = write_report(runs, run_id, out, compare, threshold, prices=PriceTable.load(prices), seed=seed)
+            data = write_report(
+                runs,
+                run_id,
+                out,
+                compare,
+                threshold,
+                prices=PriceTable.load(prices),
+                seed=seed,
+                gate=policy,
+                gate_metric=gate_metric,
+            )
     except AssayError as exc:
         err_console.print(f"[red]error:[/red] {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
@@ -58,6 +122,8 @@ def report(
         err_console.print(f"[red]error:[/red] cannot write {printable(str(out))}: {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
     compared = f", compared with {compare}" if compare else ""
+    verdict = f", gate {data.gate_result.outcome}" if data.gate_result is not None else ""
     err_console.print(
-        f"wrote {printable(str(out))}: {len(data.samples)} samples, {len(data.metrics)} metrics{printable(compared)}"
+        f"wrote {printable(str(out))}: {len(data.samples)} samples, {len(data.metrics)} metrics"
+        f"{printable(compared)}{verdict}"
     )

@@ -13,13 +13,19 @@ reason, tokens and cost; score histograms (and with repeats, per-sample spread a
 gate's flake probability); a sortable, filterable sample table whose rows open the
 answer with each statement coloured by its verdict, the contexts and the raw judge
 exchange; and, with ``compare``, per-sample deltas, flips and paired metric deltas.
+The header lists the run's settings as a table (the raw spec behind a disclosure) and,
+given a :class:`~assay.analysis.GatePolicy`, ``assay gate``'s verdict on the run. The
+pass mark is the gate's: ``threshold`` defaults to :data:`DEFAULT_THRESHOLD`.
 See ``docs/design/report.md``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+from assay.analysis import GatePolicy, analyze_repeats, evaluate_gate, metrics_in
+from assay.errors import ConfigError
 from assay.report._build import (
     CompareMetric,
     CostView,
@@ -42,6 +48,7 @@ from assay.run._cost import PriceTable
 
 __all__ = [
     "CSP",
+    "DEFAULT_THRESHOLD",
     "CompareMetric",
     "CostView",
     "Gate",
@@ -64,48 +71,83 @@ __all__ = [
 ]
 
 
+DEFAULT_THRESHOLD: float = GatePolicy.threshold
+"""The report's default pass mark: ``assay gate``'s default (``--min``), so the two agree."""
+
+
+def _pass_mark(threshold: float | None, gate: GatePolicy | None) -> float:
+    if gate is None:
+        return DEFAULT_THRESHOLD if threshold is None else threshold
+    if threshold is not None and threshold != gate.threshold:
+        raise ConfigError(
+            f"the report's threshold {threshold:g} differs from the gate policy's {gate.threshold:g}; give one"
+        )
+    return gate.threshold
+
+
 def load_report(
     store: RunStore | str | Path,
     run_id: str,
     compare: str | None = None,
-    threshold: float = 0.8,
+    threshold: float | None = None,
     *,
     prices: PriceTable | None = None,
     seed: int = 0,
+    gate: GatePolicy | None = None,
+    gate_metric: str = "faithfulness",
 ) -> ReportData:
     """Read ``run_id`` (and ``compare``) from ``store`` and compute the report's data.
 
     Raises:
         StoreError: a run is not in the store.
+        ConfigError: ``gate`` is given and the run has no ``gate_metric``, or
+            ``threshold`` differs from the gate's.
     """
     if not isinstance(store, RunStore):
         with RunStore(store) as opened:
-            return load_report(opened, run_id, compare, threshold, prices=prices, seed=seed)
+            return load_report(
+                opened, run_id, compare, threshold, prices=prices, seed=seed, gate=gate, gate_metric=gate_metric
+            )
+    pass_mark = _pass_mark(threshold, gate)
     info = store.info(run_id)
     other = store.info(compare) if compare is not None else None
-    return build_report(
+    records = list(store.records(run_id))
+    report = build_report(
         info,
-        store.records(run_id),
+        records,
         row_errors=store.row_errors(run_id),
         other=other,
         other_records=store.records(compare) if compare is not None else (),
-        threshold=threshold,
+        threshold=pass_mark,
         prices=prices,
         seed=seed,
     )
+    if gate is None:
+        return report
+    try:
+        # The same analysis as 'assay gate' (its --seed is the policy's seed).
+        repeats = analyze_repeats(records, gate_metric, seed=gate.seed)
+    except KeyError:
+        names = ", ".join(metrics_in(records)) or "none"
+        raise ConfigError(f"run {run_id} has no metric {gate_metric!r} to gate; its metrics: {names}") from None
+    return dataclasses.replace(report, gate_result=evaluate_gate(repeats, gate))
 
 
 def render_report(
     store: RunStore | str | Path,
     run_id: str,
     compare: str | None = None,
-    threshold: float = 0.8,
+    threshold: float | None = None,
     *,
     prices: PriceTable | None = None,
     seed: int = 0,
+    gate: GatePolicy | None = None,
+    gate_metric: str = "faithfulness",
 ) -> str:
     """The report of ``run_id`` (compared with run ``compare``, if given) as an HTML string."""
-    return render_html(load_report(store, run_id, compare, threshold, prices=prices, seed=seed))
+    return render_html(
+        load_report(store, run_id, compare, threshold, prices=prices, seed=seed, gate=gate, gate_metric=gate_metric)
+    )
 
 
 def write_report(
@@ -113,10 +155,12 @@ def write_report(
     run_id: str,
     out: str | Path,
     compare: str | None = None,
-    threshold: float = 0.8,
+    threshold: float | None = None,
     *,
     prices: PriceTable | None = None,
     seed: int = 0,
+    gate: GatePolicy | None = None,
+    gate_metric: str = "faithfulness",
 ) -> ReportData:
     """Write the report of ``run_id`` to ``out`` as one self-contained HTML file.
 
@@ -126,17 +170,24 @@ def write_report(
         out: The HTML file to write (its folder is created).
         compare: Another run to compare with; deltas are ``run_id`` minus ``compare``.
         threshold: A sample passes a metric when its value is at least this; the gate
-            passes a repeat when the run's mean is at least this.
+            passes a repeat when the run's mean is at least this. Default: the gate
+            policy's threshold, else :data:`DEFAULT_THRESHOLD` (``assay gate``'s).
         prices: Token prices for the cost (default: the built-in table).
         seed: Seed of the bootstrap confidence intervals.
+        gate: Apply this ``assay gate`` policy to ``gate_metric`` and show its verdict
+            (pass, fail, flaky or unscored) in the header.
+        gate_metric: The metric the gate checks.
 
     Returns:
         The report's data (what the page shows).
 
     Raises:
         StoreError: a run is not in the store.
+        ConfigError: the run has no ``gate_metric``, or ``threshold`` differs from the gate's.
     """
-    report = load_report(store, run_id, compare, threshold, prices=prices, seed=seed)
+    report = load_report(
+        store, run_id, compare, threshold, prices=prices, seed=seed, gate=gate, gate_metric=gate_metric
+    )
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_html(report), encoding="utf-8")

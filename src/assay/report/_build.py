@@ -29,7 +29,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from assay._scores import JudgeCall
 from assay.analysis import bootstrap_mean_ci, paired_bootstrap_ci
 from assay.run import RunInfo
 from assay.run._cost import CostReport, PriceTable
+
+if TYPE_CHECKING:
+    from assay.analysis import GateResult
 
 __all__ = [
     "CompareMetric",
@@ -347,6 +350,7 @@ class ReportData:
 
     ``samples`` is the JSON-ready per-sample payload the page renders in the browser;
     ``texts`` holds the judge messages they refer to by index (each distinct text once).
+    ``gate_result`` is ``assay gate``'s verdict on the run, when a gate policy was given.
     """
 
     info: RunInfo
@@ -363,6 +367,7 @@ class ReportData:
     only_here: int = 0
     only_other: int = 0
     seed: int = 0
+    gate_result: GateResult | None = None
 
     def page_data(self) -> dict[str, Any]:
         """The JSON the page embeds: per-sample data and what the table needs to draw it."""

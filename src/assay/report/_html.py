@@ -20,6 +20,7 @@ from markupsafe import Markup
 
 import assay
 from assay.report._build import Histogram, ReportData, Spread, embed_json
+from assay.report._header import gate_line, raw_spec, run_settings
 
 __all__ = ["CSP", "render_html"]
 
@@ -134,6 +135,9 @@ def render_html(report: ReportData, *, title: str | None = None) -> str:
         data_json=Markup(embed_json(report.page_data())),
         histograms={m.name: _histogram_bars(m.histogram, report.threshold) for m in report.metrics},
         spreads={m.name: _spread_paths(m.spreads, report.threshold) for m in report.metrics},
+        settings=run_settings(report.info.spec, report.repeats),
+        raw_spec=raw_spec(report.info.spec),
+        gate_line=gate_line(report.gate_result) if report.gate_result is not None else None,
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         assay_version=assay.__version__,
     )

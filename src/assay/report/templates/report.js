@@ -65,7 +65,7 @@
   // ---------------------------------------------------------------- columns
   var COLUMNS = [
     { label: "line", num: true, key: function (s) { return s.line; }, cell: function (s) { return String(s.line); } },
-    { label: "id", key: function (s) { return s.id; }, cell: function (s) { return s.id; } },
+    { label: "id", key: function (s) { return s.id; }, cell: function (s) { return s.id; }, cls: "id" },
     { label: "question", key: function (s) { return s.question || ""; }, cell: function (s) { return s.question || "—"; }, cls: "q" },
   ];
   METRICS.forEach(function (name) {
@@ -183,6 +183,7 @@
         var cls = (col.num ? "num " : "") + (col.cls || "") + " " + (col.tone ? col.tone(s) : "");
         td.className = cls.trim();
         if (col.cls === "q") td.title = s.question || "";
+        if (col.cls === "id") td.title = s.id;
         tr.appendChild(td);
       });
       frag.appendChild(tr);
@@ -257,6 +258,17 @@
     return ul;
   }
 
+  // A grader's explanation and unscored detail end with the judge's reason ("PASS: <reason>"),
+  // which its verdict line already shows: keep only what they add (nothing, for a bare label).
+  function withoutReason(e, text) {
+    if (!text || e.verdicts.length !== 1 || !e.verdicts[0].reason) return text;
+    var v = e.verdicts[0];
+    var at = text.lastIndexOf(v.reason);
+    if (at < 0 || at + v.reason.length !== text.length) return text;
+    var rest = text.slice(0, at).replace(/[\s:—–-]+$/, "");
+    return rest === String(v.value) || rest === "verdict " + v.value ? "" : rest;
+  }
+
   function textBlock(text) { return el("div", { cls: "block", text: text === null || text === undefined ? "—" : String(text) }); }
 
   function callView(entry, call) {
@@ -320,7 +332,9 @@
     root.appendChild(el("h3", { text: "Question" }));
     root.appendChild(textBlock(s.question));
 
-    var withVerdicts = rep.scores.filter(function (e) { return e.verdicts.length > 0; });
+    // Only entries whose verdicts are statements of the answer (some found in it) go with
+    // the answer; a grader's criterion is not in the answer and is shown once, below.
+    var withVerdicts = rep.scores.filter(function (e) { return e.verdicts.length > 0 && e.marks.length > 0; });
     var current = null;
     withVerdicts.forEach(function (e) { if (e.name === entryName) current = e; });
     if (!current) withVerdicts.forEach(function (e) { if (!current && e.marks.length > 0) current = e; });
@@ -360,10 +374,12 @@
       var h = el("div", { cls: "role", text: head });
       h.style.marginLeft = (e.depth * 16) + "px";
       root.appendChild(h);
-      if (e.detail) root.appendChild(el("div", { cls: "dim", text: e.detail }));
-      if (e.explanation) root.appendChild(el("div", { cls: "dim", text: e.explanation }));
+      var detailText = withoutReason(e, e.detail), explanation = withoutReason(e, e.explanation);
+      if (detailText) root.appendChild(el("div", { cls: "dim", text: detailText }));
+      if (explanation && explanation !== detailText) root.appendChild(el("div", { cls: "dim", text: explanation }));
       if (e.verdicts.length) {
         var list = verdictList(e, e.verdicts.map(function (_, i) { return i; }));
+        if (!e.marks.length) list.className += " criteria";
         list.style.marginLeft = (e.depth * 16) + "px";
         root.appendChild(list);
       }

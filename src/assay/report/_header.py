@@ -1,0 +1,163 @@
+"""The report's header for people: the run's settings as a table, and the gate's verdict.
+
+:func:`run_settings` reads a stored :class:`~assay.run.RunSpec` into rows a reader can
+scan (metric, judge, decomposer, verifier threshold, chunking, repeats, temperature,
+dataset, base URL); the raw spec stays available behind a disclosure
+(:func:`raw_spec`). Both redact the base URL at render time, so a run stored before the
+run spec redacted its URL never shows a credential either. :func:`gate_line` words an
+``assay gate`` verdict the way the gate prints it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from assay._safety import redact_url
+from assay.analysis import GateResult
+from assay.run import RunSpec
+
+__all__ = ["Setting", "gate_line", "raw_spec", "run_settings"]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the settings table.
+
+    Attributes:
+        name: What is set (``decomposer``).
+        value: Its value, in words (``llm (the judge lists the answer's statements)``).
+        note: A dimmed remark after the value (a dataset's fingerprint), or empty.
+    """
+
+    name: str
+    value: str
+    note: str = ""
+
+
+_DECOMPOSERS = {
+    "llm": "llm (the judge lists the answer's statements)",
+    "sentences": "sentences (the answer's sentences, no judge call)",
+}
+_STRATEGIES = {
+    "auto": "auto (per statement for local judges, one call per sample for API judges)",
+    "per_statement": "one judge call per statement",
+    "batch": "one judge call per sample",
+}
+
+
+def _verifier(params: Mapping[str, Any]) -> Mapping[str, Any]:
+    verifier = params.get("verifier")
+    return verifier if isinstance(verifier, Mapping) else {}
+
+
+def _threshold(params: Mapping[str, Any], judge: str) -> str | None:
+    """The verifier's threshold, and whether this run's judge used it (only logits have one)."""
+    verifier = _verifier(params)
+    if "threshold" not in verifier:
+        return None
+    rule = f"P(supported) ≥ {verifier['threshold']:g}"
+    method = verifier.get("method")
+    local = judge == "local" or judge.startswith("local:")  # the judge that gives probabilities
+    if method == "generate" or (method == "auto" and not local):
+        return f"not used: the judge answers 1/0 ({rule} applies to a judge that gives probabilities)"
+    return f"{rule}, from the judge's probabilities"
+
+
+def _chunking(params: Mapping[str, Any]) -> str | None:
+    verifier = _verifier(params)
+    if "chunk_chars" not in verifier:
+        return None
+    size = verifier["chunk_chars"]
+    if not size:
+        return "off: each statement is checked against all contexts at once"
+    return f"contexts in chunks of {size:,} characters; a statement is supported if any chunk supports it"
+
+
+def _per_metric(spec: RunSpec, describe: Any) -> str | None:
+    """One value if every metric that has the setting agrees, else ``metric: value`` pairs."""
+    values = [(m.name, describe(m.params)) for m in spec.metrics]
+    present = [(name, value) for name, value in values if value is not None]
+    if not present:
+        return None
+    distinct = list(dict.fromkeys(value for _, value in present))
+    if len(distinct) == 1 and len(spec.metrics) == 1:
+        return str(distinct[0])
+    return "; ".join(f"{name}: {value}" for name, value in present)
+
+
+def _temperature(options: Mapping[str, Any]) -> str:
+    value = options.get("temperature")
+    if value is None:
+        return "0 (default)"
+    try:
+        return f"{float(value):g}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def run_settings(spec: RunSpec, repeats: int) -> tuple[Setting, ...]:
+    """The run's settings as rows for people (the base URL redacted).
+
+    Args:
+        spec: The stored run spec.
+        repeats: How many times each sample was judged (as the report counted them).
+    """
+    rows = [
+        Setting("metric", ", ".join(f"{m.name} v{m.version}" for m in spec.metrics) or "—"),
+        Setting("judge", f"{spec.judge} → {spec.judge_model}" if spec.judge != spec.judge_model else spec.judge),
+    ]
+    if spec.base_url:
+        rows.append(Setting("base URL", redact_url(spec.base_url) or "—"))
+    per_metric: Sequence[tuple[str, Any]] = (
+        ("decomposer", lambda p: _DECOMPOSERS.get(p["decomposer"], p["decomposer"]) if "decomposer" in p else None),
+        ("verdicts", lambda p: _STRATEGIES.get(p["strategy"], p["strategy"]) if "strategy" in p else None),
+        ("verifier threshold", lambda p: _threshold(p, spec.judge)),
+        ("chunking", _chunking),
+    )
+    for name, describe in per_metric:
+        value = _per_metric(spec, describe)
+        if value is not None:
+            rows.append(Setting(name, value))
+    options = spec.options
+    rows.append(Setting("repeats", str(repeats)))
+    rows.append(Setting("temperature", _temperature(options)))
+    if "reasks" in options:
+        rows.append(Setting("re-asks", f"{options['reasks']} (when a judge's answer is invalid)"))
+    rows.append(Setting("dataset", spec.dataset or "—", spec.dataset_fingerprint or ""))
+    if options.get("mapping"):
+        rows.append(Setting("column mapping", ", ".join(f"{k} → {v}" for k, v in dict(options["mapping"]).items())))
+    rows.append(Setting("engine", spec.engine))
+    return tuple(rows)
+
+
+def raw_spec(spec: RunSpec) -> str:
+    """The stored spec as indented JSON, its base URL redacted."""
+    data = spec.model_dump(mode="json")
+    data["base_url"] = redact_url(spec.base_url)
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def _p(value: float) -> str:
+    return "—" if math.isnan(value) else f"{value:.4f}"
+
+
+def gate_line(result: GateResult) -> str:
+    """What ``assay gate`` says about the run, in one line (rule, observed, P(pass), flake)."""
+    policy = result.policy
+    unit = "every sample" if policy.gates_samples else "the run mean"
+    rule = "no unsupported statement" if policy.strict else f"{result.metric} ≥ {policy.threshold:g}"
+    source = (
+        f"from {result.n_repeats} repeats"
+        if result.method == "repeats"
+        else f"binomial model, flip rate {result.flip_rate:g} ({result.flip_rate_source})"
+    )
+    mean = "—" if math.isnan(result.mean) else f"{result.mean:.3f}"
+    return (
+        f"{rule} on {unit} · observed {'pass' if result.observed_pass else 'fail'} · mean {mean} · "
+        f"P(pass) {_p(result.p_pass)} ({source}) · flake probability {_p(result.flake_probability)} "
+        f"(max {policy.max_flake:g}) · unscored {_p(result.unscored_share)} (max {policy.max_unscored:g})"
+    )
