@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 import assay
@@ -32,12 +31,12 @@ from assay._samples import Sample
 from assay._scores import MetricSpec, Score, UnscoredReason, Verdict
 from assay.analysis._agreement import Agreement, agreement
 from assay.cli._console import EXIT_BAD_ROWS, EXIT_OK, EXIT_USAGE, err_console, fmt_score, out_console
-from assay.cli._run import _load_local
 from assay.errors import AssayError, ConfigError, SampleError
 from assay.metrics._graders import BinaryJudgeGrader
 from assay.metrics._verify import StatementVerifier
 from assay.models import JUDGE_FORMS, JudgeModel, LocalJudge, close_judge, get_judge
 from assay.run import Limits, RunSpec, RunStore, SampleResult, build_judge_stack, new_run_id
+from assay.run._progress import load_local_judge, make_reporter
 
 __all__ = ["CalibrationItem", "CalibrationOutcome", "calibrate", "judge_item", "read_items"]
 
@@ -336,25 +335,21 @@ def calibrate(
         store.record_error(run_id, error)
         err_console.print(f"[red]skipped[/red] {printable(str(error))}")
     try:
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err_console,
-        ) as progress:
+        reporter = make_reporter("auto", err_console)
+        try:
             if isinstance(judge_model, LocalJudge):
-                _load_local(judge_model, progress)
+                load_local_judge(judge_model, reporter)
             runner = build_judge_stack(judge_model, limits=Limits())
-            task = progress.add_task(f"judging ({run_id})", total=len(items))
+            reporter.start(f"judging ({run_id})", len(items), 0)
 
             def on_done(outcome: CalibrationOutcome) -> None:
                 result = SampleResult(_sample(outcome.item), {outcome.score.metric: outcome.score}, outcome.item.line)
                 store.record(run_id, result)
-                progress.update(task, advance=1)
+                reporter.advance(1, "")
 
             outcomes = asyncio.run(_judge_all(items, runner, verifier, on_done))
+        finally:
+            reporter.close()
     except KeyboardInterrupt:
         store.set_status(run_id, "interrupted")
         err_console.print("[yellow]interrupted[/yellow]: the items judged so far are stored")

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import IO, Annotated, Any
 
 import typer
-from rich.progress import Progress, TaskID
 from rich.table import Table
 
 import assay
@@ -31,7 +30,7 @@ from assay.cli._console import (
 from assay.errors import AssayError, ConfigError
 from assay.metrics import Metric, metric_from_spec
 from assay.metrics._registry import build_metric
-from assay.models import JUDGE_FORMS, LocalJudge, get_judge
+from assay.models import JUDGE_FORMS, get_judge
 from assay.run import Limits, RunSpec, RunStore, SampleResult, new_run_id
 from assay.run._cost import PriceTable
 from assay.run._dryrun import EstimatingJudge
@@ -181,21 +180,6 @@ def _give_up(store_path: Path, run_id: str) -> None:
             f"finished sample is stored. Continue with [bold]assay run --resume {run_id}[/bold]"
         )
         os._exit(EXIT_INTERRUPTED)
-
-
-def _load_local(judge: LocalJudge, progress: Progress) -> None:
-    """Assemble the weights (first run only) and load the model, with visible progress."""
-    task: TaskID | None = None
-
-    def on_bytes(done: int, total: int) -> None:
-        nonlocal task
-        if task is None:
-            task = progress.add_task("assembling model weights (once)", total=total, stats="")
-        progress.update(task, completed=done)
-
-    spinner = progress.add_task(f"loading {judge.model_id}", total=None, stats="")
-    judge.load(progress=on_bytes)
-    progress.update(spinner, total=1, completed=1)
 
 
 def _dry_run(

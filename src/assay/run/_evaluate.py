@@ -30,7 +30,7 @@ from assay.prompts import REASKS
 from assay.run._cache import JudgeCache
 from assay.run._cost import CostReport, PriceTable
 from assay.run._dataset import Row, sample_from_record
-from assay.run._progress import ProgressMode, Reporter, make_reporter
+from assay.run._progress import ProgressMode, load_local_judge, make_reporter
 from assay.run._session import DatasetSource, RunOptions, check_resume, open_dataset
 from assay.run._stack import _REPEAT, build_judge_stack
 from assay.run._store import RunSpec, RunStatus, RunStore, StoreError, new_run_id
@@ -416,7 +416,7 @@ async def aevaluate(
     status: RunStatus = "failed"
     try:
         if engine == "local" and _is_local(judge_model):
-            _load_local(judge_model, reporter)
+            load_local_judge(judge_model, reporter)
         total = source.n_rows * repeats if source is not None else None
         reporter.start(f"judging ({run_id})" if run_id else "judging", total, len(done))
         if engine == "ray":
@@ -481,12 +481,6 @@ def _is_local(judge: JudgeModel) -> bool:
     from assay.models._local import LocalJudge
 
     return isinstance(judge, LocalJudge)
-
-
-def _load_local(judge: Any, reporter: Reporter) -> None:
-    """Assemble the default weights (first run only) and load the model, with visible progress."""
-    reporter.note(f"loading {judge.model_id}")
-    judge.load(progress=lambda done, total: reporter.bytes("assembling model weights (once)", done, total))
 
 
 def _version() -> str:

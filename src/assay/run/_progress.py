@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import IO, Literal, Protocol
+from typing import IO, Any, Literal, Protocol
 
 from rich.console import Console
 from rich.progress import (
@@ -25,7 +25,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-__all__ = ["ProgressMode", "Reporter", "make_reporter"]
+__all__ = ["ProgressMode", "Reporter", "load_local_judge", "make_reporter"]
 
 ProgressMode = Literal["auto", "bar", "plain", "none"]
 """``auto``: a bar where the output is a terminal or a notebook, plain lines elsewhere."""
@@ -191,3 +191,14 @@ def make_reporter(
     if mode == "bar":
         return _Bar(console)
     return _Plain(console.file if console.file is not None else sys.stderr, interval_s)
+
+
+def load_local_judge(judge: Any, reporter: Reporter) -> None:
+    """Assemble the default weights (first run only) and load an in-process model, visibly.
+
+    Args:
+        judge: A :class:`~assay.models.LocalJudge`.
+        reporter: Where the "loading" line and the weights' byte progress go.
+    """
+    reporter.note(f"loading {judge.model_id}")
+    judge.load(progress=lambda done, total: reporter.bytes("assembling model weights (once)", done, total))
