@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import re
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
+
+from assay.run import RunStore
 
 pytest_plugins = ["pytester"]
 
@@ -133,3 +138,142 @@ def test_judge(assay_judge):
     result = run(pytester, body, "-s")
     assert "JUDGE=local:qwen2.5-coder-1.5b-instruct-q4_k_m" in result.stdout.str()
     assert "--assay-judge=JUDGE" in run(pytester, body, "--help").stdout.str()
+
+
+def plugin_source_lines() -> list[str]:
+    """The plugin's code lines long enough to be unmistakable in a traceback."""
+    import assay.pytest_plugin as plugin
+
+    lines = Path(plugin.__file__).read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if len(line.strip()) > 30 and not line.strip().startswith(("#", '"'))]
+
+
+@pytest.mark.parametrize("tb", ["auto", "long"])
+def test_a_failure_shows_statements_and_reasons_but_no_plugin_frame(pytester: pytest.Pytester, tb: str) -> None:
+    result = run(
+        pytester,
+        """
+def test_moon():
+    assert_faithful(sample("The sky is blue. The moon is cheese."), min=0.8, judge=judge, metric=metric)
+
+def test_rude():
+    assert_grade(Sample(id="r", question="Help?", answer="No."), "The reply is polite.", judge=judge)
+""",
+        f"--tb={tb}",
+    )
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert "✗ The moon is cheese." in out and "judge: the context never mentions the moon" in out
+    assert "✗ The reply is polite." in out and "judge: curt, no please" in out
+    assert "pytest_plugin.py" not in out
+    shown = [line for line in plugin_source_lines() if line in out]
+    assert shown == []
+
+
+def test_the_session_is_one_stored_run_with_a_summary_and_a_report(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        """
+def test_ok():
+    assert_faithful(sample("The sky is blue. Grass is green."), judge=judge, metric=metric)
+
+def test_moon():
+    assert_faithful(sample("The sky is blue. The moon is cheese."), min=0.8, judge=judge, metric=metric)
+
+def test_broken():
+    assert_faithful(sample("The sky is blue. It is BROKEN."), min=0.0, judge=judge, metric=metric)
+
+def test_grades():
+    assert_grade(Sample(id="p", question="Help?", answer="Yes, please wait."), "The reply is polite.", judge=judge)
+    assert_grade(Sample(id="r", question="Help?", answer="No."), "The reply is polite.", judge=judge)
+
+def test_bad_sample():
+    assert_faithful({"id": "bad", "question": 3, "answer": "A."}, judge=judge, metric=metric)
+""",
+        "--assay-report",
+        "out/report.html",
+    )
+    result.assert_outcomes(passed=1, failed=4)
+    out = result.stdout.str()
+    assert "SampleError: assay: invalid sample: field 'question': Input should be a valid string" in out
+
+    with RunStore(pytester.path / ".assay" / "runs.sqlite") as store:
+        [info] = store.runs()
+        records = list(store.records(info.run_id))
+        row_errors = store.row_errors(info.run_id)
+    assert row_errors == [
+        (6, "line 6: test_inner.py::test_bad_sample: invalid sample: field 'question': Input should be a valid string")
+    ]
+    assert info.status == "finished"
+    assert info.spec.engine == "pytest"
+    assert [m.name for m in info.spec.metrics] == ["faithfulness", "binary_grader"]
+    assert info.spec.judge == "function"
+    assert len(records) == info.n_results == 5
+    assert [(r["id"], r["line"]) for r in records] == [("s1", 1), ("s1", 2), ("s1", 3), ("p", 4), ("r", 5)]
+    tests = [(r["sample"]["metadata"]["pytest"]["test"], r["sample"]["metadata"]["pytest"]["passed"]) for r in records]
+    assert tests == [
+        ("test_inner.py::test_ok", True),
+        ("test_inner.py::test_moon", False),
+        ("test_inner.py::test_broken", False),
+        ("test_inner.py::test_grades", True),
+        ("test_inner.py::test_grades", False),
+    ]
+    moon = records[1]["scores"]["faithfulness"]
+    assert moon["value"] == 0.5
+    assert [v["reason"] for v in moon["verdicts"]] == ["the context says so", "the context never mentions the moon"]
+    assert records[2]["scores"]["faithfulness"]["unscored_reason"] == "refusal"
+
+    assert (
+        f"assay: run {info.run_id} stored in .assay/runs.sqlite: 5 assertions, 3 failed, judge function, "
+        "1 invalid sample" in out
+    )
+    assert "faithfulness: mean 0.750, scored 2, unscored 1 (refusal 1), failed assertions 2 of 3" in out
+    assert "binary_grader: mean 0.500, scored 2, unscored 0, failed assertions 1 of 2" in out
+    report = pytester.path / "out" / "report.html"
+    assert "assay: report written to out/report.html" in out
+    html = report.read_text(encoding="utf-8")
+    match = re.search(r'<script type="application/json" id="assay-data">(.*?)</script>', html, re.S)
+    assert match is not None
+    data = json.loads(match.group(1))
+    assert info.run_id in html
+    assert len(data["samples"]) == 5
+
+
+def test_store_option_none_and_a_session_without_assertions(pytester: pytest.Pytester) -> None:
+    body = """
+def test_ok():
+    assert_faithful(sample("The sky is blue."), judge=judge, metric=metric)
+"""
+    result = run(pytester, body, "--assay-store", "none")
+    result.assert_outcomes(passed=1)
+    assert not (pytester.path / ".assay").exists()
+    assert "assay: 1 assertion, 0 failed, judge function (not stored: --assay-store none)" in result.stdout.str()
+    assert "faithfulness: mean 1.000, scored 1, unscored 0, failed assertions 0 of 1" in result.stdout.str()
+
+    result = run(pytester, body, "--assay-store", "none", "--assay-report", "r.html")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--assay-report needs the run store" in result.stderr.str()
+
+    result = run(pytester, "\ndef test_nothing():\n    pass\n", "--assay-store", "elsewhere/runs.sqlite")
+    result.assert_outcomes(passed=1)
+    assert "assay:" not in result.stdout.str()
+    assert not (pytester.path / "elsewhere").exists()
+
+
+def test_an_interrupted_session_marks_the_run_interrupted(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        """
+def test_ok():
+    assert_faithful(sample("The sky is blue."), judge=judge, metric=metric)
+
+def test_stop():
+    raise KeyboardInterrupt
+""",
+        "--assay-store",
+        "runs.sqlite",
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    with RunStore(pytester.path / "runs.sqlite") as store:
+        [info] = store.runs()
+    assert (info.status, info.n_results) == ("interrupted", 1)

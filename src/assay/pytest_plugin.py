@@ -1,8 +1,8 @@
-"""The ``assay`` pytest plugin: judge outputs inside your tests.
+"""The ``assay`` pytest plugin: judge outputs inside your tests, and keep the session as a run.
 
 Registered under the ``pytest11`` entry point ``assay``, so installing assay enables it.
-It adds the ``--assay-judge`` option (default: ``$ASSAY_JUDGE``, else ``local``), the
-``assay_judge`` fixture (that judge, built once per session), and two assertions::
+It adds the ``assay_judge`` fixture (the judge named by ``--assay-judge``, else
+``$ASSAY_JUDGE``, else ``local``; built once per session) and two assertions::
 
     from assay.pytest_plugin import assert_faithful, assert_grade
 
@@ -13,8 +13,15 @@ It adds the ``--assay-judge`` option (default: ``$ASSAY_JUDGE``, else ``local``)
         assert_grade(sample, "The reply is polite.", judge=assay_judge)
 
 A failing assertion lists every unsupported statement (or failing criterion) with the
-judge's reason. An unscored result (parse failure, refusal, no statements...) fails with
-its reason: it never passes silently.
+judge's reason, and no frame of this plugin. An unscored result (parse failure, refusal,
+no statements...) fails with its reason: it never passes silently.
+
+Every assertion of a session is kept as one run in the run store (``--assay-store``,
+default ``.assay/runs.sqlite``; ``none`` keeps nothing), one result per assertion with
+the test's id and outcome in the sample's metadata. At the end pytest prints the run id
+and, per metric, the mean over scored assertions, the unscored count by reason and the
+failed assertions; ``--assay-report PATH`` also writes the run's HTML report. ``assay
+runs show RUN_ID``, ``assay report RUN_ID`` and ``assay gate`` read the run like any other.
 """
 
 from __future__ import annotations
@@ -22,23 +29,37 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from assay._safety import printable
 from assay._samples import Sample
-from assay._scores import Score
+from assay._scores import MetricSpec, Score, summarize
+from assay.errors import AssayError, SampleError
 from assay.metrics import BinaryJudgeGrader, Faithfulness, Metric
 from assay.models import JudgeModel, get_judge
-from assay.run import evaluate
+from assay.run import RunSpec, RunStatus, RunStore, SampleResult, evaluate, new_run_id
 from assay.run._dataset import sample_from_record
 
-__all__ = ["assay_judge", "assert_faithful", "assert_grade", "pytest_addoption", "score_sample"]
+__all__ = [
+    "SessionRun",
+    "assay_judge",
+    "assert_faithful",
+    "assert_grade",
+    "pytest_addoption",
+    "pytest_configure",
+    "pytest_unconfigure",
+    "score_sample",
+]
+
+_NO_STORE = "none"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add ``--assay-judge``."""
+    """Add ``--assay-judge``, ``--assay-store`` and ``--assay-report``."""
     group = parser.getgroup("assay", "judging LLM outputs with assay")
     group.addoption(
         "--assay-judge",
@@ -48,6 +69,205 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Judge for the assay_judge fixture: local, local:/path.gguf, openai:MODEL, anthropic:MODEL "
         "(default: $ASSAY_JUDGE, else local).",
     )
+    group.addoption(
+        "--assay-store",
+        action="store",
+        default=".assay/runs.sqlite",
+        metavar="PATH",
+        help="Run store that keeps the session's assertions as one run (default: .assay/runs.sqlite; "
+        "'none' keeps nothing).",
+    )
+    group.addoption(
+        "--assay-report",
+        action="store",
+        default=None,
+        metavar="PATH",
+        help="Also write the session run's self-contained HTML report to PATH.",
+    )
+
+
+@dataclass(frozen=True)
+class _Assertion:
+    """One assert_faithful / assert_grade call: what was judged, and whether it passed."""
+
+    result: SampleResult
+    metric: str
+    spec: MetricSpec | None
+    judge: str
+    passed: bool
+
+
+@dataclass
+class SessionRun:
+    """The assertions of one pytest session, stored as one run when the session ends.
+
+    Attributes:
+        store_path: The run store, or ``None`` (``--assay-store none``).
+        report_path: Where to write the HTML report, or ``None``.
+        root: The directory pytest was invoked from: relative paths are shown relative
+            to it (they were resolved against it, so a test that changes directory
+            cannot move the store).
+        assertions: Every assertion so far, in the order they ran.
+        run_id: The stored run's id, once stored.
+        error: Why the run could not be stored or reported, if it could not.
+    """
+
+    store_path: Path | None
+    report_path: Path | None
+    root: Path = field(default_factory=Path.cwd)
+    assertions: list[_Assertion] = field(default_factory=list)
+    invalid: list[SampleError] = field(default_factory=list)
+    run_id: str | None = None
+    error: str | None = None
+    _test: str | None = None
+
+    @property
+    def n_recorded(self) -> int:
+        """Assertions and invalid samples so far (each takes one line of the run)."""
+        return len(self.assertions) + len(self.invalid)
+
+    def add(self, sample: Sample, score: Score, judge: str, check: str, passed: bool) -> None:
+        """Keep one assertion's sample and score, with the test that made it."""
+        metadata = {**sample.metadata, "pytest": {"test": self._test, "check": check, "passed": passed}}
+        kept = sample.model_copy(update={"metadata": metadata})
+        result = SampleResult(sample=kept, scores={score.metric: score}, line=self.n_recorded + 1)
+        self.assertions.append(_Assertion(result, score.metric, score.spec, judge, passed))
+
+    def add_invalid(self, problem: str) -> None:
+        """Keep a sample that could not be read (it fails its test before any judging)."""
+        where = f"{self._test}: " if self._test else ""
+        self.invalid.append(SampleError(f"{where}invalid sample: {problem}", line=self.n_recorded + 1))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> object:
+        """Know which test the assertions come from."""
+        self._test = item.nodeid
+        try:
+            return (yield)
+        finally:
+            self._test = None
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Store the run (and write its report) once every test has run."""
+        if not self.n_recorded or self.store_path is None:
+            return
+        status: RunStatus = "finished"
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            status = "interrupted"
+        elif exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            status = "failed"
+        try:
+            self.run_id = self._store(self.store_path, status)
+            if self.report_path is not None:
+                from assay.report import write_report
+
+                write_report(self.store_path, self.run_id, self.report_path)
+        except (AssayError, OSError) as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def _store(self, path: Path, status: RunStatus) -> str:
+        from assay import __version__
+
+        specs: dict[str, MetricSpec] = {}
+        for assertion in self.assertions:
+            specs.setdefault(assertion.metric, assertion.spec or MetricSpec(name=assertion.metric))
+        judges = ", ".join(dict.fromkeys(a.judge for a in self.assertions)) or "none"
+        spec = RunSpec(
+            run_id=new_run_id(),
+            dataset="pytest session",
+            judge=judges,
+            judge_model=judges,
+            metrics=tuple(specs.values()),
+            options={"assertions": len(self.assertions), "failed_assertions": self._n_failed()},
+            engine="pytest",
+            assay_version=__version__,
+        )
+        with RunStore(path) as store:
+            store.create(spec)
+            for assertion in self.assertions:
+                store.record(spec.run_id, assertion.result, row_key=str(assertion.result.line))
+            for error in self.invalid:
+                store.record_error(spec.run_id, error)
+            store.set_status(spec.run_id, status)
+        return spec.run_id
+
+    def _n_failed(self) -> int:
+        return sum(not a.passed for a in self.assertions)
+
+    def summary_lines(self) -> list[str]:
+        """What the terminal summary prints: the run, then one line per metric."""
+        if not self.n_recorded:
+            return []
+        n = len(self.assertions)
+        judges = ", ".join(dict.fromkeys(a.judge for a in self.assertions)) or "none"
+        counts = f"{n} assertion{'s' if n != 1 else ''}, {self._n_failed()} failed, judge {judges}"
+        if self.invalid:
+            counts += f", {len(self.invalid)} invalid sample{'s' if len(self.invalid) != 1 else ''}"
+        if self.store_path is None:
+            lines = [f"assay: {counts} (not stored: --assay-store none)"]
+        elif self.run_id is None:
+            lines = [f"assay: {counts}; the run could not be stored in {self._shown(self.store_path)}: {self.error}"]
+        else:
+            lines = [f"assay: run {self.run_id} stored in {self._shown(self.store_path)}: {counts}"]
+        names = list(dict.fromkeys(a.metric for a in self.assertions))
+        for name in names:
+            mine = [a for a in self.assertions if a.metric == name]
+            s = summarize(name, (a.result.scores[name] for a in mine))
+            mean = "—" if math.isnan(s.mean) else f"{s.mean:.3f}"
+            reasons = ", ".join(f"{reason} {k}" for reason, k in s.unscored_by_reason.items())
+            unscored = f"unscored {s.n_unscored}" + (f" ({reasons})" if reasons else "")
+            failed = sum(not a.passed for a in mine)
+            lines.append(
+                f"  {name}: mean {mean}, scored {s.n_scored}, {unscored}, failed assertions {failed} of {len(mine)}"
+            )
+        if self.report_path is not None:
+            shown = self._shown(self.report_path)
+            if self.run_id is not None and self.error is None:
+                lines.append(f"assay: report written to {shown}")
+            elif self.run_id is not None:
+                lines.append(f"assay: the report could not be written to {shown}: {self.error}")
+        return lines
+
+    def _shown(self, path: Path) -> str:
+        return str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """Print the run id, the per-metric summary and the report's path."""
+        lines = self.summary_lines()
+        if not lines:
+            return
+        terminalreporter.section("assay")
+        for line in lines:
+            terminalreporter.write_line(printable(line, markup=False))
+
+
+_SESSIONS: list[tuple[pytest.Config, SessionRun]] = []
+"""The active sessions, innermost last (pytester runs sessions inside a session)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Start keeping this session's assertions."""
+    store = str(config.getoption("--assay-store"))
+    report = config.getoption("--assay-report")
+    if report is not None and store.lower() == _NO_STORE:
+        raise pytest.UsageError("--assay-report needs the run store; drop '--assay-store none'")
+    root = config.invocation_params.dir
+    session = SessionRun(
+        store_path=None if store.lower() == _NO_STORE else root / store,
+        report_path=root / str(report) if report is not None else None,
+        root=root,
+    )
+    config.pluginmanager.register(session, "assay-session-run")
+    _SESSIONS.append((config, session))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop keeping assertions for this session."""
+    _SESSIONS[:] = [(c, s) for c, s in _SESSIONS if c is not config]
+
+
+def _current() -> SessionRun | None:
+    return _SESSIONS[-1][1] if _SESSIONS else None
 
 
 @pytest.fixture(scope="session")
@@ -58,15 +278,31 @@ def assay_judge(request: pytest.FixtureRequest) -> JudgeModel:
 
 
 def _as_sample(sample: Sample | Mapping[str, Any]) -> Sample:
-    return sample if isinstance(sample, Sample) else sample_from_record(dict(sample), line=1)
+    __tracebackhide__ = True
+    if isinstance(sample, Sample):
+        return sample
+    try:
+        return sample_from_record(dict(sample), line=1)
+    except SampleError as exc:
+        problem = exc.detail
+    session = _current()
+    if session is not None:
+        session.add_invalid(problem)
+    raise SampleError(f"assay: invalid sample: {problem}")
+
+
+def _judged(sample: Sample, metric: Metric, judge: JudgeModel | str | None) -> tuple[Score, str]:
+    __tracebackhide__ = True
+    result = evaluate([sample], [metric], judge, progress=False)
+    if result.errors:
+        raise AssertionError(f"assay: invalid sample: {result.errors[0]}")
+    return result.results[0].scores[metric.name], result.judge
 
 
 def score_sample(sample: Sample | Mapping[str, Any], metric: Metric, judge: JudgeModel | str | None = None) -> Score:
     """Score one sample with one metric (judge: a model, a judge string, or ``None`` for the default)."""
-    result = evaluate([_as_sample(sample)], [metric], judge)
-    if result.errors:
-        raise AssertionError(f"assay: invalid sample: {result.errors[0]}")
-    return result.results[0].scores[metric.name]
+    __tracebackhide__ = True
+    return _judged(_as_sample(sample), metric, judge)[0]
 
 
 def _describe(score: Score, sample: Sample, what: str) -> str:
@@ -84,6 +320,30 @@ def _describe(score: Score, sample: Sample, what: str) -> str:
     if supported:
         lines.append(f"  ({len(supported)} of {len(score.verdicts)} verdicts positive)")
     return "\n".join(lines)
+
+
+def _check(sample: Sample, score: Score, judge: str, check: str, failure: str | None) -> Score:
+    """Keep the assertion in the session run, then pass it or fail it with ``failure``."""
+    __tracebackhide__ = True
+    session = _current()
+    if session is not None:
+        session.add(sample, score, judge, check, passed=failure is None)
+    if failure is not None:
+        raise AssertionError(_describe(score, sample, failure))
+    return score
+
+
+def _faithfulness_failure(score: Score, min: float, strict: bool, min_statements: int) -> str | None:
+    if not score.is_scored:
+        return "unscored, which never passes"
+    n = len(score.verdicts)
+    if min_statements and n < min_statements:
+        return f"{n} statements, fewer than the required {min_statements}"
+    if strict and score.failing:
+        return f"{len(score.failing)} unsupported statement(s) (strict)"
+    if math.isnan(score.value) or score.value < min - 1e-9:
+        return f"score {score.value:.3f} < {min:g}"
+    return None
 
 
 def assert_faithful(
@@ -110,18 +370,11 @@ def assert_faithful(
             statements, or unscored; the message lists each unsupported statement with
             the judge's reason.
     """
+    __tracebackhide__ = True
     chosen = _as_sample(sample)
-    score = score_sample(chosen, metric or Faithfulness(), judge)
-    if not score.is_scored:
-        raise AssertionError(_describe(score, chosen, "unscored, which never passes"))
-    n = len(score.verdicts)
-    if min_statements and n < min_statements:
-        raise AssertionError(_describe(score, chosen, f"{n} statements, fewer than the required {min_statements}"))
-    if strict and score.failing:
-        raise AssertionError(_describe(score, chosen, f"{len(score.failing)} unsupported statement(s) (strict)"))
-    if math.isnan(score.value) or score.value < min - 1e-9:
-        raise AssertionError(_describe(score, chosen, f"score {score.value:.3f} < {min:g}"))
-    return score
+    score, judge_id = _judged(chosen, metric or Faithfulness(), judge)
+    check = f"assert_faithful(min={min:g}{', strict' if strict else ''})"
+    return _check(chosen, score, judge_id, check, _faithfulness_failure(score, min, strict, min_statements))
 
 
 def assert_grade(
@@ -142,11 +395,13 @@ def assert_grade(
     Raises:
         AssertionError: below ``min`` or unscored (NA included), with the judge's reasoning.
     """
+    __tracebackhide__ = True
     chosen = _as_sample(sample)
     metric = BinaryJudgeGrader(grader) if isinstance(grader, str) else grader
-    score = score_sample(chosen, metric, judge)
+    score, judge_id = _judged(chosen, metric, judge)
+    failure = None
     if not score.is_scored:
-        raise AssertionError(_describe(score, chosen, "unscored, which never passes"))
-    if score.value < min - 1e-9:
-        raise AssertionError(_describe(score, chosen, f"score {score.value:.3f} < {min:g}"))
-    return score
+        failure = "unscored, which never passes"
+    elif score.value < min - 1e-9:
+        failure = f"score {score.value:.3f} < {min:g}"
+    return _check(chosen, score, judge_id, f"assert_grade(min={min:g})", failure)
