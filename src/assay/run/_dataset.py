@@ -196,40 +196,49 @@ def _describe(err: Any, columns: Mapping[str, str]) -> str:
     return f"field '{path}': {message}"
 
 
-def text_problem(value: Any, *, where: str = "") -> str | None:
+def text_problem(value: Any) -> str | None:
     r"""What makes ``value`` unusable as row data, or ``None``.
 
     Checks every string (keys included) for lone surrogates, which JSON escapes such as
     ``\ud800`` produce and which no UTF-8 store accepts, and the nesting depth against
     :data:`MAX_NESTING`. Iterative, so no input can exhaust the stack.
     """
-    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
     while stack:
-        item, path, depth = stack.pop()
+        item, path = stack.pop()
         if isinstance(item, str):
-            if not item.isascii():
-                try:
-                    item.encode("utf-8")
-                except UnicodeEncodeError as exc:
-                    return (
-                        f"field '{path}': lone surrogate U+{ord(item[exc.start]):04X} at character {exc.start + 1}; "
-                        "it is not valid Unicode (a broken \\u escape?): fix the text"
-                    )
+            where = _surrogate(item)
+            if where is not None:
+                return f"field '{_path(path)}': {where}; it is not valid Unicode (a broken \\u escape?): fix the text"
             continue
         if not isinstance(item, dict | list | tuple):
             continue
-        if depth >= MAX_NESTING:
-            return f"field '{path}': nested deeper than {MAX_NESTING} levels"
-        if isinstance(item, dict):
-            entries = list(item.items())
-            for key, _ in entries:
-                if isinstance(key, str) and text_problem(key) is not None:
-                    return f"a key in '{path or 'the row'}' holds a lone surrogate; it is not valid Unicode"
-            children = [(child, f"{path}.{key}" if path else str(key)) for key, child in entries]
-        else:
-            children = [(child, f"{path}[{index}]") for index, child in enumerate(item)]
-        stack.extend((child, name, depth + 1) for child, name in reversed(children))
+        if len(path) >= MAX_NESTING:
+            return f"field '{_path(path)}': nested deeper than {MAX_NESTING} levels"
+        entries = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, child in entries:
+            if isinstance(key, str) and (where := _surrogate(key)) is not None:
+                return f"a key in '{_path(path) or 'the row'}': {where}; it is not valid Unicode"
+            if isinstance(child, dict | list | tuple) or (isinstance(child, str) and not child.isascii()):
+                stack.append((child, (*path, key)))
     return None
+
+
+def _surrogate(text: str) -> str | None:
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"lone surrogate U+{ord(text[exc.start]):04X} at character {exc.start + 1}"
+    return None
+
+
+def _path(parts: tuple[Any, ...]) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
 
 
 class _DuplicateKeyError(ValueError):
