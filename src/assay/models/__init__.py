@@ -5,7 +5,9 @@
 - ``AnthropicJudge``: Anthropic's Messages API (extra ``anthropic``).
 - ``ResilientJudge``: retries, timeouts, rate and token budgets around any judge.
 - :class:`ScriptedJudge`, :class:`FunctionJudge`: public test doubles.
-- :func:`get_judge`: build a judge from a string such as ``"local"`` or ``"openai:gpt-4o-mini"``.
+- :func:`get_judge`: build a judge from a string such as ``"local"`` or ``"openai:gpt-4o-mini"``,
+  or ``"NAME:MODEL"`` for a backend another package registers under the ``assay.judges``
+  entry point group (:func:`judge_plugins`).
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ from assay.models._protocol import (
     JudgeResponse,
     close_judge,
 )
-from assay.models._registry import JUDGE_FORMS, get_judge
+from assay.models._registry import JUDGE_FORMS, JUDGE_GROUP, get_judge, judge_forms, judge_plugins
 from assay.models._resilient import RateLimiter, ResilientJudge, RetryPolicy
 from assay.models._testing import FunctionJudge, JudgeRequest, ScriptedJudge, ScriptExhaustedError
 from assay.models._weights import cache_dir, default_model_path
 
 __all__ = [
     "JUDGE_FORMS",
+    "JUDGE_GROUP",
     "AnthropicJudge",
     "ChatMessage",
     "ChoiceProbabilities",
@@ -50,6 +53,8 @@ __all__ = [
     "close_judge",
     "default_model_path",
     "get_judge",
+    "judge_forms",
+    "judge_plugins",
     "local_model_path",
 ]
 

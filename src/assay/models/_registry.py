@@ -1,15 +1,84 @@
-"""Choosing a judge by a string: ``local``, ``local:/path.gguf``, ``openai:MODEL``."""
+"""Choosing a judge by a string: ``local``, ``local:/path.gguf``, ``openai:MODEL``, or a plugin's ``NAME:MODEL``.
+
+A judge backend in another package registers under the ``assay.judges`` entry point
+group, in its ``pyproject.toml``::
+
+    [project.entry-points."assay.judges"]
+    command = "my_package.judges:build"
+
+where ``build(model: str, **options) -> JudgeModel``. ``get_judge("command:MODEL")`` (and
+so ``assay run --judge command:MODEL``) then calls ``build("MODEL")``, after the built-in
+names: a plugin cannot take over ``local``, ``openai`` or ``anthropic``. ``base_url`` and
+``api_key``, when given to :func:`get_judge`, are passed on as options.
+"""
 
 from __future__ import annotations
 
+import inspect
 import os
+from importlib.metadata import EntryPoint, entry_points
 
-from assay.errors import ConfigError
+from assay.errors import AssayError, ConfigError
 from assay.models._protocol import JudgeModel
 
-__all__ = ["JUDGE_FORMS", "get_judge"]
+__all__ = ["BUILTIN_JUDGES", "JUDGE_FORMS", "JUDGE_GROUP", "get_judge", "judge_forms", "judge_plugins"]
 
 JUDGE_FORMS = "local, local:/path/to/model.gguf, openai:MODEL, anthropic:MODEL"
+"""The built-in judge strings (:func:`judge_forms` adds the installed plugins)."""
+
+JUDGE_GROUP = "assay.judges"
+"""The entry point group judge backends register under."""
+
+BUILTIN_JUDGES = ("local", "openai", "anthropic")
+
+
+def judge_plugins() -> dict[str, EntryPoint]:
+    """Judge backends installed under the ``assay.judges`` entry point group, by name.
+
+    A name the built-ins use is left out, and of two plugins with one name the first
+    found wins.
+    """
+    plugins: dict[str, EntryPoint] = {}
+    for point in entry_points(group=JUDGE_GROUP):
+        if point.name not in BUILTIN_JUDGES:
+            plugins.setdefault(point.name, point)
+    return plugins
+
+
+def judge_forms() -> str:
+    """Every judge string this installation knows: the built-ins, then ``NAME:MODEL`` per plugin."""
+    return _forms(judge_plugins())
+
+
+def _forms(plugins: dict[str, EntryPoint]) -> str:
+    return ", ".join([JUDGE_FORMS, *(f"{name}:MODEL" for name in sorted(plugins))])
+
+
+def _plugin_judge(point: EntryPoint, model: str, options: dict[str, str]) -> JudgeModel:
+    where = f"judge plugin {point.name!r} ({point.value})"
+    try:
+        factory = point.load()
+    except Exception as exc:  # a broken plugin: say which one, whatever it raised
+        raise ConfigError(f"{where} could not be loaded: {type(exc).__name__}: {exc}") from exc
+    try:
+        inspect.signature(factory).bind(model, **options)
+    except TypeError:
+        given = ", ".join(["model", *options])
+        raise ConfigError(f"{where} cannot be called as factory({given})") from None
+    except ValueError:  # no signature to check (a builtin): let the call decide
+        pass
+    try:
+        judge = factory(model, **options)
+    except AssayError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+    if not isinstance(judge, JudgeModel):
+        raise ConfigError(
+            f"{where} returned a {type(judge).__name__}, not a judge "
+            "(it needs model_id, max_concurrency, prefers_per_statement and generate)"
+        )
+    return judge
 
 
 def get_judge(spec: str | None = None, *, base_url: str | None = None, api_key: str | None = None) -> JudgeModel:
@@ -17,13 +86,17 @@ def get_judge(spec: str | None = None, *, base_url: str | None = None, api_key: 
 
     Args:
         spec: ``local`` (the embedded default), ``local:/path/model.gguf`` (any GGUF file),
-            ``openai:MODEL`` (any OpenAI-compatible server) or ``anthropic:MODEL``.
+            ``openai:MODEL`` (any OpenAI-compatible server), ``anthropic:MODEL``, or
+            ``NAME:MODEL`` for a judge plugin (``assay.judges`` entry point ``NAME``).
             Default: ``$ASSAY_JUDGE``, else ``local``.
-        base_url: For ``openai:``; default ``$OPENAI_BASE_URL``, else OpenAI's.
-        api_key: For ``openai:``; default ``$OPENAI_API_KEY``.
+        base_url: For ``openai:``; default ``$OPENAI_BASE_URL``, else OpenAI's. Passed on
+            to a plugin when given.
+        api_key: For ``openai:``; default ``$OPENAI_API_KEY``. Passed on to a plugin when
+            given.
 
     Raises:
-        ConfigError: the string names no known judge.
+        ConfigError: the string names no known judge, or a plugin fails to load, does
+            not accept the options, or returns something that is not a judge.
     """
     spec = (spec or os.environ.get("ASSAY_JUDGE") or "local").strip()
     kind, _, rest = spec.partition(":")
@@ -43,4 +116,8 @@ def get_judge(spec: str | None = None, *, base_url: str | None = None, api_key: 
         from assay.models._anthropic import AnthropicJudge
 
         return AnthropicJudge(rest, base_url=base_url, api_key=api_key)
-    raise ConfigError(f"unknown judge {spec!r}; use one of: {JUDGE_FORMS}")
+    plugins = judge_plugins()
+    if kind in plugins:
+        options = {k: v for k, v in (("base_url", base_url), ("api_key", api_key)) if v is not None}
+        return _plugin_judge(plugins[kind], rest, options)
+    raise ConfigError(f"unknown judge {spec!r}; use one of: {_forms(plugins)}")
