@@ -85,7 +85,8 @@ def test_resume_refuses_data_that_changed_instead_of_mixing_rows(tmp_path: Path)
     data = tmp_path / "data.jsonl"
     data.write_text(rows(4))
     with FakeOpenAIServer(sentence_judge) as server:
-        code, out = invoke("run", "data.jsonl", "--judge", "openai:m", "--base-url", server.base_url, "--concurrency", "1")
+        base = ("--judge", "openai:m", "--base-url", server.base_url)
+        code, out = invoke("run", "data.jsonl", *base, "--concurrency", "1")
         assert code == 0, out
         run_id = only_run_id()
         cut_short(run_id, keep=2)
@@ -316,3 +317,14 @@ def test_grader_na_is_a_verdict_not_an_unscored_failure_for_the_exit_code(tmp_pa
     assert summary.metrics[grader.name].n_unscored == 3
     assert math.isnan(summary.unscored_share)
     assert exit_code(summary, 0.1)[0] == 3  # nothing was scored at all: still not a success
+
+
+def test_duplicate_ids_in_a_list_of_samples_are_row_errors_naming_the_first_use(tmp_path: Path) -> None:
+    data = records(3)
+    data[2]["id"] = "r0"
+    as_samples = [Sample.model_validate(d) for d in data]
+    for given in (data, as_samples):
+        result = evaluate(given, metric(), FunctionJudge(supported_when_sky), progress=False)
+        assert [r.sample.id for r in result.results] == ["r0", "r1"]
+        (error,) = result.errors
+        assert error.line == 3 and "'r0' already used" in str(error) and "1" in str(error)

@@ -154,29 +154,25 @@ def _reader(data: Any, mapping: Mapping[str, str]) -> tuple[str, Path | None, Ca
     items: Sequence[Any] = data
 
     def read_items(required: Sequence[str]) -> Iterator[Row | SampleError]:
+        seen: dict[str, int] = {}  # ids must be unique here too: resume, gates and comparisons key on them
         for index, item in enumerate(items, start=1):
             if isinstance(item, SampleError | Row):
                 yield item
-            elif isinstance(item, Sample):
-                missing = [name for name in required if not item.field_present(name)]
-                if missing:
-                    names = ", ".join(f"'{m}'" for m in missing)
-                    yield SampleError(f"missing or empty field {names}", source="<samples>", line=index)
-                else:
-                    yield Row(item, index)
+                continue
+            record = item.model_dump(mode="python", exclude_defaults=True) if isinstance(item, Sample) else item
+            try:
+                sample = sample_from_record(
+                    dict(record) if isinstance(record, Mapping) else record,
+                    line=index,
+                    source="<samples>",
+                    required=required,
+                    mapping=mapping,
+                    seen_ids=seen,
+                )
+            except SampleError as exc:
+                yield exc
             else:
-                try:
-                    sample = sample_from_record(
-                        dict(item) if isinstance(item, Mapping) else item,
-                        line=index,
-                        source="<samples>",
-                        required=required,
-                        mapping=mapping,
-                    )
-                except SampleError as exc:
-                    yield exc
-                else:
-                    yield Row(sample, index)
+                yield Row(sample, index)
 
     return f"<{len(items)} samples>", None, read_items
 
