@@ -156,3 +156,43 @@ def test_url_credentials_and_echoed_auth_headers_are_masked_in_free_text() -> No
     # A URL without a scheme has no host to name: the message names it whole, masked.
     assert leaks(host_of(f"{USER}:{PASSWORD}@127.0.0.1:8080/v1?api_key={QUERY_KEY}")) == []
     assert host_of(url) == "api.example.com"
+
+
+def test_a_run_stored_before_urls_were_redacted_never_shows_its_credentials(tmp_path: Path) -> None:
+    """Render-time redaction: the stored URL and the servers' echoes of it stay masked."""
+    from typer.testing import CliRunner
+
+    from assay import Sample, Score, Verdict
+    from assay.cli import app
+    from assay.run import RunSpec, RunStore, SampleResult
+
+    url = f"http://{USER}:{PASSWORD}@127.0.0.1:9/v1?api_key={QUERY_KEY}"
+    with RunStore(tmp_path / "old.sqlite") as store:
+        store.create(RunSpec(run_id="old", judge="openai:fake", judge_model="openai:fake", base_url=url))
+        echo = f"HTTP 404: Unknown path /v1?api_key={QUERY_KEY}chat/completions (user {USER}:{PASSWORD})"
+        failing = Verdict(subject="Grass is red.", value=0, reason=f"the server said {PASSWORD}")
+        scores = {"faithfulness": Score.scored("faithfulness", 0.0, verdicts=[failing])}
+        store.record("old", SampleResult(Sample(id="a", answer="Grass is red.", contexts=("x",)), scores, line=1))
+        unscored = {"faithfulness": Score.unscored("faithfulness", "judge_error", echo)}
+        store.record("old", SampleResult(Sample(id="b", answer="y", contexts=("x",)), unscored, line=2))
+        store.set_status("old", "finished")
+    where = ["--store", str(tmp_path / "old.sqlite")]
+    outputs = {}
+    for command in (
+        ["runs", "show", "old", *where],
+        ["runs", "list", *where],
+        ["runs", "export", "old", *where],
+        ["runs", "export", "old", "--format", "csv", *where],
+        ["runs", "export", "old", "--out", str(tmp_path / "old.jsonl"), *where],
+        ["gate", "old", "--per-sample", "--max-unscored", "1", *where],
+        ["report", "old", "--out", str(tmp_path / "old.html"), *where],
+    ):
+        result = CliRunner().invoke(app, command, env={"COLUMNS": "300"})
+        assert result.exit_code in (0, 1), result.output
+        outputs[" ".join(command[: command.index("--store")])] = result.output
+    assert "127.0.0.1:9" in outputs["runs show old"] and "[redacted]" in outputs["runs show old"]
+    assert "Unknown path /v1?api_key=[redacted]chat/completions" in outputs["runs export old"]
+    printed = {command: found for command, out in outputs.items() if (found := leaks(out))}
+    assert printed == {}, printed
+    written = {name: found for name in ("old.jsonl", "old.html") if (found := leaks((tmp_path / name).read_bytes()))}
+    assert written == {}, written

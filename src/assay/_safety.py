@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
 
 from rich.markup import escape as _escape_markup
 
-__all__ = ["REDACTED", "printable", "redact_secrets", "redact_url", "url_secrets"]
+__all__ = ["REDACTED", "printable", "redact_secrets", "redact_url", "scrub", "url_secrets"]
 
 REDACTED = "[redacted]"
 
@@ -89,6 +91,28 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
         user, _, password = unquote_plus(userinfo).partition(":")
         decoded.append(base64.b64encode(f"{user}:{password}".encode()).decode())
     return tuple(dict.fromkeys(s for s in found + decoded if s))
+
+
+def scrub(value: Any, secrets: Sequence[str]) -> Any:
+    """``value`` with every occurrence of each of ``secrets`` replaced by :data:`REDACTED`.
+
+    Walks strings inside dicts (keys too), lists and tuples; other values are returned as
+    they are. For records stored before their run's URL was redacted, which may hold a
+    server's echo of a credential: pass :func:`url_secrets` of the stored URL. Unlike
+    :func:`redact_secrets`, nothing is masked by its shape, so data is left alone.
+    """
+    secrets = [s for s in secrets if s]
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {scrub(k, secrets): scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(scrub(v, secrets) for v in value)
+    return value
 
 
 def _raw_params(query: str) -> list[tuple[str, str]]:

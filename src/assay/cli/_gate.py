@@ -20,7 +20,7 @@ from typing import Annotated, Any, Final
 import typer
 from rich.table import Table
 
-from assay._safety import printable
+from assay._safety import printable, scrub, url_secrets
 from assay.analysis import (
     GatePolicy,
     GateResult,
@@ -283,7 +283,8 @@ def gate(
                 run_id = store.latest()
                 err_console.print(f"gating the latest run in {printable(str(store_path))}: {printable(run_id)}")
             status = store.info(run_id).status
-            records = list(store.records(run_id))
+            # Masks what a run stored before its URL was redacted may echo of its credentials.
+            records = scrub(list(store.records(run_id)), url_secrets(store.spec(run_id).base_url))
             n_row_errors = len(store.row_errors(run_id))
     except (AssayError, ValueError) as exc:
         raise _usage(str(exc)) from None

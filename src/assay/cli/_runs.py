@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import IO, Annotated, Literal, cast
 
 import typer
 from rich.table import Table
 
-from assay._safety import printable, redact_url
+from assay._safety import printable, redact_url, scrub, url_secrets
 from assay.cli._console import EXIT_USAGE, err_console, fmt_score, out_console
 from assay.errors import AssayError
 from assay.run import RunStore
@@ -71,8 +72,10 @@ def show(run_id: str, store: StoreOption = Path(".assay/runs.sqlite")) -> None:
             f"created {printable(info.created_at, breaks=False)}"
         )
         out_console.print(f"dataset {printable(spec.dataset or '-')} ({printable(spec.dataset_fingerprint)})")
-        # Runs stored before the run spec redacted its URL may still hold credentials in it.
+        # Runs stored before the run spec redacted its URL may still hold credentials in it,
+        # and servers' echoes of them in error messages: redacted here too.
         at = f" at {printable(redact_url(spec.base_url))}" if spec.base_url else ""
+        secrets = url_secrets(spec.base_url)
         out_console.print(
             f"judge {printable(spec.judge)} → {printable(spec.judge_model)}{at}  engine {printable(spec.engine)}"
         )
@@ -106,10 +109,27 @@ def show(run_id: str, store: StoreOption = Path(".assay/runs.sqlite")) -> None:
             for line, sample_id, m, reason, detail in unscored[:20]:
                 out_console.print(
                     f"  line {line} id={printable(sample_id, breaks=False)} {printable(m)}: {printable(reason)} — "
-                    f"{printable(detail or '')}"
+                    f"{printable(scrub(detail or '', secrets))}"
                 )
         for _line, message in runs.row_errors(run_id)[:20]:
-            err_console.print(f"[red]invalid row[/red] {printable(message)}")
+            err_console.print(f"[red]invalid row[/red] {printable(scrub(message, secrets))}")
+
+
+class _Scrubbed(io.TextIOBase):
+    """A text sink that masks ``secrets`` in everything written through it."""
+
+    def __init__(self, handle: IO[str], secrets: tuple[str, ...]) -> None:
+        self._handle = handle
+        self._secrets = secrets
+
+    def write(self, text: str) -> int:
+        self._handle.write(scrub(text, self._secrets))
+        return len(text)
+
+
+def _scrubbing(handle: IO[str], secrets: tuple[str, ...]) -> IO[str]:
+    """``handle``, or (for a run stored with credentials in its URL) a sink that masks them."""
+    return cast(IO[str], _Scrubbed(handle, secrets)) if secrets else handle
 
 
 @runs_app.command("export")
@@ -128,11 +148,12 @@ def export(
     kind: Literal["jsonl", "csv"] = "jsonl" if fmt == "jsonl" else "csv"
     with _open(store) as runs:
         try:
+            secrets = url_secrets(runs.spec(run_id).base_url)
             if out is None:
-                n = runs.export(run_id, sys.stdout, kind)
+                n = runs.export(run_id, _scrubbing(sys.stdout, secrets), kind)
             else:
                 with out.open("w", encoding="utf-8", newline="") as handle:
-                    n = runs.export(run_id, handle, kind)
+                    n = runs.export(run_id, _scrubbing(handle, secrets), kind)
         except AssayError as exc:
             err_console.print(f"[red]error:[/red] {printable(str(exc))}")
             raise typer.Exit(EXIT_USAGE) from None

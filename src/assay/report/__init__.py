@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from assay._safety import scrub, url_secrets
 from assay.analysis import GatePolicy, analyze_repeats, evaluate_gate, metrics_in
 from assay.errors import ConfigError
 from assay.report._build import (
@@ -111,13 +112,16 @@ def load_report(
     pass_mark = _pass_mark(threshold, gate)
     info = store.info(run_id)
     other = store.info(compare) if compare is not None else None
-    records = list(store.records(run_id))
+    # A run stored before its spec redacted the base URL may hold a server's echo of a
+    # credential in that URL (an error body): mask them all at render time.
+    secrets = [*url_secrets(info.spec.base_url), *url_secrets(other.spec.base_url if other else None)]
+    records = scrub(list(store.records(run_id)), secrets)
     report = build_report(
         info,
         records,
-        row_errors=store.row_errors(run_id),
+        row_errors=scrub(store.row_errors(run_id), secrets),
         other=other,
-        other_records=store.records(compare) if compare is not None else (),
+        other_records=scrub(list(store.records(compare)), secrets) if compare is not None else (),
         threshold=pass_mark,
         prices=prices,
         seed=seed,
