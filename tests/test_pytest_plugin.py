@@ -48,10 +48,10 @@ def sample(answer):
 """
 
 
-def run(pytester: pytest.Pytester, body: str, *args: str) -> pytest.RunResult:
+def run(pytester: pytest.Pytester, body: str, *args: str, **kwargs: bool) -> pytest.RunResult:
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester.makepyfile(test_inner=JUDGE + body)
-    return pytester.runpytest(*PLUGIN_ARGS, *args, "-p", "no:cacheprovider")
+    return pytester.runpytest(*PLUGIN_ARGS, *args, "-p", "no:cacheprovider", **kwargs)
 
 
 def test_assert_faithful_passes_and_returns_the_score(pytester: pytest.Pytester) -> None:
@@ -272,6 +272,7 @@ def test_stop():
 """,
         "--assay-store",
         "runs.sqlite",
+        no_reraise_ctrlc=True,  # the inner session's Ctrl-C must not stop this one
     )
     assert result.ret == pytest.ExitCode.INTERRUPTED
     with RunStore(pytester.path / "runs.sqlite") as store:
