@@ -1,0 +1,462 @@
+r"""Evidence selection: the few context sentences that bear on one statement.
+
+The verifier asks a small local judge whether a statement is supported. Showing it every
+context costs prompt tokens on every call; showing it only the sentences that bear on the
+statement costs a fraction. :class:`ContextIndex` splits a sample's contexts into
+sentences once, indexes them, and for each statement returns an :class:`Evidence`: the
+best-scoring sentences, each widened by its neighbours, merged, in document order and
+within a character budget, with exact character offsets into the contexts.
+
+Scoring (the figures behind each default are in ``docs/design/judging.md``, section
+"Evidence selection", measured with ``benchmarks/evidence_recall.py`` on WiCE dev):
+
+- **BM25**: Okapi BM25 with ``k1 = 1.2``, ``b = 0.75`` over lower-cased ``\w+`` tokens
+  minus a small stopword list; every sentence is a document. The IDF is Lucene's
+  ``log(1 + (N - n + 0.5) / (n + 0.5))`` (never negative, unlike the original
+  ``log((N - n + 0.5) / (n + 0.5))``); each distinct query term counts once.
+- **Embeddings** (extra ``embeddings``): cosine similarity of all-MiniLM-L6-v2 vectors
+  (:class:`assay.retrieval.MiniLMEncoder`, offline); sentences are embedded once per index.
+- **Fusion**: reciprocal-rank fusion, ``score = 1/(60 + rank_bm25) + 1/(60 + rank_cosine)``
+  (ranks from 1; a sentence that shares no term with the statement has no BM25 rank and
+  gets the cosine term only). Without embeddings the score is the raw BM25 score.
+
+A sentence that shares no term with the statement has BM25 score 0 and is never chosen
+by BM25 alone: without embeddings, a statement with no word in common with any context
+gets an empty :class:`Evidence` (``best is None``), and the caller decides what that means.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from assay.errors import ConfigError, MissingExtraError
+from assay.metrics._decompose import _segmenter, text_pieces
+
+if TYPE_CHECKING:
+    from assay.retrieval._judges import Encoder
+
+__all__ = ["ContextIndex", "Evidence", "EvidenceSpan"]
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+RRF_K = 60
+"""Reciprocal-rank fusion constant (Cormack, Clarke and Buettcher, 2009)."""
+
+MAX_SENTENCE_CHARS = 600
+"""A "sentence" longer than this (a table row, a list without full stops) is indexed in
+pieces of at most this many characters, cut at whitespace, so that the part that bears on
+a statement can be chosen without the rest. MiniLM reads 256 tokens, about 1,000 characters:
+a piece is always embedded whole."""
+
+# fmt: off
+STOPWORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did", "do",
+    "does", "for", "from", "had", "has", "have", "he", "her", "his", "i", "if", "in", "into", "is",
+    "it", "its", "may", "might", "of", "on", "or", "our", "she", "should", "so", "than", "that",
+    "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "was", "we",
+    "were", "what", "when", "where", "which", "while", "who", "will", "with", "would", "you",
+    "your",
+})
+# fmt: on
+
+_WORD = re.compile(r"\w+")
+_SPACE = re.compile(r"\s")
+
+
+def _tokens(text: str) -> list[str]:
+    return [t for t in _WORD.findall(text.lower()) if t not in STOPWORDS]
+
+
+@dataclass(frozen=True)
+class EvidenceSpan:
+    """One selected sentence: ``contexts[context][start:end] == text``.
+
+    ``score`` is the sentence's own relevance to the statement (the fused score, or BM25
+    without embeddings); a neighbour added for context may score 0.
+    """
+
+    context: int
+    start: int
+    end: int
+    text: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The sentences chosen for one statement, in document order.
+
+    ``best`` is the top-scoring sentence (the one to show as "the supporting sentence"),
+    ``None`` when nothing was chosen. Built by :meth:`ContextIndex.select`.
+    """
+
+    spans: tuple[EvidenceSpan, ...] = ()
+    best: EvidenceSpan | None = None
+    _blocks: tuple[str, ...] = field(default=(), repr=False)
+
+    def blocks(self) -> list[str]:
+        """One string per contiguous run of chosen sentences, in document order (for the prompt).
+
+        A run is the context's own text from its first sentence's start to its last
+        sentence's end, whitespace and line breaks included.
+        """
+        return list(self._blocks)
+
+    @property
+    def chars(self) -> int:
+        """Total characters of :meth:`blocks` (what the budget limits)."""
+        return sum(len(b) for b in self._blocks)
+
+
+def _cut_end(text: str, start: int, end: int, limit: int) -> int:
+    """Where to end ``text[start:end]`` to keep at most ``limit`` characters, at whitespace if possible."""
+    if end - start <= limit:
+        return end
+    hard = start + limit
+    spaces = [m.start() for m in _SPACE.finditer(text, start + limit // 2, hard + 1)]
+    cut = spaces[-1] if spaces else hard
+    while cut > start and text[cut - 1].isspace():
+        cut -= 1
+    return cut if cut > start else hard
+
+
+def _pieces(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """``text[start:end]`` as pieces of at most :data:`MAX_SENTENCE_CHARS` characters."""
+    out: list[tuple[int, int]] = []
+    while end - start > MAX_SENTENCE_CHARS:
+        cut = _cut_end(text, start, end, MAX_SENTENCE_CHARS)
+        out.append((start, cut))
+        start = cut
+        while start < end and text[start].isspace():
+            start += 1
+    if start < end:
+        out.append((start, end))
+    return out
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every sentence of ``text``, in order, covering all its non-space text.
+
+    Sentences come from pysbd (the project's segmenter, read piece by piece for long texts,
+    see :func:`assay.metrics._decompose.text_pieces`) and are located in ``text`` in order,
+    so the offsets are exact. Text between located sentences (should the segmenter ever
+    change a sentence so it cannot be found) becomes a span of its own, so nothing is lost.
+    Spans longer than :data:`MAX_SENTENCE_CHARS` are cut into pieces at whitespace.
+    """
+    segmenter = _segmenter("en")
+    found: list[tuple[int, int]] = []
+    cursor = 0
+
+    def gap(upto: int) -> None:
+        chunk = text[cursor:upto]
+        if chunk.strip():
+            lead = len(chunk) - len(chunk.lstrip())
+            found.append((cursor + lead, cursor + len(chunk.rstrip())))
+
+    for piece in text_pieces(text):
+        for raw in segmenter.segment(piece):
+            sentence = raw.strip()
+            if not sentence:
+                continue
+            at = text.find(sentence, cursor)
+            if at < 0:
+                continue
+            gap(at)
+            found.append((at, at + len(sentence)))
+            cursor = at + len(sentence)
+    gap(len(text))
+    return [p for start, end in found for p in _pieces(text, start, end)]
+
+
+@lru_cache(maxsize=1)
+def _shared_minilm() -> Encoder:
+    from assay.retrieval._judges import MiniLMEncoder
+
+    encoder = MiniLMEncoder()
+    encoder.encode([])  # loads the model now: a missing extra raises here, once
+    return encoder
+
+
+_MINILM_LOCK = threading.Lock()
+
+
+def _default_encoder(required: bool) -> Encoder | None:
+    with _MINILM_LOCK:
+        try:
+            return _shared_minilm()
+        except MissingExtraError:
+            if required:
+                raise
+            return None
+
+
+def _check_count(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"ContextIndex.select: {name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, eq=False)
+class ContextIndex:
+    """A sample's contexts split into sentences once and indexed for :meth:`select`.
+
+    Build it with :meth:`build`; call :meth:`select` once per statement.
+    """
+
+    contexts: tuple[str, ...] = field(repr=False)
+    where: NDArray[np.int64] = field(repr=False)
+    """``(n, 3)``: each sentence's context index, start and end offsets."""
+    texts: tuple[str, ...] = field(repr=False)
+    _postings: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]] = field(repr=False)
+    _vectors: NDArray[np.float32] | None = field(repr=False)
+    _encoder: Encoder | None = field(repr=False)
+
+    @classmethod
+    def build(
+        cls,
+        contexts: Sequence[str],
+        *,
+        embed: bool | None = None,
+        encoder: Encoder | None = None,
+    ) -> ContextIndex:
+        """Split ``contexts`` into sentences, index them with BM25 and, if asked, embed them.
+
+        Args:
+            contexts: the sample's retrieved contexts (any may be empty).
+            embed: ``True`` embeds the sentences (raises
+                :class:`~assay.errors.MissingExtraError` without the ``embeddings`` extra),
+                ``False`` uses BM25 alone, ``None`` embeds when the extra is installed.
+            encoder: the encoder to use instead of the shared MiniLM (implies embedding).
+
+        Raises:
+            ConfigError: ``contexts`` is not a sequence of strings, or ``encoder`` is given
+                with ``embed=False``.
+        """
+        if isinstance(contexts, str) or not isinstance(contexts, Sequence):
+            raise ConfigError(f"ContextIndex.build: contexts must be a list of strings, got {type(contexts).__name__}")
+        for i, context in enumerate(contexts):
+            if not isinstance(context, str):
+                raise ConfigError(f"ContextIndex.build: contexts[{i}] must be a string, got {type(context).__name__}")
+        if encoder is not None and embed is False:
+            raise ConfigError("ContextIndex.build: an encoder was given with embed=False")
+        rows = [(c, s, e) for c, text in enumerate(contexts) for s, e in sentence_spans(text)]
+        texts = tuple(contexts[c][s:e] for c, s, e in rows)
+        where = np.asarray(rows, dtype=np.int64).reshape(len(rows), 3)
+        if encoder is None and embed is not False:
+            encoder = _default_encoder(required=embed is True)
+        vectors = encoder.encode(texts) if encoder is not None and texts else None
+        return cls(tuple(contexts), where, texts, _bm25_postings(texts), vectors, encoder)
+
+    def __len__(self) -> int:
+        """Number of indexed sentences."""
+        return len(self.texts)
+
+    @property
+    def embedded(self) -> bool:
+        """Whether sentences were embedded (scores are fused) or BM25 alone is used."""
+        return self._encoder is not None
+
+    def bm25(self, statement: str) -> NDArray[np.float64]:
+        """BM25 score of every sentence for ``statement`` (0 where no term is shared)."""
+        scores = np.zeros(len(self.texts), dtype=np.float64)
+        for term in set(_tokens(statement)):
+            posting = self._postings.get(term)
+            if posting is not None:
+                scores[posting[0]] += posting[1]
+        return scores
+
+    def cosine(self, statement: str) -> NDArray[np.float64] | None:
+        """Cosine similarity of every sentence to ``statement``; ``None`` without embeddings."""
+        if self._encoder is None:
+            return None
+        if self._vectors is None:
+            return np.zeros(0, dtype=np.float64)
+        query = self._encoder.encode([statement])[0].astype(np.float64)
+        return np.asarray(self._vectors.astype(np.float64) @ query, dtype=np.float64)
+
+    def scores(self, statement: str) -> NDArray[np.float64]:
+        """The score :meth:`select` ranks by: fused (with embeddings) or BM25 (without).
+
+        A statement without a single word token scores 0 everywhere.
+        """
+        bm25 = self.bm25(statement)
+        if not _WORD.search(statement):
+            return np.zeros_like(bm25)
+        cosine = self.cosine(statement)
+        if cosine is None:
+            return bm25
+        return rrf(bm25, cosine)
+
+    def select(
+        self,
+        statement: str,
+        *,
+        budget_chars: int = 1200,
+        top_k: int = 4,
+        neighbours: int = 1,
+        exclude: Callable[[str], bool] | None = None,
+    ) -> Evidence:
+        """The sentences that bear on ``statement``, widened by neighbours, within a budget.
+
+        The ``top_k`` best-scoring sentences (score > 0) are taken first, best first, each
+        only if it fits in what is left of the budget; then, for each of them in the same
+        order, ``neighbours`` sentences on each side within the same context, nearest first,
+        each only if it fits and keeps its window contiguous. Overlapping windows merge.
+        A sentence is never cut, except the best one when it alone exceeds the budget (it
+        is then cut to the budget, at whitespace where possible).
+
+        Args:
+            statement: the statement to find evidence for.
+            budget_chars: the most characters :meth:`Evidence.blocks` may hold in total.
+            top_k: how many best-scoring sentences to start from.
+            neighbours: sentences to add on each side of each of them.
+            exclude: sentences for which it returns true are never chosen, as a match or
+                as a neighbour (and break a window: the run stops before them).
+
+        Raises:
+            ConfigError: a count is not an integer or is out of range.
+        """
+        budget = _check_count("budget_chars", budget_chars, 1)
+        k = _check_count("top_k", top_k, 1)
+        reach = _check_count("neighbours", neighbours, 0)
+        return self._assemble(self.scores(statement), budget, k, reach, exclude)
+
+    def _assemble(
+        self,
+        scores: NDArray[np.float64],
+        budget: int,
+        top_k: int,
+        neighbours: int,
+        exclude: Callable[[str], bool] | None,
+    ) -> Evidence:
+        n = len(self.texts)
+        if n == 0:
+            return Evidence()
+        excluded: dict[int, bool] = {}
+
+        def allowed(i: int) -> bool:
+            if exclude is None:
+                return True
+            if i not in excluded:
+                excluded[i] = bool(exclude(self.texts[i]))
+            return not excluded[i]
+
+        seeds: list[int] = []
+        for i in np.argsort(-scores, kind="stable").tolist():
+            if scores[i] <= 0 or len(seeds) == top_k:
+                break
+            if allowed(i):
+                seeds.append(i)
+        if not seeds:
+            return Evidence()
+
+        chosen: set[int] = set()
+        ends: dict[int, int] = {}
+
+        def fits(extra: int) -> bool:
+            return self._runs_chars(sorted(chosen | {extra}), ends) <= budget
+
+        c, start, end = (int(x) for x in self.where[seeds[0]])
+        if end - start > budget:  # the best sentence alone exceeds the budget: cut it, take nothing else
+            ends[seeds[0]] = _cut_end(self.contexts[c], start, end, budget)
+            chosen.add(seeds[0])
+        for seed in seeds:
+            if seed not in chosen and fits(seed):
+                chosen.add(seed)
+        ctx = self.where[:, 0]
+        for seed in [s for s in seeds if s in chosen]:
+            for distance in range(1, neighbours + 1):
+                for j, toward in ((seed - distance, 1), (seed + distance, -1)):
+                    if (
+                        0 <= j < n
+                        and j not in chosen
+                        and ctx[j] == ctx[seed]
+                        and j + toward in chosen
+                        and allowed(j)
+                        and fits(j)
+                    ):
+                        chosen.add(j)
+        return self._evidence(sorted(chosen), seeds, ends, scores)
+
+    def _runs(self, picked: list[int], ends: dict[int, int]) -> list[tuple[int, int, int]]:
+        """``(context, start, end)`` of each run of consecutive chosen sentences."""
+        runs: list[tuple[int, int, int]] = []
+        previous = -2
+        for i in picked:
+            c, start, end = (int(x) for x in self.where[i])
+            end = ends.get(i, end)
+            if i == previous + 1 and runs and runs[-1][0] == c:
+                runs[-1] = (c, runs[-1][1], end)
+            else:
+                runs.append((c, start, end))
+            previous = i
+        return runs
+
+    def _runs_chars(self, picked: list[int], ends: dict[int, int]) -> int:
+        return sum(end - start for _, start, end in self._runs(picked, ends))
+
+    def _evidence(
+        self, picked: list[int], seeds: list[int], ends: dict[int, int], scores: NDArray[np.float64]
+    ) -> Evidence:
+        spans: dict[int, EvidenceSpan] = {}
+        for i in picked:
+            c, start, end = (int(x) for x in self.where[i])
+            end = ends.get(i, end)
+            spans[i] = EvidenceSpan(c, start, end, self.contexts[c][start:end], float(scores[i]))
+        best = next(spans[s] for s in seeds if s in spans)
+        blocks = tuple(self.contexts[c][start:end] for c, start, end in self._runs(picked, ends))
+        return Evidence(tuple(spans[i] for i in picked), best, blocks)
+
+
+def _bm25_postings(texts: Sequence[str]) -> dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]]:
+    """Per term: the sentences holding it and its precomputed BM25 weight in each."""
+    counts = [Counter(_tokens(t)) for t in texts]
+    if not counts:
+        return {}
+    lengths = np.asarray([sum(c.values()) for c in counts], dtype=np.float64)
+    mean = float(lengths.mean()) or 1.0
+    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / mean)
+    docs: dict[str, list[int]] = {}
+    freqs: dict[str, list[int]] = {}
+    for i, c in enumerate(counts):
+        for term, tf in c.items():
+            docs.setdefault(term, []).append(i)
+            freqs.setdefault(term, []).append(tf)
+    n = len(texts)
+    postings: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
+    for term, where in docs.items():
+        idx = np.asarray(where, dtype=np.int64)
+        freq = np.asarray(freqs[term], dtype=np.float64)
+        idf = math.log(1.0 + (n - len(where) + 0.5) / (len(where) + 0.5))
+        postings[term] = (idx, idf * freq * (BM25_K1 + 1.0) / (freq + norm[idx]))
+    return postings
+
+
+def _ranks(scores: NDArray[np.float64], mask: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """1-based rank of each score (higher first, ties in document order); ``inf`` outside ``mask``."""
+    ranks = np.full(len(scores), np.inf)
+    candidates = np.flatnonzero(mask)
+    order = candidates[np.argsort(-scores[candidates], kind="stable")]
+    ranks[order] = np.arange(1, len(order) + 1)
+    return ranks
+
+
+def rrf(bm25: NDArray[np.float64], cosine: NDArray[np.float64], k: int = RRF_K) -> NDArray[np.float64]:
+    """Reciprocal-rank fusion: ``1/(k + rank_bm25) + 1/(k + rank_cosine)``.
+
+    Sentences with BM25 score 0 have no BM25 rank (their first term is 0); every sentence
+    has a cosine rank.
+    """
+    everyone = np.ones(len(cosine), dtype=bool)
+    fused: NDArray[np.float64] = 1.0 / (k + _ranks(bm25, bm25 > 0)) + 1.0 / (k + _ranks(cosine, everyone))
+    return fused
