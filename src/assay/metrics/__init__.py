@@ -10,6 +10,14 @@ from assay.metrics._agent import AgentGoalAccuracy
 from assay.metrics._base import Metric, missing_fields, score_safely
 from assay.metrics._composite import Aggregate, CompositeMetric, CompositeRun, Outputs, SubMetric, SubResult
 from assay.metrics._decompose import Decomposer, Decomposition, LLMDecomposer, SentenceDecomposer
+from assay.metrics._details import (
+    DETAIL_FEATURES,
+    DetailCombiner,
+    DetailFeatures,
+    default_detail_combiner,
+    detail_features,
+    load_detail_combiner,
+)
 from assay.metrics._faithfulness import Faithfulness
 from assay.metrics._graders import BinaryJudgeGrader, CombinedGrader, RangeJudgeGrader, Shot, TemplatedPromptJudgeGrader
 from assay.metrics._rag import AnswerRelevancy, ContextPrecision, ContextRecall, FactualCorrectness
@@ -20,6 +28,7 @@ from assay.metrics._trace import TraceFormatter
 from assay.metrics._verify import StatementVerifier
 
 __all__ = [
+    "DETAIL_FEATURES",
     "AgentGoalAccuracy",
     "Aggregate",
     "AnswerRelevancy",
@@ -31,6 +40,8 @@ __all__ = [
     "ContextRecall",
     "Decomposer",
     "Decomposition",
+    "DetailCombiner",
+    "DetailFeatures",
     "FactualCorrectness",
     "Faithfulness",
     "LLMDecomposer",
@@ -47,6 +58,9 @@ __all__ = [
     "ToolCallAccuracy",
     "TraceFormatter",
     "build_metric",
+    "default_detail_combiner",
+    "detail_features",
+    "load_detail_combiner",
     "metric_entries",
     "metric_from_spec",
     "missing_fields",
