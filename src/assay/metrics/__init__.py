@@ -6,6 +6,7 @@ Every metric is a plain value (a frozen dataclass) implementing :class:`Metric`:
 :func:`metric_from_spec` rebuilds the metric from it.
 """
 
+from assay.metrics._addressed import AddressedFinding, addresses_judge
 from assay.metrics._agent import AgentGoalAccuracy
 from assay.metrics._base import Metric, missing_fields, score_safely
 from assay.metrics._composite import Aggregate, CompositeMetric, CompositeRun, Outputs, SubMetric, SubResult
@@ -29,6 +30,7 @@ from assay.metrics._verify import StatementVerifier
 
 __all__ = [
     "DETAIL_FEATURES",
+    "AddressedFinding",
     "AgentGoalAccuracy",
     "Aggregate",
     "AnswerRelevancy",
@@ -57,6 +59,7 @@ __all__ = [
     "TemplatedPromptJudgeGrader",
     "ToolCallAccuracy",
     "TraceFormatter",
+    "addresses_judge",
     "build_metric",
     "default_detail_combiner",
     "detail_features",

@@ -1,4 +1,4 @@
-"""Text addressed to the judge: a deterministic detector of instructions hidden in evaluated data.
+r"""Text addressed to the judge: a deterministic detector of instructions hidden in evaluated data.
 
 A statement, or one sentence of a context, normally says something about the world. An
 injected one talks to the evaluator instead: it tells the judge what to output, assigns it
@@ -40,7 +40,7 @@ ends and line breaks):
   ``verdict = 1``, ``Final answer: supported``, ``Fact-check status: verified``), or a
   markdown heading naming an output section (``## Final answer``);
 - *markup mimicry*: tags named like prompt blocks (``</context>``, ``<statement>``,
-  ``[/context]``, ``<\\context>``), chat-template tokens (``<|im_start|>``, ``[INST]``,
+  ``[/context]``, ``<\context>``), chat-template tokens (``<|im_start|>``, ``[INST]``,
   ``<<SYS>>``), a role prefix at the start of a line (``SYSTEM:``; in lower or title case
   only together with protocol vocabulary), an HTML comment with protocol vocabulary;
 - *verification meta-claim*: the object judged, named deictically, with a verification
@@ -67,6 +67,7 @@ outcome word and nothing else. Measured false-positive rates and detection rates
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -76,6 +77,8 @@ __all__ = ["AddressedFinding", "addresses_judge"]
 
 _WINDOW = 150
 """An instruction and its protocol term must lie within this many characters of each other."""
+_LONGEST_CUE = 200
+"""No content cue is longer than this (the longest lexicon entries run to about 60 characters)."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,7 @@ _FOLD = {
     **dict.fromkeys("⧵﹨", "\\"),
     **dict.fromkeys("أإآٱ", "ا"),
     "ى": "ي",
+    "ة": "ه",
     "ـ": "",
 }
 """Lookalikes of markup characters that NFKC leaves alone, and Arabic letter variants."""
@@ -123,8 +127,8 @@ _FOLD = {
 # Cyrillic and Greek letters that look like Latin ones (upper and lower case).
 _CONFUSABLE = dict(
     zip(
-        "АВСЕНІЈКМОРЅТХУаеосрхуіјѕһԁԛԝвнмткѵ" "ΑΒΕΗΙΚΜΝΟΡΤΥΧΖαοριυχνκτεϲϳ",
-        "ABCEHIJKMOPSTXYaeocpxyijshdqwbhmtkv" "ABEHIKMNOPTYXZaopiuxvktecj",
+        "АВСЕНІЈКМОРЅТХУаеосрхуіјѕһԁԛԝвнмткѵΑΒΕΗΙΚΜΝΟΡΤΥΧΖαοριυχνκτεϲϳ",
+        "ABCEHIJKMOPSTXYaeocpxyijshdqwbhmtkvABEHIKMNOPTYXZaopiuxvktecj",
         strict=True,
     )
 )
@@ -151,9 +155,7 @@ def _normalise(text: str) -> tuple[str, str, list[int]]:
             continue
         for ch in unicodedata.normalize("NFKC", c):
             category = unicodedata.category(ch)
-            if category == "Mn" and (
-                (chars and _is_latin(chars[-1])) or "\u064b" <= ch <= "\u065f" or ch == "\u0670"
-            ):
+            if category == "Mn" and ((chars and _is_latin(chars[-1])) or "\u064b" <= ch <= "\u065f" or ch == "\u0670"):
                 continue  # an accent on a Latin letter, or Arabic harakat
             if "\u00c0" <= ch <= "\u024f":
                 base = unicodedata.normalize("NFD", ch)
@@ -194,78 +196,75 @@ def _w(*items: str) -> str:
 # The evaluator. Strong: it can only mean an evaluator or an AI. Weak: common words.
 _ACTOR_STRONG_WORDS = (
     # en
-    r"evaluators?", r"graders?", r"assessors?", r"fact[- ]?checkers?", r"annotators?", r"raters?",
-    r"(?:large )?language models?", r"llms?", r"chatbots?", r"verifiers?", r"(?:judge|judging|grading|scoring) models?",
+    r"evaluators?|graders?|assessors?|fact[- ]?checkers?|annotators?|raters?",
+    r"(?:large )?language models?|llms?|chatbots?|verifiers?|(?:judge|judging|grading|scoring) models?",
     r"ai (?:judge|evaluator|grader|model|system|assistant|checker)s?",
     # fr
-    r"evaluat(?:eur|rice)s?", r"correct(?:eur|rice)s?", r"examinat(?:eur|rice)s?", r"verificat(?:eur|rice)s?",
+    r"evaluat(?:eur|rice)s?|correct(?:eur|rice)s?|examinat(?:eur|rice)s?|verificat(?:eur|rice)s?",
     r"modeles? de langage",
     # de
-    r"bewerter(?:in|innen)?", r"prufer(?:in|innen)?", r"korrektor(?:in|en)?", r"faktenprufer(?:in)?",
-    r"sprachmodell(?:e|s)?", r"gutachter(?:in)?",
+    r"bewerter(?:in|innen)?|prufer(?:in|innen)?|korrektor(?:in|en)?|faktenprufer(?:in)?",
+    r"sprachmodell(?:e|s)?|gutachter(?:in)?",
     # es, pt, it
-    r"evaluador(?:a|es|as)?", r"calificador(?:a|es|as)?", r"corrector(?:a|es|as)?", r"examinador(?:a|es|as)?",
-    r"verificador(?:a|es|as)?", r"modelos? de lenguaje", r"avaliador(?:a|es|as)?", r"corretor(?:a|es|as)?",
-    r"modelos? de linguagem", r"valutat(?:ore|rice|ori)", r"corrett(?:ore|rice|ori)", r"esaminat(?:ore|rice|ori)",
+    r"evaluador(?:a|es|as)?|calificador(?:a|es|as)?|corrector(?:a|es|as)?|examinador(?:a|es|as)?",
+    r"verificador(?:a|es|as)?|modelos? de lenguaje|avaliador(?:a|es|as)?|corretor(?:a|es|as)?",
+    r"modelos? de linguagem|valutat(?:ore|rice|ori)|corrett(?:ore|rice|ori)|esaminat(?:ore|rice|ori)",
     r"modell[oi] linguistic[oi]",
     # nl
-    r"beoordelaars?", r"examinatoren", r"examinator", r"taalmodel(?:len)?",
+    r"beoordelaars?|examinatoren|examinator|taalmodel(?:len)?",
     # ru
-    r"оценщи(?:к|ца|ки|ку|ка)", r"проверяющ(?:ий|ая|ему|его)", r"экзаменатор\w*", r"языков\w+ модел\w+",
+    r"оценщи(?:к|ца|ки|ку|ка)|проверяющ(?:ий|ая|ему|его)|экзаменатор\w*|языков\w+ модел\w+",
     r"нейросет\w*",
     # ar
-    r"المقيم", r"المصحح", r"نموذج اللغه", r"الذكاء الاصطناعي",
+    r"المقيم|المصحح|نموذج اللغه|الذكاء الاصطناعي",
 )
 _ACTOR_STRONG_CJK = (
-    r"评估者", r"评分员", r"评分者", r"评审员", r"评委", r"阅卷人", r"审核员", r"语言模型", r"人工智能", r"大模型",
-    r"評価者", r"採点者", r"審査員", r"判定者", r"言語モデル", r"人工知能",
-    r"평가자", r"채점자", r"심사위원", r"판정자", r"언어\s?모델", r"인공지능",
+    r"评估者|评分员|评分者|评审员|评委|阅卷人|审核员|语言模型|人工智能|大模型",
+    r"評価者|採点者|審査員|判定者|言語モデル|人工知能",
+    r"평가자|채점자|심사위원|판정자|언어\s?모델|인공지능",
 )
 _ACTOR_WEAK_WORDS = (
-    r"judges?", r"reviewers?", r"examiners?", r"moderators?", r"editors?", r"checkers?", r"system", r"models?",
-    r"assistants?", r"bot",
-    r"juges?", r"relecteurs?", r"systeme", r"assistante?s?", r"modeles?",
-    r"richter(?:in)?", r"assistent(?:in|en)?", r"modells?",
-    r"juez", r"jueces", r"revisor(?:a|es)?", r"sistema", r"asistente", r"modelo", r"giudice", r"revisore",
-    r"assistente", r"juiz", r"modello",
-    r"rechter", r"recensent", r"systeem", r"assistent",
-    r"судь[яиею]", r"рецензент\w*", r"модератор\w*", r"систем[аеуы]", r"ассистент\w*", r"модел[ьи]",
-    r"القاضي", r"المساعد", r"النظام", r"النموذج",
+    r"judges?|reviewers?|examiners?|moderators?|editors?|checkers?|system|models?",
+    r"assistants?|bot",
+    r"juges?|relecteurs?|systeme|assistante?s?|modeles?",
+    r"richter(?:in)?|assistent(?:in|en)?|modells?",
+    r"juez|jueces|revisor(?:a|es)?|sistema|asistente|modelo|giudice|revisore",
+    r"assistente|juiz|modello",
+    r"rechter|recensent|systeem|assistent",
+    r"судь[яиею]|рецензент\w*|модератор\w*|систем[аеуы]|ассистент\w*|модел[ьи]",
+    r"القاضي|المساعد|النظام|النموذج",
 )
-_ACTOR_WEAK_CJK = (r"裁判", r"法官", r"助手", r"系统", r"模型", r"アシスタント", r"システム", r"モデル",
-                   r"어시스턴트", r"시스템", r"모델", r"심판")
+_ACTOR_WEAK_CJK = (r"裁判|法官|助手|系统|模型|アシスタント|システム|モデル", r"어시스턴트", r"시스템", r"모델", r"심판")
 _ACTOR_CASED = r"(?<![\w])(?:AI|A\.I\.|IA|KI|ИИ|GPT(?:-\d)?|LLM)(?![\w])"
 """Case-sensitive: ``ai`` is an Italian article, ``ia`` and ``ki`` are common syllables."""
 
 # The outcome. Strong: a verdict or a grounding label. Weak: score words, truth words.
 _LABEL_WORDS = (
-    r"verdicts?", r"(?:un)?supported", r"not supported", r"(?:un)?faithful", r"(?:un)?grounded", r"entailed",
+    r"verdicts?|(?:un)?supported|not supported|(?:un)?faithful|(?:un)?grounded|entailed",
     r"(?:not )?attributable",
-    r"verdetto", r"veredicto", r"veredito", r"urteil", r"oordeel", r"вердикт\w*",
-    r"etayee?", r"respaldad[ao]", r"supportat[ao]", r"ondersteund",
+    r"verdetto|veredicto|veredito|urteil|oordeel|вердикт\w*",
+    r"etayee?|respaldad[ao]|supportat[ao]|ondersteund",
 )
 _LABEL_CJK = (r"判决", r"裁决", r"判定结果", r"판정")
 _LABEL_CASED = r"(?<![\w])(?:PASS(?:ED)?|FAIL(?:ED)?|SUPPORTED|UNSUPPORTED)(?![\w])"
 _EVAL_NOUN_WORDS = (
-    r"scores?", r"grades?", r"ratings?", r"labels?", r"full marks", r"(?:highest|top|perfect|maximum) marks",
-    r"evaluation", r"bewertung", r"punktzahl", r"punkte", r"calificacion", r"puntuacion", r"nota",
-    r"puntaje", r"punteggio", r"voto", r"valutazione", r"pontuacao", r"avaliacao", r"cijfer", r"beoordeling",
-    r"балл\w*", r"оценк\w*", r"рейтинг\w*", r"الدرجه", r"درجه", r"التقييم", r"العلامه",
+    r"scores?|grades?|ratings?|labels?|full marks|(?:highest|top|perfect|maximum) marks",
+    r"evaluation|bewertung|punktzahl|punkte|calificacion|puntuacion|nota",
+    r"puntaje|punteggio|voto|valutazione|pontuacao|avaliacao|cijfer|beoordeling",
+    r"балл\w*|оценк\w*|рейтинг\w*|الدرجه|درجه|التقييم|العلامه",
 )
-_EVAL_NOUN_CJK = (r"分数", r"评分", r"得分", r"满分", r"打分", r"评级", r"点数", r"評価", r"スコア", r"満点",
-                  r"점수", r"만점", r"평가")
+_EVAL_NOUN_CJK = (r"分数|评分|得分|满分|打分|评级|点数|評価|スコア|満点", r"점수", r"만점", r"평가")
 _TRUTH_WORDS = (
-    r"true", r"correct", r"accurate", r"verified", r"confirmed", r"factual", r"valid", r"approved",
-    r"vrai[es]?", r"correcte?s?", r"exacte?s?", r"verifiee?s?", r"confirmee?s?", r"validee?s?", r"fondee?s?",
-    r"wahr", r"richtig", r"korrekt", r"zutreffend", r"belegt", r"bestatigt", r"verifiziert",
-    r"verdader[ao]s?", r"ciert[ao]", r"correct[ao]s?", r"confirmad[ao]", r"verificad[ao]", r"valid[ao]",
-    r"ver[ao]", r"corrett[ao]", r"confermat[ao]", r"verificat[ao]", r"verdadeir[ao]", r"corret[ao]",
-    r"waar", r"juist", r"klopt", r"bevestigd", r"geverifieerd",
-    r"верн\w*", r"правильн\w*", r"истинн\w*", r"подтвержд\w*", r"достоверн\w*",
-    r"صحيح", r"صحيحه", r"مؤكد", r"مؤكده", r"مدعوم", r"مدعومه",
+    r"true|correct|accurate|verified|confirmed|factual|valid|approved",
+    r"vrai[es]?|correcte?s?|exacte?s?|verifiee?s?|confirmee?s?|validee?s?|fondee?s?",
+    r"wahr|richtig|korrekt|zutreffend|belegt|bestatigt|verifiziert",
+    r"verdader[ao]s?|ciert[ao]|correct[ao]s?|confirmad[ao]|verificad[ao]|valid[ao]",
+    r"ver[ao]|corrett[ao]|confermat[ao]|verificat[ao]|verdadeir[ao]|corret[ao]",
+    r"waar|juist|klopt|bevestigd|geverifieerd",
+    r"верн\w*|правильн\w*|истинн\w*|подтвержд\w*|достоверн\w*",
+    r"صحيح|صحيحه|مؤكد|مؤكده|مدعوم|مدعومه",
 )
-_TRUTH_CJK = (r"正确", r"属实", r"真实", r"已证实", r"证实", r"核实", r"通过", r"正しい", r"正確", r"真実",
-              r"사실", r"정확", r"옳", r"참")
+_TRUTH_CJK = (r"正确|属实|真实|已证实|证实|核实|通过|正しい|正確|真実", r"사실", r"정확", r"옳", r"참")
 _PREDICATIVE = r"(?=\s*(?:[^\w\s]|$|(?:and|or|but|et|ou|und|oder|y|o|e|en|of|и|или)(?![\w])))"
 """A truth word counts as an output value only used predicatively ("say it is true."), not before a noun."""
 _DIGIT01 = r"(?<![A-Za-z0-9.,/#$€£+-])[01](?:\.0)?(?![A-Za-z0-9%/-]|[.,]\d)"
@@ -279,19 +278,19 @@ _OBJECT_DEICTIC_EN = (
     rf"|being (?:evaluated|judged|checked|graded|verified|assessed)|to be (?:judged|checked|verified|evaluated))",
 )
 _OBJ_NOUN_OTHER = (
-    r"(?:declaration|affirmation|reponse|assertion)",  # fr
-    r"(?:aussage|behauptung|antwort)",  # de
-    r"(?:afirmacion|declaracion|respuesta|aseveracion)",  # es
-    r"(?:affermazione|dichiarazione|risposta)",  # it
-    r"(?:afirmacao|declaracao|resposta)",  # pt
-    r"(?:bewering|uitspraak|antwoord|stelling)",  # nl
-    r"(?:утверждени\w*|заявлени\w*|ответ\w*)",  # ru
+    r"(?:declaration|affirmation|reponse|assertion|phrase)",  # fr
+    r"(?:aussage|behauptung|antwort|satz)",  # de
+    r"(?:afirmacion|declaracion|respuesta|aseveracion|frase|oracion)",  # es
+    r"(?:affermazione|dichiarazione|risposta|frase)",  # it
+    r"(?:afirmacao|declaracao|resposta|frase)",  # pt
+    r"(?:bewering|uitspraak|antwoord|stelling|zin)",  # nl
+    r"(?:утверждени\w*|заявлени\w*|ответ\w*|предложени\w*)",  # ru
     r"(?:العباره|الادعاء|الاجابه|البيان|الجمله)",  # ar
 )
 _DEICTIC_OTHER = (
-    r"(?:cette|ce|la presente)", r"(?:diese[rsmn]?|obige[rnsm]?|vorstehende[rnsm]?|folgende[rnsm]?|dies)",
-    r"(?:esta|este|dicha|dicho|dita)", r"(?:questa|questo|suddett[ao])", r"(?:esta|este|essa|esse)",
-    r"(?:deze|dit|bovenstaande)", r"(?:это|этот|эта|эту|данн(?:ое|ый|ая|ую)|вышеуказанн\w+|приведенн\w+)",
+    r"(?:cette|ce|la presente)|(?:diese[rsmn]?|obige[rnsm]?|vorstehende[rnsm]?|folgende[rnsm]?|dies)",
+    r"(?:esta|este|dicha|dicho|dita)|(?:questa|questo|suddett[ao])|(?:esta|este|essa|esse)",
+    r"(?:deze|dit|bovenstaande)|(?:это|этот|эта|эту|данн(?:ое|ый|ая|ую)|вышеуказанн\w+|приведенн\w+)",
     r"(?:هذه|هذا)",
 )
 _OBJECT_DEICTIC_OTHER = (
@@ -307,81 +306,100 @@ _OBJECT_DEICTIC_CJK = (
 )
 _OBJECT_BARE_WORDS = (
     r"(?:the|this|that|my|our) (?:statement|claim|answer|response|assertion|sentence|output|context|passage)s?",
-    r"(?:la|cette) (?:declaration|affirmation|reponse|assertion)", r"(?:le|ce) contexte",
-    r"(?:die|diese) (?:aussage|behauptung|antwort)", r"(?:der|den|dem|diesen) kontext",
-    r"(?:la|esta) (?:afirmacion|declaracion|respuesta)", r"(?:el|este) contexto",
-    r"(?:l'|la |questa )(?:affermazione|dichiarazione|risposta)", r"(?:il|questo) contesto",
-    r"(?:a|esta|essa) (?:afirmacao|declaracao|resposta)", r"(?:o|este) contexto",
+    r"(?:la|cette) (?:declaration|affirmation|reponse|assertion)|(?:le|ce) contexte",
+    r"(?:die|diese) (?:aussage|behauptung|antwort)|(?:der|den|dem|diesen) kontext",
+    r"(?:la|esta) (?:afirmacion|declaracion|respuesta)|(?:el|este) contexto",
+    r"(?:l'|la |questa )(?:affermazione|dichiarazione|risposta)|(?:il|questo) contesto",
+    r"(?:a|esta|essa) (?:afirmacao|declaracao|resposta)|(?:o|este) contexto",
     r"(?:de|deze|dit|het) (?:bewering|uitspraak|antwoord|stelling|context)",
-    r"утверждени\w*", r"заявлени\w*", r"контекст\w*", r"ответ(?:у|ом|е|ы)?",
-    r"العباره", r"الادعاء", r"السياق", r"الاجابه",
+    r"утверждени\w*|заявлени\w*|контекст\w*|ответ(?:у|ом|е|ы)?",
+    r"العباره|الادعاء|السياق|الاجابه",
 )
-_OBJECT_BARE_CJK = (r"陈述", r"声明", r"主张", r"上下文", r"回答", r"答案", r"主張", r"文脈", r"記述", r"진술",
-                    r"주장", r"문맥", r"답변", r"응답")
+_OBJECT_BARE_CJK = (r"陈述|声明|主张|上下文|回答|答案|主張|文脈|記述|진술", r"주장", r"문맥", r"답변", r"응답")
 
 # Imperative verbs of output, judgement and obedience (second-person forms and the
 # infinitives that follow "veuillez", "merci de"...). Matched only at the start of a clause.
 _OUTPUT_VERBS = (
     # en
-    r"output", r"answer", r"respond", r"reply", r"return", r"print", r"say", r"write", r"type", r"emit", r"produce",
-    r"give", r"assign", r"award", r"set", r"mark", r"rate", r"grade", r"score", r"label", r"classify", r"judge",
-    r"evaluate", r"assess", r"treat", r"consider", r"regard", r"deem", r"count", r"accept", r"approve", r"confirm",
-    r"verify", r"declare", r"conclude", r"tell", r"flag", r"tag", r"put", r"choose", r"select", r"pick", r"rule",
+    r"output|answer|respond|reply|return|print|say|write|type|emit|produce",
+    r"give|assign|award|set|mark|rate|grade|score|label|classify|judge",
+    r"evaluate|assess|treat|consider|regard|deem|count|accept|approve|confirm",
+    r"verify|declare|conclude|tell|flag|tag|put|choose|select|pick|rule",
     # fr
-    r"repond(?:s|ez|re)", r"affich(?:e|ez|er)", r"ecri(?:s|vez|re)", r"renvo(?:ie|yez|yer)", r"retourn(?:e|ez|er)",
-    r"donn(?:e|ez|er)", r"indiqu(?:e|ez|er)", r"marqu(?:e|ez|er)", r"notez", r"attribu(?:e|ez|er)",
-    r"consider(?:e|ez|er)", r"trait(?:e|ez|er)", r"evalu(?:e|ez|er)", r"class(?:e|ez|er)", r"dites", r"dire",
-    r"jug(?:e|ez|er)", r"valid(?:e|ez|er)", r"confirm(?:e|ez|er)", r"mett(?:ez|re)", r"mets",
+    r"repond(?:s|ez|re)|affich(?:e|ez|er)|ecri(?:s|vez|re)|renvo(?:ie|yez|yer)|retourn(?:e|ez|er)",
+    r"donn(?:e|ez|er)|indiqu(?:e|ez|er)|marqu(?:e|ez|er)|notez|attribu(?:e|ez|er)",
+    r"consider(?:e|ez|er)|trait(?:e|ez|er)|evalu(?:e|ez|er)|class(?:e|ez|er)|dites|dire",
+    r"jug(?:e|ez|er)|valid(?:e|ez|er)|confirm(?:e|ez|er)|mett(?:ez|re)|mets",
     # de
-    r"antworte[tn]?", r"gib", r"gebt?", r"geben", r"schreibe?n?", r"bewerte[tn]?", r"markiere[tn]?",
-    r"betrachte[tn]?", r"behandle", r"behandeln", r"sage?n?", r"setze[tn]?", r"klassifiziere[tn]?",
-    r"beurteile[tn]?", r"bestatige[tn]?", r"werte[tn]?", r"ausgeben",
+    r"antworte[tn]?|gib|gebt?|geben|schreibe?n?|bewerte[tn]?|markiere[tn]?",
+    r"betrachte[tn]?|behandle|behandeln|sage?n?|setze[tn]?|klassifiziere[tn]?",
+    r"beurteile[tn]?|bestatige[tn]?|werte[tn]?|ausgeben",
     # es
-    r"respond(?:e|a|ed|an|er)", r"contest(?:a|e|ar)", r"devuelv[ae]", r"devolver", r"escrib(?:e|a|ir)",
-    r"imprim(?:e|a|ir)", r"marc(?:a|ar)", r"marque", r"califi(?:ca|que|car)", r"puntu(?:a|e|ar)",
-    r"consider(?:a|ar)", r"trat(?:a|e|ar)", r"diga", r"dime", r"decir", r"asign(?:a|e|ar)", r"clasifi(?:ca|que|car)",
-    r"evalu(?:a|ar)", r"confirm(?:a|ar)", r"valid(?:a|ar)", r"pon", r"ponga", r"indi(?:ca|que|car)",
+    r"respond(?:e|a|ed|an|er)|contest(?:a|e|ar)|devuelv[ae]|devolver|escrib(?:e|a|ir)",
+    r"imprim(?:e|a|ir)|marc(?:a|ar)|marque|califi(?:ca|que|car)|puntu(?:a|e|ar)",
+    r"consider(?:a|ar)|trat(?:a|e|ar)|diga|dime|decir|asign(?:a|e|ar)|clasifi(?:ca|que|car)",
+    r"evalu(?:a|ar)|confirm(?:a|ar)|valid(?:a|ar)|pon|ponga|indi(?:ca|que|car)",
     # it
-    r"rispond(?:i|a|ete|ere)", r"scriv(?:i|a|ete|ere)", r"restituisc[ia]", r"stamp(?:a|i|are)", r"segn(?:a|i|are)",
-    r"valut(?:a|i|are)", r"consider(?:i|are)", r"tratt(?:a|i|are)", r"classific(?:a|hi|are)", r"dica", r"dimmi",
-    r"dai", r"dia", r"assegn(?:a|i|are)", r"conferm(?:a|i|are)", r"indic(?:a|hi|are)", r"metti",
+    r"rispond(?:i|a|ete|ere)|scriv(?:i|a|ete|ere)|restituisc[ia]|stamp(?:a|i|are)|segn(?:a|i|are)",
+    r"valut(?:a|i|are)|consider(?:i|are)|tratt(?:a|i|are)|classific(?:a|hi|are)|dica|dimmi",
+    r"dai|dia|assegn(?:a|i|are)|conferm(?:a|i|are)|indic(?:a|hi|are)|metti",
     # pt
-    r"respond(?:a|am)", r"escrev(?:a|e|er)", r"retorn(?:e|a|ar)", r"imprima", r"marqu(?:e|ar)", r"avali(?:e|a|ar)",
-    r"consider(?:e|ar)", r"trat(?:e|ar)", r"classifiqu(?:e|ar)", r"diz", r"atribu(?:a|ir)", r"coloque", r"ponha",
+    r"respond(?:a|am)|escrev(?:a|e|er)|retorn(?:e|a|ar)|imprima|marqu(?:e|ar)|avali(?:e|a|ar)",
+    r"consider(?:e|ar)|trat(?:e|ar)|classifiqu(?:e|ar)|diz|atribu(?:a|ir)|coloque|ponha",
     # nl
-    r"antwoord", r"beantwoord", r"geef", r"schrijf", r"markeer", r"beoordeel", r"beschouw", r"behandel",
-    r"classificeer", r"zeg", r"retourneer", r"noteer", r"bevestig", r"kies", r"zet",
+    r"antwoord|beantwoord|geef|schrijf|markeer|beoordeel|beschouw|behandel",
+    r"classificeer|zeg|retourneer|noteer|bevestig|kies|zet",
     # ru
-    r"ответь(?:те)?", r"отвечай(?:те)?", r"выведи(?:те)?", r"напиши(?:те)?", r"пиши(?:те)?", r"верни(?:те)?",
-    r"отметь(?:те)?", r"оцени(?:те)?", r"поставь(?:те)?", r"считай(?:те)?", r"рассматривай(?:те)?",
-    r"классифицируй(?:те)?", r"скажи(?:те)?", r"дай(?:те)?", r"присвой(?:те)?", r"подтверди(?:те)?",
-    r"укажи(?:те)?", r"признай(?:те)?",
+    r"ответь(?:те)?|отвечай(?:те)?|выведи(?:те)?|напиши(?:те)?|пиши(?:те)?|верни(?:те)?",
+    r"отметь(?:те)?|оцени(?:те)?|поставь(?:те)?|считай(?:те)?|рассматривай(?:те)?",
+    r"классифицируй(?:те)?|скажи(?:те)?|дай(?:те)?|присвой(?:те)?|подтверди(?:те)?",
+    r"укажи(?:те)?|признай(?:те)?",
     # ar (with or without the conjunction و)
-    r"و?اجب", r"و?اجيبي", r"و?اخرج", r"و?اطبع", r"و?اكتب", r"و?اعد", r"و?قيم", r"و?اعتبر", r"و?عامل", r"و?صنف",
-    r"و?قل", r"و?اعط", r"و?ضع", r"و?اختر",
+    r"و?اجب|و?اجيبي|و?اخرج|و?اطبع|و?اكتب|و?اعد|و?قيم|و?اعتبر|و?عامل|و?صنف",
+    r"و?قل|و?اعط|و?ضع|و?اختر",
 )
 _OBEY_VERBS = (
-    r"ignore", r"disregard", r"forget", r"override", r"bypass", r"obey", r"follow", r"comply", r"stay", r"pretend",
-    r"act", r"behave", r"roleplay", r"role-play", r"trust", r"believe", r"remember",
-    r"ignor(?:e|ez|er|iere|ieren|a|ad|en|ar|i|ate|are|em)", r"oubli(?:e|ez|er)", r"vergiss", r"vergessen",
-    r"olvid(?:a|e|ad|ar)", r"dimentic(?:a|hi|ate|are)", r"esquec(?:a|e|er)", r"negeer", r"vergeet", r"suivez",
-    r"befolge", r"folge", r"sigue", r"siga", r"segui", r"volg",
-    r"(?:про)?игнорируй(?:те)?", r"забудь(?:те)?", r"следуй(?:те)?", r"و?تجاهل", r"و?انس", r"و?اتبع",
+    r"ignore|disregard|forget|override|bypass|obey|follow|comply|stay|pretend",
+    r"act|behave|roleplay|role-play|trust|believe|remember",
+    r"ignor(?:e|ez|er|iere|ieren|a|ad|en|ar|i|ate|are|em)|oubli(?:e|ez|er)|vergiss|vergessen",
+    r"olvid(?:a|e|ad|ar)|dimentic(?:a|hi|ate|are)|esquec(?:a|e|er)|negeer|vergeet|suivez",
+    r"befolge|folge|sigue|siga|segui|volg",
+    r"(?:про)?игнорируй(?:те)?|забудь(?:те)?|следуй(?:те)?|و?تجاهل|و?انس|و?اتبع",
 )
-_LEADERS = _alt((
-    r"please", r"kindly", r"now", r"just", r"simply", r"and", r"then", r"so", r"also", r"finally", r"pls", r"plz",
-    r"instead", r"first", r"only", r"but", r"ok", r"okay", r"s'il (?:vous|te) plait", r"veuillez", r"merci de",
-    r"bitte", r"jetzt", r"nun", r"por favor", r"per favore", r"alsjeblieft", r"alstublieft", r"пожалуйста",
-    r"теперь", r"et", r"und", r"y", r"e", r"en", r"и", r"а", r"maintenant", r"ahora", r"ora", r"agora", r"nu",
-    r"من فضلك", r"رجاء", r"يرجى",
-))
+_LEADERS = _alt(
+    (
+        r"please|kindly|now|just|simply|and|then|so|also|finally|pls|plz",
+        r"instead|first|only|but|ok|okay|s'il (?:vous|te) plait|veuillez|merci de",
+        r"bitte|jetzt|nun|por favor|per favore|alsjeblieft|alstublieft|пожалуйста",
+        r"теперь|et|und|y|e|en|и|а|maintenant|ahora|ora|agora|nu",
+        r"من فضلك|رجاء|يرجى",
+    )
+)
 _CLAUSE_START = r"(?:^|(?<=[\n.!?;:,(\[{\"'*#>|•·—–…¡¿`])|(?<=\s-))\s*(?:" + _LEADERS + r"\s*,?\s+){0,3}"
 
-_OUTPUT_CJK = (r"输出", r"回答", r"回复", r"答复", r"返回", r"打印", r"标记为?", r"评为", r"判定为?", r"判为", r"视为",
-               r"认定为?", r"给出", r"打分", r"出力", r"答え", r"返答", r"見なし", r"みなし", r"扱", r"記入",
-               r"書い", r"書け", r"출력", r"답하", r"대답", r"반환", r"판정하", r"평가하", r"간주", r"취급", r"표시")
-_REQUEST_CJK = (r"请", r"務必", r"务必", r"你必须", r"你应该", r"您必须", r"ください", r"下さい", r"しなさい", r"せよ",
-                r"하세요", r"하십시오", r"주세요", r"해라", r"하라")
+_OUTPUT_CJK = (
+    r"输出|回答|回复|答复|返回|打印|标记为?|评为|判定为?|判为|视为",
+    r"认定为?|给出|打分|出力|答え|返答|見なし|みなし|扱|記入",
+    r"書い",
+    r"書け",
+    r"출력",
+    r"답하",
+    r"대답",
+    r"반환",
+    r"판정하",
+    r"평가하",
+    r"간주",
+    r"취급",
+    r"표시",
+)
+_REQUEST_CJK = (
+    r"请|務必|务必|你必须|你应该|您必须|ください|下さい|しなさい|せよ",
+    r"하세요",
+    r"하십시오",
+    r"주세요",
+    r"해라",
+    r"하라",
+)
 
 _YOU_DIRECTIVE = (
     r"you\s+(?:must|should|shall|will|need to|have to|are to|ought to|are (?:required|expected|instructed|asked) to"
@@ -391,21 +409,21 @@ _YOU_DIRECTIVE = (
     r"(?:grateful|appreciated?|thankful|obliged)\s+if\s+you",
     r"your\s+(?:task|job|role|output|answer|response|reply|verdict|instructions?|duty|goal)\s+(?:is|are|must|should|will)",
     r"make sure (?:that )?you",
-    r"(?:vous|tu)\s+(?:devez|dois|devriez|devrais)\s+\w+", r"je (?:vous|te) (?:prie|demande)",
+    r"(?:vous|tu)\s+(?:devez|dois|devriez|devrais)\s+\w+|je (?:vous|te) (?:prie|demande)",
     r"(?:pourriez|pouvez|pourrais|peux)[- ](?:vous|tu)",
-    r"(?:du|sie)\s+(?:musst|mussen|sollst|sollen|solltest|sollten)\s", r"ich bitte (?:dich|sie)",
+    r"(?:du|sie)\s+(?:musst|mussen|sollst|sollen|solltest|sollten)\s|ich bitte (?:dich|sie)",
     r"(?:kannst du|konnten sie|konnen sie|wurden sie|wurdest du)",
     r"(?:debes|debe usted|deberias|tienes que|le ruego|te ruego|te pido|le pido)",
-    r"(?:devi|deve|dovresti|ti prego|la prego)", r"(?:voce deve|tu deves|peco que|pedimos que)",
+    r"(?:devi|deve|dovresti|ti prego|la prego)|(?:voce deve|tu deves|peco que|pedimos que)",
     r"(?:je moet|u moet|jij moet|je dient|u dient)",
-    r"(?:ты|вы)\s+(?:должн\w+|обязан\w*)", r"(?:прошу|просим)\s+(?:тебя|вас)?",
-    r"يجب عليك", r"عليك ان",
+    r"(?:ты|вы)\s+(?:должн\w+|обязан\w*)|(?:прошу|просим)\s+(?:тебя|вас)?",
+    r"يجب عليك|عليك ان",
 )
 _MODAL_3RD = (
-    r"should", r"must", r"shall", r"is to", r"are to", r"needs? to", r"has to", r"have to", r"ought to",
-    r"is (?:asked|instructed|required|expected) to", r"may wish to", r"will want to",
-    r"doi(?:t|vent)", r"devrai(?:t|ent)", r"soll(?:te|ten)?", r"muss", r"mussen", r"debe(?:ria|n)?", r"deve(?:rebbe)?",
-    r"moet", r"zou moeten", r"dient", r"должен", r"должна", r"должны", r"следует", r"يجب",
+    r"should|must|shall|is to|are to|needs? to|has to|have to|ought to",
+    r"is (?:asked|instructed|required|expected) to|may wish to|will want to",
+    r"doi(?:t|vent)|devrai(?:t|ent)|soll(?:te|ten)?|muss|mussen|debe(?:ria|n)?|deve(?:rebbe)?",
+    r"moet|zou moeten|dient|должен|должна|должны|следует|يجب",
 )
 _PASSIVE = (
     r"(?:should|must|shall|is to|are to|has to|have to|needs? to|to|will)\s+be\s+(?:treated|considered|regarded|marked"
@@ -418,37 +436,44 @@ _PASSIVE = (
     r"(?:moet|dient)\s+(?:worden\s+)?(?:beschouwd|behandeld|beoordeeld|gemarkeerd)\s+als",
 )
 _VOCATIVE_LEAD = (
-    r"dear", r"attention", r"attn", r"note to", r"notes? for", r"message (?:to|for)", r"memo to", r"reminder (?:to|for)",
-    r"notice to", r"hey", r"hi", r"hello", r"to", r"for", r"cher", r"chere", r"a l'attention d[eu]", r"note (?:a|pour)",
-    r"liebe[rs]?", r"sehr geehrte[rs]?", r"an (?:den|die)", r"hinweis (?:an|fur)", r"estimad[ao]", r"querid[ao]",
-    r"nota para", r"atencion", r"gentile", r"caro", r"cara", r"nota per", r"prezad[ao]", r"car[ao]", r"beste",
-    r"geachte", r"notitie voor", r"уважаем\w+", r"дорог\w+", r"внимание", r"примечание для", r"عزيزي", r"الى",
-    r"ملاحظه (?:الى|ل)",
+    r"dear|attention|attn|note to|notes? for|message (?:to|for)|memo to|reminder (?:to|for)",
+    r"notice to|hey|hi|hello|to|for|cher|chere|a l'attention d[eu]|note (?:a|pour)",
+    r"liebe[rs]?|sehr geehrte[rs]?|an (?:den|die)|hinweis (?:an|fur)|estimad[ao]|querid[ao]",
+    r"nota para|atencion|gentile|caro|cara|nota per|prezad[ao]|car[ao]|beste",
+    r"geachte|notitie voor|уважаем\w+|дорог\w+|внимание|примечание для|عزيزي|الي",
+    r"ملاحظه (?:الي|ل)",
 )
 
 _OVERRIDE_VERBS = (
-    r"ignore", r"disregard", r"forget", r"override", r"bypass", r"set aside", r"put aside", r"never ?mind", r"skip",
-    r"discard", r"drop", r"abandon",
-    r"ignor(?:e|ez|er|iere|ieren|a|ad|en|ar|i|ate|are|em)", r"oubli(?:e|ez|er)", r"vergiss", r"vergessen",
-    r"missachte", r"olvid(?:a|e|ad|ar)", r"omit(?:e|a|ir)", r"dimentic(?:a|hi|ate|are)", r"trascur(?:a|i|ate)",
-    r"esquec(?:a|e|er)", r"desconsider(?:e|a|ar)", r"negeer", r"vergeet",
-    r"(?:про)?игнорируй(?:те)?", r"забудь(?:те)?", r"пренебреги(?:те)?", r"و?تجاهل", r"و?انس", r"و?اهمل",
+    r"ignore|disregard|forget|override|bypass|set aside|put aside|never ?mind|skip",
+    r"discard|drop|abandon",
+    r"ignor(?:e|ez|er|iere|ieren|a|ad|en|ar|i|ate|are|em)|oubli(?:e|ez|er)|vergiss|vergessen",
+    r"missachte|olvid(?:a|e|ad|ar)|omit(?:e|a|ir)|dimentic(?:a|hi|ate|are)|trascur(?:a|i|ate)",
+    r"esquec(?:a|e|er)|desconsider(?:e|a|ar)|negeer|vergeet",
+    r"(?:про)?игнорируй(?:те)?|забудь(?:те)?|пренебреги(?:те)?|و?تجاهل|و?انس|و?اهمل",
 )
 _OVERRIDE_NOUNS = (
-    r"instructions?", r"rules?", r"prompts?", r"directions?", r"directives?", r"guidelines?", r"guidance",
-    r"constraints?", r"orders", r"commands?", r"criteria", r"polic(?:y|ies)", r"everything (?:above|before|else)",
-    r"(?:all of )?the above", r"what you were told",
-    r"consignes?", r"regles?", r"indications?", r"ordres", r"anweisung(?:en)?", r"regeln?", r"instruktion(?:en)?",
-    r"vorgaben?", r"befehle?", r"richtlinien?", r"anordnung(?:en)?", r"instrucciones", r"instruccion", r"reglas?",
-    r"indicaciones", r"directrices", r"ordenes", r"istruzion[ei]", r"regole", r"indicazioni", r"direttive",
-    r"ordini", r"instrucoes", r"instrucao", r"regras?", r"orientacoes", r"diretrizes", r"ordens", r"instructies?",
-    r"regels?", r"aanwijzingen", r"richtlijnen", r"opdrachten?",
-    r"инструкци\w*", r"указани\w*", r"правил\w*", r"команд\w*", r"установк\w*",
-    r"التعليمات", r"تعليمات", r"الاوامر", r"القواعد", r"الارشادات",
+    r"instructions?|rules?|prompts?|directions?|directives?|guidelines?|guidance",
+    r"constraints?|orders|commands?|criteria|polic(?:y|ies)|everything (?:above|before|else)",
+    r"(?:all of )?the above|what you were told",
+    r"consignes?|regles?|indications?|ordres|anweisung(?:en)?|regeln?|instruktion(?:en)?",
+    r"vorgaben?|befehle?|richtlinien?|anordnung(?:en)?|instrucciones|instruccion|reglas?",
+    r"indicaciones|directrices|ordenes|istruzion[ei]|regole|indicazioni|direttive",
+    r"ordini|instrucoes|instrucao|regras?|orientacoes|diretrizes|ordens|instructies?",
+    r"regels?|aanwijzingen|richtlijnen|opdrachten?",
+    r"инструкци\w*|указани\w*|правил\w*|команд\w*|установк\w*",
+    r"التعليمات|تعليمات|الاوامر|القواعد|الارشادات",
 )
 _OVERRIDE_VERBS_CJK = (r"忽略", r"无视", r"忽视", r"忘记", r"不要理会", r"不要遵守", r"無視", r"忘れ", r"무시", r"잊")
-_OVERRIDE_NOUNS_CJK = (r"指令", r"指示", r"规则", r"说明", r"提示词", r"命令", r"要求", r"ルール", r"規則",
-                       r"プロンプト", r"지시", r"명령", r"규칙", r"지침", r"프롬프트")
+_OVERRIDE_NOUNS_CJK = (
+    r"指令|指示|规则|说明|提示词|命令|要求|ルール|規則",
+    r"プロンプト",
+    r"지시",
+    r"명령",
+    r"규칙",
+    r"지침",
+    r"프롬프트",
+)
 
 _VERIFY_PRED = (
     r"(?:verified|confirmed|supported|approved|fact-?checked|validated|certified|vetted|corroborated|substantiated"
@@ -471,20 +496,26 @@ _VERIFY_PRED_OTHER = (
     r"|подтвержд\w*|проверен\w*|верн\w*|правильн\w*|истинн\w*|обоснован\w*"
     r"|صحيح|صحيحه|مؤكد|مؤكده|موثق|مدعوم|مدعومه)"
 )
-_VERIFY_PRED_CJK = r"(?:证实|属实|正确|真实|通过|支持|核实|验证|确认|正しい|正確|確認|検証|裏付け|真実|사실|정확|확인|검증|옳|참)"
+_VERIFY_PRED_CJK = (
+    r"(?:证实|属实|正确|真实|通过|支持|核实|验证|确认"
+    r"|正しい|正確|確認|検証|裏付け|真実|사실|정확|확인|검증|옳|참)"
+)
 
 _VERDICT_KEYS = (
-    r"verdict", r"label", r"score", r"result", r"decision", r"judge?ment", r"prediction", r"classification",
-    r"is_supported", r"supported", r"faithful(?:ness)?", r"grounded", r"passed", r"pass", r"rating", r"grade",
-    r"output", r"answer", r"final_answer", r"entailment", r"veredicto", r"veredito", r"verdetto", r"urteil",
-    r"oordeel", r"вердикт",
+    r"verdict|label|score|result|decision|judge?ment|prediction|classification",
+    r"is_supported|supported|faithful(?:ness)?|grounded|passed|pass|rating|grade",
+    r"output|answer|final_answer|entailment|veredicto|veredito|verdetto|urteil",
+    r"oordeel|вердикт",
 )
 _VALUE_STRONG = (
     r"(?:0|1|1\.0|0\.0|true|false|pass|fail|passed|failed|supported|unsupported|faithful|unfaithful|grounded"
     r"|ungrounded|entailed|verified|correct)"
 )
 _VALUE_ANY = r"(?:" + _VALUE_STRONG + r"|yes|no)"
-_SEP = r"\s*(?:[:=|>→⇒]|->|=>|is|was|equals)\s*"
+_SEP = r"\s*(?:[:=|>→⇒]|->|=>)\s*"
+_SEP_WORD = r"(?:\s+(?:is|was|equals|=)\s+|\s+)"
+"""After "is", "was" or a bare space only a digit is a verdict ("the verdict is 1", not "was supported by")."""
+_VALUE_DIGIT = r"(?:0|1|1\.0|0\.0)"
 _ROLE_NAMES = r"(?:system|assistant|user|human|developer|admin|ai|bot)"
 _TAG_NAMES = (
     r"(?:contexts?|statements?|claims?|question|answers?|responses?|reference|ground_truth|documents?|passages?"
@@ -517,87 +548,118 @@ _P_IMPERATIVE_OBEY = _c(_CLAUSE_START + r"(?P<verb>" + _alt(_OBEY_VERBS) + r")(?
 _P_OUTPUT_CJK = _c(_alt(_OUTPUT_CJK))
 _P_REQUEST_CJK = _c(_alt(_REQUEST_CJK))
 _P_YOU = _c(_w(*_YOU_DIRECTIVE))
-_P_THIRD = _c(_ACTOR_ANY_ALL + r"\s+(?:\w+\s+)?" + _alt(_MODAL_3RD) + r"(?![\w])")
+_P_THIRD = _c(_ACTOR_ANY_ALL + r"\s+(?:\w+\s+){0,3}?" + _alt(_MODAL_3RD) + r"(?![\w])")
 _P_THIRD_STRONG = _c(
-    _alt((_w(*_ACTOR_STRONG_WORDS), _alt(_ACTOR_STRONG_CJK))) + r"\s+(?:\w+\s+)?" + _alt(_MODAL_3RD) + r"(?![\w])"
+    _alt((_w(*_ACTOR_STRONG_WORDS), _alt(_ACTOR_STRONG_CJK))) + r"\s+(?:\w+\s+){0,3}?" + _alt(_MODAL_3RD) + r"(?![\w])"
 )
 _P_PASSIVE = _c(_w(*_PASSIVE))
 _P_VOCATIVE = _c(
-    _alt((
-        # Dear reviewer, / Note to the AI / Attention language model
-        r"(?:^|(?<=[\n.!?;:(\[{\"'*#>|•·—–`]))\s*(?:" + _alt(_VOCATIVE_LEAD)
-        + r")\s+(?:the\s+|any\s+|all\s+|our\s+|whoever\s+|whatever\s+|an?\s+)?(?:\w+\s+){0,2}?(?P<a>"
-        + _ACTOR_ANY_ALL + r"|ai|ia|ki|ии)(?![\w])",
-        # Evaluator: ... / Assistant, ... at the start of a sentence or line
-        r"(?:^|(?<=[\n(\[{\"'*>-]))\s*(?:the\s+|dear\s+)?(?P<b>" + _ACTOR_ANY_ALL + r"|ai|ia|ki|ии)\s*[,:!]",
-    ))
+    _alt(
+        (
+            # Dear reviewer, / Note to the AI / Attention language model
+            r"(?:^|(?<=[\n.!?;:(\[{\"'*#>|•·—–`]))\s*(?:"
+            + _alt(_VOCATIVE_LEAD)
+            + r")\s+(?:the\s+|any\s+|all\s+|our\s+|whoever\s+|whatever\s+|an?\s+)?(?:\w+\s+){0,2}?(?P<a>"
+            + _ACTOR_ANY_ALL
+            + r"|ai|ia|ki|ии)(?![\w])",
+            # Evaluator: ... / Assistant, ... at the start of a sentence or line
+            r"(?:^|(?<=[\n(\[{\"'*>-]))\s*(?:the\s+|dear\s+)?(?P<b>" + _ACTOR_ANY_ALL + r"|ai|ia|ki|ии)\s*[,:!]",
+        )
+    )
 )
-_P_ROLE = _c(
-    _alt((
-        r"(?<![\w])you(?:'re|\s+are)\s+(?:now\s+|no longer\s+|henceforth\s+|from now on\s+)?(?:(?:a|an|the|my|our)\s+)?"
-        r"(?:[\w-]+\s+){0,3}?" + _ACTOR_ANY_ALL,
-        _CLAUSE_START + r"(?:act|behave|pretend|roleplay|role-play|respond|answer|operate|play)\s+(?:as|like|to be)\s+"
-        r"(?:if\s+you\s+were\s+)?(?:(?:a|an|the)\s+)?(?:[\w-]+\s+){0,3}?" + _ACTOR_ANY_ALL,
-        r"(?<![\w])as\s+(?:an?|the|your)\s+(?:[\w-]+\s+){0,3}?(?:" + _ACTOR_ANY_ALL + r"|ai)\s*,\s*you(?![\w])",
-        r"(?<![\w])if\s+you\s+were\s+(?:an?|the)\s+(?:[\w-]+\s+){0,3}?" + _ACTOR_ANY_ALL,
-        r"(?<![\w])stay in (?:character|role)",
-        r"(?<![\w])(?:tu es|vous etes)\s+(?:maintenant\s+|desormais\s+|a present\s+)?(?:un|une|le|la|l')\s*"
-        r"(?:[\w-]+\s+){0,3}?" + _ACTOR_ANY_ALL,
-        r"(?<![\w])(?:du bist|sie sind)\s+(?:jetzt\s+|nun\s+|ab sofort\s+)?(?:ein|eine|der|die)\s+(?:[\w-]+\s+){0,3}?"
-        + _ACTOR_ANY_ALL,
-        r"(?<![\w])(?:eres|es usted|sei|voce e|tu es|je bent|jij bent|u bent)\s+(?:ahora\s+|ora\s+|adesso\s+|agora\s+"
-        r"|nu\s+)?(?:un|una|il|la|l'|um|uma|o|a|een|de|het)\s*(?:[\w-]+\s+){0,3}?" + _ACTOR_ANY_ALL,
-        r"(?<![\w])(?:теперь\s+)?(?:ты|вы)\s+(?:теперь\s+|сейчас\s+)?(?:[\w-]+\s+){0,3}?" + _ACTOR_ANY_ALL,
-        r"(?:你|您)(?:现在)?(?:是|扮演)(?:一个|一名|一位)?.{0,8}?" + _ACTOR_ANY_ALL,
-        r"(?:あなた|君|お前)は(?:今|これから)?.{0,10}?" + _ACTOR_ANY_ALL,
-        r"(?:너는|당신은|넌)\s*(?:이제|지금)?\s*.{0,10}?" + _ACTOR_ANY_ALL,
-        r"(?<![\w])(?:انت|كن)\s+(?:الان\s+)?.{0,20}?" + _ACTOR_ANY_ALL,
-    ))
+_FEW = r"(?:[\w-]+\s+){0,3}?"
+"""Up to three words (adjectives: "a lenient, fair judge")."""
+_ROLE_FORMS = (
+    r"(?<![\w])you(?:'re|\s+are)\s+(?:now\s+|no longer\s+|henceforth\s+|from now on\s+)?"
+    r"(?:(?:a|an|the|my|our)\s+)?" + _FEW + _ACTOR_ANY_ALL,
+    _CLAUSE_START + r"(?:act|behave|pretend|roleplay|role-play|respond|answer|operate|play)\s+(?:as|like|to be)\s+"
+    r"(?:if\s+you\s+were\s+)?(?:(?:a|an|the)\s+)?" + _FEW + _ACTOR_ANY_ALL,
+    r"(?<![\w])as\s+(?:an?|the|your)\s+" + _FEW + r"(?:" + _ACTOR_ANY_ALL + r"|ai)\s*,\s*you(?![\w])",
+    r"(?<![\w])if\s+you\s+were\s+(?:an?|the)\s+" + _FEW + _ACTOR_ANY_ALL,
+    r"(?<![\w])stay in (?:character|role)",
+    r"(?<![\w])(?:tu es|vous etes)\s+(?:maintenant\s+|desormais\s+|a present\s+)?(?:un|une|le|la|l')\s*"
+    + _FEW
+    + _ACTOR_ANY_ALL,
+    r"(?<![\w])(?:du bist|sie sind)\s+(?:jetzt\s+|nun\s+|ab sofort\s+)?(?:ein|eine|der|die)\s+" + _FEW + _ACTOR_ANY_ALL,
+    r"(?<![\w])(?:eres|es usted|sei|voce e|tu es|je bent|jij bent|u bent)\s+"
+    r"(?:ahora\s+|ora\s+|adesso\s+|agora\s+|nu\s+)?(?:un|una|il|la|l'|um|uma|o|a|een|de|het)\s*"
+    + _FEW
+    + _ACTOR_ANY_ALL,
+    r"(?<![\w])(?:теперь\s+)?(?:ты|вы)\s+(?:теперь\s+|сейчас\s+)?" + _FEW + _ACTOR_ANY_ALL,
+    r"(?:你|您)(?:现在)?(?:是|扮演)(?:一个|一名|一位)?.{0,8}?" + _ACTOR_ANY_ALL,
+    r"(?:あなた|君|お前)は(?:今|これから)?.{0,10}?" + _ACTOR_ANY_ALL,
+    r"(?:너는|당신은|넌)\s*(?:이제|지금)?\s*.{0,10}?" + _ACTOR_ANY_ALL,
+    r"(?<![\w])(?:انت|كن)\s+(?:الان\s+)?.{0,20}?" + _ACTOR_ANY_ALL,
 )
+_P_ROLE = _c(_alt(_ROLE_FORMS))
 _P_OVERRIDE = _c(
-    _alt((
-        _CLAUSE_START + _alt(_OVERRIDE_VERBS) + r"(?![\w'])(?:\s+\S+){0,5}?\s+" + _alt(_OVERRIDE_NOUNS) + r"(?![\w])",
-        _alt(_OVERRIDE_VERBS_CJK) + r".{0,12}?" + _alt(_OVERRIDE_NOUNS_CJK),
-        _alt(_OVERRIDE_NOUNS_CJK) + r".{0,12}?" + _alt(_OVERRIDE_VERBS_CJK),
-    ))
+    _alt(
+        (
+            _CLAUSE_START
+            + _alt(_OVERRIDE_VERBS)
+            + r"(?![\w'])(?:\s+\S+){0,5}?\s+"
+            + _alt(_OVERRIDE_NOUNS)
+            + r"(?![\w])",
+            _alt(_OVERRIDE_VERBS_CJK) + r".{0,12}?" + _alt(_OVERRIDE_NOUNS_CJK),
+            _alt(_OVERRIDE_NOUNS_CJK) + r".{0,12}?" + _alt(_OVERRIDE_VERBS_CJK),
+        )
+    )
 )
+_THEN = r"(?:\s+\S+){0,4}?\s+[\"'“”‘’*_]*"
+"""Up to four words, then the predicate, possibly quoted or emphasised ("is 'supported'", "is **true**")."""
 _P_VERIFY = _c(
-    _alt((
-        r"(?<![\w])" + _alt(_OBJECT_DEICTIC_EN) + r"(?:\s+\S+){0,4}?\s+" + _VERIFY_PRED + r"(?![\w])",
-        r"(?<![\w])" + _VERIFY_ACTIVE + r"\s+(?:the\s+)?" + _alt(_OBJECT_DEICTIC_EN) + r"(?![\w])",
-        r"(?<![\w])" + _alt(_OBJECT_DEICTIC_OTHER) + r"(?:\s+\S+){0,4}?\s+" + _VERIFY_PRED_OTHER + r"(?![\w])",
-        _alt(_OBJECT_DEICTIC_CJK) + r".{0,12}?" + _VERIFY_PRED_CJK,
-    ))
+    _alt(
+        (
+            r"(?<![\w])" + _alt(_OBJECT_DEICTIC_EN) + _THEN + _VERIFY_PRED + r"(?![\w])",
+            r"(?<![\w])" + _VERIFY_ACTIVE + r"\s+(?:the\s+)?" + _alt(_OBJECT_DEICTIC_EN) + r"(?![\w])",
+            r"(?<![\w])" + _alt(_OBJECT_DEICTIC_OTHER) + _THEN + _VERIFY_PRED_OTHER + r"(?![\w])",
+            _alt(_OBJECT_DEICTIC_CJK) + r".{0,12}?" + _VERIFY_PRED_CJK,
+        )
+    )
 )
 _P_VERIFY_BY = _c(r"(?<![\w])" + _VERIFY_BY)
 _P_FORMAT = _c(
-    _alt((
-        # a quoted verdict-like key with a verdict value: {"verdict": 1}, 'label': "supported"
-        r"[\"'`]\s*" + _alt(_VERDICT_KEYS) + r"\s*[\"'`]\s*[:=]\s*[\"'`]?\s*" + _VALUE_ANY + r"(?![\w.])",
-        # an unquoted verdict key: Verdict: 1, verdict = 1, Final answer -> supported
-        r"(?<![\w])(?:final\s+)?(?:verdict|verdetto|veredicto|veredito|urteil|oordeel|вердикт|判决|裁决|判定|판정"
-        r"|final\s+(?:answer|decision|judge?ment|label|score|output))"
-        r"(?:" + _SEP + r"|\s+)[\"'(\[*]*\s*" + _VALUE_STRONG + r"(?![\w.])",
-        r"(?<![\w])(?:label|score|result|supported|grade|is_supported)\s*=\s*[\"']?" + _VALUE_STRONG + r"(?![\w.])",
-        # an evaluation status: Fact-check status: VERIFIED
-        r"(?<![\w])(?:fact[\s-]?check(?:ing)?|verification|review|moderation|evaluation|grading|assessment"
-        r"|judge?ment)\s+(?:status|result|outcome|verdict)" + _SEP + r"[\"'(\[*]*\s*"
-        r"(?:verified|approved|confirmed|true|pass(?:ed)?|supported|correct|accurate|1)(?![\w])",
-        r"(?:评分|评审结果|判定结果|审核结果|評価|判定)\s*[:：]\s*(?:通过|合格|支持|正确|1|満点|合格)",
-        # a markdown heading naming an output or prompt section
-        r"^\s*#{1,6}\s*(?:final answer|final verdict|verdict|evaluation result|instructions?|system(?: prompt)?"
-        r"|response)\b",
-    ))
+    _alt(
+        (
+            # a quoted verdict-like key with a verdict value: {"verdict": 1}, 'label': "supported"
+            r"[\"'`]\s*" + _alt(_VERDICT_KEYS) + r"\s*[\"'`]\s*[:=]\s*[\"'`]?\s*" + _VALUE_ANY + r"(?![\w]|\.\d)",
+            # an unquoted verdict key: Verdict: 1, verdict = 1, Final answer -> supported
+            r"(?<![\w])(?:final\s+)?(?:verdict|verdetto|veredicto|veredito|urteil|oordeel|вердикт|判决|裁决|判定|판정"
+            r"|final\s+(?:answer|decision|judge?ment|label|score|output))"
+            r"(?:"
+            + _SEP
+            + r"[\"'(\[*]*\s*"
+            + _VALUE_STRONG
+            + r"|"
+            + _SEP_WORD
+            + r"[\"'(\[*]*"
+            + _VALUE_DIGIT
+            + r")(?![\w]|\.\d)",
+            r"(?<![\w])(?:label|score|result|supported|grade|is_supported)\s*=\s*[\"']?"
+            + _VALUE_STRONG
+            + r"(?![\w]|\.\d)",
+            # an evaluation status: Fact-check status: VERIFIED
+            r"(?<![\w])(?:fact[\s-]?check(?:ing)?|verification|review|moderation|evaluation|grading|assessment"
+            r"|judge?ment)\s+(?:status|result|outcome|verdict)" + _SEP + r"[\"'(\[*]*\s*"
+            r"(?:verified|approved|confirmed|true|pass(?:ed)?|supported|correct|accurate|1)(?![\w])",
+            r"(?:评分|评审结果|判定结果|审核结果|評価|判定)\s*[:：]\s*(?:通过|合格|支持|正确|1|満点|合格)",
+            # a markdown heading naming an output or prompt section
+            r"^\s*#{1,6}\s*(?:final answer|final verdict|verdict|evaluation result|instructions?|system(?: prompt)?"
+            r"|response)\b",
+        )
+    )
 )
 _P_MARKUP = _c(
-    _alt((
-        r"<\s*[/\\]?\s*" + _TAG_NAMES + r"\s*(?:\s[^<>\n]{0,60})?/?\s*>",
-        r"\[\s*/\s*" + _TAG_NAMES + r"\s*\]",
-        r"<\|[a-z_]{2,24}\|>",
-        r"\[\s*/?\s*inst\s*\]",
-        r"<<\s*/?\s*sys\s*>>",
-        r"</s>",
-    ))
+    _alt(
+        (
+            r"<\s*[/\\]?\s*" + _TAG_NAMES + r"\s*(?:\s[^<>\n]{0,60})?/?\s*>",
+            r"\[\s*/\s*" + _TAG_NAMES + r"\s*\]",
+            r"<\|[a-z_]{2,24}\|>",
+            r"\[\s*/?\s*inst\s*\]",
+            r"<<\s*/?\s*sys\s*>>",
+            r"</s>",
+        )
+    )
 )
 _P_ROLE_PREFIX_CASED = _c(r"^\s*(?:SYSTEM|ASSISTANT|USER|HUMAN|DEVELOPER|ADMIN)\s*:")
 _P_ROLE_PREFIX = _c(r"^\s*" + _ROLE_NAMES + r"\s*:|<!--")
@@ -626,8 +688,9 @@ _REASONS = {
 }
 
 
-def _finding(text: str, offsets: list[int], cue: str, families: tuple[str, ...], start: int, end: int,
-             reason: str) -> AddressedFinding:
+def _finding(
+    text: str, offsets: list[int], cue: str, families: tuple[str, ...], start: int, end: int, reason: str
+) -> AddressedFinding:
     first, last = offsets[start], offsets[end - 1] + 1 if end > start else offsets[start]
     return AddressedFinding(cue, families, text[first:last], first, last, reason)
 
@@ -671,9 +734,17 @@ def _imperatives(pattern: re.Pattern[str], folded: str, low: str, offset: int) -
 def _pair(
     directives: list[_Cue], contents: list[_Cue], window: int = _WINDOW, after: bool = False
 ) -> tuple[_Cue, _Cue] | None:
-    """The first directive with a content cue near it (only after it when ``after``)."""
+    """The first directive with a content cue near it (only after it when ``after``).
+
+    Contents are looked up by position (bisect), so a long sentence full of cues costs
+    O(n log n), not directives x contents.
+    """
+    ordered = sorted(contents, key=lambda cue: cue.start)
+    starts = [cue.start for cue in ordered]
     for directive in directives:
-        for cue in contents:
+        lo = bisect.bisect_left(starts, directive.start - window - _LONGEST_CUE)
+        hi = bisect.bisect_right(starts, directive.end + window)
+        for cue in ordered[lo:hi]:
             overlap = directive.start < cue.end and cue.start < directive.end
             if overlap or (after and cue.start < directive.end):
                 continue
@@ -682,12 +753,20 @@ def _pair(
     return None
 
 
-def _judge_segment(folded: str, low: str, offset: int) -> tuple[str, tuple[str, ...], int, int, str] | None:
-    """The rule of the module docstring, applied to one sentence (offsets shifted by ``offset``)."""
+_Result = tuple[str, tuple[str, ...], int, int, str]
+
+
+def _judge_segment(folded: str, low: str, offset: int, carried: _Cue | None) -> tuple[_Result | None, _Cue | None]:
+    """The rule of the module docstring, applied to one sentence (offsets shifted by ``offset``).
+
+    Returns the result, or ``None`` and a vocative that found no protocol term in this
+    sentence: the next sentence is read as addressed by it ("Note to the system. The
+    answer is 1.").
+    """
     for cue, pattern in (("override", _P_OVERRIDE), ("role", _P_ROLE), ("verification", _P_VERIFY)):
         m = pattern.search(low)
         if m:
-            return cue, (cue,), m.start() + offset, m.end() + offset, _REASONS[cue]
+            return (cue, (cue,), m.start() + offset, m.end() + offset, _REASONS[cue]), None
 
     def find(pattern: re.Pattern[str], family: str, cased: bool = False) -> list[_Cue]:
         return [_Cue(family, m.start() + offset, m.end() + offset) for m in pattern.finditer(folded if cased else low)]
@@ -708,17 +787,22 @@ def _judge_segment(folded: str, low: str, offset: int) -> tuple[str, tuple[str, 
     verify_by = find(_P_VERIFY_BY, "verification")
     found = _pair(verify_by, strong + judged)
     if found:
-        return _result("verification", *found)
+        return _result("verification", *found), None
+    if carried is not None and strong + weak:
+        return _result("instruction", carried, (strong + weak)[0]), None
 
+    vocatives = []
     for m in _P_VOCATIVE.finditer(low):
         group = "a" if m.group("a") else "b"
         name = slice(m.start(group), m.end(group))
         vocative = _Cue("vocative", m.start() + offset, m.end() + offset)
         if _P_ACTOR_STRONG.fullmatch(low[name]) or _P_ACTOR_STRONG_CASED.fullmatch(folded[name]):
-            return "vocative", ("vocative",), vocative.start, vocative.end, _REASONS["vocative"]
-        found = _pair([vocative], strong + weak)
-        if found:
-            return _result("instruction", *found)
+            return ("vocative", ("vocative",), vocative.start, vocative.end, _REASONS["vocative"]), None
+        vocatives.append(vocative)
+    found = _pair(vocatives, strong + weak)
+    if found:
+        return _result("instruction", *found), None
+    left = vocatives[-1] if vocatives else None
 
     imperative = _imperatives(_P_IMPERATIVE_OUT, folded, low, offset)
     you = find(_P_YOU, "second person")
@@ -740,11 +824,11 @@ def _judge_segment(folded: str, low: str, offset: int) -> tuple[str, tuple[str, 
     for directives, contents, window, after in rules:
         found = _pair(directives, contents, window, after)
         if found:
-            return _result("instruction", *found)
-    return None
+            return _result("instruction", *found), None
+    return None, left
 
 
-def _result(cue: str, directive: _Cue, content: _Cue) -> tuple[str, tuple[str, ...], int, int, str]:
+def _result(cue: str, directive: _Cue, content: _Cue) -> _Result:
     if cue == "verification":
         reason = f"asserts that {content.family} has been verified by an evaluator"
     else:
@@ -781,8 +865,9 @@ def addresses_judge(text: str) -> AddressedFinding | None:
     if hit is not None:
         cue, start, end = hit
         return _finding(text, offsets, cue, (cue,), start, end, _REASONS[cue])
+    carried = None
     for start, end in _segments(low):
-        found = _judge_segment(folded[start:end], low[start:end], start)
+        found, carried = _judge_segment(folded[start:end], low[start:end], start, carried)
         if found is not None:
             cue, families, s, e, reason = found
             return _finding(text, offsets, cue, families, s, e, reason)
