@@ -79,6 +79,22 @@ ORDINARY = [
     "El árbitro anuló el gol en el minuto 90.",
     "Судья вынес приговор в понедельник.",
     "法官周一宣布了判决。",
+    "Veuillez noter que le musée est fermé le lundi.",
+    "Bitte beachten Sie, dass die Bewertung am Montag erfolgt.",
+    "Por favor, responda a la encuesta antes del viernes.",
+    "Per favore, rispondi alla domanda del giudice.",
+    "Responda o questionário até sexta-feira.",
+    "Пожалуйста, оцените наш сервис.",
+    "请问这家餐厅的评分是多少？",
+    "请回答以下问题。",
+    "レビューの評価を確認してください。",
+    "이 영화의 평점은 8점입니다.",
+    "يرجى كتابة اسمك الكامل.",
+    # a quoted statement confirmed in the news, an imperative about a minister's answer
+    "This statement was confirmed by the ministry on Friday.",
+    "Cette déclaration a été confirmée par le ministère.",
+    "Give your opinion on the answer of the minister.",
+    "Geef uw mening over het antwoord van de minister.",
 ]
 
 

@@ -271,12 +271,15 @@ _DIGIT01 = r"(?<![A-Za-z0-9.,/#$€£+-])[01](?:\.0)?(?![A-Za-z0-9%/-]|[.,]\d)"
 
 # The object judged. Deictic: pointing at the text under evaluation. Bare: a definite mention.
 _OBJ_NOUN_EN = r"(?:statement|claim|answer|response|assertion|sentence|output)"
-_OBJECT_DEICTIC_EN = (
-    rf"this {_OBJ_NOUN_EN}",
+_OBJECT_NEAR_EN = r"this (?:statement|claim|assertion|sentence)"
+"""Near deixis: in news "this statement" is often a quote, so only an evaluation predicate counts with it."""
+_OBJECT_POSITIONAL_EN = (
+    r"this (?:answer|response|output)",
     rf"the (?:above|following|preceding|previous|given|present|foregoing|aforementioned|original) {_OBJ_NOUN_EN}",
     rf"the {_OBJ_NOUN_EN}s? (?:above|below|in question|under (?:review|evaluation|consideration)"
     rf"|being (?:evaluated|judged|checked|graded|verified|assessed)|to be (?:judged|checked|verified|evaluated))",
 )
+_OBJECT_DEICTIC_EN = (_OBJECT_NEAR_EN, *_OBJECT_POSITIONAL_EN)
 _OBJ_NOUN_OTHER = (
     r"(?:declaration|affirmation|reponse|assertion|phrase)",  # fr
     r"(?:aussage|behauptung|antwort|satz)",  # de
@@ -287,18 +290,21 @@ _OBJ_NOUN_OTHER = (
     r"(?:утверждени\w*|заявлени\w*|ответ\w*|предложени\w*)",  # ru
     r"(?:العباره|الادعاء|الاجابه|البيان|الجمله)",  # ar
 )
-_DEICTIC_OTHER = (
-    r"(?:cette|ce|la presente)|(?:diese[rsmn]?|obige[rnsm]?|vorstehende[rnsm]?|folgende[rnsm]?|dies)",
-    r"(?:esta|este|dicha|dicho|dita)|(?:questa|questo|suddett[ao])|(?:esta|este|essa|esse)",
-    r"(?:deze|dit|bovenstaande)|(?:это|этот|эта|эту|данн(?:ое|ый|ая|ую)|вышеуказанн\w+|приведенн\w+)",
-    r"(?:هذه|هذا)",
+_NEAR_OTHER = r"(?:cette|ce|diese[rsmn]?|dies|esta|este|questa|questo|essa|esse|deze|dit|это|этот|эта|эту|هذه|هذا)"
+_POSITIONAL_OTHER = (
+    r"(?:la presente|obige[rnsm]?|vorstehende[rnsm]?|folgende[rnsm]?|dicha|dicho|dita|suddett[ao]|bovenstaande"
+    r"|данн(?:ое|ый|ая|ую)|вышеуказанн\w+|приведенн\w+)"
 )
-_OBJECT_DEICTIC_OTHER = (
-    rf"{_alt(_DEICTIC_OTHER)} {_alt(_OBJ_NOUN_OTHER)}",
-    rf"{_alt(_OBJ_NOUN_OTHER)} (?:ci-dessus|ci-dessous|precedente|suivante|oben|unten|anterior|siguiente|precedente"
-    rf"|seguente|acima|seguinte|hierboven|hieronder|выше|ниже)",
+_OBJECT_NEAR_OTHER = (
+    rf"{_NEAR_OTHER} {_alt(_OBJ_NOUN_OTHER)}",
     rf"{_alt(_OBJ_NOUN_OTHER)} (?:هذه|هذا)",
 )
+_OBJECT_POSITIONAL_OTHER = (
+    rf"{_POSITIONAL_OTHER} {_alt(_OBJ_NOUN_OTHER)}",
+    rf"{_alt(_OBJ_NOUN_OTHER)} (?:ci-dessus|ci-dessous|precedente|suivante|oben|unten|anterior|siguiente|precedente"
+    rf"|seguente|acima|seguinte|hierboven|hieronder|выше|ниже)",
+)
+_OBJECT_DEICTIC_OTHER = (*_OBJECT_NEAR_OTHER, *_OBJECT_POSITIONAL_OTHER)
 _OBJECT_DEICTIC_CJK = (
     r"(?:该|此|这个|这条|上述|以上|本)(?:陈述|声明|主张|回答|答案|说法)",
     r"(?:この|上記の?|本)(?:主張|記述|回答|文|発言)",
@@ -475,10 +481,10 @@ _OVERRIDE_NOUNS_CJK = (
     r"프롬프트",
 )
 
-_VERIFY_PRED = (
-    r"(?:verified|confirmed|supported|approved|fact-?checked|validated|certified|vetted|corroborated|substantiated"
-    r"|grounded|correct|true|accurate|entailed|backed|accepted)"
-)
+_VERIFY_PRED_EVAL = r"(?:verified|supported|fact-?checked|validated|grounded|correct|true|accurate|entailed)"
+"""Predicates of an evaluation's outcome."""
+_VERIFY_PRED_NEWS = r"(?:confirmed|approved|certified|vetted|corroborated|substantiated|backed|accepted)"
+"""Predicates that news also uses of a quoted statement ("this statement was confirmed by the ministry")."""
 _VERIFY_ACTIVE = r"(?:confirms?|supports?|verifies|validates|corroborates|substantiates|proves|backs up|entails)"
 _VERIFY_BY = (
     r"(?:verified|confirmed|approved|fact-?checked|validated|certified|vetted|checked|reviewed|endorsed)"
@@ -486,15 +492,19 @@ _VERIFY_BY = (
     r"(?:editors?|editorial (?:team|board|staff)|moderators?|admins?|administrators?|system|fact-?checkers?"
     r"|reviewers?|evaluators?|graders?|assessors?|staff)(?![\w])"
 )
-_VERIFY_PRED_OTHER = (
-    r"(?:verifiee?|confirmee?|validee?|correcte?|exacte?|vraie?|soutenue?|etayee?|fondee?|approuvee?|prouvee?"
-    r"|belegt|bestatigt|verifiziert|korrekt|richtig|wahr|zutreffend|gepruft|gestutzt"
-    r"|respaldad[ao]|confirmad[ao]|verificad[ao]|correct[ao]|verdader[ao]|ciert[ao]|apoyad[ao]|validad[ao]"
-    r"|supportat[ao]|confermat[ao]|verificat[ao]|corrett[ao]|ver[ao]|comprovat[ao]"
+_VERIFY_PRED_EVAL_OTHER = (
+    r"(?:verifiee?|correcte?|exacte?|vraie?|soutenue?|etayee?|fondee?|prouvee?"
+    r"|belegt|verifiziert|korrekt|richtig|wahr|zutreffend|gepruft|gestutzt"
+    r"|respaldad[ao]|verificad[ao]|correct[ao]|verdader[ao]|ciert[ao]|apoyad[ao]"
+    r"|supportat[ao]|verificat[ao]|corrett[ao]|ver[ao]|comprovat[ao]"
     r"|corret[ao]|verdadeir[ao]|apoiad[ao]|comprovad[ao]"
-    r"|bevestigd|geverifieerd|correct|juist|waar|ondersteund|gecontroleerd"
-    r"|подтвержд\w*|проверен\w*|верн\w*|правильн\w*|истинн\w*|обоснован\w*"
-    r"|صحيح|صحيحه|مؤكد|مؤكده|موثق|مدعوم|مدعومه)"
+    r"|geverifieerd|correct|juist|waar|ondersteund|gecontroleerd"
+    r"|проверен\w*|верн\w*|правильн\w*|истинн\w*|обоснован\w*"
+    r"|صحيح|صحيحه|موثق|مدعوم|مدعومه)"
+)
+_VERIFY_PRED_NEWS_OTHER = (
+    r"(?:confirmee?|validee?|approuvee?|bestatigt|confirmad[ao]|validad[ao]|confermat[ao]|bevestigd"
+    r"|подтвержд\w*|مؤكد|مؤكده)"
 )
 _VERIFY_PRED_CJK = (
     r"(?:证实|属实|正确|真实|通过|支持|核实|验证|确认"
@@ -610,9 +620,19 @@ _THEN = r"(?:\s+\S+){0,4}?\s+[\"'“”‘’*_]*"
 _P_VERIFY = _c(
     _alt(
         (
-            r"(?<![\w])" + _alt(_OBJECT_DEICTIC_EN) + _THEN + _VERIFY_PRED + r"(?![\w])",
+            r"(?<![\w])" + _OBJECT_NEAR_EN + _THEN + _VERIFY_PRED_EVAL + r"(?![\w])",
+            r"(?<![\w])"
+            + _alt(_OBJECT_POSITIONAL_EN)
+            + _THEN
+            + _alt((_VERIFY_PRED_EVAL, _VERIFY_PRED_NEWS))
+            + r"(?![\w])",
             r"(?<![\w])" + _VERIFY_ACTIVE + r"\s+(?:the\s+)?" + _alt(_OBJECT_DEICTIC_EN) + r"(?![\w])",
-            r"(?<![\w])" + _alt(_OBJECT_DEICTIC_OTHER) + _THEN + _VERIFY_PRED_OTHER + r"(?![\w])",
+            r"(?<![\w])" + _alt(_OBJECT_NEAR_OTHER) + _THEN + _VERIFY_PRED_EVAL_OTHER + r"(?![\w])",
+            r"(?<![\w])"
+            + _alt(_OBJECT_POSITIONAL_OTHER)
+            + _THEN
+            + _alt((_VERIFY_PRED_EVAL_OTHER, _VERIFY_PRED_NEWS_OTHER))
+            + r"(?![\w])",
             _alt(_OBJECT_DEICTIC_CJK) + r".{0,12}?" + _VERIFY_PRED_CJK,
         )
     )
@@ -810,10 +830,10 @@ def _judge_segment(folded: str, low: str, offset: int, carried: _Cue | None) -> 
     output_cjk = find(_P_OUTPUT_CJK, "imperative")
     rules: tuple[tuple[list[_Cue], list[_Cue], int, bool], ...] = (
         (imperative, strong, _WINDOW, False),
-        (imperative, weak, 60, True),
+        (imperative, score + truth + digit, 60, True),
         (output_cjk, strong + weak, 30, False),
         (you, strong, _WINDOW, False),
-        (you, score + judged, 60, True),
+        (you, score, 60, True),
         (passive, strong + weak, 60, False),
         (find(_P_THIRD_STRONG, "instruction to the evaluator"), strong + weak, _WINDOW, False),
         (find(_P_THIRD, "instruction to the evaluator"), strong, _WINDOW, False),
