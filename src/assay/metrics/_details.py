@@ -18,64 +18,78 @@ name                        range       meaning
 ``missing_entities``        0, 1, 2...  distinct names (capitalised runs, acronyms, quoted
                                         titles) of the statement of which no part is in the
                                         evidence
-``negation_mismatches``     0, 1, 2...  statement sentences whose shared words are negated on
-                                        one side and not on the other
-``antonym_mismatches``      0, 1, 2...  antonym pairs with one word in a statement sentence
-                                        and the other in its evidence sentence
-``quantifier_mismatches``   0, 1, 2...  statement sentences whose quantifier class (all /
-                                        some / none) the evidence sentence does not share
+``negation_mismatches``     0 to the    statement sentences with a word negated on one side
+                            sentences   and not on the other, where its contexts agree
+``antonym_mismatches``      0, 1, 2...  antonym pairs with one side in the statement and the
+                                        other nearby in the evidence
+``quantifier_mismatches``   0 to the    statement sentences with a quantifier (all / some /
+                            sentences   none) whose class no nearby evidence quantifier has
 ``uncovered_share``         [0, 1]      share of the statement's distinct content words that
                                         are not in the evidence (0 without content words)
 ``longest_uncovered_run``   0, 1, 2...  longest run of consecutive statement content words
                                         (stopwords skipped) that are not in the evidence
 ==========================  ==========  ==================================================
 
-How each check reads text (all case-insensitive unless said otherwise):
+How each check reads text (case-insensitive unless said otherwise):
 
 - **Numbers and dates.** Digits (``1,000`` = ``1000``, ``3.5``, ``1990s`` = 1990,
-  ``3rd`` = 3, ``5k`` = 5,000, ``2bn`` = 2e9), number words (``three`` = 3,
-  ``twenty-five`` = 25, ``two hundred thousand`` = 200,000, ``third`` = 3; a lone "one"
-  is skipped, it is mostly a pronoun), scale words (``5 million``), ``%`` / ``percent`` /
-  ``per cent``, currency signs, month names (capitalised, or any case next to a number;
-  "May" only next to a number), ISO dates (``2020-03-05``: year, month, day) and slash
-  dates (either of the first two parts may be the month). A statement number is in the
+  ``3rd`` = 3, ``5k`` = 5,000, ``2bn`` = 2e9, ``2018-19`` = 2018 and 2019), number words
+  (``three`` = 3, ``twenty-five`` = 25, ``two hundred thousand`` = 200,000, ``third`` = 3;
+  a lone "one" is skipped, it is mostly a pronoun), scale words (``5 million``), ``%`` /
+  ``percent`` / ``per cent``, currency signs, month names (capitalised, or any case next
+  to a number; "May" only next to a number), ISO dates (``2020-03-05``: year, month, day)
+  and slash dates (either of the first two parts may be the month). Digits glued to a
+  word (``A380``, ``COVID-19``) are names, not numbers. A statement number is in the
   evidence when the evidence has the same value, or the same number before its scale
   word when one side has no scale word ("5" matches "5 million"; "5 million" does not
   match "5 billion"). Units and currencies are shown in :meth:`DetailFeatures.problems`
   but do not decide a match. Repeated values count once.
 - **Names.** Runs of capitalised words (joined by "of", "the", "de", "van", "von"...;
-  leading stopwords dropped), all-caps acronyms (``NASA``, ``U.S.``) and quoted titles.
-  A run that starts a sentence and is one word long counts only if the word is also
-  written capitalised mid-sentence somewhere in the statement or evidence, so "Researchers
-  found" is not a name (a missing sentence-initial name still shows in the coverage).
-  A name is in the evidence when any of its distinctive words is (generic words such as
-  "University", "New", "Mr" are not distinctive), so "Eiffel" matches "Gustave Eiffel";
-  an acronym also matches the initials of a capitalised run ("UN" and "United Nations");
-  a quoted title matches when its text or all its content words are in the evidence.
-  Month names are left to the number check. A statement that is mostly capitalised
-  (a headline) has no names: case says nothing there.
-- **Negation, antonyms, quantifiers** compare a statement sentence with its *evidence
-  sentence*: the evidence sentence sharing the most content words with it (ties: the
-  higher Jaccard overlap, then the first), if it shares at least two (one when the
-  statement sentence has one content word). A statement sentence found word for word in
-  the evidence, or with no evidence sentence, has no mismatch.
+  leading stopwords dropped), all-caps acronyms (``NASA``, ``U.S.``) and quoted titles
+  (quoted text starting with a capital or a digit; a quoted lower-case phrase is a
+  quotation, not a name). A run that starts a sentence and is one word long counts only
+  if the word is also written capitalised mid-sentence somewhere in the statement or
+  evidence, so "Researchers found" is not a name (a missing sentence-initial name still
+  shows in the coverage). A name is in the evidence when any of its distinctive words is
+  (generic words such as "University", "New", "Mr" are not distinctive), so "Eiffel"
+  matches "Gustave Eiffel"; a hyphenated word when one of its parts is ("Sims-based");
+  a word of five letters or more also matches an evidence word differing only in its last
+  letters (at most three more or fewer, all but one letter of the shorter shared:
+  "Libyan" and "Libya"). An acronym also matches the initials of a capitalised run ("UN"
+  and "United Nations"); a quoted title matches when its text or all its content words
+  are in the evidence. Month names are left to the number check. A statement that is
+  mostly capitalised (a headline) has no names: case says nothing there.
+- **Negation, antonyms, quantifiers** compare *local contexts*: a word's context is the
+  set of content words within six tokens of it in its sentence. An evidence occurrence
+  of a word is *nearby* when its context shares a content word with the statement
+  word's context. A statement sentence found word for word in the evidence has no
+  mismatch. Local contexts rather than whole sentences, because summaries merge several
+  evidence sentences into one.
 
-  - A word is *negated* when a negation cue (not, no, never, n't, cannot, none, neither,
-    nor, without, nobody, nothing, nowhere, unable, fail(s/ed/ing) to) is among the three
-    tokens before it in the same clause (clauses end at , ; : and "but", "although",
-    "however", "while", "whereas"). A sentence mismatches when some content word of the
-    statement sentence occurs in the evidence sentence only with the other polarity.
+  - A content word is *negated* when it is the first content word after a negation cue
+    (not, no, never, n't, cannot, none, neither, nor, without, nobody, nothing, nowhere,
+    unable, fail(s/ed/ing) to) within three tokens, in the same clause (clauses end at
+    , ; : and "but", "although", "however", "while", "whereas"). A statement sentence
+    mismatches when one of its negated words occurs in the evidence, nearby, and only
+    un-negated; or when one of its un-negated words occurs in the evidence with two
+    shared context words (stricter: evidence negates many things), and only negated.
   - An antonym pair (:data:`ANTONYM_PAIRS`, exact word forms) mismatches when the
-    statement sentence uses a form of one side and none of the other, the evidence
-    sentence the reverse, and both words have the same polarity ("did not increase" vs
-    "decreased" is not flagged).
+    statement uses a form of one side and none of the other in that sentence, the
+    evidence has a form of the other side nearby and no form of the same side nearby,
+    with the same polarity ("did not increase" vs "decreased" is not flagged).
   - Quantifier classes: universal (all, every, always, everyone...), partial (some, many,
-    few, most, several, often...), none (never, none, nobody, nothing). A sentence
-    mismatches when both sides use quantifiers and share no class. "the most" and
-    "at all" are not quantifiers.
-- **Content words** are word tokens that are not stopwords (:data:`STOPWORDS`) or single
-  letters, crudely lemmatised on both sides the same way (lower case, possessive and
-  plural -s removed, -ing/-ed and a final -e removed); numbers are left to the number check.
+    few, most, several, often...), none (never, none, nobody, nothing). A statement
+    quantifier mismatches when there are quantifiers nearby in the evidence and none of
+    its class; a partial one is satisfied by a universal one ("some" of "all" holds).
+    "the most" and "at all" are not quantifiers.
+- **Content words** are word tokens that are not stopwords (:data:`STOPWORDS`), number
+  words, month names or single letters, crudely lemmatised on both sides the same way
+  (lower case, possessive and plural -s removed, -ing/-ed and a final -e removed, about 60
+  common irregular forms mapped to their base: "won" to "win"). An acronym counts as
+  covered when it is the initials of a capitalised run of the evidence.
+
+Check a statement against the whole evidence it was judged on (every chunk), not against
+one chunk: what one chunk lacks another may hold.
 """
 
 from __future__ import annotations
@@ -152,12 +166,11 @@ ANTONYM_PAIRS: tuple[tuple[frozenset[str], frozenset[str]], ...] = tuple(
             "decrease decreased decreases decreasing fall falls fell fallen falling decline declined declines "
             "declining drop drops dropped dropping shrink shrinks shrank shrunk shrinking",
         ),
-        ("up", "down"),
         ("higher highest", "lower lowest"),
         ("high", "low"),
         ("before", "after"),
         ("earlier earliest early", "later latest late"),
-        ("win wins won winning winner victory", "lose loses lost losing loser defeat defeated"),
+        ("win wins won winning winner victory", "lose loses lost losing loser"),
         ("first", "last"),
         ("north northern northward", "south southern southward"),
         ("east eastern eastward", "west western westward"),
@@ -300,7 +313,8 @@ _TOKEN_RE = re.compile(
     r"|(?P<end>[.!?]+|\n)"
     r"|(?P<clause>[,;:()\[\]—–]|\s-\s)"
 )
-_QUOTE_RE = re.compile(r"[\"“”]([^\"“”\n]{2,80})[\"“”]")
+_QUOTE_RE = re.compile(r"[\"“”]([A-Z0-9][^\"“”\n]{1,79})[\"“”]")
+_YEAR_SPAN_RE = re.compile(r"\b(\d{2})\d{2}[-–/]$")
 
 
 # ---------------------------------------------------------------------------- numbers
@@ -407,6 +421,11 @@ def _numbers(text: str, words: Sequence[tuple[str, int, int]]) -> tuple[_Number,
         raw = _to_float(match.group("num"))
         value = raw
         suffix = (match.group("suf") or "").lower()
+        span_start = _YEAR_SPAN_RE.search(rest, max(0, start - 5), start)
+        if span_start is not None and len(match.group("num")) == 2 and not suffix:
+            raw = value = float(span_start.group(1)) * 100 + raw  # "2018-19": the second year is 2019
+            found.append(_Number(rest[span_start.start() : match.end()], value, raw, False))
+            continue
         unit = ""
         if suffix == "k":
             value *= 1e3
@@ -425,8 +444,8 @@ def _numbers(text: str, words: Sequence[tuple[str, int, int]]) -> tuple[_Number,
         elif currency is not None:
             unit = currency.group(0)
             surface = unit + surface
-        elif not unit:
-            unit = _next_unit(rest, match.end())
+        elif not unit and not (1000 <= value <= 2100 and value == int(value) and not scaled):
+            unit = _next_unit(rest, match.end())  # years have no unit: "the 2017 film"
         found.append(_Number(surface, value, raw, scaled, unit=unit))
     found.extend(_spelled_numbers(rest, words))
     return tuple(found)
@@ -549,7 +568,6 @@ class _Token(NamedTuple):
 
 class _Sentence(NamedTuple):
     tokens: tuple[_Token, ...]
-    lemmas: frozenset[str]  # content lemmas
     lows: frozenset[str]  # every lower-case word
 
 
@@ -558,13 +576,25 @@ class _Text:
     """A text read once: sentences of word tokens, word sets, numbers, capitalised words."""
 
     sentences: tuple[_Sentence, ...]
-    words: tuple[str, ...]  # lower-case word sequence (for the verbatim check)
     word_set: frozenset[str]
     lemma_set: frozenset[str]
     initialisms: frozenset[str]
     capitalised_mid: frozenset[str]  # lower-case words written capitalised mid-sentence
     numbers: tuple[_Number, ...]
     joined: str  # " w1 w2 ... " for verbatim search
+    lowered: str  # the text in lower case, runs of white space as one space
+    prefixes: Mapping[str, tuple[str, ...]]  # first five letters -> the words of five letters or more
+    by_lemma: Mapping[str, tuple[tuple[int, int], ...]]  # content lemma -> (sentence, token) positions
+    by_low: Mapping[str, tuple[tuple[int, int], ...]]  # antonym or quantifier word -> positions
+    quantifiers: tuple[tuple[int, int], ...]  # positions of every quantifier word
+    contexts: dict[tuple[int, int], frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
+
+    def context(self, position: tuple[int, int]) -> frozenset[str]:
+        """The local context (:func:`_around`) of the token at ``(sentence, token)``, computed once."""
+        found = self.contexts.get(position)
+        if found is None:
+            found = self.contexts[position] = _around(self.sentences[position[0]].tokens, position[1])
+        return found
 
 
 _IRREGULAR: Mapping[str, str] = {
@@ -599,14 +629,14 @@ def _lemma(word: str) -> str:
         w = w[:-3] + "y"
     elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
         w = w[:-1]
-    for suffix in ("ing", "ed"):
-        if len(w) - len(suffix) >= 3 and w.endswith(suffix):
+    for suffix, shortest in (("ing", 3), ("ed", 2)):
+        if len(w) - len(suffix) >= shortest and w.endswith(suffix):
             w = w[: -len(suffix)]
             if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsz":
-                w = w[:-1]
+                w = w[:-1]  # "stopped" -> "stop"
             break
-    if len(w) > 3 and w.endswith("e"):
-        w = w[:-1]
+    if len(w) > 2 and w.endswith("e"):
+        w = w[:-1]  # "use" and "used" -> "us", "increase" and "increased" -> "increas"
     return w
 
 
@@ -625,19 +655,18 @@ def _content(low: str) -> bool:
 
 
 @lru_cache(maxsize=65536)
-def _word(piece: str, acronym: bool) -> tuple[str, str]:
-    """(lower case without possessive, content lemma or "") of a word token."""
-    if acronym:
-        low = piece.lower().replace(".", "")
-        return low, low if _content(low) else ""
-    low = _low(piece)
-    return low, _lemma(low) if _content(low) else ""
+def _word(piece: str, acronym: bool) -> tuple[str, str, bool, bool]:
+    """What a word token is: (lower case without possessive, content lemma or "", negation cue, may spell a number)."""
+    low = piece.lower().replace(".", "") if acronym else _low(piece)
+    cue = low in _NEGATIONS or low.endswith("n't")
+    lemma = _lemma(low) if _content(low) and not cue else ""
+    spelled = low in _MONTHS or low == "and" or low.partition("-")[0] in _NUMBER_VOCABULARY
+    return low, lemma, cue, spelled
 
 
 @lru_cache(maxsize=256)
 def _read(text: str) -> _Text:
-    raw = [(m.lastgroup or "", m.group(0), m.start(), m.end()) for m in _TOKEN_RE.finditer(text)]
-    spans: list[tuple[str, int, int]] = []
+    spans: list[tuple[str, int, int]] = []  # number words, month names and "and", for _spelled_numbers
     sentences: list[_Sentence] = []
     current: list[_Token] = []
     words: list[str] = []
@@ -648,15 +677,13 @@ def _read(text: str) -> _Text:
     def close() -> None:
         nonlocal current, since_cue
         if current:
-            sentences.append(
-                _Sentence(
-                    tuple(current), frozenset(t.lemma for t in current if t.lemma), frozenset(t.low for t in current)
-                )
-            )
+            sentences.append(_Sentence(tuple(current), frozenset(t.low for t in current)))
         current = []
         since_cue = _NEGATION_WINDOW
 
-    for index, (kind, piece, begin, finish) in enumerate(raw):
+    after_fail = False
+    for match in _TOKEN_RE.finditer(text):
+        kind, piece = match.lastgroup, match.group()
         if kind == "end":
             if piece == "." and previous_word in _ABBREVIATIONS:
                 continue
@@ -672,17 +699,15 @@ def _read(text: str) -> _Text:
             since_cue += 1
             previous_word = ""
             continue
-        low, lemma = _word(piece, kind == "acr")
-        spans.append((low, begin, finish))
+        low, lemma, cue, spelled = _word(piece, kind == "acr")
+        if spelled:
+            spans.append((low, match.start(), match.end()))
         if low in _CLAUSE_WORDS:
             since_cue = _NEGATION_WINDOW
-        cue = (
-            low in _NEGATIONS
-            or low.endswith("n't")
-            or (low in _FAIL and index + 1 < len(raw) and raw[index + 1][1].lower() == "to")
-        )
-        if cue:
-            lemma = ""
+        if after_fail and low == "to":
+            cue = True  # "failed to": the cue ends at "to", and "failed" is no content word
+            current[-1] = current[-1]._replace(lemma="")
+        after_fail = low in _FAIL
         start = not current
         capitalised = piece[0].isupper()
         negated = bool(lemma) and since_cue < _NEGATION_WINDOW
@@ -715,15 +740,31 @@ def _read(text: str) -> _Text:
                     initialisms.add("".join(t.low[0] for t in span if t.low not in _INITIALISM_CONNECTORS))
                     initialisms.add("".join(t.low[0] for t in span))
     lemma_set = frozenset(_word(w, False)[1] for w in word_set) - {""}
+    prefixes: dict[str, list[str]] = {}
+    for w in word_set:
+        if len(w) >= 5:
+            prefixes.setdefault(w[:5], []).append(w)
+    by_lemma: dict[str, list[tuple[int, int]]] = {}
+    by_low: dict[str, list[tuple[int, int]]] = {}
+    for s_index, sentence in enumerate(sentences):
+        for t_index, token in enumerate(sentence.tokens):
+            if token.lemma:
+                by_lemma.setdefault(token.lemma, []).append((s_index, t_index))
+            if token.low in _ANTONYM_FORMS or token.low in _QUANTIFIERS:
+                by_low.setdefault(token.low, []).append((s_index, t_index))
     return _Text(
         sentences=tuple(sentences),
-        words=tuple(words),
         word_set=frozenset(word_set),
         lemma_set=lemma_set,
         initialisms=frozenset(initialisms),
         capitalised_mid=frozenset(capitalised_mid),
         numbers=_numbers(text, spans),
         joined=" " + " ".join(words) + " ",
+        lowered=" ".join(text.lower().split()),
+        prefixes={k: tuple(v) for k, v in prefixes.items()},
+        by_lemma={k: tuple(v) for k, v in by_lemma.items()},
+        by_low={k: tuple(v) for k, v in by_low.items()},
+        quantifiers=tuple(sorted(p for w, ps in by_low.items() if w in _QUANTIFIERS for p in ps)),
     )
 
 
@@ -771,6 +812,12 @@ def _entities(statement: str, text: _Text, evidence: _Text) -> list[tuple[str, l
         for run in _capitalised_runs(sentence.tokens):
             if all(t.low in quoted_words for t in run):
                 continue
+            if len(run) > 1 and run[0].sentence_start and run[0].low not in known_mid:
+                run = run[1:]  # "Yesterday Johnson won": the first word is capitalised for the sentence
+                while run and run[0].low in _CONNECTORS:
+                    run = run[1:]
+                if not run:
+                    continue
             if len(run) == 1:
                 token = run[0]
                 if token.low in _MONTHS or len(token.low) < 2:
@@ -789,12 +836,21 @@ def _entities(statement: str, text: _Text, evidence: _Text) -> list[tuple[str, l
     return names
 
 
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 def _name_present(name: str, distinctive: list[str], acronym: bool, evidence: _Text) -> bool:
     if name.startswith('"'):
         title = name.strip('"')
-        title_words = [_low(w) for w in re.findall(r"[^\W\d_][\w'’-]*", title)]
-        if f" {' '.join(title_words)} " in evidence.joined:
+        if " ".join(title.lower().split()) in evidence.lowered:
             return True
+        title_words = [_low(w) for w in re.findall(r"[^\W\d_][\w'’-]*", title)]
         lemmas = {_lemma(w) for w in title_words if _content(w)}
         return bool(lemmas) and lemmas <= evidence.lemma_set
     if acronym:
@@ -803,32 +859,19 @@ def _name_present(name: str, distinctive: list[str], acronym: bool, evidence: _T
     for word in distinctive:
         if word in evidence.word_set:
             return True
-        parts = [p for p in re.split(r"[-']", word) if p]
-        if len(parts) > 1 and all(p in evidence.word_set for p in parts):
-            return True
+        parts = [p for p in re.split(r"[-']", word) if len(p) >= 3 and p not in _GENERIC_NAME_WORDS]
+        if len(parts) > 1 and any(p in evidence.word_set for p in parts):
+            return True  # "Sims-based" and "Sims"
         if _lemma(word) in evidence.lemma_set:
             return True
+        if len(word) >= 5:  # "Libyan" and "Libya", "Canadian" and "Canada"
+            for other in evidence.prefixes.get(word[:5], ()):
+                if abs(len(other) - len(word)) <= 3 and _common_prefix(word, other) >= min(len(word), len(other)) - 1:
+                    return True
     return False
 
 
 # ---------------------------------------------------------------------------- sentence cues
-
-
-def _align(sentence: _Sentence, evidence: _Text) -> _Sentence | None:
-    """The evidence sentence that shares the most content words with ``sentence`` (or None)."""
-    if not sentence.lemmas:
-        return None
-    best: _Sentence | None = None
-    best_key = (0, 0.0)
-    for candidate in evidence.sentences:
-        shared = len(sentence.lemmas & candidate.lemmas)
-        if shared == 0:
-            continue
-        key = (shared, shared / len(sentence.lemmas | candidate.lemmas))
-        if key > best_key:
-            best, best_key = candidate, key
-    needed = min(2, len(sentence.lemmas))
-    return best if best is not None and best_key[0] >= needed else None
 
 
 def _snippet(tokens: Sequence[_Token], index: int, before: int = 3, after: int = 1) -> str:
@@ -837,64 +880,99 @@ def _snippet(tokens: Sequence[_Token], index: int, before: int = 3, after: int =
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _negation_problem(sentence: _Sentence, aligned: _Sentence) -> str | None:
-    for i, token in enumerate(sentence.tokens):
-        if not token.lemma or token.lemma not in aligned.lemmas:
-            continue
-        polarities = {t.negated for t in aligned.tokens if t.lemma == token.lemma}
-        if token.negated not in polarities:
-            j = next(k for k, t in enumerate(aligned.tokens) if t.lemma == token.lemma)
-            said, other = ("negates", "does not") if token.negated else ("does not negate", "does")
-            return (
-                f'negation: the statement {said} "{token.text}" ("{_snippet(sentence.tokens, i)}"), '
-                f'the evidence {other} ("{_snippet(aligned.tokens, j)}")'
-            )
-    return None
+_RADIUS = 6
+"""Tokens each side of a word whose content words make its local context."""
+_MAX_OCCURRENCES = 64
+"""Evidence occurrences of one word compared with the statement's (the first ones)."""
 
 
-def _forms(tokens: Sequence[_Token], forms: frozenset[str]) -> list[_Token]:
-    return [t for t in tokens if t.low in forms]
+def _around(tokens: Sequence[_Token], index: int) -> frozenset[str]:
+    """Content lemmas within :data:`_RADIUS` tokens of ``tokens[index]`` (itself excluded)."""
+    lo, hi = max(0, index - _RADIUS), min(len(tokens), index + _RADIUS + 1)
+    return frozenset(t.lemma for k, t in enumerate(tokens[lo:hi], lo) if t.lemma and k != index)
 
 
-def _antonym_problems(sentence: _Sentence, aligned: _Sentence) -> list[str]:
-    found: list[str] = []
-    candidates = sorted({i for w in sentence.lows & _ANTONYM_FORMS for i in _ANTONYM_INDEX[w]})
-    for pair in candidates:
-        side_a, side_b = ANTONYM_PAIRS[pair]
-        for mine, theirs in ((side_a, side_b), (side_b, side_a)):
-            if not (sentence.lows & mine) or (sentence.lows & theirs) or not (aligned.lows & theirs):
-                continue
-            if aligned.lows & mine:
-                continue
-            s_mine, s_theirs = _forms(sentence.tokens, mine), _forms(sentence.tokens, theirs)
-            e_mine, e_theirs = _forms(aligned.tokens, mine), _forms(aligned.tokens, theirs)
-            if not s_mine or s_theirs or not e_theirs or e_mine:
-                continue
-            if {t.negated for t in s_mine} & {t.negated for t in e_theirs}:
-                found.append(f'antonym: the statement says "{s_mine[0].text}", the evidence "{e_theirs[0].text}"')
+def _matching(
+    evidence: _Text, positions: Iterable[tuple[int, int]], context: frozenset[str], need: int
+) -> list[tuple[_Sentence, int]]:
+    """Evidence occurrences whose local context shares at least ``need`` content words with ``context``."""
+    found: list[tuple[_Sentence, int]] = []
+    for n, position in enumerate(positions):
+        if n >= _MAX_OCCURRENCES:
+            break
+        if len(context & evidence.context(position)) >= need:
+            found.append((evidence.sentences[position[0]], position[1]))
     return found
 
 
-def _quantifier_classes(tokens: Sequence[_Token]) -> dict[str, str]:
-    classes: dict[str, str] = {}
-    for i, token in enumerate(tokens):
-        quantifier = _QUANTIFIERS.get(token.low)
-        if quantifier is None:
+def _local_negation(sentence: _Sentence, evidence: _Text) -> str | None:
+    """A word negated on one side only, where its local contexts agree (see the module docstring)."""
+    for i, token in enumerate(sentence.tokens):
+        positions = evidence.by_lemma.get(token.lemma, ()) if token.lemma else ()
+        if not positions:
             continue
-        if token.low == "most" and i > 0 and tokens[i - 1].low == "the":
+        need = 1 if token.negated else 2
+        matching = _matching(evidence, positions, _around(sentence.tokens, i), need)
+        if not matching:
             continue
-        if token.low == "all" and i > 0 and tokens[i - 1].low in ("at", "after"):
+        polarities = {s.tokens[j].negated for s, j in matching}
+        if token.negated in polarities:
             continue
-        classes.setdefault(quantifier, token.text)
-    return classes
+        other, j = matching[0]
+        said, what = ("negates", "does not") if token.negated else ("does not negate", "does")
+        return (
+            f'negation: the statement {said} "{token.text}" ("{_snippet(sentence.tokens, i)}"), '
+            f'the evidence {what} ("{_snippet(other.tokens, j)}")'
+        )
+    return None
 
 
-def _quantifier_problem(sentence: _Sentence, aligned: _Sentence) -> str | None:
-    mine, theirs = _quantifier_classes(sentence.tokens), _quantifier_classes(aligned.tokens)
-    if mine and theirs and not (mine.keys() & theirs.keys()):
-        said = ", ".join(f'"{w}"' for w in mine.values())
-        other = ", ".join(f'"{w}"' for w in theirs.values())
-        return f"quantifier: the statement says {said}, the evidence {other}"
+def _local_antonyms(sentence: _Sentence, evidence: _Text) -> list[str]:
+    found: list[str] = []
+    for i, token in enumerate(sentence.tokens):
+        if token.low not in _ANTONYM_FORMS:
+            continue
+        context = _around(sentence.tokens, i)
+        for pair in _ANTONYM_INDEX[token.low]:
+            side_a, side_b = ANTONYM_PAIRS[pair]
+            mine, theirs = (side_a, side_b) if token.low in side_a else (side_b, side_a)
+            if sentence.lows & theirs:
+                continue
+            same = _matching(evidence, (p for w in mine for p in evidence.by_low.get(w, ())), context, 1)
+            if same:
+                continue
+            opposite = _matching(evidence, (p for w in theirs for p in evidence.by_low.get(w, ())), context, 1)
+            agreeing = [(s, j) for s, j in opposite if s.tokens[j].negated == token.negated]
+            if agreeing:
+                other, j = agreeing[0]
+                found.append(f'antonym: the statement says "{token.text}", the evidence "{other.tokens[j].text}"')
+    return found
+
+
+def _quantifier(tokens: Sequence[_Token], index: int) -> str | None:
+    """The quantifier class of ``tokens[index]`` ("the most" and "at all" are none)."""
+    low = tokens[index].low
+    kind = _QUANTIFIERS.get(low)
+    previous = tokens[index - 1].low if index > 0 else ""
+    if (low == "most" and previous == "the") or (low == "all" and previous in ("at", "after")):
+        return None
+    return kind
+
+
+def _local_quantifier(sentence: _Sentence, evidence: _Text) -> str | None:
+    """A quantifier whose class no nearby evidence quantifier shares (see the module docstring)."""
+    positions = evidence.quantifiers
+    for i, token in enumerate(sentence.tokens):
+        kind = _quantifier(sentence.tokens, i)
+        if kind is None:
+            continue
+        nearby = _matching(evidence, positions, _around(sentence.tokens, i), 1)
+        matching = [(s, j) for s, j in nearby if _quantifier(s.tokens, j)]
+        kinds = {_quantifier(s.tokens, j) for s, j in matching}
+        if not matching or kind in kinds or (kind == "partial" and "universal" in kinds):
+            continue  # "some" where the evidence says "all" is no contradiction
+        other, j = matching[0]
+        return f'quantifier: the statement says "{token.text}", the evidence "{other.tokens[j].text}"'
     return None
 
 
@@ -1000,17 +1078,14 @@ def detail_features(statement: str, evidence: str) -> DetailFeatures:
         plain = " " + " ".join(t.low for t in sentence.tokens) + " "
         if plain in given.joined:
             continue
-        aligned = _align(sentence, given)
-        if aligned is None:
-            continue
-        negation = _negation_problem(sentence, aligned)
+        negation = _local_negation(sentence, given)
+        found = _local_antonyms(sentence, given)
+        quantifier = _local_quantifier(sentence, given)
         if negation is not None:
             negations += 1
             messages.append(negation)
-        found = _antonym_problems(sentence, aligned)
         antonyms += len(found)
         messages.extend(found)
-        quantifier = _quantifier_problem(sentence, aligned)
         if quantifier is not None:
             quantifiers += 1
             messages.append(quantifier)
