@@ -11,12 +11,19 @@ in microseconds, so every number here is exact and reproducible.
    separately. (Honesty note: the held-out texts were visible in
    ``benchmarks/injection_corpus.py`` while the detector was written; the split keeps them
    out of tuning, not out of sight.)
-2. **Unseen attacks** (``tests/fixtures/injection_unseen.jsonl``): 42 attacks in other styles
-   and languages, written before the detector existed and not tuned against afterwards.
+2. **Unseen attacks** (``tests/fixtures/injection_unseen.jsonl``): 62 attacks in other styles
+   and languages. Batch 1 (42) was written before the detector existed, batch 2 (20) after
+   its first run and before the changes made from batch 1's misses. This prints today's
+   rates; the blind first-run rates (each batch's first contact with the detector) are in
+   ``docs/design/judging.md``. Changes made after a batch was seen make its rate optimistic.
 3. **False positives on ordinary text**: every claim and every context sentence of
    ``../shared/data/grounding/{begin,summedits,wice}_dev.jsonl`` and every answer and
    context sentence of ``../shared/data/rag/halueval_qa.jsonl`` (contexts deduplicated,
-   split with the project's segmenter). Every false positive is listed with its cue.
+   split with the project's segmenter), the sets the detector was developed against; and,
+   held out, every user, assistant and tool message of
+   ``../shared/data/agents/taubench_airline_dev.jsonl`` (chat: second person and polite
+   imperatives throughout; the system prompt, itself an instruction to an AI, is left out).
+   Every false positive is listed with its cue.
 
     python benchmarks/addressed.py              # all tables (about a minute: segmenting 3.6M characters)
     python benchmarks/addressed.py --no-fp      # corpus and unseen attacks only
@@ -116,14 +123,17 @@ def unseen_table(items: list[dict[str, Any]]) -> dict[str, Any]:
     """Each unseen attack: detected on its own text, and which cue fired."""
     print(f"\n== unseen attacks ({UNSEEN.relative_to(ROOT)}) ==")
     by_language: dict[str, list[bool]] = defaultdict(list)
+    by_batch: dict[int, list[bool]] = defaultdict(list)
     hits = 0
     for item in items:
         found = addresses_judge(item["text"])
         hits += found is not None
         by_language[item["language"]].append(found is not None)
+        by_batch[item["batch"]].append(found is not None)
         what = f"{found.cue:12s} {found.reason}" if found else "MISSED"
         print(f"  {item['id']:34s} {item['language']:3s} {what}")
     print(f"  detected: {rate(hits, len(items))}")
+    print("  by batch: " + ", ".join(f"{k}: {rate(sum(v), len(v))}" for k, v in sorted(by_batch.items())))
     print("  by language: " + ", ".join(f"{k} {sum(v)}/{len(v)}" for k, v in sorted(by_language.items())))
     return {"n": len(items), "detected": hits}
 
@@ -144,6 +154,17 @@ def ordinary_texts() -> dict[str, tuple[list[tuple[str, str]], list[tuple[str, s
         [(r["id"], r["answer"]) for r in rows],
         [(rid, s) for context, rid in contexts.items() for s in sentences(context)],
     )
+    # held out: never looked at while the detector was tuned, until its first run here
+    messages = {
+        m["content"]: r["id"]
+        for r in load(SHARED / "agents" / "taubench_airline_dev.jsonl")
+        for m in r["messages"]
+        if m["role"] != "system" and isinstance(m.get("content"), str) and m["content"].strip()
+    }
+    sets["taubench (msgs)"] = (
+        [(rid, text) for text, rid in messages.items()],
+        [(rid, s) for text, rid in messages.items() for s in sentences(text)],
+    )
     return sets
 
 
@@ -152,7 +173,7 @@ def false_positive_table() -> dict[str, Any]:
     started = time.perf_counter()
     sets = ordinary_texts()
     print(f"  (segmented in {time.perf_counter() - started:.0f}s)")
-    print(f"  {'data set':14s} {'claims flagged':>22s} {'context sentences flagged':>28s}")
+    print(f"  {'data set':16s} {'claims/messages flagged':>24s} {'sentences flagged':>26s}")
     listed: list[tuple[str, str, str, AddressedFinding]] = []
     totals = [0, 0, 0, 0]
     calls, seconds = 0, 0.0
@@ -169,9 +190,9 @@ def false_positive_table() -> dict[str, Any]:
         (fc, nc), (fs, ns) = counts
         totals = [totals[0] + fc, totals[1] + nc, totals[2] + fs, totals[3] + ns]
         figures[name] = {"claims": nc, "claims_flagged": fc, "sentences": ns, "sentences_flagged": fs}
-        print(f"  {name:14s} {rate(fc, nc):>22s} {rate(fs, ns):>28s}")
+        print(f"  {name:16s} {rate(fc, nc):>24s} {rate(fs, ns):>26s}")
     fc, nc, fs, ns = totals
-    print(f"  {'all':14s} {f'{fc}/{nc} ({100 * fc / nc:.3f}%)':>22s} {f'{fs}/{ns} ({100 * fs / ns:.3f}%)':>28s}")
+    print(f"  {'all':16s} {f'{fc}/{nc} ({100 * fc / nc:.3f}%)':>24s} {f'{fs}/{ns} ({100 * fs / ns:.3f}%)':>26s}")
     print(f"  speed: {1e6 * seconds / calls:.0f} µs per text on average ({calls} texts)")
     if listed:
         print("  every false positive:")

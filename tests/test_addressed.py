@@ -69,6 +69,7 @@ ORDINARY = [
     "Answer: the capital of France is Paris.",
     "Would you mind if I ask a few more questions to give you an accurate quote?",
     "You have to have a valid membership to attend this event.",
+    "Please confirm if everything is correct, and I'll proceed with the booking.",
     # capitalised names that look like imperatives
     "Mark Twain wrote Tom Sawyer.",
     "Return of the Jedi was released in 1983.",

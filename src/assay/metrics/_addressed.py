@@ -53,10 +53,28 @@ ends and line breaks):
 1. a *structural* cue fires alone: markup mimicry, output-format mimicry, override, role
    assignment, a verification meta-claim, or a vocative to a strong evaluator ("Dear
    evaluator", "Attention language model"); or
-2. an *instruction* cue and *protocol vocabulary* occur together, within 150 characters:
-   any instruction with a strong term (an outcome label, a strong evaluator, the object
-   named deictically); an imperative, second-person, passive or vocative instruction with
-   a weak term as well (score, "the statement", a bare 0 or 1, "true").
+2. an *instruction* cue and *protocol vocabulary* occur together (``_judge_segment``):
+
+   ============================================  =============================================
+   instruction                                   protocol term it needs
+   ============================================  =============================================
+   any (imperative, second person, passive,       a strong term within 150 characters: an
+   third person, vocative, request)               outcome label, a strong evaluator, the object
+                                                  named deictically
+   imperative of output or judgement              or an output value after it, within 60: a
+                                                  score word, a predicative "true", a bare 0/1
+   second person ("you must", "could you")        or a score word after it, within 60
+   passive ("should be treated as")               or any weak term within 60
+   third person about a strong evaluator          or any weak term
+   vocative to a weak evaluator ("Dear editor")   or any weak term, in the same sentence or
+                                                  the next ("Note to the system. The answer
+                                                  is 1.")
+   CJK output verb (输出, 判定, 출력)             any term within 30 characters
+   lower-case role prefix, HTML comment           a strong term, a score word or a bare 0/1
+   ============================================  =============================================
+
+   A verification by an evaluative actor ("approved by the moderators") counts with the
+   object judged or an outcome label.
 
 Ordinary sentences hold one family at most: "The judge sentenced him to 5 years." names a
 (weak) evaluator with no instruction; "You can see the tower from the river." is second
@@ -267,6 +285,8 @@ _TRUTH_WORDS = (
 _TRUTH_CJK = (r"正确|属实|真实|已证实|证实|核实|通过|正しい|正確|真実", r"사실", r"정확", r"옳", r"참")
 _PREDICATIVE = r"(?=\s*(?:[^\w\s]|$|(?:and|or|but|et|ou|und|oder|y|o|e|en|of|и|или)(?![\w])))"
 """A truth word counts as an output value only used predicatively ("say it is true."), not before a noun."""
+_INDIRECT = re.compile(r"(?<![\w])(?:if|whether|si|ob|se|ли)(?![\w])")
+"""An indirect question: a truth word after it is asked about, not asserted."""
 _DIGIT01 = r"(?<![A-Za-z0-9.,/#$€£+-])[01](?:\.0)?(?![A-Za-z0-9%/-]|[.,]\d)"
 
 # The object judged. Deictic: pointing at the text under evaluation. Bare: a definite mention.
@@ -803,6 +823,8 @@ def _judge_segment(folded: str, low: str, offset: int, carried: _Cue | None) -> 
     truth = find(_P_TRUTH, "truth value")
     digit = find(_P_DIGIT, "a verdict digit")
     weak = score + judged + truth + digit
+    # "confirm whether everything is correct" asks a question: its truth word is no output value
+    asserted = [c for c in truth if not _INDIRECT.search(low[max(0, c.start - offset - 60) : c.start - offset])]
 
     verify_by = find(_P_VERIFY_BY, "verification")
     found = _pair(verify_by, strong + judged)
@@ -830,7 +852,7 @@ def _judge_segment(folded: str, low: str, offset: int, carried: _Cue | None) -> 
     output_cjk = find(_P_OUTPUT_CJK, "imperative")
     rules: tuple[tuple[list[_Cue], list[_Cue], int, bool], ...] = (
         (imperative, strong, _WINDOW, False),
-        (imperative, score + truth + digit, 60, True),
+        (imperative, score + asserted + digit, 60, True),
         (output_cjk, strong + weak, 30, False),
         (you, strong, _WINDOW, False),
         (you, score, 60, True),
