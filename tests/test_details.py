@@ -179,6 +179,13 @@ def test_negation(statement: str, evidence: str, mismatches: int) -> None:
     assert found.negation_mismatches == mismatches, found.problems()
 
 
+def test_failed_at_a_sentence_end_before_to_is_no_cue_and_no_crash() -> None:
+    # regression: "failed" closing a sentence and "To" opening the next raised IndexError
+    found = detail_features("He failed. To be clear, he won.", "He failed. To be clear, he won the cup.")
+    assert found.negation_mismatches == 0
+    assert detail_features("They failed 5 to 3.", "They won.").negation_mismatches == 0
+
+
 def test_negation_problem_names_the_word() -> None:
     found = detail_features("The company did not report a loss.", "The company reported a loss.")
     assert [p for p in found.problems() if p.startswith("negation")] == [
@@ -279,7 +286,7 @@ def test_long_snippets_in_problems_are_bounded() -> None:
 
 _VOCABULARY = """the a cat dog Paris Rome NASA Gustave Eiffel tower not never no all some most increased decreased
 north south won lost three twenty 1,000 5% $3 million 1889 May March 5 km before after did report reported
-people first last it was in of and U.S. didn't"""
+people first last it was in of and U.S. didn't failed to To 2018-19 "Night" Libyan"""
 _WORDS = _VOCABULARY.split()
 
 _sentence = st.lists(st.sampled_from(_WORDS), min_size=1, max_size=12).map(lambda ws: " ".join(ws) + ".")

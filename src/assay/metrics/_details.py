@@ -99,7 +99,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -566,6 +566,9 @@ class _Token(NamedTuple):
     sentence_start: bool
 
 
+_new_token = tuple.__new__  # builds a _Token without NamedTuple's Python-level __new__ (the hot loop)
+
+
 class _Sentence(NamedTuple):
     tokens: tuple[_Token, ...]
     lows: frozenset[str]  # every lower-case word
@@ -575,19 +578,51 @@ class _Sentence(NamedTuple):
 class _Text:
     """A text read once: sentences of word tokens, word sets, numbers, capitalised words."""
 
+    text: str
     sentences: tuple[_Sentence, ...]
     word_set: frozenset[str]
     lemma_set: frozenset[str]
-    initialisms: frozenset[str]
     capitalised_mid: frozenset[str]  # lower-case words written capitalised mid-sentence
     numbers: tuple[_Number, ...]
     joined: str  # " w1 w2 ... " for verbatim search
-    lowered: str  # the text in lower case, runs of white space as one space
-    prefixes: Mapping[str, tuple[str, ...]]  # first five letters -> the words of five letters or more
-    by_lemma: Mapping[str, tuple[tuple[int, int], ...]]  # content lemma -> (sentence, token) positions
-    by_low: Mapping[str, tuple[tuple[int, int], ...]]  # antonym or quantifier word -> positions
-    quantifiers: tuple[tuple[int, int], ...]  # positions of every quantifier word
+    by_lemma: Mapping[str, list[tuple[int, int]]]  # content lemma -> (sentence, token) positions
+    by_low: Mapping[str, list[tuple[int, int]]]  # antonym or quantifier word -> positions
     contexts: dict[tuple[int, int], frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
+
+    @cached_property
+    def quantifiers(self) -> list[tuple[int, int]]:
+        """Positions of every quantifier word."""
+        return sorted(p for w, ps in self.by_low.items() if w in _QUANTIFIERS for p in ps)
+
+    @cached_property
+    def lowered(self) -> str:
+        """The text in lower case, runs of white space as one space."""
+        return " ".join(self.text.lower().split())
+
+    @cached_property
+    def prefixes(self) -> dict[str, list[str]]:
+        """First five letters -> the words of five letters or more."""
+        found: dict[str, list[str]] = {}
+        for w in self.word_set:
+            if len(w) >= 5:
+                found.setdefault(w[:5], []).append(w)
+        return found
+
+    @cached_property
+    def initialisms(self) -> frozenset[str]:
+        """Initials of every span of a capitalised run, with and without its connectors."""
+        found: set[str] = set()
+        for sentence in self.sentences:
+            for run in _capitalised_runs(sentence.tokens, _INITIALISM_CONNECTORS):
+                run = run[:12]
+                for i, first in enumerate(run):
+                    for j in range(i + 1, len(run)):
+                        if not (first.capitalised and run[j].capitalised):
+                            continue
+                        span = run[i : j + 1]
+                        found.add("".join(t.low[0] for t in span if t.low not in _INITIALISM_CONNECTORS))
+                        found.add("".join(t.low[0] for t in span))
+        return frozenset(found)
 
     def context(self, position: tuple[int, int]) -> frozenset[str]:
         """The local context (:func:`_around`) of the token at ``(sentence, token)``, computed once."""
@@ -667,6 +702,8 @@ def _word(piece: str, acronym: bool) -> tuple[str, str, bool, bool]:
 @lru_cache(maxsize=256)
 def _read(text: str) -> _Text:
     spans: list[tuple[str, int, int]] = []  # number words, month names and "and", for _spelled_numbers
+    by_lemma: dict[str, list[tuple[int, int]]] = {}
+    by_low: dict[str, list[tuple[int, int]]] = {}
     sentences: list[_Sentence] = []
     current: list[_Token] = []
     words: list[str] = []
@@ -684,6 +721,7 @@ def _read(text: str) -> _Text:
     after_fail = False
     for match in _TOKEN_RE.finditer(text):
         kind, piece = match.lastgroup, match.group()
+        follows_fail, after_fail = after_fail, False
         if kind == "end":
             if piece == "." and previous_word in _ABBREVIATIONS:
                 continue
@@ -704,14 +742,22 @@ def _read(text: str) -> _Text:
             spans.append((low, match.start(), match.end()))
         if low in _CLAUSE_WORDS:
             since_cue = _NEGATION_WINDOW
-        if after_fail and low == "to":
+        if follows_fail and low == "to" and current:
             cue = True  # "failed to": the cue ends at "to", and "failed" is no content word
-            current[-1] = current[-1]._replace(lemma="")
+            failed = current[-1]
+            if failed.lemma:
+                by_lemma[failed.lemma].pop()
+            current[-1] = failed._replace(lemma="")
         after_fail = low in _FAIL
         start = not current
         capitalised = piece[0].isupper()
         negated = bool(lemma) and since_cue < _NEGATION_WINDOW
-        current.append(_Token(piece, low, lemma, negated, capitalised, start))
+        position = (len(sentences), len(current))
+        if lemma:
+            by_lemma.setdefault(lemma, []).append(position)
+        if low in _ANTONYM_FORMS or low in _QUANTIFIERS:
+            by_low.setdefault(low, []).append(position)
+        current.append(_new_token(_Token, (piece, low, lemma, negated, capitalised, start)))
         words.append(low)
         if capitalised and not start:
             capitalised_mid.add(low)
@@ -728,43 +774,17 @@ def _read(text: str) -> _Text:
     for w in word_set.copy():
         if "-" in w or "'" in w:
             word_set.update(part for part in re.split(r"[-']", w) if part)
-    initialisms: set[str] = set()
-    for sentence in sentences:
-        for run in _capitalised_runs(sentence.tokens, _INITIALISM_CONNECTORS):
-            run = run[:12]
-            for i, first in enumerate(run):
-                for j in range(i + 1, len(run)):
-                    if not (first.capitalised and run[j].capitalised):
-                        continue
-                    span = run[i : j + 1]
-                    initialisms.add("".join(t.low[0] for t in span if t.low not in _INITIALISM_CONNECTORS))
-                    initialisms.add("".join(t.low[0] for t in span))
     lemma_set = frozenset(_word(w, False)[1] for w in word_set) - {""}
-    prefixes: dict[str, list[str]] = {}
-    for w in word_set:
-        if len(w) >= 5:
-            prefixes.setdefault(w[:5], []).append(w)
-    by_lemma: dict[str, list[tuple[int, int]]] = {}
-    by_low: dict[str, list[tuple[int, int]]] = {}
-    for s_index, sentence in enumerate(sentences):
-        for t_index, token in enumerate(sentence.tokens):
-            if token.lemma:
-                by_lemma.setdefault(token.lemma, []).append((s_index, t_index))
-            if token.low in _ANTONYM_FORMS or token.low in _QUANTIFIERS:
-                by_low.setdefault(token.low, []).append((s_index, t_index))
     return _Text(
+        text=text,
         sentences=tuple(sentences),
         word_set=frozenset(word_set),
         lemma_set=lemma_set,
-        initialisms=frozenset(initialisms),
         capitalised_mid=frozenset(capitalised_mid),
         numbers=_numbers(text, spans),
         joined=" " + " ".join(words) + " ",
-        lowered=" ".join(text.lower().split()),
-        prefixes={k: tuple(v) for k, v in prefixes.items()},
-        by_lemma={k: tuple(v) for k, v in by_lemma.items()},
-        by_low={k: tuple(v) for k, v in by_low.items()},
-        quantifiers=tuple(sorted(p for w, ps in by_low.items() if w in _QUANTIFIERS for p in ps)),
+        by_lemma=by_lemma,
+        by_low=by_low,
     )
 
 
