@@ -647,6 +647,10 @@ _P_VERIFY = _c(
             + _alt((_VERIFY_PRED_EVAL, _VERIFY_PRED_NEWS))
             + r"(?![\w])",
             r"(?<![\w])" + _VERIFY_ACTIVE + r"\s+(?:the\s+)?" + _alt(_OBJECT_DEICTIC_EN) + r"(?![\w])",
+            # "The statement is supported." A grounding label, said of the object, ending the clause
+            r"(?<![\w])(?:the|this) (?:statement|claim|answer|response|assertion)s? (?:is|are|was|has been|seems"
+            r"|appears)(?: (?:fully|clearly|entirely|well))? (?:un)?(?:supported|grounded|faithful|entailed)"
+            r"(?=\s*(?:[.!;:)\"'\]]|$))",
             r"(?<![\w])" + _alt(_OBJECT_NEAR_OTHER) + _THEN + _VERIFY_PRED_EVAL_OTHER + r"(?![\w])",
             r"(?<![\w])"
             + _alt(_OBJECT_POSITIONAL_OTHER)
@@ -877,7 +881,7 @@ def _result(cue: str, directive: _Cue, content: _Cue) -> _Result:
         what = (
             "tells it what to output"
             if content.family in ("outcome label", "a verdict digit", "truth value", "score")
-            else f"names {content.family}"
+            else f"names {'the ' if content.family == 'evaluator' else ''}{content.family}"
         )
         who = (
             "addresses the evaluator"
