@@ -276,10 +276,12 @@ def test_bad_input_names_the_argument() -> None:
         detail_features("text", 3)  # type: ignore[arg-type]
 
 
-def test_long_snippets_in_problems_are_bounded() -> None:
-    word = "x" * 500
-    found = detail_features(f"The {word} did not work.", f"The {word} worked.")
-    assert found.problems() and all(len(p) < 300 for p in found.problems())
+def test_evaluated_text_in_problems_is_bounded() -> None:
+    word, name, digits = "x" * 500, "Z" + "e" * 300 + " Quux", "9" * 400
+    found = detail_features(f"The {word} did not work with {name} for {digits} {word}y days.", f"The {word} worked.")
+    assert found.negation_mismatches == 1 and found.missing_entities == 1 and found.missing_numbers == 1
+    assert found.uncovered_share > 0
+    assert len(found.problems()) == 4 and all(len(p) < 200 for p in found.problems()), found.problems()
 
 
 # ---------------------------------------------------------------------------- properties

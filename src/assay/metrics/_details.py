@@ -548,7 +548,7 @@ def _alternatives(number: _Number, evidence: Sequence[_Number]) -> list[str]:
         pool = []
     seen: list[str] = []
     for e in pool:
-        shown = e.display()
+        shown = _short(e.display(), 30)
         if shown not in seen:
             seen.append(shown)
     return seen[:3]
@@ -894,10 +894,14 @@ def _name_present(name: str, distinctive: list[str], acronym: bool, evidence: _T
 # ---------------------------------------------------------------------------- sentence cues
 
 
+def _short(text: str, limit: int = 60) -> str:
+    """Evaluated text quoted in a problem, cut to ``limit`` characters."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _snippet(tokens: Sequence[_Token], index: int, before: int = 3, after: int = 1) -> str:
     lo, hi = max(0, index - before), min(len(tokens), index + after + 1)
-    text = " ".join(t.text for t in tokens[lo:hi])
-    return text if len(text) <= 60 else text[:57] + "..."
+    return _short(" ".join(t.text for t in tokens[lo:hi]))
 
 
 _RADIUS = 6
@@ -941,7 +945,7 @@ def _local_negation(sentence: _Sentence, evidence: _Text) -> str | None:
         other, j = matching[0]
         said, what = ("negates", "does not") if token.negated else ("does not negate", "does")
         return (
-            f'negation: the statement {said} "{token.text}" ("{_snippet(sentence.tokens, i)}"), '
+            f'negation: the statement {said} "{_short(token.text, 30)}" ("{_snippet(sentence.tokens, i)}"), '
             f'the evidence {what} ("{_snippet(other.tokens, j)}")'
         )
     return None
@@ -1079,7 +1083,7 @@ def detail_features(statement: str, evidence: str) -> DetailFeatures:
         what = "date" if number.kind == "month" else "number"
         others = _alternatives(number, given.numbers)
         says = f" (it says {', '.join(others)})" if others else ""
-        messages.append(f"{what} {number.display()} is not in the evidence{says}")
+        messages.append(f"{what} {_short(number.display(), 30)} is not in the evidence{says}")
 
     missing_entities = 0
     seen_names: set[str] = set()
@@ -1091,7 +1095,7 @@ def detail_features(statement: str, evidence: str) -> DetailFeatures:
         if not _name_present(name, distinctive, acronym, given):
             missing_entities += 1
             shown = name if name.startswith('"') else f'"{name}"'
-            messages.append(f"name {shown} is not in the evidence")
+            messages.append(f"name {_short(shown, 80)} is not in the evidence")
 
     negations = antonyms = quantifiers = 0
     for sentence in stated.sentences:
@@ -1123,7 +1127,7 @@ def detail_features(statement: str, evidence: str) -> DetailFeatures:
         absent: list[str] = []
         for token in content:
             if token.lemma in uncovered and token.low not in absent:
-                absent.append(token.low)
+                absent.append(_short(token.low, 30))
         listed = ", ".join(absent[:8]) + (", ..." if len(absent) > 8 else "")
         messages.append(f"{len(uncovered)} of {len(distinct)} content words are not in the evidence: {listed}")
 
