@@ -45,8 +45,9 @@ ends and line breaks):
   only together with protocol vocabulary), an HTML comment with protocol vocabulary;
 - *verification meta-claim*: the object judged, named deictically, with a verification
   predicate ("the statement below has been verified", "this claim is correct", "the
-  source confirms this statement"), or a verification by an evaluative actor ("verified by
-  the editor") together with the object or an outcome label.
+  source confirms this statement"), a grounding label said of the object at the end of a
+  sentence ("The statement is supported."), or a verification by an evaluative actor
+  ("verified by the editor") together with the object or an outcome label.
 
 **The decision rule.** A sentence is addressed to the judge when
 
