@@ -20,7 +20,7 @@ from assay.metrics._evidence import (
     STOPWORDS,
     ContextIndex,
     Evidence,
-    rrf,
+    fuse,
     sentence_spans,
 )
 
@@ -124,13 +124,18 @@ def test_bm25_matches_the_okapi_formula_written_out() -> None:
     assert index.bm25("cat cat cat") == pytest.approx(index.bm25("cat"))
 
 
-def test_rrf_is_the_sum_of_reciprocal_ranks_and_skips_zero_bm25() -> None:
-    bm25 = np.array([0.0, 3.0, 1.0, 3.0])
-    cosine = np.array([0.9, 0.1, 0.5, 0.2])
-    # BM25 ranks (ties in document order): s1=1, s3=2, s2=3, s0 none. Cosine: s0=1, s2=2, s3=3, s1=4.
-    want = [1 / 61, 1 / 61 + 1 / 64, 1 / 63 + 1 / 62, 1 / 62 + 1 / 63]
-    assert rrf(bm25, cosine) == pytest.approx(want)
-    assert rrf(bm25, cosine, k=0)[1] == pytest.approx(1 + 1 / 4)
+def test_fusion_is_the_weighted_sum_of_min_max_normalised_scores() -> None:
+    bm25 = np.array([0.0, 4.0, 1.0, 2.0])
+    cosine = np.array([0.9, 0.1, 0.5, 0.3])
+    want = [0.7 * 0 + 0.3 * 1.0, 0.7 * 1 + 0.3 * 0.0, 0.7 * 0.25 + 0.3 * 0.5, 0.7 * 0.5 + 0.3 * 0.25]
+    assert fuse(bm25, cosine) == pytest.approx(want)
+    # No term shared anywhere: the cosine alone orders the sentences.
+    assert fuse(np.zeros(3), np.array([0.2, 0.6, 0.4])) == pytest.approx([0.0, 0.3, 0.15])
+    # One sentence: scored if it shares a term or is not dissimilar, else 0.
+    assert fuse(np.array([2.0]), np.array([0.1])) == pytest.approx([1.0])
+    assert fuse(np.array([0.0]), np.array([0.4])) == pytest.approx([0.3])
+    assert fuse(np.array([0.0]), np.array([-0.1])) == pytest.approx([0.0])
+    assert len(fuse(np.zeros(0), np.zeros(0))) == 0
 
 
 # --------------------------------------------------------------------------- selection, BM25 only
@@ -345,7 +350,7 @@ def test_embeddings_are_used_when_installed_and_scores_are_fused() -> None:
     statement = "Curie was born in Warsaw."
     cosine = index.cosine(statement)
     assert cosine is not None and cosine.shape == (len(index),)
-    assert index.scores(statement) == pytest.approx(rrf(index.bm25(statement), cosine))
+    assert index.scores(statement) == pytest.approx(fuse(index.bm25(statement), cosine))
     for sentence in index.texts:  # verbatim still wins with fusion
         ev = index.select(sentence)
         assert ev.best is not None and ev.best.text == sentence

@@ -16,9 +16,10 @@ Scoring (the figures behind each default are in ``docs/design/judging.md``, sect
   ``log((N - n + 0.5) / (n + 0.5))``); each distinct query term counts once.
 - **Embeddings** (extra ``embeddings``): cosine similarity of all-MiniLM-L6-v2 vectors
   (:class:`assay.retrieval.MiniLMEncoder`, offline); sentences are embedded once per index.
-- **Fusion**: reciprocal-rank fusion, ``score = 1/(60 + rank_bm25) + 1/(60 + rank_cosine)``
-  (ranks from 1; a sentence that shares no term with the statement has no BM25 rank and
-  gets the cosine term only). Without embeddings the score is the raw BM25 score.
+- **Fusion**: a weighted sum of the two scores, each min-max normalised over the sample's
+  sentences: ``0.7 * bm25' + 0.3 * cosine'`` (:func:`fuse`). On WiCE it recovered more of
+  the annotated evidence than BM25 alone, cosine alone and reciprocal-rank fusion.
+  Without embeddings the score is the raw BM25 score.
 
 A sentence that shares no term with the statement has BM25 score 0 and is never chosen
 by BM25 alone: without embeddings, a statement with no word in common with any context
@@ -49,8 +50,8 @@ __all__ = ["ContextIndex", "Evidence", "EvidenceSpan"]
 
 BM25_K1 = 1.2
 BM25_B = 0.75
-RRF_K = 60
-"""Reciprocal-rank fusion constant (Cormack, Clarke and Buettcher, 2009)."""
+BM25_WEIGHT = 0.7
+"""Weight of the normalised BM25 score in :func:`fuse` (the cosine gets the rest)."""
 
 MAX_SENTENCE_CHARS = 600
 """A "sentence" longer than this (a table row, a list without full stops) is indexed in
@@ -295,14 +296,14 @@ class ContextIndex:
         cosine = self.cosine(statement)
         if cosine is None:
             return bm25
-        return rrf(bm25, cosine)
+        return fuse(bm25, cosine)
 
     def select(
         self,
         statement: str,
         *,
         budget_chars: int = 1200,
-        top_k: int = 4,
+        top_k: int = 6,
         neighbours: int = 1,
         exclude: Callable[[str], bool] | None = None,
     ) -> Evidence:
@@ -442,21 +443,21 @@ def _bm25_postings(texts: Sequence[str]) -> dict[str, tuple[NDArray[np.int64], N
     return postings
 
 
-def _ranks(scores: NDArray[np.float64], mask: NDArray[np.bool_]) -> NDArray[np.float64]:
-    """1-based rank of each score (higher first, ties in document order); ``inf`` outside ``mask``."""
-    ranks = np.full(len(scores), np.inf)
-    candidates = np.flatnonzero(mask)
-    order = candidates[np.argsort(-scores[candidates], kind="stable")]
-    ranks[order] = np.arange(1, len(order) + 1)
-    return ranks
+def _normalised(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Min-max scaled to [0, 1]; all equal: 1 if positive, else 0."""
+    if len(x) == 0:
+        return x
+    low, high = float(x.min()), float(x.max())
+    if high > low:
+        return (x - low) / (high - low)
+    return np.full(len(x), 1.0 if high > 0 else 0.0)
 
 
-def rrf(bm25: NDArray[np.float64], cosine: NDArray[np.float64], k: int = RRF_K) -> NDArray[np.float64]:
-    """Reciprocal-rank fusion: ``1/(k + rank_bm25) + 1/(k + rank_cosine)``.
+def fuse(bm25: NDArray[np.float64], cosine: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``BM25_WEIGHT * norm(bm25) + (1 - BM25_WEIGHT) * norm(cosine)``, ``norm`` min-max over the sentences.
 
-    Sentences with BM25 score 0 have no BM25 rank (their first term is 0); every sentence
-    has a cosine rank.
+    Min-max scaling puts the unbounded BM25 score and the cosine on one scale per
+    statement. A sentence scores 0 only when it is the lowest on both (or shares no
+    term and the cosines are all equal and not positive).
     """
-    everyone = np.ones(len(cosine), dtype=bool)
-    fused: NDArray[np.float64] = 1.0 / (k + _ranks(bm25, bm25 > 0)) + 1.0 / (k + _ranks(cosine, everyone))
-    return fused
+    return BM25_WEIGHT * _normalised(bm25) + (1.0 - BM25_WEIGHT) * _normalised(cosine)
