@@ -5,6 +5,7 @@ what faithfulness uses per statement) over fixed, seeded, stratified samples of 
 sets in ../shared/data/grounding/:
 
 - WiCE dev: claim vs. its oracle chunks (packed into chunks of --chunk-chars, max over chunks);
+  ``wicefull``: the same claims vs. the whole cited article (5-12k characters);
 - BEGIN dev: dialogue response vs. its knowledge snippet;
 - SummEdits dev: summary vs. document (chunked at --chunk-chars, max over chunks).
 
@@ -16,6 +17,10 @@ Variants (``--variants``, comma-separated):
   decomposer); the item's P(supported) is the lowest of its atoms';
 - ``gen-v1``, ``gen-v2``: the generated-JSON verdict under the grammar (the judge as the
   foundation issue first shipped it);
+- ``ev-v2`` (``-eCHARS`` evidence budget, ``-wCHARS`` whole-context limit, ``-d0`` no
+  detail checks, ``-g0`` no judge-addressed guard): the issue-15 verifier, evidence
+  windows with detail checks; its entries keep the judge's own P, the statement's
+  evidence and flags, for ``fit_detail_combiner.py`` (``--export``);
 - ``mean(p1-v1+p1-v2)``: self-consistency over prompt variants, the mean of the two
   probabilities. Computed from the cached members, no extra judge calls.
 
@@ -61,9 +66,17 @@ from assay.models import JudgeModel, get_judge
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "grounding"
 CACHE = Path(__file__).resolve().parent / ".cache"
-SETS = {"wice": "wice_dev.jsonl", "begin": "begin_dev.jsonl", "summedits": "summedits_dev.jsonl"}
+SETS = {
+    "wice": "wice_dev.jsonl",
+    "wicefull": "wice_dev.jsonl",  # the same claims against the whole cited article (`context`), not the oracle chunks
+    "begin": "begin_dev.jsonl",
+    "summedits": "summedits_dev.jsonl",
+}
 PROMPTS = {"1": STATEMENT_PROMPT_V1, "2": STATEMENT_PROMPT}
-VARIANT = re.compile(r"^(?P<kind>p1|gen|atoms)-v(?P<prompt>[12])(?:-c(?P<chars>\d+))?$")
+VARIANT = re.compile(
+    r"^(?P<kind>p1|gen|atoms|ev)-v(?P<prompt>[12])(?:-c(?P<chars>\d+))?(?:-e(?P<evidence>\d+))?"
+    r"(?:-w(?P<whole>\d+))?(?P<nodetails>-d0)?(?P<noguard>-g0)?$"
+)
 ENSEMBLE = re.compile(r"^mean\((?P<members>[^)]+)\)$")
 
 
@@ -80,6 +93,8 @@ def load(name: str, n: int, seed: int) -> list[dict[str, Any]]:
 
 
 def contexts_of(name: str, row: dict[str, Any]) -> list[str]:
+    if name == "wicefull":
+        return [str(row["context"])]
     if name == "wice" and row.get("oracle_chunks"):
         return list(row["oracle_chunks"])
     return [str(row["context"])]
@@ -109,9 +124,29 @@ class Variant:
         self.kind = match["kind"]
         chars = int(match["chars"] or default_chars)
         method = "generate" if self.kind == "gen" else "threshold"
-        self.verifier = StatementVerifier(
-            method=method, prompt=PROMPTS[match["prompt"]], reasons="none", chunk_chars=chars
-        )
+        if self.kind == "ev":
+            # The issue-15 verifier: evidence windows, detail checks, the judge-addressed guard.
+            self.verifier = StatementVerifier(
+                method="threshold",
+                prompt=PROMPTS[match["prompt"]],
+                reasons="none",
+                chunk_chars=chars,
+                evidence_chars=int(match["evidence"] or 1000),
+                whole_chars=int(match["whole"] or 2000),
+                details=not match["nodetails"],
+                guard=not match["noguard"],
+            )
+        else:
+            # As the verifier was before issue 15: whole contexts in chunks, max over chunks.
+            self.verifier = StatementVerifier(
+                method=method,
+                prompt=PROMPTS[match["prompt"]],
+                reasons="none",
+                chunk_chars=chars,
+                evidence_chars=None,
+                details=False,
+                guard=False,
+            )
         self.decomposer = LLMDecomposer()
 
     async def judge_rows(self, judge: JudgeModel, name: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -149,6 +184,12 @@ class Variant:
                 "calls": calls_i,
                 "statements": len(group),
             }
+            if self.kind == "ev":
+                # What the detail combiner is fitted on: the judge's own P and what it read.
+                raw = [o.raw_probability for o in mine]
+                entry["p_raw"] = None if None in raw else min(p for p in raw if p is not None)
+                entry["evidence"] = [" ".join(o.evidence.blocks()) if o.evidence else None for o in mine]
+                entry["flags"] = sorted({f for o in mine if o.verdict for f in o.verdict.flags})
             if self.kind == "atoms":
                 entry["atoms"] = group
             entries.append(entry)
@@ -197,7 +238,8 @@ def report_line(label: str, labels: np.ndarray, preds: np.ndarray, seed: int) ->
     ba = balanced_accuracy(labels, preds)
     lo, hi = bootstrap_ci(labels, preds, seed)
     counts = f"TP {tp:3d} FN {fn:3d} FP {fp:3d} TN {tn:3d}"
-    print(f"  {label:34s} n={len(labels):4d}  BA {ba:.3f} [{lo:.3f}-{hi:.3f}]  {counts}")
+    tnr = tn / (tn + fp) if tn + fp else float("nan")
+    print(f"  {label:34s} n={len(labels):4d}  BA {ba:.3f} [{lo:.3f}-{hi:.3f}]  TNR {tnr:.3f}  {counts}")
     return {
         "label": label,
         "n": len(labels),
@@ -207,6 +249,7 @@ def report_line(label: str, labels: np.ndarray, preds: np.ndarray, seed: int) ->
         "fn": fn,
         "fp": fp,
         "tn": tn,
+        "tnr": tnr,
     }
 
 
@@ -343,6 +386,11 @@ async def main() -> None:
     parser.add_argument("--speed", action="store_true", help="measure statements per second instead")
     parser.add_argument("--documents", type=int, default=8, help="--speed: documents (and BEGIN snippets)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--export",
+        type=Path,
+        help="write the ev-* variants' items as JSONL {set, id, label, p, statement, evidence} (fit_detail_combiner)",
+    )
     args = parser.parse_args()
     judge = get_judge(args.judge)
     if args.speed:
@@ -368,6 +416,27 @@ async def main() -> None:
         figures["results"] += report(key, sets, rows, cache, args.seed)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
+    if args.export:
+        with args.export.open("w") as out:
+            for variant in variants:
+                if variant.kind != "ev":
+                    continue
+                for name in sets:
+                    done = cache.get(f"{name}/{variant.key}", {})
+                    for row in rows[name]:
+                        entry = done.get(row["id"])
+                        if not entry or entry.get("p_raw") is None or "addresses_judge" in entry.get("flags", []):
+                            continue
+                        evidence = (entry.get("evidence") or [None])[0]
+                        item = {
+                            "set": name,
+                            "id": row["id"],
+                            "label": int(row["label"]),
+                            "p": entry["p_raw"],
+                            "statement": row["claim"],
+                            "evidence": evidence if evidence is not None else "\n".join(contexts_of(name, row)),
+                        }
+                        out.write(json.dumps(item) + "\n")
 
 
 if __name__ == "__main__":

@@ -101,12 +101,34 @@ class JudgeCall(BaseModel):
     cached: bool = False
 
 
+class EvidenceRef(BaseModel):
+    """A piece of a sample's context a verdict rests on: ``contexts[context][start:end] == text``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    context: int
+    start: int
+    end: int
+    text: str
+
+
 class Verdict(BaseModel):
-    """One atomic judgement: a subject, a value, and the judge's reason.
+    """One atomic judgement: a subject, a value, the judge's reason, and what it rests on.
 
     ``value`` is 1/0 for binary questions, ``"PASS"``/``"FAIL"``/``"NA"`` for graders, and
     the chosen level for a rating scale. (Judge output is validated strictly when parsed;
     this is the record of what was decided.)
+
+    Attributes:
+        subject: What was judged (a statement, a criterion, a passage).
+        value: The decision.
+        reason: Why, in words: for a supported statement the sentence that supports it.
+        evidence: The context sentences the verdict rests on (for a supported statement,
+            the supporting sentences; for an unsupported one, the closest ones).
+        flags: Machine-readable marks, e.g. ``addresses_judge`` for a statement that talks
+            to the evaluator instead of stating a fact.
+        details: The checks behind the decision: P(supported) as the judge gave it and as
+            combined with the detail checks, and each check's value and problems.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -114,6 +136,9 @@ class Verdict(BaseModel):
     subject: str
     value: int | Literal["PASS", "FAIL", "NA"]
     reason: str = ""
+    evidence: tuple[EvidenceRef, ...] = ()
+    flags: tuple[str, ...] = ()
+    details: dict[str, Any] | None = None
 
 
 METRIC_SPEC_VERSION = 2

@@ -7,7 +7,7 @@ from typing import Any
 
 from assay._scores import JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
 from assay.errors import ConfigError
-from assay.metrics._decompose import Decomposer, Decomposition, LLMDecomposer, SentenceDecomposer
+from assay.metrics._decompose import Decomposer, Decomposition, HybridDecomposer, LLMDecomposer, SentenceDecomposer
 from assay.parsing import Unparsed
 from assay.prompts import JudgePrompt
 
@@ -30,11 +30,20 @@ def reference_mode_name(base: str, reference: bool | None) -> str:
     return f"{base}_with_reference" if reference else f"{base}_without_reference"
 
 
+DECOMPOSERS: dict[str, type[Decomposer]] = {
+    "llm": LLMDecomposer,
+    "sentences": SentenceDecomposer,
+    "hybrid": HybridDecomposer,
+}
+"""Decomposers by name: ``llm`` (the judge writes every statement), ``sentences`` (pysbd,
+no judge call), ``hybrid`` (sentences; the judge rewrites only those that cannot stand alone)."""
+
+
 def make_decomposer(name: str) -> Decomposer:
-    """The decomposer called ``name``: ``llm`` or ``sentences``."""
-    if name not in ("llm", "sentences"):
-        raise ConfigError(f"decomposer must be llm or sentences, not {name!r}")
-    return LLMDecomposer() if name == "llm" else SentenceDecomposer()
+    """The decomposer called ``name``: ``llm``, ``sentences`` or ``hybrid``."""
+    if name not in DECOMPOSERS:
+        raise ConfigError(f"decomposer must be one of {', '.join(DECOMPOSERS)}, not {name!r}")
+    return DECOMPOSERS[name]()
 
 
 def missing_field(name: str, detail: str, spec: MetricSpec) -> Score:

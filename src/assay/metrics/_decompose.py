@@ -19,6 +19,7 @@ __all__ = [
     "AnswerToSplit",
     "Decomposer",
     "Decomposition",
+    "HybridDecomposer",
     "LLMDecomposer",
     "SentenceDecomposer",
     "Statements",
@@ -161,6 +162,79 @@ class LLMDecomposer:
             return Decomposition((), result.calls, result.failure)
         statements = tuple(s.strip() for s in result.output.statements if is_checkable(s))
         return Decomposition(statements, result.calls)
+
+
+_DANGLING = re.compile(
+    r"^(?:\W*)(?:yes|no|yeah|nope|sure|correct|right|exactly|indeed|it|its|it's|he|she|they|them|his|her|hers|"
+    r"their|theirs|this|that|these|those|there|here|both|either|neither|such|also|so|then|which|who|"
+    r"the former|the latter|the same|one of them)\b",
+    re.IGNORECASE,
+)
+_AUXILIARY = re.compile(
+    r"\b(?:is|are|was|were|be|been|has|have|had|do|does|did|can|could|will|would|shall|should|may|might|must)\b",
+    re.IGNORECASE,
+)
+_FRAGMENT_START = frozenset(
+    ["within", "in", "on", "at", "about", "around", "after", "before", "since", "until", "till", "for", "from", "by", "with", "without", "only", "just", "over", "under", "between", "during", "because", "due", "mostly", "mainly", "approximately", "roughly", "nearly", "almost", "probably", "maybe", "perhaps"]
+)
+_SHORT_WORDS = 6
+_LONG_WORDS = 30
+
+
+def needs_rewriting(sentence: str) -> bool:
+    """Whether a sentence cannot stand alone as a statement to check.
+
+    It leans on something outside itself: it opens with a pronoun, a demonstrative or a
+    bare "Yes"/"No" (whose meaning is in the question or the sentence before), it is a
+    short fragment (it opens with a preposition or adverb, "Within 30 days.", or has no
+    verb-like word), or it is so long that it packs several facts. Such sentences go to the judge to be rewritten; the rest are kept
+    verbatim, which is both faster and exactly what the answer said.
+    """
+    words = sentence.split()
+    bare = [w.strip(".,;:!?\"'()").lower() for w in words]
+    verb_like = _AUXILIARY.search(sentence) or any(w.endswith(("s", "ed")) and len(w) > 3 for w in bare[1:])
+    fragment = len(words) <= _SHORT_WORDS and ((bool(bare) and bare[0] in _FRAGMENT_START) or not verb_like)
+    return bool(_DANGLING.match(sentence)) or fragment or len(words) > _LONG_WORDS
+
+
+@dataclass(frozen=True)
+class HybridDecomposer:
+    """Sentences first; the judge rewrites only the sentences that cannot stand alone.
+
+    Most answers are made of sentences that already are checkable statements. Splitting
+    with pysbd costs nothing, and each sentence that :func:`needs_rewriting` (a pronoun to
+    resolve, a bare "Yes", a fragment, a long compound sentence) is sent to the judge
+    with the question and the sentence before it, to come back as standalone statements.
+    An answer whose sentences all stand alone makes no judge call at all.
+    """
+
+    language: str = "en"
+    config: GenerateConfig = field(default_factory=lambda: GenerateConfig(max_tokens=512))
+    name: str = field(default="hybrid", init=False)
+
+    async def decompose(self, question: str, answer: str, judge: JudgeModel) -> Decomposition:
+        """Split ``answer``; rewrite, one call each, the sentences that lean on something else."""
+        segmenter = _segmenter(self.language)
+        sentences = [s.strip() for piece in text_pieces(answer) for s in segmenter.segment(piece) if s.strip()]
+        statements: list[str] = []
+        calls: list[JudgeCall] = []
+        previous = ""
+        for sentence in sentences:
+            if not needs_rewriting(sentence):
+                if is_checkable(sentence):
+                    statements.append(sentence)
+                previous = sentence
+                continue
+            asked = f"{question}\n(The answer so far: {previous})" if previous else question
+            result = await ask(
+                judge, STATEMENTS_PROMPT, AnswerToSplit(question=asked, answer=sentence), config=self.config
+            )
+            calls.extend(result.calls)
+            if result.output is None:
+                return Decomposition(tuple(statements), tuple(calls), result.failure)
+            statements.extend(s.strip() for s in result.output.statements if is_checkable(s))
+            previous = sentence
+        return Decomposition(tuple(statements), tuple(calls))
 
 
 def is_checkable(statement: str) -> bool:

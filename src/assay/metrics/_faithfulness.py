@@ -77,7 +77,7 @@ BATCH_PROMPT: JudgePrompt[StatementsCheck, VerdictList] = JudgePrompt(
 
 
 FaithfulnessStrategy = Literal["auto", "per_statement", "batch"]
-DecomposerName = Literal["llm", "sentences"]
+DecomposerName = Literal["llm", "sentences", "hybrid"]
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,8 @@ class Faithfulness:
         strategy: ``per_statement`` (one constrained call per statement; best for small
             local models), ``batch`` (all statements in one structured call; cheapest for
             API judges), or ``auto`` (the judge's preference).
-        decomposer: ``llm`` (atomic statements, pronouns resolved) or ``sentences`` (pysbd).
+        decomposer: ``llm`` (atomic statements, pronouns resolved), ``sentences`` (pysbd), or
+            ``hybrid`` (sentences; the judge rewrites only those that cannot stand alone).
         verifier: How per-statement verdicts are read (logit threshold or generated JSON),
             chunking of long contexts, and which statements get reasons.
         config: Decoding settings for the batch verdict call.
@@ -109,8 +110,8 @@ class Faithfulness:
     def __post_init__(self) -> None:
         if self.strategy not in ("auto", "per_statement", "batch"):
             raise ConfigError(f"faithfulness strategy must be auto, per_statement or batch, not {self.strategy!r}")
-        if self.decomposer not in ("llm", "sentences"):
-            raise ConfigError(f"faithfulness decomposer must be llm or sentences, not {self.decomposer!r}")
+        if self.decomposer not in ("llm", "sentences", "hybrid"):
+            raise ConfigError(f"faithfulness decomposer must be llm, sentences or hybrid, not {self.decomposer!r}")
 
     def spec(self) -> MetricSpec:
         """Name, version, every field, and the prompt versions (the verifier's included)."""

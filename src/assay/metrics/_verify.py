@@ -14,9 +14,28 @@ Two ways to read the judge's answer:
   (``{"verdict": 0, "reason": "``), reusing the whole prompt from the KV cache.
 - ``generate`` (any judge): a grammar/schema-constrained JSON answer ``{verdict, reason}``.
 
-Long contexts are split into chunks of at most ``chunk_chars`` characters at sentence
-boundaries; a statement is supported if any chunk supports it (max over chunks). Calls
-are ordered chunk by chunk so all statements judged against one chunk share its prefix.
+What the judge reads (issue 15, figures in ``docs/design/judging.md``):
+
+- **Evidence first.** When the contexts are longer than ``whole_chars``, each statement
+  is judged against its own evidence window: the few context sentences that bear on it
+  (:class:`~assay.metrics._evidence.ContextIndex`: BM25 fused with MiniLM embeddings,
+  neighbours kept, document order, at most ``evidence_chars`` characters). One call per
+  statement instead of one per statement and chunk. Shorter contexts are judged whole.
+  ``evidence_chars=None`` restores chunking: contexts split into chunks of at most
+  ``chunk_chars`` characters at sentence boundaries, max over chunks, calls ordered
+  chunk by chunk so all statements judged against one chunk share its prefix.
+- **Checks besides the model.** Numbers, names, negation, antonyms, quantifiers and
+  content-word coverage are checked between the statement and its evidence
+  (:func:`~assay.metrics._details.detail_features`) and combined with P(supported) by a
+  logistic model fitted on the dev sets (:class:`~assay.metrics._details.DetailCombiner`).
+- **Text addressed to the judge is not a fact.** A statement that talks to the evaluator
+  (:func:`~assay.metrics._addressed.addresses_judge`) is unsupported with that reason
+  and flagged ``addresses_judge``, with no judge call; context sentences that address the
+  judge are never used as evidence.
+
+Every verdict carries its evidence (context index and character span): for a supported
+statement the supporting sentence is its reason; an unsupported one names the detail
+that failed where a check found one, and otherwise gets a reason written by the judge.
 """
 
 from __future__ import annotations
@@ -29,9 +48,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from assay._scores import Binary, JudgeCall, UnscoredReason, Usage, Verdict
+from assay._scores import Binary, EvidenceRef, JudgeCall, UnscoredReason, Usage, Verdict
 from assay.errors import ConfigError, JudgeError
+from assay.metrics._addressed import AddressedFinding, addresses_judge
 from assay.metrics._decompose import _segmenter
+from assay.metrics._details import DetailCombiner, DetailFeatures, default_detail_combiner, detail_features
+from assay.metrics._evidence import ContextIndex, Evidence
 from assay.metrics._spec import fields_json
 from assay.models._protocol import ChatMessage, ChoiceScorer, GenerateConfig, JudgeModel
 from assay.parsing import Unparsed
@@ -172,7 +194,9 @@ class StatementOutcome:
     """One statement's verdict (or why there is none), P(supported) if read, and the calls.
 
     ``verdict`` and ``failure`` are both ``None`` for a statement left undecided because
-    another statement's failure stopped the sample.
+    another statement's failure stopped the sample. ``probability`` is the decided
+    P(supported) (after the detail checks); ``raw_probability`` the judge's own, and
+    ``evidence`` what the judge read for it (``None`` when it read whole contexts).
     """
 
     statement: str
@@ -180,6 +204,9 @@ class StatementOutcome:
     failure: Unparsed | None
     probability: float | None
     calls: tuple[JudgeCall, ...]
+    raw_probability: float | None = None
+    evidence: Evidence | None = None
+    features: DetailFeatures | None = None
 
 
 @dataclass
@@ -189,9 +216,19 @@ class _State:
     best_chunk: int = 0
     supported: bool = False
     reason: str = ""
-    judged: int = 0  # chunks this statement has been judged against
+    judged: int = 0  # chunks (or windows) this statement has been judged against
+    needed: int = 1  # how many it is to be judged against
     failure: Unparsed | None = None
     calls: list[JudgeCall] = field(default_factory=list)
+    evidence: Evidence | None = None  # the window it was judged against (evidence mode)
+    shown: Evidence | None = None  # what the verdict cites: its window, or the best sentences of the whole context
+    features: DetailFeatures | None = None
+    combined: float | None = None
+    addressed: AddressedFinding | None = None
+
+
+def _addressed(text: str) -> bool:
+    return addresses_judge(text) is not None
 
 
 @dataclass(frozen=True)
@@ -202,10 +239,18 @@ class StatementVerifier:
         method: ``threshold`` (P(1) from logits), ``generate`` (constrained JSON), or
             ``auto``: threshold where the judge exposes logits, else generate.
         threshold: P(supported) at or above which a statement is supported (threshold method).
-        chunk_chars: Contexts longer than this are judged chunk by chunk (max over chunks).
+        chunk_chars: Chunk size when whole contexts are judged and do not fit at once.
         reasons: Threshold method: write reasons for ``failing`` statements only, ``all``, or ``none``.
         prompt: The verdict prompt (default: the current version).
         config: Decoding settings for generated verdicts and reasons.
+        evidence_chars: Each statement is judged against at most this many characters of
+            evidence selected for it, when the contexts are longer than ``whole_chars``
+            (``None``: never; whole contexts, chunked).
+        whole_chars: Contexts up to this many characters in all are judged whole.
+        details: Check numbers, names, negation and other details against the evidence and
+            combine them with P(supported) (threshold method).
+        guard: Treat text that addresses the judge as what it is: such a statement is
+            unsupported (flagged ``addresses_judge``), such a context sentence is never evidence.
     """
 
     method: Literal["auto", "threshold", "generate"] = "auto"
@@ -214,6 +259,10 @@ class StatementVerifier:
     reasons: Literal["failing", "all", "none"] = "failing"
     prompt: JudgePrompt[StatementCheck, StatementJudgement] = STATEMENT_PROMPT
     config: GenerateConfig = field(default_factory=lambda: GenerateConfig(max_tokens=160))
+    evidence_chars: int | None = 1000
+    whole_chars: int = 2000
+    details: bool = True
+    guard: bool = True
 
     def __post_init__(self) -> None:
         if self.method not in ("auto", "threshold", "generate"):
@@ -222,6 +271,10 @@ class StatementVerifier:
             raise ConfigError(f"threshold must be between 0 and 1, got {self.threshold}")
         if self.chunk_chars < 200:
             raise ConfigError(f"chunk_chars must be at least 200, got {self.chunk_chars}")
+        if self.evidence_chars is not None and self.evidence_chars < 200:
+            raise ConfigError(f"evidence_chars must be at least 200 (or None), got {self.evidence_chars}")
+        if self.whole_chars < 0:
+            raise ConfigError(f"whole_chars must not be negative, got {self.whole_chars}")
 
     def params(self) -> dict[str, Any]:
         """Every setting, as in a metric's spec (the prompt by its import path, name and version)."""
@@ -233,14 +286,101 @@ class StatementVerifier:
             raise ConfigError(f"judge {judge.model_id} does not expose logits; use method='generate'")
         return self.method == "threshold" or (self.method == "auto" and isinstance(judge, ChoiceScorer))
 
+    def _combiner(self) -> DetailCombiner | None:
+        return default_detail_combiner() if self.details else None
+
     async def verify(
         self, contexts: Sequence[str], statements: Sequence[str], judge: JudgeModel
     ) -> list[StatementOutcome]:
         """Judge every statement against the contexts; never raises for judge failures."""
         states = [_State(s) for s in statements]
-        chunks = chunk_contexts(contexts, self.chunk_chars)
         threshold = self.uses_threshold(judge)
-        failed: _State | None = None
+        exclude = _addressed if self.guard else None
+        if self.guard:
+            for state in states:
+                state.addressed = addresses_judge(state.statement)
+        live = [state for state in states if state.addressed is None]
+        index = ContextIndex.build(contexts) if live and any(c.strip() for c in contexts) else None
+        total = sum(len(c) for c in contexts)
+        windowed = self.evidence_chars is not None and total > self.whole_chars and index is not None
+        if windowed:
+            assert self.evidence_chars is not None and index is not None
+            for state in live:
+                state.evidence = index.select(state.statement, budget_chars=self.evidence_chars, exclude=exclude)
+                state.shown = state.evidence
+            failed = await self._judge_windows(judge, live, contexts, threshold)
+        else:
+            kept = _without_addressed(contexts) if self.guard else list(contexts)
+            failed = await self._judge_chunks(judge, live, kept, threshold)
+            if index is not None:
+                for state in live:
+                    state.shown = index.select(
+                        state.statement, budget_chars=400, top_k=1, neighbours=0, exclude=exclude
+                    )
+        if failed is not None:
+            # The first failure stops the sample. A statement is decided if supported or
+            # judged everywhere it was to be judged; the others stay undecided.
+            return [
+                self._outcome(state, threshold)
+                if state is failed or state.supported or state.addressed is not None or state.judged >= state.needed
+                else StatementOutcome(state.statement, None, None, None, tuple(state.calls))
+                for state in states
+            ]
+        if threshold and self.details:
+            combiner = self._combiner()
+            for state in live:
+                if state.best < 0:
+                    continue
+                evidence_text = " ".join(state.evidence.blocks()) if state.evidence else " ".join(contexts)
+                state.features = detail_features(state.statement, evidence_text)
+                if combiner is not None:
+                    state.combined = combiner.probability(state.best, state.features)
+                    state.supported = state.combined >= self.threshold
+        if threshold and self.reasons != "none":
+            for state in live:
+                if self.reasons == "all" or not state.supported:
+                    if state.features is not None and state.features.problems() and not state.supported:
+                        continue  # the failed check is the reason: no judge call needed
+                    if state.supported and state.shown is not None and state.shown.best is not None:
+                        continue  # the supporting sentence is the reason
+                    chunk = state.evidence.blocks() if state.evidence else self._chunk_of(contexts, state)
+                    await self._reason(judge, chunk, state)
+        return [self._outcome(state, threshold) for state in states]
+
+    def _chunk_of(self, contexts: Sequence[str], state: _State) -> list[str]:
+        chunks = chunk_contexts(_without_addressed(contexts) if self.guard else contexts, self.chunk_chars)
+        return chunks[min(state.best_chunk, len(chunks) - 1)]
+
+    async def _judge_windows(
+        self, judge: JudgeModel, states: list[_State], contexts: Sequence[str], threshold: bool
+    ) -> _State | None:
+        """One call per statement against its own evidence; statements sharing a window go together."""
+        order = sorted(states, key=lambda st: tuple(st.evidence.blocks()) if st.evidence else ())
+        for state in order:
+            window = state.evidence.blocks() if state.evidence and state.evidence.best is not None else []
+            if not window:
+                # Nothing in the contexts shares a word with the statement: judge it whole.
+                failed = await self._judge_chunks(judge, [state], list(contexts), threshold)
+                if failed is not None:
+                    return failed
+                continue
+            value = StatementCheck(context=window, statement=state.statement)
+            if threshold:
+                await self._probability(judge, value, state, 0)
+            else:
+                await self._generated(judge, value, state, 0)
+            state.judged += 1
+            if state.failure is not None:
+                return state
+        return None
+
+    async def _judge_chunks(
+        self, judge: JudgeModel, states: list[_State], contexts: Sequence[str], threshold: bool
+    ) -> _State | None:
+        """Every statement on every chunk (max over chunks), chunk by chunk for prefix reuse."""
+        chunks = chunk_contexts(contexts, self.chunk_chars)
+        for state in states:
+            state.needed = len(chunks)
         for index, chunk in enumerate(chunks):
             for state in states:
                 if state.supported:
@@ -252,24 +392,8 @@ class StatementVerifier:
                     await self._generated(judge, value, state, index)
                 state.judged += 1
                 if state.failure is not None:
-                    failed = state
-                    break
-            if failed is not None:
-                break
-        if failed is not None:
-            # The first failure stops the sample. A statement is decided if supported or
-            # judged against every chunk; the others stay undecided (no verdict, no failure).
-            return [
-                self._outcome(state, threshold)
-                if state is failed or state.supported or state.judged == len(chunks)
-                else StatementOutcome(state.statement, None, None, None, tuple(state.calls))
-                for state in states
-            ]
-        if threshold and self.reasons != "none":
-            for state in states:
-                if state.failure is None and (self.reasons == "all" or not state.supported):
-                    await self._reason(judge, chunks[state.best_chunk], state)
-        return [self._outcome(state, threshold) for state in states]
+                    return state
+        return None
 
     async def check(
         self,
@@ -367,12 +491,79 @@ class StatementVerifier:
         )
 
     def _outcome(self, state: _State, threshold: bool) -> StatementOutcome:
+        if state.addressed is not None:
+            finding = state.addressed
+            verdict = Verdict(
+                subject=state.statement,
+                value=0,
+                reason=f"not a claim about the world: it {finding.reason} ({finding.span!r})",
+                flags=("addresses_judge",),
+                details={"cue": finding.cue, "families": list(finding.families)},
+            )
+            return StatementOutcome(state.statement, verdict, None, None, ())
         if state.failure is not None:
             return StatementOutcome(state.statement, None, state.failure, None, tuple(state.calls))
-        probability = state.best if threshold else None
+        raw = state.best if threshold else None
+        probability = state.combined if state.combined is not None else raw
+        cited = _cited(state.shown)
         reason = state.reason
+        if state.supported and not reason and cited:
+            quote = cited[0]
+            reason = f"context {quote.context + 1} says: {_quote(quote.text)}"
+        if not state.supported and state.features is not None and state.features.problems():
+            reason = "; ".join(state.features.problems()) + (f" ({reason})" if reason else "")
+        details: dict[str, Any] | None = None
         if threshold:
-            shown = f"P(supported)={state.best:.2f}, threshold {self.threshold:g}"
-            reason = f"{reason} [{shown}]" if reason else shown
-        verdict = Verdict(subject=state.statement, value=1 if state.supported else 0, reason=reason)
-        return StatementOutcome(state.statement, verdict, None, probability, tuple(state.calls))
+            details = {"p_judge": round(state.best, 4)}
+            if state.combined is not None:
+                details["p_combined"] = round(state.combined, 4)
+            details["threshold"] = self.threshold
+            if state.features is not None:
+                details["checks"] = state.features.as_dict()
+            if state.evidence is not None:
+                details["evidence_chars"] = state.evidence.chars
+        verdict = Verdict(
+            subject=state.statement,
+            value=1 if state.supported else 0,
+            reason=reason or ("no reason written" if not state.supported else ""),
+            evidence=cited,
+            details=details,
+        )
+        return StatementOutcome(
+            state.statement,
+            verdict,
+            None,
+            probability,
+            tuple(state.calls),
+            raw_probability=raw,
+            evidence=state.evidence,
+            features=state.features,
+        )
+
+
+_QUOTE_CHARS = 240
+
+
+def _quote(text: str) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= _QUOTE_CHARS else flat[: _QUOTE_CHARS - 1] + "…")
+
+
+def _cited(evidence: Evidence | None) -> tuple[EvidenceRef, ...]:
+    """The sentences a verdict cites: the best match first, then the other scored ones (no filler neighbours)."""
+    if evidence is None or evidence.best is None:
+        return ()
+    best = evidence.best
+    others = sorted((s for s in evidence.spans if s.score > 0 and s != best), key=lambda s: -s.score)[:2]
+    return tuple(EvidenceRef(context=s.context, start=s.start, end=s.end, text=s.text) for s in (best, *others))
+
+
+def _without_addressed(contexts: Sequence[str]) -> list[str]:
+    """The contexts without their sentences that address the judge (never evidence)."""
+    kept: list[str] = []
+    for context in contexts:
+        sentences = [s for s in _segmenter("en").segment(context) if s.strip()]
+        if any(_addressed(s) for s in sentences):
+            context = "".join(s for s in sentences if not _addressed(s))
+        kept.append(context)
+    return kept

@@ -1,0 +1,111 @@
+"""Seconds per realistic RAG sample on the local judge: 5 passages of ~3,000 characters, 6 statements.
+
+The shape a RAG team runs: five retrieved passages (here: cited Wikipedia-source articles
+from WiCE dev, each cut to about 3,000 characters at a sentence end) and an answer of six
+statements, four copied verbatim from the passages (they must be called supported) and
+two WiCE claims labelled unsupported by people (they should not be).
+
+For each sample it times the product's verification (faithfulness' per-statement path,
+``StatementVerifier.verify``) two ways on the same statements:
+
+- ``before``: as the verifier was before issue 15, every statement judged against every
+  2,000-character chunk of the passages (max over chunks);
+- ``after``: the default verifier: an evidence window per statement, detail checks,
+  the judge-addressed guard.
+
+and prints seconds per sample, judge calls, the verdicts on the verbatim statements and
+on the unsupported ones, and the ratio. The model is loaded and warmed first; run it on
+a quiet machine (llama.cpp slows several-fold when another process shares the cores).
+
+    python benchmarks/rag_speed.py --samples 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from assay.metrics._decompose import _segmenter
+from assay.metrics._verify import StatementVerifier
+from assay.models import get_judge
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "grounding" / "wice_dev.jsonl"
+PASSAGE_CHARS = 3000
+
+
+def passage(text: str) -> str:
+    """``text`` cut to about PASSAGE_CHARS at a sentence end."""
+    out = ""
+    for sentence in _segmenter("en").segment(text):
+        if len(out) + len(sentence) > PASSAGE_CHARS:
+            break
+        out += sentence
+    return out.strip()
+
+
+def build(samples: int, seed: int) -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in DATA.open()]
+    articles = [r for r in rows if len(r["context"]) > 4000]
+    rng = random.Random(seed)
+    built = []
+    for _ in range(samples):
+        picked = rng.sample(articles, 5)
+        passages = [passage(r["context"]) for r in picked]
+        copied = []
+        for text in passages[:4]:
+            sentences = [s.strip() for s in _segmenter("en").segment(text) if 60 <= len(s.strip()) <= 220]
+            copied.append(rng.choice(sentences))
+        unsupported = [r["claim"] for r in rng.sample([r for r in rows if int(r["label"]) == 0], 2)]
+        built.append({"passages": passages, "supported": copied, "unsupported": unsupported})
+    return built
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--judge", default="local")
+    parser.add_argument("--samples", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=11)
+    args = parser.parse_args()
+    judge = get_judge(args.judge)
+    ways = {
+        "before": StatementVerifier(evidence_chars=None, details=False, guard=False),
+        "after": StatementVerifier(),
+    }
+    await ways["after"].verify(["Warm-up context."], ["Warm-up statement."], judge)  # load, system prefix
+    totals = {name: [0.0, 0, 0, 0] for name in ways}  # seconds, calls, verbatim supported, unsupported caught
+    samples = build(args.samples, args.seed)
+    for i, sample in enumerate(samples, start=1):
+        statements = sample["supported"] + sample["unsupported"]
+        for name, verifier in ways.items():
+            started = time.perf_counter()
+            outcomes = await verifier.verify(sample["passages"], statements, judge)
+            seconds = time.perf_counter() - started
+            values = [o.verdict.value if o.verdict else None for o in outcomes]
+            calls = sum(len(o.calls) for o in outcomes)
+            kept = sum(1 for v in values[:4] if v == 1)
+            caught = sum(1 for v in values[4:] if v == 0)
+            totals[name][0] += seconds
+            totals[name][1] += calls
+            totals[name][2] += kept
+            totals[name][3] += caught
+            print(
+                f"sample {i} {name:6s}: {seconds:6.1f} s, {calls:3d} calls, verbatim called supported {kept}/4, "
+                f"unsupported caught {caught}/2",
+                flush=True,
+            )
+    n = len(samples)
+    for name, (seconds, calls, kept, caught) in totals.items():
+        print(
+            f"{name:6s}: {seconds / n:6.1f} s per sample, {calls / n:5.1f} calls; verbatim supported {kept}/{4 * n}, "
+            f"unsupported caught {caught}/{2 * n}"
+        )
+    print(f"after / before: {totals['after'][0] / totals['before'][0]:.2f} (target: <= 20 s per sample)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
