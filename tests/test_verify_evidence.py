@@ -163,7 +163,8 @@ def test_hybrid_decomposer_asks_the_judge_only_for_sentences_that_cannot_stand_a
     split = _run(
         HybridDecomposer().decompose(
             "How tall is the Eiffel Tower?",
-            "The Eiffel Tower was completed in 1889. It is 330 metres tall. Gustave Eiffel's company built it in Paris.",
+            "The Eiffel Tower was completed in 1889. It is 330 metres tall. "
+            "Gustave Eiffel's company built it in Paris.",
             judge,
         )
     )

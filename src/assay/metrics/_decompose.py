@@ -175,7 +175,11 @@ _AUXILIARY = re.compile(
     re.IGNORECASE,
 )
 _FRAGMENT_START = frozenset(
-    ["within", "in", "on", "at", "about", "around", "after", "before", "since", "until", "till", "for", "from", "by", "with", "without", "only", "just", "over", "under", "between", "during", "because", "due", "mostly", "mainly", "approximately", "roughly", "nearly", "almost", "probably", "maybe", "perhaps"]
+    {
+        "within", "in", "on", "at", "about", "around", "after", "before", "since", "until", "till", "for",
+        "from", "by", "with", "without", "only", "just", "over", "under", "between", "during", "because", "due",
+        "mostly", "mainly", "approximately", "roughly", "nearly", "almost", "probably", "maybe", "perhaps",
+    }
 )
 _SHORT_WORDS = 6
 _LONG_WORDS = 30
@@ -187,8 +191,9 @@ def needs_rewriting(sentence: str) -> bool:
     It leans on something outside itself: it opens with a pronoun, a demonstrative or a
     bare "Yes"/"No" (whose meaning is in the question or the sentence before), it is a
     short fragment (it opens with a preposition or adverb, "Within 30 days.", or has no
-    verb-like word), or it is so long that it packs several facts. Such sentences go to the judge to be rewritten; the rest are kept
-    verbatim, which is both faster and exactly what the answer said.
+    verb-like word), or it is so long that it packs several facts. Such sentences go to
+    the judge to be rewritten; the rest are kept verbatim, which is both faster and
+    exactly what the answer said.
     """
     words = sentence.split()
     bare = [w.strip(".,;:!?\"'()").lower() for w in words]
