@@ -63,8 +63,8 @@ def test_threshold_decides_and_only_failing_statements_get_reasons() -> None:
     assert len(p1_calls) == 3 and all(c.usage.prompt_tokens > 0 for c in p1_calls), "logit calls record their tokens"
     assert judge.reasons == ['{"verdict": 0, "reason": "'] * 2
     assert outcomes[1].verdict is not None and outcomes[1].verdict.reason.startswith("the context says otherwise")
-    assert outcomes[1].verdict.details is not None
-    assert outcomes[1].verdict.details["p_judge"] == pytest.approx(0.6) and outcomes[1].verdict.details["threshold"] == 0.7
+    details = outcomes[1].verdict.details
+    assert details is not None and details["p_judge"] == pytest.approx(0.6) and details["threshold"] == 0.7
     assert [c.purpose for c in outcomes[1].calls] == ["faithfulness.verdict.p1", "faithfulness.verdict.reason"]
 
 
