@@ -131,7 +131,7 @@ class Variant:
                 prompt=PROMPTS[match["prompt"]],
                 reasons="none",
                 chunk_chars=chars,
-                evidence_chars=int(match["evidence"] or 1000),
+                evidence_chars=int(match["evidence"] or 1200),
                 whole_chars=int(match["whole"] or 2000),
                 details=not match["nodetails"],
                 guard=not match["noguard"],
@@ -387,9 +387,14 @@ async def main() -> None:
     parser.add_argument("--documents", type=int, default=8, help="--speed: documents (and BEGIN snippets)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument(
+        "--same-items-as",
+        default="",
+        help="judge only the items that variant KEY already judged (before/after on the same items)",
+    )
+    parser.add_argument(
         "--export",
         type=Path,
-        help="write the ev-* variants' items as JSONL {set, id, label, p, statement, evidence} (fit_detail_combiner)",
+        help="write ev-*/p1-* items as JSONL {set, id, label, p, statement, evidence} (fit_detail_combiner)",
     )
     args = parser.parse_args()
     judge = get_judge(args.judge)
@@ -403,7 +408,17 @@ async def main() -> None:
     cache: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
 
     def save() -> None:
+        # Re-read and merge: another run of this script may be filling the same file.
+        merged: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+        for key, entries in cache.items():
+            merged.setdefault(key, {}).update(entries)
+        cache.update(merged)
         path.write_text(json.dumps(cache))
+
+    if args.same_items_as:
+        for name in sets:
+            judged = cache.get(f"{name}/{args.same_items_as}", {})
+            rows[name] = [row for row in rows[name] if row["id"] in judged]
 
     print(f"judge {judge.model_id}; {args.n} items per set (seed {args.seed}); chunks of {args.chunk_chars} chars")
     variants = [Variant(v.strip(), args.chunk_chars) for v in args.variants.split(",") if v.strip()]
@@ -419,20 +434,22 @@ async def main() -> None:
     if args.export:
         with args.export.open("w") as out:
             for variant in variants:
-                if variant.kind != "ev":
+                if variant.kind not in ("ev", "p1"):
                     continue
                 for name in sets:
                     done = cache.get(f"{name}/{variant.key}", {})
                     for row in rows[name]:
                         entry = done.get(row["id"])
-                        if not entry or entry.get("p_raw") is None or "addresses_judge" in entry.get("flags", []):
+                        p_raw = entry.get("p_raw", entry.get("p")) if entry else None
+                        if p_raw is None or "addresses_judge" in entry.get("flags", []):
                             continue
+                        # p1-* read whole contexts: the checks then compare against the whole context.
                         evidence = (entry.get("evidence") or [None])[0]
                         item = {
                             "set": name,
                             "id": row["id"],
                             "label": int(row["label"]),
-                            "p": entry["p_raw"],
+                            "p": p_raw,
                             "statement": row["claim"],
                             "evidence": evidence if evidence is not None else "\n".join(contexts_of(name, row)),
                         }

@@ -17,6 +17,7 @@ from rich.table import Table
 
 import assay
 from assay._safety import REDACTED, printable, redact_url
+from assay._scores import Verdict
 from assay.cli._console import (
     EXIT_BAD_ROWS,
     EXIT_INTERRUPTED,
@@ -108,13 +109,26 @@ def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float,
         low.add_column("failing verdicts (judge's reason)")
         for r in lowest:
             score = r.scores[name]
-            failing = "\n".join(
-                f"[red]✗[/red] {printable(v.subject, breaks=False)} [dim]({printable(v.reason, breaks=False)})[/dim]"
-                for v in score.failing
-            )
+            failing = "\n".join(_failing_line(v) for v in score.failing)
             low.add_row(str(r.line), printable(r.sample.id, breaks=False), fmt_score(score.value), failing or "—")
         out_console.print(low)
     out_console.print(f"stored in {printable(str(store))} as run [bold]{run_id}[/bold] · 'assay runs show {run_id}'")
+
+
+_EVIDENCE_CHARS = 120
+
+
+def _failing_line(verdict: Verdict) -> str:
+    """``✗ statement (reason)``, its flags, and the closest context sentence it was judged against."""
+    flags = f" [yellow]{printable(', '.join(verdict.flags))}[/yellow]" if verdict.flags else ""
+    subject, reason = printable(verdict.subject, breaks=False), printable(verdict.reason, breaks=False)
+    line = f"[red]✗[/red] {subject}{flags} [dim]({reason})"
+    if verdict.evidence:
+        cited = verdict.evidence[0]
+        text = " ".join(cited.text.split())
+        text = text if len(text) <= _EVIDENCE_CHARS else text[: _EVIDENCE_CHARS - 1] + "…"
+        line += f"\n    closest, context {cited.context + 1}: {printable(repr(text), breaks=False)}"
+    return line + "[/dim]"
 
 
 def exit_code(summary: RunSummary, max_unscored: float) -> tuple[int, str | None]:

@@ -429,6 +429,12 @@ def _score_entries(
             "value": v.get("value"),
             "reason": str(v.get("reason") or ""),
             "tone": verdict_tone(v.get("value")),
+            # What the verdict rests on: the cited context sentences (index, text) and flags.
+            "evidence": [
+                {"context": int(e.get("context", 0)), "text": str(e.get("text") or "")}
+                for e in (v.get("evidence") or ())[:3]
+            ],
+            "flags": [str(f) for f in v.get("flags") or ()],
         }
         for v in score.get("verdicts") or ()
     ]

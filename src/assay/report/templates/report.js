@@ -244,6 +244,15 @@
     return box;
   }
 
+  // The context sentences a verdict rests on, as text (never markup), with their context's number.
+  function evidenceList(evidence) {
+    var box = el("span", { cls: "evidence" });
+    evidence.forEach(function (e) {
+      box.appendChild(el("q", { title: "context " + (e.context + 1), text: "context " + (e.context + 1) + ": " + e.text }));
+    });
+    return box;
+  }
+
   function verdictList(entry, indexes) {
     var ul = el("ul", { cls: "verdicts" });
     indexes.forEach(function (i) {
@@ -251,7 +260,9 @@
       var li = el("li", { cls: v.tone, title: verdictTitle(v) },
         el("span", { cls: "mark", text: MARK[v.tone] || String(v.value) }),
         el("span", { cls: "subject", text: v.subject }),
-        v.reason ? el("span", { cls: "reason", text: v.reason }) : null);
+        (v.flags || []).length ? el("span", { cls: "flag", text: v.flags.join(", ") }) : null,
+        v.reason ? el("span", { cls: "reason", text: v.reason }) : null,
+        (v.evidence || []).length ? evidenceList(v.evidence) : null);
       li.dataset.tone = v.tone;
       ul.appendChild(li);
     });
