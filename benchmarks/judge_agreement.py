@@ -188,6 +188,9 @@ class Variant:
                 # What the detail combiner is fitted on: the judge's own P and what it read.
                 raw = [o.raw_probability for o in mine]
                 entry["p_raw"] = None if None in raw else min(p for p in raw if p is not None)
+                # A verdict the detail checks (or the guard) decided is 0 whatever P was.
+                if any(o.verdict and (o.verdict.flags or (o.verdict.details or {}).get("vetoed_by")) for o in mine):
+                    entry["p"] = 0.0
                 entry["evidence"] = [" ".join(o.evidence.blocks()) if o.evidence else None for o in mine]
                 entry["flags"] = sorted({f for o in mine if o.verdict for f in o.verdict.flags})
             if self.kind == "atoms":
@@ -409,10 +412,12 @@ async def main() -> None:
 
     def save() -> None:
         # Re-read and merge: another run of this script may be filling the same file.
-        merged: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
-        for key, entries in cache.items():
-            merged.setdefault(key, {}).update(entries)
-        cache.update(merged)
+        # Entries are only added to the dicts already in ``cache`` (callers hold references to them).
+        on_disk: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+        for key, entries in on_disk.items():
+            mine = cache.setdefault(key, {})
+            for item, entry in entries.items():
+                mine.setdefault(item, entry)
         path.write_text(json.dumps(cache))
 
     if args.same_items_as:
