@@ -117,10 +117,12 @@ def test_scores_verdicts_and_an_unscored_sample_left_out_of_the_mean(_log_dir: P
     moon = by_id["moon"]
     assert moon.explanation is not None and "The moon is cheese." in moon.explanation
     assert moon.metadata is not None
-    assert moon.metadata["verdicts"] == [
+    assert [{k: v[k] for k in ("subject", "value", "reason")} for v in moon.metadata["verdicts"]] == [
         {"subject": "The sky is blue.", "value": 1, "reason": "the context says so"},
         {"subject": "The moon is cheese.", "value": 0, "reason": "the context never mentions the moon"},
     ]
+    # the supported statement carries the context sentence it rests on
+    assert moon.metadata["verdicts"][0]["evidence"][0]["text"] == "The sky is blue."
     assert moon.metadata["spec"]["name"] == "faithfulness"
     assert moon.metadata["spec"] == metric.spec().model_dump(mode="json")
     assert moon.metadata["judge"] == "function"

@@ -11,7 +11,16 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 __all__ = [
     "METRIC_SPEC_VERSION",
@@ -139,6 +148,15 @@ class Verdict(BaseModel):
     evidence: tuple[EvidenceRef, ...] = ()
     flags: tuple[str, ...] = ()
     details: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Records keep ``evidence``, ``flags`` and ``details`` only where a verdict has them."""
+        data: dict[str, Any] = handler(self)
+        for key in ("evidence", "flags", "details"):
+            if not data.get(key):
+                data.pop(key, None)
+        return data
 
 
 METRIC_SPEC_VERSION = 2
