@@ -136,6 +136,10 @@ def test_numbers_do_not_join_across_lines_or_sentences() -> None:
         ("It is a Sims-based show.", "A show about The Sims.", 0),
         ('He called it "a yearning dream".', "He praised it.", 0),  # a quotation, not a title
         ('Her album "1989" sold well.', "Her album 1989 sold well.", 0),
+        # units named after people are units, not names (the demo's vaccine sample was vetoed on "Celsius")
+        ("Store it between 2 and 8 degrees Celsius.", "Keep the vials refrigerated at 2°C to 8°C.", 0),
+        ("It melts at 32 degrees Fahrenheit.", "It melts at 32 °F.", 0),
+        ("It was 5 degrees Celsius in Berlin.", "It was 5°C in the city.", 1),  # the city is still a name
     ],
 )
 def test_names(statement: str, evidence: str, missing: int) -> None:

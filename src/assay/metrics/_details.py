@@ -249,6 +249,10 @@ _NEGATION_WINDOW = 3
 
 _CONNECTORS = frozenset(_split("of the de da del der di du van von la le y"))
 _INITIALISM_CONNECTORS = _CONNECTORS | {"and", "for"}
+# Units named after people: "8 degrees Celsius" is "8°C", a quantity (the number check
+# compares it), not a name that the evidence must spell out.
+_UNIT_NAMES = frozenset(_split("celsius fahrenheit kelvin"))
+
 _GENERIC_NAME_WORDS = frozenset(
     _split("""mr mrs ms dr prof sir st saint lord lady president king queen prince princess general captain
     new old north south east west northern southern eastern western central upper lower great greater
@@ -848,7 +852,7 @@ def _entities(statement: str, text: _Text, evidence: _Text) -> list[tuple[str, l
                 if acronym:
                     names.append((token.text, [token.low.replace(".", "")], True))
                     continue
-            content = [t for t in run if t.low not in _CONNECTORS and t.low not in _MONTHS]
+            content = [t for t in run if t.low not in _CONNECTORS and t.low not in _MONTHS and t.low not in _UNIT_NAMES]
             if not content:
                 continue
             distinctive = [t.low for t in content if t.low not in _GENERIC_NAME_WORDS] or [t.low for t in content]
