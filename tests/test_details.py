@@ -63,6 +63,9 @@ def features(statement: str, evidence: str) -> dict[str, float]:
         ("You may go now.", "Go now."),  # "may" next to no number is no month
         ("The A380 and COVID-19 flew.", "The A380 and COVID-19 flew."),
         ("It changed in the 2018–19 academic year.", "It changed in the academic year 2018 to 2019."),
+        ("Store it at -20 °C.", "Store it at −20 °C."),  # ASCII and Unicode minus
+        ("It fell to -5 degrees.", "It fell to minus 5 degrees."),
+        ("Read pages 10-20.", "Read pages 10-20."),  # a range, not a negative 20
     ],
 )
 def test_numbers_that_match(statement: str, evidence: str) -> None:
@@ -97,6 +100,9 @@ def test_numbers_that_match(statement: str, evidence: str) -> None:
         ("Three people came.", "Four people came.", 1, "number Three people is not in the evidence"),
         ("The 2017 film won.", "The 2019 film won.", 1, "number 2017 is not in the evidence (it says 2019)"),
         ("It ran in 2018–20.", "It ran in 2018-19.", 1, "number 2018–20 is not in the evidence"),
+        # a sign flip is a detail edit (it read "-20" as "20" and called it present)
+        ("Store it frozen at -20 degrees.", "Store it at 20 degrees.", 1, "number -20 degrees is not in the evidence"),
+        ("It was 20 degrees.", "It was -20 degrees.", 1, "number 20 degrees is not in the evidence (it says -20"),
     ],
 )
 def test_numbers_that_are_missing(statement: str, evidence: str, missing: int, problem: str) -> None:

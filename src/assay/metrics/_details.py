@@ -318,6 +318,8 @@ _TOKEN_RE = re.compile(
     r"|(?P<clause>[,;:()\[\]—–]|\s-\s)"
 )
 _QUOTE_RE = re.compile(r"[\"“”]([A-Z0-9][^\"“”\n]{1,79})[\"“”]")
+# A minus sign glued to a number, not after a digit or letter (ranges, codes), or the word "minus".
+_SIGN_RE = re.compile(r"(?:(?<![\w.,])[-−]|\bminus[ \t\xa0]+)$", re.I)
 _YEAR_SPAN_RE = re.compile(r"\b(\d{2})\d{2}[-–/]$")
 
 
@@ -443,6 +445,9 @@ def _numbers(text: str, words: Sequence[tuple[str, int, int]]) -> tuple[_Number,
         scaled = value != raw
         currency = _CURRENCY_RE.search(before)
         surface = match.group(0).strip()
+        sign = _SIGN_RE.search(rest, max(0, start - 7), start)
+        if sign is not None:  # "-20 °C" is not "20 °C"; "10-20" is a range, not a sign
+            value, raw, surface = -value, -raw, "-" + surface
         if match.group("pct"):
             unit = "%"
         elif currency is not None:
