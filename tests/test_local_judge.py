@@ -7,6 +7,7 @@ import importlib.util
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -179,6 +180,55 @@ async def test_choice_probabilities_are_a_distribution_over_the_choices(tiny: Lo
     # And generation afterwards still works on the same context (cache state stays consistent).
     answer = await ask(tiny, STATEMENT_PROMPT, StatementCheck(context=list(SAMPLE.contexts), statement="x"))
     assert answer.failure is None
+
+
+async def test_alternating_prompt_kinds_resume_from_their_own_saved_prefix(tiny: LocalJudge) -> None:
+    """A decomposition between two verifications used to evict the verifier's instructions.
+
+    Faithfulness alternates one decomposition and the statement checks sample by sample;
+    each prompt kind now resumes from its own saved KV cells, with the same answers as a
+    cold evaluation.
+    """
+    from assay.metrics._decompose import STATEMENTS_PROMPT, AnswerToSplit
+    from assay.models._local import _STATES
+
+    llama = tiny.load()
+    states = _STATES[tiny._key]
+    checks = [
+        STATEMENT_PROMPT.render(
+            StatementCheck(context=[f"{city} is a city in France."], statement=f"{city} is in France.")
+        )
+        for city in ("Paris", "Lyon", "Nice")
+    ]
+    split = STATEMENTS_PROMPT.render(AnswerToSplit(question="Where is Lyon?", answer="It is in France."))
+    instructions = tiny.count_tokens(STATEMENT_PROMPT.system_text())
+
+    async def verdict(messages: list[Any]) -> float:
+        return (await tiny.choice_probabilities(messages, prefix='{"verdict": ', choices=["1", "0"]))["1"]
+
+    async def cold(messages: list[Any]) -> float:
+        llama.reset()
+        states._saved.clear()
+        return await verdict(messages)
+
+    expected = [await cold(m) for m in checks]
+    expected_split = (await tiny.generate(split, config=GenerateConfig(max_tokens=24))).text
+
+    llama.reset()
+    states._saved.clear()
+    found = []
+    for messages in checks:
+        found.append(await verdict(messages))
+        before = states.evaluated, states.restored
+        text = (await tiny.generate(split, config=GenerateConfig(max_tokens=24))).text
+        assert text == expected_split  # greedy decoding from a restored prefix: the same words
+    after_split = states.restored
+    await verdict(checks[0])
+    # The check after a decomposition started from its saved instructions, not from scratch.
+    assert states.restored - after_split >= instructions
+    assert before[1] > 0  # and the decompositions resumed from theirs
+    assert found == pytest.approx(expected, abs=0.01)
+    assert len(states._saved) <= states.limit
 
 
 async def test_choices_that_share_a_first_token_are_rejected(tiny: LocalJudge) -> None:
