@@ -178,6 +178,20 @@ def test_hybrid_decomposer_asks_the_judge_only_for_sentences_that_cannot_stand_a
     assert "It is 330 metres tall." in asked and "completed in 1889" in asked  # the sentence before goes along
 
 
+def test_hybrid_decomposer_does_not_count_the_sentence_before_twice() -> None:
+    """Given the sentence before as context, the 1.5B judge often restates it too.
+
+    On the demo this counted "The Eiffel Tower was completed in 1889." twice and moved a
+    score from 0.333 to 0.5: a statement already taken is not taken again.
+    """
+    rewritten = json.dumps({"statements": ["The Eiffel Tower was completed in 1889.", "The tower is 330 metres tall."]})
+    judge = ScriptedJudge([rewritten])
+    split = _run(
+        HybridDecomposer().decompose("q", "The Eiffel Tower was completed in 1889. It is 330 metres tall.", judge)
+    )
+    assert split.statements == ("The Eiffel Tower was completed in 1889.", "The tower is 330 metres tall.")
+
+
 def test_hybrid_decomposer_makes_no_call_when_every_sentence_stands_alone() -> None:
     judge = ScriptedJudge([])
     split = _run(HybridDecomposer().decompose("q", "The sky is blue today. Grass grows in spring.", judge))

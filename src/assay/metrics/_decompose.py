@@ -176,9 +176,39 @@ _AUXILIARY = re.compile(
 )
 _FRAGMENT_START = frozenset(
     {
-        "within", "in", "on", "at", "about", "around", "after", "before", "since", "until", "till", "for",
-        "from", "by", "with", "without", "only", "just", "over", "under", "between", "during", "because", "due",
-        "mostly", "mainly", "approximately", "roughly", "nearly", "almost", "probably", "maybe", "perhaps",
+        "within",
+        "in",
+        "on",
+        "at",
+        "about",
+        "around",
+        "after",
+        "before",
+        "since",
+        "until",
+        "till",
+        "for",
+        "from",
+        "by",
+        "with",
+        "without",
+        "only",
+        "just",
+        "over",
+        "under",
+        "between",
+        "during",
+        "because",
+        "due",
+        "mostly",
+        "mainly",
+        "approximately",
+        "roughly",
+        "nearly",
+        "almost",
+        "probably",
+        "maybe",
+        "perhaps",
     }
 )
 _SHORT_WORDS = 6
@@ -237,9 +267,18 @@ class HybridDecomposer:
             calls.extend(result.calls)
             if result.output is None:
                 return Decomposition(tuple(statements), tuple(calls), result.failure)
-            statements.extend(s.strip() for s in result.output.statements if is_checkable(s))
+            taken = {_key(s) for s in statements}
+            for rewritten in result.output.statements:
+                if is_checkable(rewritten) and _key(rewritten) not in taken:  # it restated the sentence before
+                    statements.append(rewritten.strip())
+                    taken.add(_key(rewritten))
             previous = sentence
         return Decomposition(tuple(statements), tuple(calls))
+
+
+def _key(statement: str) -> str:
+    """A statement compared without case, spacing or final punctuation."""
+    return " ".join(statement.lower().split()).rstrip(".!?")
 
 
 def is_checkable(statement: str) -> bool:
