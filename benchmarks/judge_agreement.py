@@ -399,6 +399,9 @@ async def main() -> None:
         type=Path,
         help="write ev-*/p1-* items as JSONL {set, id, label, p, statement, evidence} (fit_detail_combiner)",
     )
+    parser.add_argument(
+        "--first", type=int, default=0, help="only the first K of those items per set (a costly variant on a subset)"
+    )
     args = parser.parse_args()
     judge = get_judge(args.judge)
     if args.speed:
@@ -424,6 +427,8 @@ async def main() -> None:
         for name in sets:
             judged = cache.get(f"{name}/{args.same_items_as}", {})
             rows[name] = [row for row in rows[name] if row["id"] in judged]
+    if args.first:
+        rows = {name: items[: args.first] for name, items in rows.items()}
 
     print(f"judge {judge.model_id}; {args.n} items per set (seed {args.seed}); chunks of {args.chunk_chars} chars")
     variants = [Variant(v.strip(), args.chunk_chars) for v in args.variants.split(",") if v.strip()]

@@ -178,7 +178,7 @@ class _PrefixStates:
         import llama_cpp
 
         ids = llama._input_ids.tolist()
-        if len(ids) < self.min_gain:
+        if self.limit <= 0 or len(ids) < self.min_gain:
             return
         size = llama_cpp.llama_state_seq_get_size(llama._ctx.ctx, 0)
         buffer = (ctypes.c_uint8 * size)()
