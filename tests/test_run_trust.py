@@ -328,3 +328,46 @@ def test_duplicate_ids_in_a_list_of_samples_are_row_errors_naming_the_first_use(
         assert [r.sample.id for r in result.results] == ["r0", "r1"]
         (error,) = result.errors
         assert error.line == 3 and "'r0' already used" in str(error) and "1" in str(error)
+
+
+def test_a_run_cancelled_mid_way_is_interrupted_even_if_closing_the_judge_fails(tmp_path: Path) -> None:
+    """Ctrl-C once left a run 'failed' (CI flake in test_ctrl_c_keeps_finished_samples...).
+
+    asyncio.run answers a KeyboardInterrupt by cancelling the run's task; the clean-up
+    that follows (closing the judge's HTTP client mid-request) may raise an error of its
+    own, which replaced the cancellation, so the store said "failed" while the CLI said
+    "interrupted, resume with ...". A run being cancelled is interrupted, whatever its
+    clean-up raises.
+    """
+    import asyncio
+
+    from assay import aevaluate
+
+    class ClosingBadly(FunctionJudge):
+        async def aclose(self) -> None:
+            raise RuntimeError("client closed while a request was in flight")
+
+    judged = 0
+
+    async def slow(messages: list[dict[str, str]], request: object) -> str:
+        nonlocal judged
+        judged += 1
+        if judged > 3:
+            await asyncio.sleep(30)
+        return supported_when_sky(messages, request)
+
+    store = tmp_path / "runs.sqlite"
+
+    async def main() -> None:
+        task = asyncio.create_task(
+            aevaluate(records(20), metric(), ClosingBadly(slow, concurrency=1), store=store, progress=False)
+        )
+        while judged <= 3:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises((asyncio.CancelledError, RuntimeError)):
+            await task
+
+    asyncio.run(main())
+    (info,) = RunStore(store).runs()
+    assert info.status == "interrupted" and 1 <= info.n_results < 20

@@ -461,6 +461,10 @@ async def aevaluate(
     except (KeyboardInterrupt, asyncio.CancelledError):
         status = "interrupted"
         raise
+    except BaseException:
+        if _cancelling():  # raised by the clean-up of a cancelled run (Ctrl-C): still interrupted
+            status = "interrupted"
+        raise
     finally:
         reporter.close()
         if run_store is not None and run_id is not None:
@@ -487,6 +491,12 @@ def _version() -> str:
     from assay import __version__
 
     return __version__
+
+
+def _cancelling() -> bool:
+    """Whether the current task is being cancelled (asyncio.run's answer to Ctrl-C)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 async def _run_local(
@@ -546,7 +556,12 @@ async def _run_local(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await close_judge(stacked)
+        try:
+            await close_judge(stacked)
+        except Exception:
+            if not _cancelling():
+                raise
+            # Closing a client mid-request may fail; the caller must see the cancellation.
         if reasks_token is not None:
             REASKS.reset(reasks_token)
 
