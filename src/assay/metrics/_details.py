@@ -251,6 +251,10 @@ _CONNECTORS = frozenset(_split("of the de da del der di du van von la le y"))
 _INITIALISM_CONNECTORS = _CONNECTORS | {"and", "for"}
 # Units named after people: "8 degrees Celsius" is "8°C", a quantity (the number check
 # compares it), not a name that the evidence must spell out.
+# Conversational words that answer or react, not claim: "Yes, refunds are available" claims
+# only that refunds are available.
+_INTERJECTIONS = frozenset(_split("yes yeah yep yup ok okay oh ah wow hmm indeed"))
+
 _UNIT_NAMES = frozenset(_split("celsius fahrenheit kelvin"))
 
 _GENERIC_NAME_WORDS = frozenset(
@@ -691,7 +695,7 @@ def _low(word: str) -> str:
 
 _NOT_CONTENT = frozenset(
     [*STOPWORDS, *_NEGATIONS, *_QUANTIFIERS, *_UNITS_WORDS, *_TENS_WORDS, *_ORDINAL_WORDS, *_SCALES, *_MONTHS]
-) | {"hundred", "dozen", "percent", "cent"}
+) | {"hundred", "dozen", "percent", "cent"} | _INTERJECTIONS
 
 
 def _content(low: str) -> bool:
