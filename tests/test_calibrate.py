@@ -280,7 +280,36 @@ def test_cli_limit_and_user_errors(tmp_path: Path) -> None:
         assert server.calls == 3
     assert "n=3" in out
     code, out = invoke("missing.jsonl", "--judge", "openai:fake")
-    assert code == 1 and "cannot read missing.jsonl" in " ".join(out.split())
+    assert code == 1 and "missing.jsonl: no such file" in " ".join(out.split())
     (tmp_path / "empty.jsonl").write_text('{"id": 1, "label": 1}\n')
     code, out = invoke("empty.jsonl", "--judge", "openai:fake")
     assert code == 1 and "holds no valid item" in out
+
+
+def test_cli_reads_items_like_assay_run_reads_rows(tmp_path: Path) -> None:
+    """calibrate had its own JSONL reader.
+
+    A BOM lost row 1, one deep line or one non-UTF-8 byte crashed it, and ids repeated silently.
+    """
+    rows = grounding_rows()
+    good = b"".join(json.dumps(r).encode() + b"\n" for r in rows)
+    data = (
+        b"\xef\xbb\xbf"  # a byte-order mark before row 1
+        + good
+        + b'{"id": "latin1", "context": "caf\xe9", "claim": "x y", "label": 1}\n'  # line 9: not UTF-8
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b"\n"  # line 10: nested too deep
+        + json.dumps({**rows[0], "claim": "Again."}).encode()
+        + b"\n"  # line 11: id tp0 again
+    )
+    (tmp_path / "items.jsonl").write_bytes(data)
+    with FakeOpenAIServer(fake_judge) as server:
+        code, out = invoke("items.jsonl", "--judge", "openai:fake", "--base-url", server.base_url)
+        assert server.calls == 8  # every good item judged, row 1 included
+    flat = " ".join(out.split())
+    assert code == 2, out  # judged, with invalid rows
+    assert "n=8" in flat
+    assert "items.jsonl:9" in flat and "not UTF-8" in flat
+    assert "items.jsonl:10" in flat and "nested too deep" in flat
+    assert "items.jsonl:11" in flat and "already used on line 1" in flat

@@ -14,7 +14,6 @@ The per-source breakdown reads ``source``, else ``source_dataset``. The figures 
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -31,11 +30,12 @@ from assay._samples import Sample
 from assay._scores import MetricSpec, Score, UnscoredReason, Verdict
 from assay.analysis._agreement import Agreement, agreement
 from assay.cli._console import EXIT_BAD_ROWS, EXIT_OK, EXIT_USAGE, err_console, fmt_score, out_console
-from assay.errors import AssayError, ConfigError, SampleError
+from assay.errors import AssayError, ConfigError, DatasetError, SampleError
 from assay.metrics._graders import BinaryJudgeGrader
 from assay.metrics._verify import StatementVerifier
 from assay.models import JUDGE_FORMS, JudgeModel, LocalJudge, close_judge, get_judge
 from assay.run import Limits, RunSpec, RunStore, SampleResult, build_judge_stack, new_run_id
+from assay.run._dataset import json_lines
 from assay.run._progress import load_local_judge, make_reporter
 
 __all__ = ["CalibrationItem", "CalibrationOutcome", "calibrate", "judge_item", "read_items"]
@@ -130,29 +130,34 @@ def _item(row: object, line: int) -> CalibrationItem:
 def read_items(path: Path, *, limit: int | None = None) -> tuple[list[CalibrationItem], list[SampleError]]:
     """Parse a JSONL of labelled items; invalid rows come back as errors with file and line.
 
+    Read by the same reader as ``assay run`` (byte-order mark, bytes that are not UTF-8,
+    nesting too deep, a key given twice), and an id used twice is a row error naming the
+    line that used it first: per-item agreement and disagreements key on ids.
+
     Raises:
         ConfigError: the file cannot be read.
     """
     items: list[CalibrationItem] = []
     errors: list[SampleError] = []
+    first_line: dict[str, int] = {}
     try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    with handle:
-        for line, text in enumerate(handle, start=1):
-            if not text.strip():
+        for entry in json_lines(path):
+            if isinstance(entry, SampleError):
+                errors.append(entry)
                 continue
             if limit is not None and len(items) >= limit:
                 break
+            line, row = entry
             try:
-                try:
-                    row = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise SampleError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-                items.append(_item(row, line))
+                item = _item(row, line)
+                first = first_line.setdefault(item.id, line)
+                if first != line:
+                    raise SampleError(f"id {item.id!r} already used on line {first}; ids must be unique")
+                items.append(item)
             except SampleError as exc:
                 errors.append(SampleError(exc.detail, source=str(path), line=line))
+    except DatasetError as exc:
+        raise ConfigError(str(exc)) from None
     return items, errors
 
 

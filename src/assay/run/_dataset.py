@@ -318,11 +318,17 @@ def read_jsonl(
     )
 
 
-def _jsonl_rows(
-    path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None
-) -> Iterator[Row | SampleError]:
+def json_lines(path: Path) -> Iterator[tuple[int, Any] | SampleError]:
+    """(line number, parsed value) for each non-blank line of a JSONL file, or a located error.
+
+    The one JSON-lines reader (``assay run``, ``assay calibrate``): a UTF-8 byte-order mark
+    is allowed, bytes that are not UTF-8, invalid JSON, a key given twice and nesting too
+    deep are row errors naming the line, and the lines after them are still read.
+
+    Raises:
+        DatasetError: the file does not exist or cannot be opened.
+    """
     source = str(path)
-    seen: dict[str, int] = {}
     with _open(path) as handle:
         for number, raw in enumerate(handle, start=1):
             if number == 1:
@@ -335,18 +341,29 @@ def _jsonl_rows(
             if not text.strip():
                 continue
             try:
-                record = parse_json(text)
+                yield number, parse_json(text)
             except ValueError as exc:
                 yield SampleError(str(exc), source=source, line=number)
-                continue
-            try:
-                sample = sample_from_record(
-                    record, line=number, source=source, required=required, mapping=mapping, seen_ids=seen
-                )
-            except SampleError as exc:
-                yield exc
-                continue
-            yield Row(sample, number)
+
+
+def _jsonl_rows(
+    path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None
+) -> Iterator[Row | SampleError]:
+    source = str(path)
+    seen: dict[str, int] = {}
+    for item in json_lines(path):
+        if isinstance(item, SampleError):
+            yield item
+            continue
+        number, record = item
+        try:
+            sample = sample_from_record(
+                record, line=number, source=source, required=required, mapping=mapping, seen_ids=seen
+            )
+        except SampleError as exc:
+            yield exc
+            continue
+        yield Row(sample, number)
 
 
 def count_rows(path: str | Path) -> int:
