@@ -186,7 +186,7 @@ class Variant:
             }
             if self.kind == "ev":
                 # What the detail combiner is fitted on: the judge's own P and what it read.
-                raw = [o.raw_probability for o in mine]
+                raw = [o.probability for o in mine]
                 entry["p_raw"] = None if None in raw else min(p for p in raw if p is not None)
                 # A verdict the detail checks (or the guard) decided is 0 whatever P was.
                 if any(o.verdict and (o.verdict.flags or (o.verdict.details or {}).get("vetoed_by")) for o in mine):

@@ -199,9 +199,10 @@ class StatementOutcome:
     """One statement's verdict (or why there is none), P(supported) if read, and the calls.
 
     ``verdict`` and ``failure`` are both ``None`` for a statement left undecided because
-    another statement's failure stopped the sample. ``probability`` is the decided
-    P(supported) (after the detail checks); ``raw_probability`` the judge's own, and
-    ``evidence`` what the judge read for it (``None`` when it read whole contexts).
+    another statement's failure stopped the sample. ``probability`` is the judge's own
+    P(supported) (a veto by the detail checks shows in the verdict and its ``details``,
+    not here), and ``evidence`` what the judge read for it (``None`` when it read whole
+    contexts).
     """
 
     statement: str
@@ -209,7 +210,6 @@ class StatementOutcome:
     failure: Unparsed | None
     probability: float | None
     calls: tuple[JudgeCall, ...]
-    raw_probability: float | None = None
     evidence: Evidence | None = None
     features: DetailFeatures | None = None
 
@@ -521,8 +521,7 @@ class StatementVerifier:
             return StatementOutcome(state.statement, verdict, None, None, ())
         if state.failure is not None:
             return StatementOutcome(state.statement, None, state.failure, None, tuple(state.calls))
-        raw = state.best if threshold else None
-        probability = raw
+        probability = state.best if threshold else None
         cited = _cited(state.shown)
         reason = state.reason
         if state.supported and not reason and cited:
@@ -552,7 +551,6 @@ class StatementVerifier:
             None,
             probability,
             tuple(state.calls),
-            raw_probability=raw,
             evidence=state.evidence,
             features=state.features,
         )
