@@ -30,10 +30,9 @@ accuracy with a seeded bootstrap 95% CI and the true-negative rate for (a) P >= 
 coefficients written are fitted on all items at the regularisation chosen by CV on all
 items, and the file's threshold is the one the all-items out-of-fold predictions choose.
 
-    python benchmarks/fit_detail_combiner.py items.jsonl                 # fit, report, write the package file
+    python benchmarks/fit_detail_combiner.py items.jsonl                 # fit, report, write benchmarks/data/
     python benchmarks/fit_detail_combiner.py items.jsonl --dry-run       # report only
     python benchmarks/fit_detail_combiner.py items.jsonl --cv leave-set-out --dry-run
-    python benchmarks/fit_detail_combiner.py --identity                  # the identity combiner (weight 1 on logit p)
 """
 
 from __future__ import annotations
@@ -63,7 +62,7 @@ from assay.metrics._details import (
     detail_features,
 )
 
-OUT = Path(__file__).resolve().parents[1] / "src" / "assay" / "metrics" / "data" / "detail_combiner.json"
+OUT = Path(__file__).resolve().parent / "data" / "detail_combiner.json"  # a record of the fit; nothing loads it
 INPUTS: tuple[str, ...] = (LOGIT_P, *DETAIL_FEATURES)
 CLIP = 1e-6
 LAMBDAS = (0.01, 0.1, 1.0, 10.0, 100.0)
@@ -313,22 +312,6 @@ def print_report(items: Sequence[Item], result: dict[str, Any], scheme: str) -> 
         )
 
 
-def identity_combiner() -> DetailCombiner:
-    return DetailCombiner(
-        coefficients=(1.0,) + (0.0,) * len(DETAIL_FEATURES),
-        intercept=0.0,
-        feature_names=INPUTS,
-        version="identity-1",
-        clip=CLIP,
-        threshold=0.5,
-        fit={
-            "method": "none: the identity on P (weight 1 on logit(p), 0 on every detail feature)",
-            "note": "placeholder until the judge's P is collected on the dev sets; refit with this script",
-            "script": "benchmarks/fit_detail_combiner.py --identity",
-        },
-    )
-
-
 def write(combiner: DetailCombiner, out: Path) -> None:
     data = combiner.to_dict()
     assert data["schema"] == COMBINER_SCHEMA and data["features_version"] == FEATURES_VERSION
@@ -340,7 +323,7 @@ def write(combiner: DetailCombiner, out: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("items", nargs="?", type=Path, help="JSONL of {set, id, label, p, statement, evidence}")
+    parser.add_argument("items", type=Path, help="JSONL of {set, id, label, p, statement, evidence}")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--cv", choices=("within-set", "leave-set-out"), default="within-set")
     parser.add_argument("--folds", type=int, default=5)
@@ -349,13 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--lambdas", default=",".join(f"{v:g}" for v in LAMBDAS))
     parser.add_argument("--version", help="version string of the written combiner (default: fit-DATE-SHA8)")
     parser.add_argument("--dry-run", action="store_true", help="report only; write nothing")
-    parser.add_argument("--identity", action="store_true", help="write the identity combiner and stop")
     args = parser.parse_args(argv)
-    if args.identity:
-        write(identity_combiner(), args.out)
-        return 0
-    if args.items is None:
-        parser.error("give the items file (or --identity)")
     if args.folds < 2:
         parser.error("--folds must be at least 2")
     lambdas = [float(v) for v in args.lambdas.split(",") if v.strip()]

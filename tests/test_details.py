@@ -25,11 +25,10 @@ from assay.metrics import (
     DETAIL_FEATURES,
     DetailCombiner,
     DetailFeatures,
-    default_detail_combiner,
     detail_features,
     load_detail_combiner,
 )
-from assay.metrics._details import FEATURES_VERSION, LOGIT_P
+from assay.metrics._details import LOGIT_P
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -336,13 +335,12 @@ def _logit(p: float, clip: float = 1e-6) -> float:
     return math.log(q / (1 - q))
 
 
-def test_the_shipped_combiner_is_the_identity_and_loads_once() -> None:
-    combiner = default_detail_combiner()
-    assert combiner is default_detail_combiner()
-    assert combiner.feature_names == (LOGIT_P, *DETAIL_FEATURES)
-    assert combiner.coefficients == (1.0,) + (0.0,) * len(DETAIL_FEATURES)
-    assert combiner.intercept == 0.0 and combiner.threshold == 0.5
-    assert combiner.features_version == FEATURES_VERSION
+IDENTITY = DetailCombiner(
+    coefficients=(1.0,) + (0.0,) * len(DETAIL_FEATURES),
+    intercept=0.0,
+    feature_names=(LOGIT_P, *DETAIL_FEATURES),
+    version="identity",
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -350,7 +348,7 @@ def test_the_shipped_combiner_is_the_identity_and_loads_once() -> None:
 def test_identity_combiner_returns_p(p: float) -> None:
     found = detail_features("All 7 cats did not win.", "Some 5 cats won.")  # features that would matter
     clipped = min(max(p, 1e-6), 1 - 1e-6)
-    assert default_detail_combiner().probability(p, found) == pytest.approx(clipped, rel=1e-9, abs=1e-12)
+    assert IDENTITY.probability(p, found) == pytest.approx(clipped, rel=1e-9, abs=1e-12)
 
 
 def test_combiner_against_its_formula() -> None:
@@ -371,11 +369,11 @@ def test_combiner_against_its_formula() -> None:
 @pytest.mark.parametrize("p", [-0.1, 1.5, math.nan, True, "0.5", None])
 def test_combiner_rejects_a_bad_p(p: object) -> None:
     with pytest.raises(ValueError, match="p_supported must be a number in"):
-        default_detail_combiner().probability(p, DetailFeatures())  # type: ignore[arg-type]
+        IDENTITY.probability(p, DetailFeatures())  # type: ignore[arg-type]
 
 
 def _identity_dict() -> dict[str, object]:
-    return default_detail_combiner().to_dict()
+    return IDENTITY.to_dict()
 
 
 @pytest.mark.parametrize(
@@ -416,14 +414,6 @@ def test_combiner_round_trips_through_its_dict() -> None:
     combiner = DetailCombiner((1.2, -0.7), -0.1, (LOGIT_P, "missing_entities"), "v", threshold=0.4, fit={"n": 3})
     again = DetailCombiner.from_dict(json.loads(json.dumps(combiner.to_dict())))
     assert again == combiner and again.fit == {"n": 3}
-
-
-def test_the_package_file_is_the_one_the_script_writes(tmp_path: Path) -> None:
-    script = _script()
-    out = tmp_path / "identity.json"
-    script.main(["--identity", "--out", str(out)])
-    shipped = ROOT / "src" / "assay" / "metrics" / "data" / "detail_combiner.json"
-    assert json.loads(out.read_text()) == json.loads(shipped.read_text())
 
 
 # ---------------------------------------------------------------------------- the fit script

@@ -15,7 +15,6 @@ from assay.metrics._details import (
     DETAIL_FEATURES,
     DetailCombiner,
     DetailFeatures,
-    default_detail_combiner,
     detail_features,
     load_detail_combiner,
 )
@@ -61,7 +60,6 @@ __all__ = [
     "TraceFormatter",
     "addresses_judge",
     "build_metric",
-    "default_detail_combiner",
     "detail_features",
     "load_detail_combiner",
     "metric_entries",

@@ -4,9 +4,11 @@ The offline judge's typical mistake is to call a statement supported when one de
 wrong: a changed number, date, name or place, a dropped or added negation, an antonym
 ("increased" for "decreased"), a quantifier ("all" for "some"). :func:`detail_features`
 looks for exactly those with plain string rules (no model, a fraction of a millisecond for
-a sentence against a paragraph), and :class:`DetailCombiner` folds them into the judge's
-P(supported) with a logistic regression fitted on human-labelled data
-(``benchmarks/fit_detail_combiner.py``).
+a sentence against a paragraph). Three of them veto a "supported" P in the verifier
+(:data:`assay.metrics._verify.VETO_CHECKS`). :class:`DetailCombiner` is the logistic
+regression over P and every feature that ``benchmarks/fit_detail_combiner.py`` fits and
+writes; it was measured and not made the decision (``docs/design/judging.md``), so no
+combiner ships with the package.
 
 The features (:data:`DETAIL_FEATURES`, the order of :meth:`DetailFeatures.vector`):
 
@@ -99,8 +101,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache, cached_property, lru_cache
-from importlib import resources
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -118,7 +119,6 @@ __all__ = [
     "STOPWORDS",
     "DetailCombiner",
     "DetailFeatures",
-    "default_detail_combiner",
     "detail_features",
     "load_detail_combiner",
 ]
@@ -249,12 +249,11 @@ _NEGATION_WINDOW = 3
 
 _CONNECTORS = frozenset(_split("of the de da del der di du van von la le y"))
 _INITIALISM_CONNECTORS = _CONNECTORS | {"and", "for"}
-# Units named after people: "8 degrees Celsius" is "8°C", a quantity (the number check
-# compares it), not a name that the evidence must spell out.
 # Conversational words that answer or react, not claim: "Yes, refunds are available" claims
 # only that refunds are available.
 _INTERJECTIONS = frozenset(_split("yes yeah yep yup ok okay oh ah wow hmm indeed"))
-
+# Units named after people: "8 degrees Celsius" is "8°C", a quantity (the number check
+# compares it), not a name that the evidence must spell out.
 _UNIT_NAMES = frozenset(_split("celsius fahrenheit kelvin"))
 
 _GENERIC_NAME_WORDS = frozenset(
@@ -1167,7 +1166,6 @@ coefficients fitted on other rules are then refused instead of silently misappli
 
 LOGIT_P = "logit_p"
 """Name of the combiner input ``log(q / (1 - q))``, q the clipped P(supported)."""
-_DEFAULT_FILE = "data/detail_combiner.json"
 
 
 def _logit(p: float, clip: float) -> float:
@@ -1316,10 +1314,3 @@ def load_detail_combiner(path: str | Path) -> DetailCombiner:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the detail combiner ({exc})") from None
     return DetailCombiner.from_dict(data, source=str(path))
-
-
-@cache
-def default_detail_combiner() -> DetailCombiner:
-    """The combiner shipped in the package (``assay/metrics/data/detail_combiner.json``), read once."""
-    resource = resources.files("assay.metrics").joinpath(_DEFAULT_FILE)
-    return DetailCombiner.from_dict(json.loads(resource.read_text(encoding="utf-8")), source=str(resource))
