@@ -176,41 +176,11 @@ _AUXILIARY = re.compile(
 )
 _FRAGMENT_START = frozenset(
     {
-        "within",
-        "in",
-        "on",
-        "at",
-        "about",
-        "around",
-        "after",
-        "before",
-        "since",
-        "until",
-        "till",
-        "for",
-        "from",
-        "by",
-        "with",
-        "without",
-        "only",
-        "just",
-        "over",
-        "under",
-        "between",
-        "during",
-        "because",
-        "due",
-        "mostly",
-        "mainly",
-        "approximately",
-        "roughly",
-        "nearly",
-        "almost",
-        "probably",
-        "maybe",
-        "perhaps",
+        "within", "in", "on", "at", "about", "around", "after", "before", "since", "until", "till", "for",
+        "from", "by", "with", "without", "only", "just", "over", "under", "between", "during", "because", "due",
+        "mostly", "mainly", "approximately", "roughly", "nearly", "almost", "probably", "maybe", "perhaps",
     }
-)
+)  # fmt: skip
 _SHORT_WORDS = 6
 _LONG_WORDS = 30
 
