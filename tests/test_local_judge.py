@@ -201,32 +201,42 @@ async def test_alternating_prompt_kinds_resume_from_their_own_saved_prefix(tiny:
         for city in ("Paris", "Lyon", "Nice")
     ]
     split = STATEMENTS_PROMPT.render(AnswerToSplit(question="Where is Lyon?", answer="It is in France."))
-    instructions = tiny.count_tokens(STATEMENT_PROMPT.system_text())
+    instructions = {
+        "check": tiny.count_tokens(STATEMENT_PROMPT.system_text()),
+        "split": tiny.count_tokens(STATEMENTS_PROMPT.system_text()),
+    }
 
     async def verdict(messages: list[Any]) -> float:
         return (await tiny.choice_probabilities(messages, prefix='{"verdict": ', choices=["1", "0"]))["1"]
 
-    async def cold(messages: list[Any]) -> float:
+    async def decompose() -> str:
+        return (await tiny.generate(split, config=GenerateConfig(max_tokens=24))).text
+
+    def cold() -> None:
         llama.reset()
         states._saved.clear()
-        return await verdict(messages)
 
-    expected = [await cold(m) for m in checks]
-    expected_split = (await tiny.generate(split, config=GenerateConfig(max_tokens=24))).text
-
-    llama.reset()
-    states._saved.clear()
-    found = []
+    expected = []
     for messages in checks:
+        cold()
+        expected.append(await verdict(messages))
+    cold()
+    expected_split = await decompose()
+
+    cold()
+    found, restored = [], {"check": [], "split": []}
+    for messages in checks:
+        before = states.restored
         found.append(await verdict(messages))
-        before = states.evaluated, states.restored
-        text = (await tiny.generate(split, config=GenerateConfig(max_tokens=24))).text
-        assert text == expected_split  # greedy decoding from a restored prefix: the same words
-    after_split = states.restored
-    await verdict(checks[0])
-    # The check after a decomposition started from its saved instructions, not from scratch.
-    assert states.restored - after_split >= instructions
-    assert before[1] > 0  # and the decompositions resumed from theirs
+        restored["check"].append(states.restored - before)
+        before = states.restored
+        assert await decompose() == expected_split  # greedy decoding from a restored prefix: the same words
+        restored["split"].append(states.restored - before)
+    # From the second round on, each kind started from its own saved instructions, not from scratch
+    # (the other kind's prompt was the live one).
+    assert all(n >= instructions["check"] for n in restored["check"][1:]), (restored, instructions)
+    assert all(n >= instructions["split"] for n in restored["split"][1:]), (restored, instructions)
+    assert restored["check"][0] == 0  # nothing saved yet: a cold start
     assert found == pytest.approx(expected, abs=0.01)
     assert len(states._saved) <= states.limit
 
