@@ -138,14 +138,12 @@ class _PrefixStates:
     def __init__(self, limit: int = 4, min_gain: int = 32) -> None:
         self.limit = limit
         self.min_gain = min_gain
-        self._saved: list[tuple[list[int], bytes]] = []
+        self._saved: list[tuple[list[int], Any, int]] = []  # (token ids, KV bytes as a ctypes array, size)
         self.evaluated = 0  # prompt tokens actually decoded (not restored, not reused)
         self.restored = 0  # prompt tokens served from a saved state
 
     def restore(self, llama: Any, tokens: Sequence[int]) -> None:
         """Make the live cache the saved prompt sharing the longest prefix with ``tokens``, if that beats it."""
-        import ctypes
-
         import llama_cpp
 
         live = _common_prefix(llama._input_ids.tolist(), tokens)
@@ -157,10 +155,9 @@ class _PrefixStates:
         if best is None:
             self.evaluated += len(tokens) - live
             return
-        ids, data = best
+        ids, buffer, size = best
         llama._ctx.kv_cache_clear()
-        buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-        if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, buffer, len(data), 0) != len(data):
+        if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, buffer, size, 0) != size:
             self._saved.remove(best)  # the cache was cleared: evaluate from scratch
             llama.reset()
             self.evaluated += len(tokens)
@@ -184,7 +181,7 @@ class _PrefixStates:
         buffer = (ctypes.c_uint8 * size)()
         written = llama_cpp.llama_state_seq_get_data(llama._ctx.ctx, buffer, size, 0)
         self._saved = [e for e in self._saved if 2 * _common_prefix(e[0], ids) < len(e[0])]
-        self._saved.append((ids, bytes(memoryview(buffer)[:written])))
+        self._saved.append((ids, buffer, written))
         del self._saved[: -self.limit]
 
 
