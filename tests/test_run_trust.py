@@ -365,7 +365,7 @@ def test_a_run_cancelled_mid_way_is_interrupted_even_if_closing_the_judge_fails(
         while judged <= 3:
             await asyncio.sleep(0.01)
         task.cancel()
-        with pytest.raises((asyncio.CancelledError, RuntimeError)):
+        with pytest.raises(asyncio.CancelledError):  # the cancellation, not the clean-up's error
             await task
 
     asyncio.run(main())
