@@ -159,7 +159,7 @@ def test_ctrl_c_keeps_finished_samples_and_resume_completes(tmp_path: Path) -> N
         assert "assay run --resume" in out
         store = RunStore(".assay/runs.sqlite")
         (info,) = store.runs()
-        assert info.status == "interrupted" and 5 <= info.n_results < 40
+        assert info.status == "interrupted" and 5 <= info.n_results < 40, out
         code, out = invoke("run", "--resume", info.run_id)
         assert code == 0, out
         assert store.info(info.run_id).status == "finished" and store.info(info.run_id).n_results == 40
@@ -190,6 +190,18 @@ def test_store_records_replace_and_round_trip(tmp_path: Path) -> None:
     assert record["scores"]["faithfulness"]["value"] == 1.0
     out = io.StringIO()
     assert store.export("r1", out, "jsonl") == 1
+
+
+def test_mark_interrupted_changes_only_a_running_run(tmp_path: Path) -> None:
+    """What the CLI prints after Ctrl-C is written to the store, without undoing an ended run."""
+    store = RunStore(tmp_path / "s.sqlite")
+    for run_id, status in (("r1", None), ("r2", "finished"), ("r3", "failed")):
+        store.create(RunSpec(run_id=run_id, judge="x", judge_model="function"))
+        if status is not None:
+            store.set_status(run_id, status)  # type: ignore[arg-type]
+        store.mark_interrupted(run_id)
+    store.mark_interrupted("no-such-run")  # nothing to mark: no error, no row
+    assert {r.run_id: r.status for r in store.runs()} == {"r1": "interrupted", "r2": "finished", "r3": "failed"}
 
 
 def test_ctrl_c_arms_a_watchdog_that_gives_up_on_a_hung_wind_down(monkeypatch: pytest.MonkeyPatch) -> None:

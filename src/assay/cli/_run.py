@@ -184,10 +184,21 @@ class _bounded_interrupt:
             signal.signal(signal.SIGINT, self.previous)
 
 
+def _mark_interrupted(store_path: Path, run_id: str) -> None:
+    """What the CLI tells the user ("interrupted, resume with ...") is what the store says.
+
+    The run's own clean-up records the interruption; a fresh connection makes sure of it
+    even when that clean-up was cut short (a full-suite run once left a Ctrl-C'd run
+    'running' after exit 130).
+    """
+    with RunStore(store_path) as store:
+        store.mark_interrupted(run_id)
+
+
 def _give_up(store_path: Path, run_id: str) -> None:
     """The watchdog's end: record the interruption from this thread, then exit at once."""
     try:
-        RunStore(store_path).set_status(run_id, "interrupted")
+        _mark_interrupted(store_path, run_id)
     finally:
         err_console.print(
             f"[yellow]interrupted[/yellow] (in-flight calls did not stop within {INTERRUPT_GRACE_S:g} s): every "
@@ -438,6 +449,7 @@ def run(
                 keep_results=False,
             )
     except KeyboardInterrupt:
+        _mark_interrupted(store_path, run_id)
         err_console.print(
             f"[yellow]interrupted[/yellow]: every finished sample is stored. Continue with "
             f"[bold]assay run --resume {run_id}[/bold]"

@@ -201,6 +201,14 @@ class RunStore:
                 "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?", (status, self._now(), run_id)
             )
 
+    def mark_interrupted(self, run_id: str) -> None:
+        """Mark ``run_id`` interrupted if it is still ``running`` (a finished or failed run keeps its status)."""
+        with self._lock:
+            self._db.execute(
+                "UPDATE runs SET status = 'interrupted', updated_at = ? WHERE run_id = ? AND status = 'running'",
+                (self._now(), run_id),
+            )
+
     def annotate(self, run_id: str, key: str, data: Any) -> None:
         """Keep an analysis of the run that its records alone do not give (e.g. calibration statistics).
 
