@@ -375,3 +375,46 @@ def test_exclude_and_budget_hold_with_embeddings() -> None:
     ev = index.select("Curie Nobel", budget_chars=150, top_k=4, neighbours=1, exclude=lambda s: "1903" in s)
     check_evidence(index, ev, 150)
     assert ev.spans and all("1903" not in s.text for s in ev.spans)
+
+
+# --------------------------------------------------------------------------- one window for several statements
+
+
+def test_a_shared_window_gives_every_statement_its_best_sentence_before_anyone_a_second() -> None:
+    index = ContextIndex.build([CURIE, RIVERS], embed=False)
+    statements = [
+        "Curie won the Nobel Prize in Physics and the Nobel Prize in Chemistry.",  # many Curie sentences score
+        "The Amazon empties into the Atlantic.",
+        "The Danube passes through capital cities.",
+    ]
+    own = [index.select(s, budget_chars=10_000, top_k=1, neighbours=0).best for s in statements]
+    assert all(o is not None for o in own)
+    # Room for about three sentences: each statement's best one, not Curie's top three.
+    budget = sum(len(o.text) for o in own if o is not None) + 2
+    shared = index.select_shared(statements, budget_chars=budget, neighbours=0)
+    check_evidence(index, shared, budget)
+    assert {s.text for s in shared.spans} == {o.text for o in own if o is not None}
+    wide = index.select_shared(statements, budget_chars=10_000)
+    check_evidence(index, wide, 10_000)
+    assert {o.text for o in own if o is not None} <= {s.text for s in wide.spans}
+    scores = np.max(np.vstack([index.scores(s) for s in statements]), axis=0)
+    for span in wide.spans:
+        i = index.texts.index(span.text)
+        assert span.score == pytest.approx(scores[i])
+
+
+def test_a_shared_window_for_one_statement_is_its_own_window() -> None:
+    index = ContextIndex.build([CURIE, RIVERS], embed=False)
+    statement = "Marie Curie moved to Paris in 1891."
+    assert index.select_shared([statement], budget_chars=300) == index.select(statement, budget_chars=300)
+
+
+def test_a_shared_window_honours_exclude_and_names_bad_statements() -> None:
+    index = ContextIndex.build([CURIE], embed=False)
+    shared = index.select_shared(
+        ["Curie was born in Warsaw.", "Curie won in 1911."], budget_chars=2000, exclude=lambda s: "Warsaw" in s
+    )
+    assert shared.spans and all("Warsaw" not in s.text for s in shared.spans)
+    assert index.select_shared([], budget_chars=100) == Evidence()
+    with pytest.raises(ConfigError, match="statements must be a list of strings"):
+        index.select_shared("Curie was born in Warsaw.", budget_chars=100)

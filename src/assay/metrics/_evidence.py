@@ -28,6 +28,7 @@ gets an empty :class:`Evidence` (``best is None``), and the caller decides what 
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import threading
@@ -330,19 +331,46 @@ class ContextIndex:
         budget = _check_count("budget_chars", budget_chars, 1)
         k = _check_count("top_k", top_k, 1)
         reach = _check_count("neighbours", neighbours, 0)
-        return self._assemble(self.scores(statement), budget, k, reach, exclude)
+        allowed = self._allowed(exclude)
+        scores = self.scores(statement)
+        return self._assemble(self._seeds(scores, k, allowed), scores, budget, reach, allowed)
 
-    def _assemble(
+    def select_shared(
         self,
-        scores: NDArray[np.float64],
-        budget: int,
-        top_k: int,
-        neighbours: int,
-        exclude: Callable[[str], bool] | None,
+        statements: Sequence[str],
+        *,
+        budget_chars: int = 3000,
+        top_k: int = 6,
+        neighbours: int = 1,
+        exclude: Callable[[str], bool] | None = None,
     ) -> Evidence:
-        n = len(self.texts)
-        if n == 0:
+        """One window of evidence for several statements at once, within one budget.
+
+        The statements take turns: every statement's best sentence first (in the order
+        given), then every statement's second best, and so on up to ``top_k`` each, each
+        sentence only if it fits; then neighbours in the same order. A judge reads the
+        window once and every statement is asked against it, so the window's prompt
+        prefix is shared. A span's ``score`` is its best score over the statements, and
+        ``best`` the highest-scoring span (ask :meth:`select` for one statement's own best
+        sentence). Arguments as for :meth:`select`.
+        """
+        budget = _check_count("budget_chars", budget_chars, 1)
+        k = _check_count("top_k", top_k, 1)
+        reach = _check_count("neighbours", neighbours, 0)
+        if isinstance(statements, str) or not all(isinstance(s, str) for s in statements):
+            raise ConfigError("ContextIndex.select_shared: statements must be a list of strings")
+        if not statements or not self.texts:
             return Evidence()
+        allowed = self._allowed(exclude)
+        every = [self.scores(statement) for statement in statements]
+        ranked = [self._seeds(scores, k, allowed) for scores in every]
+        seeds = list(
+            dict.fromkeys(seed for turn in itertools.zip_longest(*ranked) for seed in turn if seed is not None)
+        )
+        return self._assemble(seeds, np.max(np.vstack(every), axis=0), budget, reach, allowed)
+
+    def _allowed(self, exclude: Callable[[str], bool] | None) -> Callable[[int], bool]:
+        """Whether sentence ``i`` may be chosen (``exclude`` asked once per sentence)."""
         excluded: dict[int, bool] = {}
 
         def allowed(i: int) -> bool:
@@ -352,13 +380,29 @@ class ContextIndex:
                 excluded[i] = bool(exclude(self.texts[i]))
             return not excluded[i]
 
+        return allowed
+
+    @staticmethod
+    def _seeds(scores: NDArray[np.float64], top_k: int, allowed: Callable[[int], bool]) -> list[int]:
+        """The ``top_k`` best-scoring allowed sentences with a score above 0, best first."""
         seeds: list[int] = []
         for i in np.argsort(-scores, kind="stable").tolist():
             if scores[i] <= 0 or len(seeds) == top_k:
                 break
             if allowed(i):
                 seeds.append(i)
-        if not seeds:
+        return seeds
+
+    def _assemble(
+        self,
+        seeds: list[int],
+        scores: NDArray[np.float64],
+        budget: int,
+        neighbours: int,
+        allowed: Callable[[int], bool],
+    ) -> Evidence:
+        n = len(self.texts)
+        if n == 0 or not seeds:
             return Evidence()
 
         chosen: set[int] = set()
@@ -414,7 +458,7 @@ class ContextIndex:
             c, start, end = (int(x) for x in self.where[i])
             end = ends.get(i, end)
             spans[i] = EvidenceSpan(c, start, end, self.contexts[c][start:end], float(scores[i]))
-        best = next(spans[s] for s in seeds if s in spans)
+        best = max((spans[s] for s in seeds if s in spans), key=lambda span: span.score)  # first of equals
         blocks = tuple(self.contexts[c][start:end] for c, start, end in self._runs(picked, ends))
         return Evidence(tuple(spans[i] for i in picked), best, blocks)
 

@@ -265,6 +265,11 @@ class StatementVerifier:
             accuracy against whole chunks (multi-fact claims need more than one window
             holds): opt in where speed matters more.
         whole_chars: Contexts up to this many characters in all are judged whole.
+        shared_evidence: With ``evidence_chars``, build one window for all of a sample's
+            statements (each statement's best sentences in turn, ``evidence_chars`` in all)
+            instead of one per statement: the judge reads it once and every statement reuses
+            its prompt prefix, so a long-context sample costs one window plus a short call
+            per statement.
         details: Check numbers, names, negation and other details against the evidence; a
             number or a name the evidence does not contain, or a negation it does not share,
             makes the statement unsupported whatever P says (threshold method).
@@ -280,6 +285,7 @@ class StatementVerifier:
     config: GenerateConfig = field(default_factory=lambda: GenerateConfig(max_tokens=160))
     evidence_chars: int | None = None
     whole_chars: int = 2000
+    shared_evidence: bool = False
     details: bool = True
     guard: bool = True
 
@@ -322,15 +328,27 @@ class StatementVerifier:
             index = await asyncio.to_thread(ContextIndex.build, contexts)
         total = sum(len(c) for c in contexts)
         windowed = self.evidence_chars is not None and total > self.whole_chars and index is not None
-        if windowed:
+        kept = _without_addressed(contexts) if self.guard else list(contexts)
+        read = kept  # what chunked judging reads: the whole contexts, or the shared window
+        if windowed and self.shared_evidence:
+            assert self.evidence_chars is not None and index is not None
+            window = index.select_shared(
+                [state.statement for state in live], budget_chars=self.evidence_chars, exclude=exclude
+            )
+            if window.best is not None:  # else no sentence bears on any statement: whole contexts
+                read = window.blocks()
+                for state in live:
+                    state.evidence = window
+        if windowed and not self.shared_evidence:
             assert self.evidence_chars is not None and index is not None
             for state in live:
-                state.evidence = index.select(state.statement, budget_chars=self.evidence_chars, exclude=exclude)
-                state.shown = state.evidence
-            failed = await self._judge_windows(judge, live, contexts, threshold)
+                evidence = index.select(state.statement, budget_chars=self.evidence_chars, exclude=exclude)
+                state.shown = evidence
+                if evidence.best is not None:  # else it is judged against the whole contexts
+                    state.evidence = evidence
+            failed = await self._judge_windows(judge, live, kept, threshold)
         else:
-            kept = _without_addressed(contexts) if self.guard else list(contexts)
-            failed = await self._judge_chunks(judge, live, kept, threshold)
+            failed = await self._judge_chunks(judge, live, read, threshold)
             if index is not None:
                 for state in live:
                     state.shown = index.select(
@@ -349,7 +367,7 @@ class StatementVerifier:
             for state in live:
                 if state.best < 0:
                     continue
-                evidence_text = " ".join(state.evidence.blocks()) if state.evidence else " ".join(contexts)
+                evidence_text = " ".join(state.evidence.blocks() if state.evidence is not None else kept)
                 state.features = detail_features(state.statement, evidence_text)
                 state.vetoed = vetoes(state.features)
                 if state.vetoed:
@@ -361,12 +379,14 @@ class StatementVerifier:
                         continue  # the failed check is the reason: no judge call needed
                     if state.supported and state.shown is not None and state.shown.best is not None:
                         continue  # the supporting sentence is the reason
-                    chunk = state.evidence.blocks() if state.evidence else self._chunk_of(contexts, state)
+                    own = state.evidence is not None and not self.shared_evidence
+                    chunk = state.evidence.blocks() if own and state.evidence else self._chunk_of(read, state)
                     await self._reason(judge, chunk, state)
         return [self._outcome(state, threshold) for state in states]
 
-    def _chunk_of(self, contexts: Sequence[str], state: _State) -> list[str]:
-        chunks = chunk_contexts(_without_addressed(contexts) if self.guard else contexts, self.chunk_chars)
+    def _chunk_of(self, read: Sequence[str], state: _State) -> list[str]:
+        """The chunk of what was read on which the statement scored best (for its reason)."""
+        chunks = chunk_contexts(read, self.chunk_chars)
         return chunks[min(state.best_chunk, len(chunks) - 1)]
 
     async def _judge_windows(
@@ -375,7 +395,7 @@ class StatementVerifier:
         """One call per statement against its own evidence; statements sharing a window go together."""
         order = sorted(states, key=lambda st: tuple(st.evidence.blocks()) if st.evidence else ())
         for state in order:
-            window = state.evidence.blocks() if state.evidence and state.evidence.best is not None else []
+            window = state.evidence.blocks() if state.evidence is not None else []
             if not window:
                 # Nothing in the contexts shares a word with the statement: judge it whole.
                 failed = await self._judge_chunks(judge, [state], list(contexts), threshold)
