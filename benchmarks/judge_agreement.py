@@ -18,7 +18,8 @@ Variants (``--variants``, comma-separated):
 - ``gen-v1``, ``gen-v2``: the generated-JSON verdict under the grammar (the judge as the
   foundation issue first shipped it);
 - ``ev-v2`` (``-eCHARS`` evidence budget, ``-wCHARS`` whole-context limit, ``-d0`` no
-  detail checks, ``-g0`` no judge-addressed guard): the issue-15 verifier, evidence
+  detail checks, ``-g0`` no judge-addressed guard, ``-s`` one window shared by the
+  claims that share a context): the issue-15 verifier, evidence
   windows with detail checks; its entries keep the judge's own P, the statement's
   evidence and flags, for ``fit_detail_combiner.py`` (``--export``);
 - ``mean(p1-v1+p1-v2)``: self-consistency over prompt variants, the mean of the two
@@ -75,7 +76,7 @@ SETS = {
 PROMPTS = {"1": STATEMENT_PROMPT_V1, "2": STATEMENT_PROMPT}
 VARIANT = re.compile(
     r"^(?P<kind>p1|gen|atoms|ev)-v(?P<prompt>[12])(?:-c(?P<chars>\d+))?(?:-e(?P<evidence>\d+))?"
-    r"(?:-w(?P<whole>\d+))?(?P<nodetails>-d0)?(?P<noguard>-g0)?$"
+    r"(?:-w(?P<whole>\d+))?(?P<nodetails>-d0)?(?P<noguard>-g0)?(?P<shared>-s)?$"
 )
 ENSEMBLE = re.compile(r"^mean\((?P<members>[^)]+)\)$")
 
@@ -135,6 +136,7 @@ class Variant:
                 whole_chars=int(match["whole"] or 2000),
                 details=not match["nodetails"],
                 guard=not match["noguard"],
+                shared_evidence=bool(match["shared"]),
             )
         else:
             # As the verifier was before issue 15: whole contexts in chunks, max over chunks.

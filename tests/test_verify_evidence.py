@@ -268,7 +268,8 @@ def test_a_shared_window_is_read_once_and_every_statement_is_asked_against_it() 
         "Insulin is a hormone made by the pancreas.",
         "The Eiffel Tower was completed in 1925.",
     ]
-    verifier = StatementVerifier(evidence_chars=600, shared_evidence=True)
+    # Read in one piece even where the window is larger than a chunk of whole contexts.
+    verifier = StatementVerifier(evidence_chars=600, chunk_chars=300, shared_evidence=True)
     outcomes = _run(verifier.verify(PASSAGES, statements, judge))
     assert [o.verdict.value for o in outcomes if o.verdict] == [1, 1, 0]
     # One window, the same for every call (so its prompt prefix is reused), within the budget.

@@ -232,6 +232,10 @@ class _State:
     addressed: AddressedFinding | None = None
 
 
+SHARED_TOP_K = 24
+"""Sentences per statement a shared evidence window may start from: the budget, not this
+count, is meant to bound it (one statement alone fills the window with its best 24)."""
+
 VETO_CHECKS = ("missing_numbers", "missing_entities", "negation_mismatches")
 """Detail checks that make a statement unsupported whatever P says: on the dev sets they
 fire on 8-11% of unsupported SummEdits summaries and on 0-0.3% of supported ones."""
@@ -329,14 +333,18 @@ class StatementVerifier:
         total = sum(len(c) for c in contexts)
         windowed = self.evidence_chars is not None and total > self.whole_chars and index is not None
         kept = _without_addressed(contexts) if self.guard else list(contexts)
-        read = kept  # what chunked judging reads: the whole contexts, or the shared window
+        read, read_chars = kept, self.chunk_chars  # what chunked judging reads: whole contexts, or the shared window
         if windowed and self.shared_evidence:
             assert self.evidence_chars is not None and index is not None
             window = index.select_shared(
-                [state.statement for state in live], budget_chars=self.evidence_chars, exclude=exclude
+                [state.statement for state in live],
+                budget_chars=self.evidence_chars,
+                top_k=SHARED_TOP_K,
+                exclude=exclude,
             )
             if window.best is not None:  # else no sentence bears on any statement: whole contexts
-                read = window.blocks()
+                # The window is read in one piece, so every statement reuses it as its prefix.
+                read, read_chars = window.blocks(), max(self.chunk_chars, self.evidence_chars)
                 for state in live:
                     state.evidence = window
         if windowed and not self.shared_evidence:
@@ -348,7 +356,7 @@ class StatementVerifier:
                     state.evidence = evidence
             failed = await self._judge_windows(judge, live, kept, threshold)
         else:
-            failed = await self._judge_chunks(judge, live, read, threshold)
+            failed = await self._judge_chunks(judge, live, read, threshold, read_chars)
             if index is not None:
                 for state in live:
                     state.shown = index.select(
@@ -380,13 +388,15 @@ class StatementVerifier:
                     if state.supported and state.shown is not None and state.shown.best is not None:
                         continue  # the supporting sentence is the reason
                     own = state.evidence is not None and not self.shared_evidence
-                    chunk = state.evidence.blocks() if own and state.evidence else self._chunk_of(read, state)
+                    chunk = (
+                        state.evidence.blocks() if own and state.evidence else self._chunk_of(read, state, read_chars)
+                    )
                     await self._reason(judge, chunk, state)
         return [self._outcome(state, threshold) for state in states]
 
-    def _chunk_of(self, read: Sequence[str], state: _State) -> list[str]:
+    def _chunk_of(self, read: Sequence[str], state: _State, chunk_chars: int) -> list[str]:
         """The chunk of what was read on which the statement scored best (for its reason)."""
-        chunks = chunk_contexts(read, self.chunk_chars)
+        chunks = chunk_contexts(read, chunk_chars)
         return chunks[min(state.best_chunk, len(chunks) - 1)]
 
     async def _judge_windows(
@@ -413,10 +423,15 @@ class StatementVerifier:
         return None
 
     async def _judge_chunks(
-        self, judge: JudgeModel, states: list[_State], contexts: Sequence[str], threshold: bool
+        self,
+        judge: JudgeModel,
+        states: list[_State],
+        contexts: Sequence[str],
+        threshold: bool,
+        chunk_chars: int | None = None,
     ) -> _State | None:
         """Every statement on every chunk (max over chunks), chunk by chunk for prefix reuse."""
-        chunks = chunk_contexts(contexts, self.chunk_chars)
+        chunks = chunk_contexts(contexts, chunk_chars or self.chunk_chars)
         for state in states:
             state.needed = len(chunks)
         for index, chunk in enumerate(chunks):
