@@ -146,6 +146,7 @@ class Variant:
                 reasons="none",
                 chunk_chars=chars,
                 evidence_chars=None,
+                verbatim=False,
                 details=False,
                 guard=False,
             )
@@ -178,7 +179,10 @@ class Variant:
                 why = failed.failure.reason.value if failed.failure else "undecided"
                 entries.append({"p": None, "v": None, "s": seconds, "calls": calls_i, "why": why})
                 continue
-            probabilities = [o.probability for o in mine]
+            # A copied sentence is supported without a judge call (no P): count it as P = 1.
+            probabilities = [
+                1.0 if o.verdict and (o.verdict.details or {}).get("verbatim") else o.probability for o in mine
+            ]
             entry: dict[str, Any] = {
                 "v": min(int(o.verdict.value) for o in mine if o.verdict is not None),
                 "p": None if None in probabilities else min(p for p in probabilities if p is not None),

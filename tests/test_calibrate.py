@@ -176,7 +176,8 @@ CONTEXT = "The Amazon empties into the Atlantic. It is about 6400 km long."
 
 
 def grounding_rows() -> list[dict[str, Any]]:
-    supported, unsupported = "The Amazon empties into the Atlantic.", "The Amazon empties into the Pacific."
+    # Not whole sentences of CONTEXT: a word-for-word copy would be supported without asking the judge.
+    supported, unsupported = "Amazon empties into the Atlantic.", "Amazon empties into the Pacific."
     rows: list[dict[str, Any]] = []
     # TP=3 FN=1 FP=1 TN=3. FN: labelled 1, the judge says 0; FP: labelled 0, the judge says 1.
     for i in range(3):

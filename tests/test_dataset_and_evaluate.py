@@ -126,7 +126,7 @@ def test_concurrency_is_bounded_by_the_judge() -> None:
         in_flight -= 1
         user = messages[-1]["content"]  # type: ignore[index]
         if "<answer>" in user:
-            return json.dumps({"statements": ["The sky is blue."]})
+            return json.dumps({"statements": ["The sky is green."]})
         return json.dumps({"verdict": 0, "reason": "no"})
 
     rows = [{**ROW, "id": str(i)} for i in range(20)]

@@ -64,7 +64,7 @@ def echo(input: list[Any], tools: object, tool_choice: object, config: object) -
     return output
 
 
-CONTEXT = "The sky is blue. Grass is green."
+CONTEXT = "On clear days the sky is blue, and grass is green."  # no answer sentence copies it word for word
 DATASET = [
     InspectSample(id="grounded", input="Say: The sky is blue. Grass is green.", metadata={"contexts": [CONTEXT]}),
     InspectSample(id="moon", input="Say: The sky is blue. The moon is cheese.", metadata={"contexts": [CONTEXT]}),
@@ -122,7 +122,7 @@ def test_scores_verdicts_and_an_unscored_sample_left_out_of_the_mean(_log_dir: P
         {"subject": "The moon is cheese.", "value": 0, "reason": "the context never mentions the moon"},
     ]
     # the supported statement carries the context sentence it rests on
-    assert moon.metadata["verdicts"][0]["evidence"][0]["text"] == "The sky is blue."
+    assert moon.metadata["verdicts"][0]["evidence"][0]["text"] == CONTEXT
     assert moon.metadata["spec"]["name"] == "faithfulness"
     assert moon.metadata["spec"] == metric.spec().model_dump(mode="json")
     assert moon.metadata["judge"] == "function"

@@ -44,7 +44,8 @@ judge = FunctionJudge(answer)
 metric = Faithfulness(decomposer="sentences", strategy="per_statement")
 
 def sample(answer):
-    return Sample(id="s1", question="Sky?", answer=answer, contexts=("The sky is blue. Grass is green.",))
+    context = "On clear days the sky is blue, and grass is green."
+    return Sample(id="s1", question="Sky?", answer=answer, contexts=(context,))
 """
 
 

@@ -235,7 +235,7 @@ def test_context_recall_verdict_failure_keeps_earlier_verdicts(bad: object, reas
 # --- factual correctness ----------------------------------------------------------------
 
 ANSWER_CLAIMS = statements("The Eiffel Tower is in Paris.", "It was built in 1889.", "It is made of gold.")
-REFERENCE_CLAIMS = statements("The Eiffel Tower is in Paris.", "It was completed in 1889.")
+REFERENCE_CLAIMS = statements("The Eiffel Tower stands in Paris.", "It was completed in 1889.")
 
 
 def test_factual_f1_from_precision_and_recall_verdicts() -> None:
@@ -247,7 +247,7 @@ def test_factual_f1_from_precision_and_recall_verdicts() -> None:
         "answer claim: The Eiffel Tower is in Paris.",
         "answer claim: It was built in 1889.",
         "answer claim: It is made of gold.",
-        "reference claim: The Eiffel Tower is in Paris.",
+        "reference claim: The Eiffel Tower stands in Paris.",
         "reference claim: It was completed in 1889.",
     ]
     assert [v.value for v in score.verdicts] == [1, 1, 0, 1, 0]

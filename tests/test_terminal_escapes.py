@@ -192,7 +192,7 @@ def test_calibrate_prints_hostile_ids_and_reasons_as_visible_text(tmp_path: Path
     def judge(body: dict[str, object]) -> str:
         return json.dumps({"verdict": 0, "reason": hostile("reason")})
 
-    row = {"id": hostile("item"), "context": "The sky is blue.", "claim": "The sky is blue.", "label": 1,
+    row = {"id": hostile("item"), "context": "The sky is blue.", "claim": "The sky is green.", "label": 1,
            "source": hostile("source")}  # fmt: skip
     (tmp_path / "items.jsonl").write_text(json.dumps(row) + "\n")
     with FakeOpenAIServer(judge) as server:

@@ -75,6 +75,11 @@ _WORD = re.compile(r"\w+")
 _SPACE = re.compile(r"\s")
 
 
+def _flat(text: str) -> str:
+    """``text`` lower-cased, whitespace collapsed, end punctuation and quotes stripped."""
+    return " ".join(text.lower().split()).strip(" .!?;:,\"'\u201c\u201d\u2018\u2019")
+
+
 def _tokens(text: str) -> list[str]:
     return [t for t in _WORD.findall(text.lower()) if t not in STOPWORDS]
 
@@ -368,6 +373,24 @@ class ContextIndex:
             dict.fromkeys(seed for turn in itertools.zip_longest(*ranked) for seed in turn if seed is not None)
         )
         return self._assemble(seeds, np.max(np.vstack(every), axis=0), budget, reach, allowed)
+
+    def copied(self, statement: str, *, exclude: Callable[[str], bool] | None = None) -> EvidenceSpan | None:
+        """The context sentence that ``statement`` repeats word for word, if one does.
+
+        Compared after lower-casing, collapsing whitespace and stripping the end's
+        punctuation and quotes; the statement must equal the whole sentence (a part of a
+        sentence, such as the clause after "it is false that", is not a copy). Sentences
+        ``exclude`` rejects never match.
+        """
+        wanted = _flat(statement)
+        if not wanted:
+            return None
+        allowed = self._allowed(exclude)
+        for i, text in enumerate(self.texts):
+            if _flat(text) == wanted and allowed(i):
+                c, start, end = (int(x) for x in self.where[i])
+                return EvidenceSpan(c, start, end, text, 1.0)
+        return None
 
     def _allowed(self, exclude: Callable[[str], bool] | None) -> Callable[[int], bool]:
         """Whether sentence ``i`` may be chosen (``exclude`` asked once per sentence)."""

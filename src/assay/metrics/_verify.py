@@ -16,14 +16,17 @@ Two ways to read the judge's answer:
 
 What the judge reads (issue 15, figures in ``docs/design/judging.md``):
 
-- **Evidence, cited and optionally read.** Every verdict cites the context sentences
-  that bear on its statement (:class:`~assay.metrics._evidence.ContextIndex`: BM25 fused
-  with MiniLM embeddings). By default the judge still reads whole contexts, split into
-  chunks of at most ``chunk_chars`` characters at sentence boundaries, max over chunks,
-  calls ordered chunk by chunk so all statements judged against one chunk share its
-  prefix. With ``evidence_chars`` set, contexts longer than ``whole_chars`` are judged
-  through one evidence window per statement instead: one call per statement rather than
-  one per statement and chunk, at a measured cost in accuracy (see the field).
+- **Evidence, cited, and read where contexts are long.** Every verdict cites the context
+  sentences that bear on its statement (:class:`~assay.metrics._evidence.ContextIndex`:
+  BM25 fused with MiniLM embeddings). Contexts up to ``whole_chars`` (8,000) characters
+  in all are read whole, split into chunks of at most ``chunk_chars`` characters at
+  sentence boundaries, max over chunks, calls ordered chunk by chunk so all statements
+  judged against one chunk share its prefix. Longer contexts are read through one
+  evidence window of ``evidence_chars`` (3,000) characters shared by the sample's
+  statements (each statement's best sentences in turn), read once: a window plus a short
+  call per statement instead of every statement against every chunk. On the dev sets
+  this cut was as accurate as whole chunks above 8,000 characters and less accurate
+  below 6,000 (figures in ``docs/design/judging.md``).
 - **Checks besides the model.** Numbers, names, negation, antonyms, quantifiers and
   content-word coverage are checked between the statement and its evidence
   (:func:`~assay.metrics._details.detail_features`) and kept with the verdict. The three
@@ -32,6 +35,8 @@ What the judge reads (issue 15, figures in ``docs/design/judging.md``):
   judge's failure is calling a statement supported when one detail is wrong. (A
   logistic model over P and every check was fitted too; see ``docs/design/judging.md``
   for why this rule was kept instead.)
+- **A copy is supported.** A statement that repeats a context sentence word for word is
+  supported, citing it, with no judge call.
 - **Text addressed to the judge is not a fact.** A statement that talks to the evaluator
   (:func:`~assay.metrics._addressed.addresses_judge`) is unsupported with that reason
   and flagged ``addresses_judge``, with no judge call; context sentences that address the
@@ -58,7 +63,7 @@ from assay.errors import ConfigError, JudgeError
 from assay.metrics._addressed import AddressedFinding, addresses_judge
 from assay.metrics._decompose import _segmenter
 from assay.metrics._details import DetailFeatures, detail_features
-from assay.metrics._evidence import ContextIndex, Evidence
+from assay.metrics._evidence import ContextIndex, Evidence, EvidenceSpan
 from assay.metrics._spec import fields_json
 from assay.models._protocol import ChatMessage, ChoiceScorer, GenerateConfig, JudgeModel
 from assay.parsing import Unparsed
@@ -230,11 +235,8 @@ class _State:
     features: DetailFeatures | None = None
     vetoed: tuple[str, ...] = ()
     addressed: AddressedFinding | None = None
+    copied: EvidenceSpan | None = None  # the context sentence it repeats word for word
 
-
-SHARED_TOP_K = 24
-"""Sentences per statement a shared evidence window may start from: the budget, not this
-count, is meant to bound it (one statement alone fills the window with its best 24)."""
 
 VETO_CHECKS = ("missing_numbers", "missing_entities", "negation_mismatches")
 """Detail checks that make a statement unsupported whatever P says: on the dev sets they
@@ -262,18 +264,23 @@ class StatementVerifier:
         reasons: Threshold method: write reasons for ``failing`` statements only, ``all``, or ``none``.
         prompt: The verdict prompt (default: the current version).
         config: Decoding settings for generated verdicts and reasons.
-        evidence_chars: Each statement is judged against at most this many characters of
-            evidence selected for it, when the contexts are longer than ``whole_chars``
-            (``None``, the default: never; whole contexts, chunked). Windows are several
-            times faster on long contexts, but on WiCE dev they lost 0.085 balanced
-            accuracy against whole chunks (multi-fact claims need more than one window
-            holds): opt in where speed matters more.
-        whole_chars: Contexts up to this many characters in all are judged whole.
-        shared_evidence: With ``evidence_chars``, build one window for all of a sample's
-            statements (each statement's best sentences in turn, ``evidence_chars`` in all)
-            instead of one per statement: the judge reads it once and every statement reuses
-            its prompt prefix, so a long-context sample costs one window plus a short call
-            per statement.
+        evidence_chars: Contexts longer than ``whole_chars`` are judged against at most
+            this many characters of evidence selected from them (``None``: never; whole
+            contexts, chunked, however long).
+        whole_chars: Contexts up to this many characters in all are judged whole. Below
+            about 6,000 characters whole chunks were measured more accurate than an
+            evidence window (WiCE oracle chunks: 0.699 against 0.645); above 8,000 as
+            accurate, at a fraction of the time.
+        shared_evidence: Build one evidence window for all of a sample's statements (each
+            statement's best sentences in turn, ``evidence_chars`` in all) rather than one
+            per statement: the judge reads it once and every statement reuses its prompt
+            prefix, so a long-context sample costs one window plus a short call per
+            statement. With many statements each gets fewer sentences.
+        verbatim: A statement that repeats a context sentence word for word (case,
+            spacing and end punctuation aside) is supported, citing that sentence, with no
+            judge call: in a long window the small judge called such copies unsupported
+            (2 of 8 in ``benchmarks/rag_speed.py``); on the dev sets all 25 items that are
+            such copies are labelled supported.
         details: Check numbers, names, negation and other details against the evidence; a
             number or a name the evidence does not contain, or a negation it does not share,
             makes the statement unsupported whatever P says (threshold method).
@@ -287,9 +294,10 @@ class StatementVerifier:
     reasons: Literal["failing", "all", "none"] = "failing"
     prompt: JudgePrompt[StatementCheck, StatementJudgement] = STATEMENT_PROMPT
     config: GenerateConfig = field(default_factory=lambda: GenerateConfig(max_tokens=160))
-    evidence_chars: int | None = None
-    whole_chars: int = 2000
-    shared_evidence: bool = False
+    evidence_chars: int | None = 3000
+    whole_chars: int = 8000
+    shared_evidence: bool = True
+    verbatim: bool = True
     details: bool = True
     guard: bool = True
 
@@ -330,6 +338,11 @@ class StatementVerifier:
         index = None
         if live and any(c.strip() for c in contexts):
             index = await asyncio.to_thread(ContextIndex.build, contexts)
+        if index is not None and self.verbatim:
+            for state in live:
+                state.copied = index.copied(state.statement, exclude=exclude)
+                state.supported = state.copied is not None
+            live = [state for state in live if state.copied is None]
         total = sum(len(c) for c in contexts)
         windowed = self.evidence_chars is not None and total > self.whole_chars and index is not None
         kept = _without_addressed(contexts) if self.guard else list(contexts)
@@ -337,10 +350,7 @@ class StatementVerifier:
         if windowed and self.shared_evidence:
             assert self.evidence_chars is not None and index is not None
             window = index.select_shared(
-                [state.statement for state in live],
-                budget_chars=self.evidence_chars,
-                top_k=SHARED_TOP_K,
-                exclude=exclude,
+                [state.statement for state in live], budget_chars=self.evidence_chars, exclude=exclude
             )
             if window.best is not None:  # else no sentence bears on any statement: whole contexts
                 # The window is read in one piece, so every statement reuses it as its prefix.
@@ -552,6 +562,16 @@ class StatementVerifier:
                 reason=f"not a claim about the world: it {finding.reason} ({finding.span!r})",
                 flags=("addresses_judge",),
                 details={"cue": finding.cue, "families": list(finding.families)},
+            )
+            return StatementOutcome(state.statement, verdict, None, None, ())
+        if state.copied is not None:
+            span = state.copied
+            verdict = Verdict(
+                subject=state.statement,
+                value=1,
+                reason=f"context {span.context + 1} says it word for word: {_quote(span.text)}",
+                evidence=(EvidenceRef(context=span.context, start=span.start, end=span.end, text=span.text),),
+                details={"verbatim": True},
             )
             return StatementOutcome(state.statement, verdict, None, None, ())
         if state.failure is not None:
