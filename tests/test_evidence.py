@@ -418,3 +418,17 @@ def test_a_shared_window_honours_exclude_and_names_bad_statements() -> None:
     assert index.select_shared([], budget_chars=100) == Evidence()
     with pytest.raises(ConfigError, match="statements must be a list of strings"):
         index.select_shared("Curie was born in Warsaw.", budget_chars=100)
+
+
+def test_copied_finds_a_whole_sentence_repeated_word_for_word_and_nothing_less() -> None:
+    index = ContextIndex.build([RIVERS, CURIE], embed=False)
+    span = index.copied("  marie curie was born in WARSAW in 1867 ")
+    assert span is not None and span.context == 1 and CURIE[span.start : span.end] == span.text
+    assert span.text == "Marie Curie was born in Warsaw in 1867."
+    assert index.copied("Marie Curie was born in Warsaw.") is None  # part of a sentence
+    assert index.copied("Marie Curie was born in Warsaw in 1867. She moved to Paris in 1891") is None
+    assert index.copied("...") is None
+    assert index.copied("Marie Curie was born in Warsaw in 1867.", exclude=lambda s: "Warsaw" in s) is None
+    twice = ContextIndex.build(["The sky is blue.", "Rain. The sky is blue."], embed=False)
+    first = twice.copied("The sky is blue")
+    assert first is not None and first.context == 0  # the first of two copies, in document order

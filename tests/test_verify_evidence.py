@@ -21,6 +21,10 @@ def _run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
+def _block(user: str, tag: str) -> str:
+    return user.split(f"<{tag}>\n")[1].split(f"\n</{tag}>")[0]
+
+
 class ReadingJudge(ScriptedJudge):
     """P(1) is high when the statement's words all appear in what the judge is shown."""
 
@@ -28,6 +32,7 @@ class ReadingJudge(ScriptedJudge):
         super().__init__([])
         self.shown: list[tuple[str, str]] = []  # (statement, context block) per probability call
         self.reasons = 0
+        self.reasoned: list[tuple[str, str]] = []  # (statement, context block) per reason written
 
     async def choice_probabilities(
         self,
@@ -38,8 +43,7 @@ class ReadingJudge(ScriptedJudge):
         config: GenerateConfig | None = None,
     ) -> dict[str, float]:
         user = messages[-1]["content"]
-        statement = user.split("<statement>\n")[1].split("\n</statement>")[0]
-        context = user.split("<context>\n")[1].split("\n</context>")[0]
+        statement, context = _block(user, "statement"), _block(user, "context")
         self.shown.append((statement, context))
         words = {w.strip(".,").lower() for w in statement.split()}
         seen = {w.strip(".,").lower() for w in context.split()}
@@ -55,6 +59,8 @@ class ReadingJudge(ScriptedJudge):
         config: GenerateConfig | None = None,
     ) -> JudgeResponse:
         self.reasons += 1
+        user = messages[-1]["content"]
+        self.reasoned.append((_block(user, "statement"), _block(user, "context")))
         return JudgeResponse(text="the passage does not say so", model="reading")
 
 
@@ -323,14 +329,36 @@ def test_by_default_contexts_are_read_whole_up_to_8000_characters_and_through_on
     assert all(o.evidence is not None and o.evidence.chars <= 3000 for o in outcomes)
 
 
+class Doubtful(ReadingJudge):
+    """A judge that doubts everything, as the small model did copies in a crowded window."""
+
+    async def choice_probabilities(self, messages, *, prefix, choices, config=None):  # type: ignore[no-untyped-def]
+        await super().choice_probabilities(messages, prefix=prefix, choices=choices, config=config)
+        return ChoiceProbabilities({"1": 0.3, "0": 0.7}, Usage())
+
+
+@pytest.mark.parametrize(
+    ("verifier", "window_chars"),
+    [
+        (StatementVerifier(evidence_chars=600, whole_chars=2000), 600),  # the shared window
+        (StatementVerifier(evidence_chars=400, whole_chars=2000, shared_evidence=False), 400),  # its own window
+        (StatementVerifier(evidence_chars=None, chunk_chars=1000), 1000),  # the chunk it scored best on
+    ],
+)
+def test_a_reason_is_written_against_what_the_statement_was_read_against(
+    verifier: StatementVerifier, window_chars: int
+) -> None:
+    judge = Doubtful()
+    statement = "The Eiffel Tower was completed in 1889."  # no check fails: the judge writes the reason
+    (outcome,) = _run(verifier.verify(PASSAGES, [statement], judge))
+    assert outcome.verdict is not None and outcome.verdict.value == 0
+    ((_, reasoned),) = judge.reasoned
+    assert reasoned in {context for _, context in judge.shown}
+    assert "completed in 1889" in reasoned or window_chars == 1000
+    assert len(reasoned) <= window_chars + 60
+
+
 def test_a_sentence_copied_from_a_context_is_supported_without_a_judge_call() -> None:
-    class Doubtful(ReadingJudge):
-        """A judge that doubts everything, as the small model did copies in a crowded window."""
-
-        async def choice_probabilities(self, messages, *, prefix, choices, config=None):  # type: ignore[no-untyped-def]
-            await super().choice_probabilities(messages, prefix=prefix, choices=choices, config=config)
-            return ChoiceProbabilities({"1": 0.3, "0": 0.7}, Usage())
-
     judge = Doubtful()
     statements = [
         "  the eiffel tower was completed in 1889 for the World's Fair",  # case, spacing, end punctuation aside

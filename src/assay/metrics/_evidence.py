@@ -35,7 +35,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -380,17 +380,23 @@ class ContextIndex:
         Compared after lower-casing, collapsing whitespace and stripping the end's
         punctuation and quotes; the statement must equal the whole sentence (a part of a
         sentence, such as the clause after "it is false that", is not a copy). Sentences
-        ``exclude`` rejects never match.
+        ``exclude`` rejects never match. The span's ``score`` is 1.0: not a ranking score, a copy.
         """
-        wanted = _flat(statement)
-        if not wanted:
-            return None
         allowed = self._allowed(exclude)
-        for i, text in enumerate(self.texts):
-            if _flat(text) == wanted and allowed(i):
+        for i in self._flat_texts.get(_flat(statement), ()):
+            if allowed(i):
                 c, start, end = (int(x) for x in self.where[i])
-                return EvidenceSpan(c, start, end, text, 1.0)
+                return EvidenceSpan(c, start, end, self.texts[i], 1.0)
         return None
+
+    @cached_property
+    def _flat_texts(self) -> dict[str, list[int]]:
+        """Sentences by their :func:`_flat` form, in document order (for :meth:`copied`; built once)."""
+        found: dict[str, list[int]] = {}
+        for i, text in enumerate(self.texts):
+            if flat := _flat(text):
+                found.setdefault(flat, []).append(i)
+        return found
 
     def _allowed(self, exclude: Callable[[str], bool] | None) -> Callable[[int], bool]:
         """Whether sentence ``i`` may be chosen (``exclude`` asked once per sentence)."""

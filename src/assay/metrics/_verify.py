@@ -223,7 +223,7 @@ class StatementOutcome:
 class _State:
     statement: str
     best: float = -1.0
-    best_chunk: int = 0
+    best_context: list[str] = field(default_factory=list)  # what it was read against at its best P
     supported: bool = False
     reason: str = ""
     judged: int = 0  # chunks (or windows) this statement has been judged against
@@ -397,17 +397,8 @@ class StatementVerifier:
                         continue  # the failed check is the reason: no judge call needed
                     if state.supported and state.shown is not None and state.shown.best is not None:
                         continue  # the supporting sentence is the reason
-                    own = state.evidence is not None and not self.shared_evidence
-                    chunk = (
-                        state.evidence.blocks() if own and state.evidence else self._chunk_of(read, state, read_chars)
-                    )
-                    await self._reason(judge, chunk, state)
+                    await self._reason(judge, state.best_context or kept, state)
         return [self._outcome(state, threshold) for state in states]
-
-    def _chunk_of(self, read: Sequence[str], state: _State, chunk_chars: int) -> list[str]:
-        """The chunk of what was read on which the statement scored best (for its reason)."""
-        chunks = chunk_contexts(read, chunk_chars)
-        return chunks[min(state.best_chunk, len(chunks) - 1)]
 
     async def _judge_windows(
         self, judge: JudgeModel, states: list[_State], contexts: Sequence[str], threshold: bool
@@ -418,15 +409,15 @@ class StatementVerifier:
             window = state.evidence.blocks() if state.evidence is not None else []
             if not window:
                 # Nothing in the contexts shares a word with the statement: judge it whole.
-                failed = await self._judge_chunks(judge, [state], list(contexts), threshold)
+                failed = await self._judge_chunks(judge, [state], list(contexts), threshold, self.chunk_chars)
                 if failed is not None:
                     return failed
                 continue
             value = StatementCheck(context=window, statement=state.statement)
             if threshold:
-                await self._probability(judge, value, state, 0)
+                await self._probability(judge, value, state)
             else:
-                await self._generated(judge, value, state, 0)
+                await self._generated(judge, value, state)
             state.judged += 1
             if state.failure is not None:
                 return state
@@ -438,21 +429,21 @@ class StatementVerifier:
         states: list[_State],
         contexts: Sequence[str],
         threshold: bool,
-        chunk_chars: int | None = None,
+        chunk_chars: int,
     ) -> _State | None:
         """Every statement on every chunk (max over chunks), chunk by chunk for prefix reuse."""
-        chunks = chunk_contexts(contexts, chunk_chars or self.chunk_chars)
+        chunks = chunk_contexts(contexts, chunk_chars)
         for state in states:
             state.needed = len(chunks)
-        for index, chunk in enumerate(chunks):
+        for chunk in chunks:
             for state in states:
                 if state.supported:
                     continue
                 value = StatementCheck(context=chunk, statement=state.statement)
                 if threshold:
-                    await self._probability(judge, value, state, index)
+                    await self._probability(judge, value, state)
                 else:
-                    await self._generated(judge, value, state, index)
+                    await self._generated(judge, value, state)
                 state.judged += 1
                 if state.failure is not None:
                     return state
@@ -485,7 +476,7 @@ class StatementVerifier:
                 )
         return verdicts, failure
 
-    async def _probability(self, judge: JudgeModel, value: StatementCheck, state: _State, index: int) -> None:
+    async def _probability(self, judge: JudgeModel, value: StatementCheck, state: _State) -> None:
         assert isinstance(judge, ChoiceScorer)
         messages = self.prompt.render(value)
         started = time.perf_counter()
@@ -499,10 +490,10 @@ class StatementVerifier:
         state.calls.append(self._call(judge, messages, json.dumps(probs), started, purpose="p1", usage=usage))
         p = probs["1"]
         if p > state.best:
-            state.best, state.best_chunk = p, index
+            state.best, state.best_context = p, value.context
         state.supported = p >= self.threshold
 
-    async def _generated(self, judge: JudgeModel, value: StatementCheck, state: _State, index: int) -> None:
+    async def _generated(self, judge: JudgeModel, value: StatementCheck, state: _State) -> None:
         answer = await ask(judge, self.prompt, value, config=self.config)
         state.calls.extend(answer.calls)
         if answer.output is None:
@@ -510,9 +501,9 @@ class StatementVerifier:
             return
         state.reason = answer.output.reason
         if answer.output.verdict == 1:
-            state.supported, state.best, state.best_chunk = True, 1.0, index
+            state.supported, state.best, state.best_context = True, 1.0, value.context
         elif state.best < 0:
-            state.best, state.best_chunk = 0.0, index
+            state.best, state.best_context = 0.0, value.context
 
     async def _reason(self, judge: JudgeModel, chunk: list[str], state: _State) -> None:
         complete = getattr(judge, "complete_string", None)
