@@ -1,6 +1,6 @@
 """How well does ``addresses_judge`` separate text addressed to the judge from ordinary text?
 
-No judge, no network: the detector (``assay.metrics._addressed``) is deterministic and runs
+No judge, no network: the detector (``assay.grounding._addressed``) is deterministic and runs
 in microseconds, so every number here is exact and reproducible.
 
 1. **The project's injection corpus** (``benchmarks/data/injection.jsonl``, 64 attacks of 16
@@ -40,8 +40,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from assay.metrics._addressed import AddressedFinding, addresses_judge
-from assay.metrics._decompose import _segmenter, text_pieces
+from assay.grounding._addressed import AddressedFinding, addresses_judge
+from assay.grounding._decompose import _segmenter, text_pieces
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "benchmarks" / "data" / "injection.jsonl"

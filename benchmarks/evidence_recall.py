@@ -6,11 +6,11 @@ full cited web page (``context``, one sentence or fragment a line), the annotato
 it is supported) and WiCE's ``oracle_chunks``: three chunks built from the supporting
 lines plus other lines of the page, about 4,400 characters together.
 
-For each row the page is indexed once (:class:`assay.metrics._evidence.ContextIndex`,
+For each row the page is indexed once (:class:`assay.grounding._evidence.ContextIndex`,
 with MiniLM embeddings) and the claim selects evidence within budgets of 800 / 1200 /
 2000 characters, ranked by BM25 alone, cosine alone, three fusions (reciprocal-rank
 fusion with k=60, the plain sum of min-max normalised scores, and the product's
-``0.7 * bm25' + 0.3 * cosine'``, :func:`assay.metrics._evidence.fuse`) and random scores
+``0.7 * bm25' + 0.3 * cosine'``, :func:`assay.grounding._evidence.fuse`) and random scores
 (the baseline; same top_k, neighbours and budget). A line counts as recovered when
 at least half of its characters are inside the selected spans. Per row, then averaged:
 
@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from assay.metrics._evidence import ContextIndex, Evidence, fuse
+from assay.grounding._evidence import ContextIndex, Evidence, fuse
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "grounding" / "wice_dev.jsonl"
 BUDGETS = (800, 1200, 2000)

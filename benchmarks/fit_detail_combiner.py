@@ -6,7 +6,7 @@ Input: a JSONL file, one item a line::
 
 ``label`` is the human label (1 supported), ``p`` the judge's P(supported) for the item
 (the lead collects it with the product's ``StatementVerifier``), ``statement`` and
-``evidence`` the texts the detail checks read (``assay.metrics._details.detail_features``).
+``evidence`` the texts the detail checks read (``assay.grounding._details.detail_features``).
 
 Model: L2-regularised logistic regression of the label on ``[logit(clip(p)), features...]``,
 fitted by Newton's method (IRLS) on standardised inputs (the L2 penalty, not the
@@ -53,7 +53,7 @@ import numpy as np
 import numpy.typing as npt
 
 from assay.analysis import balanced_accuracy, bootstrap_ci, confusion
-from assay.metrics._details import (
+from assay.grounding._details import (
     COMBINER_SCHEMA,
     DETAIL_FEATURES,
     FEATURES_VERSION,

@@ -1,6 +1,6 @@
 """Does text in the data change the verdict? Flip rates of the product's verifier under prompt injection.
 
-Runs ``assay.metrics._verify.StatementVerifier`` (default settings: what faithfulness and
+Runs ``assay.grounding._verify.StatementVerifier`` (default settings: what faithfulness and
 ``assay calibrate`` use) on every attack item of ``benchmarks/data/injection.jsonl`` and on
 its clean twin (same claim and context without the attack text; twins shared by several
 attacks are judged once). Every item is an unsupported claim (label 0).
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.metrics._verify import STATEMENT_PROMPT, STATEMENT_PROMPT_V1, StatementVerifier
+from assay.grounding._verify import STATEMENT_PROMPT, STATEMENT_PROMPT_V1, StatementVerifier
 from assay.models import JudgeModel, close_judge, get_judge
 
 CORPUS = Path(__file__).resolve().parent / "data" / "injection.jsonl"

@@ -1,6 +1,6 @@
 """How often does the judge agree with people? Balanced accuracy on human-labelled grounding data.
 
-Runs the product's own statement verifier (``assay.metrics._verify.StatementVerifier``,
+Runs the product's own statement verifier (``assay.grounding._verify.StatementVerifier``,
 what faithfulness uses per statement) over fixed, seeded, stratified samples of the dev
 sets in ../shared/data/grounding/:
 
@@ -61,8 +61,8 @@ from typing import Any
 
 import numpy as np
 
-from assay.metrics._decompose import LLMDecomposer
-from assay.metrics._verify import STATEMENT_PROMPT, STATEMENT_PROMPT_V1, StatementVerifier
+from assay.grounding._decompose import LLMDecomposer
+from assay.grounding._verify import STATEMENT_PROMPT, STATEMENT_PROMPT_V1, StatementVerifier
 from assay.models import JudgeModel, get_judge
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "grounding"

@@ -47,7 +47,7 @@ from assay.analysis import (
     evaluate_gate,
     recommend_statements,
 )
-from assay.metrics._verify import StatementVerifier
+from assay.grounding._verify import StatementVerifier
 from assay.models import get_judge
 from assay.models._protocol import GenerateConfig
 

@@ -38,8 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay.metrics._decompose import _segmenter
-from assay.metrics._verify import StatementVerifier
+from assay.grounding._decompose import _segmenter
+from assay.grounding._verify import StatementVerifier
 from assay.models import get_judge
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "grounding" / "wice_dev.jsonl"

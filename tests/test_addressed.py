@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from assay.grounding._decompose import _segmenter, text_pieces
 from assay.metrics import AddressedFinding, addresses_judge
-from assay.metrics._decompose import _segmenter, text_pieces
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "benchmarks" / "data" / "injection.jsonl"

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from assay import Faithfulness, Sample, UnscoredReason, Verdict, evaluate
 from assay._scores import Binary
 from assay.errors import ConfigError, JudgeError
+from assay.grounding._decompose import STATEMENTS_PROMPT, AnswerToSplit
 from assay.metrics._composite import (
     Aggregate,
     CompositeMetric,
@@ -23,7 +24,6 @@ from assay.metrics._composite import (
     SubMetric,
     SubMetricFailed,
 )
-from assay.metrics._decompose import STATEMENTS_PROMPT, AnswerToSplit
 from assay.metrics._faithfulness import STATEMENT_PROMPT, StatementCheck
 from assay.models import ChatMessage, FunctionJudge, JudgeRequest, ScriptedJudge
 from assay.prompts import Example

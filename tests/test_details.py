@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assay.errors import ConfigError
+from assay.grounding._details import LOGIT_P
 from assay.metrics import (
     DETAIL_FEATURES,
     DetailCombiner,
@@ -28,7 +29,6 @@ from assay.metrics import (
     detail_features,
     load_detail_combiner,
 )
-from assay.metrics._details import LOGIT_P
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assay.errors import ConfigError, MissingExtraError
-from assay.metrics import _evidence
-from assay.metrics._evidence import (
+from assay.grounding import _evidence
+from assay.grounding._evidence import (
     MAX_SENTENCE_CHARS,
     STOPWORDS,
     ContextIndex,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from assay.metrics._verify import STATEMENT_PROMPT, StatementCheck
+from assay.grounding._verify import STATEMENT_PROMPT, StatementCheck
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "benchmarks" / "data" / "injection.jsonl"

@@ -189,7 +189,7 @@ async def test_alternating_prompt_kinds_resume_from_their_own_saved_prefix(tiny:
     each prompt kind now resumes from its own saved KV cells, with the same answers as a
     cold evaluation.
     """
-    from assay.metrics._decompose import STATEMENTS_PROMPT, AnswerToSplit
+    from assay.grounding._decompose import STATEMENTS_PROMPT, AnswerToSplit
     from assay.models._local import _STATES
 
     llama = tiny.load()

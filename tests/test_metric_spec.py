@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict
 from assay import Message, MetricSpec, Sample, Score, ToolCall, Verdict
 from assay._scores import METRIC_SPEC_VERSION, Binary
 from assay.errors import ConfigError
+from assay.grounding._decompose import STATEMENTS_PROMPT, AnswerToSplit
+from assay.grounding._verify import STATEMENT_PROMPT_V1
 from assay.metrics import (
     AgentGoalAccuracy,
     Aggregate,
@@ -42,8 +44,6 @@ from assay.metrics import (
     metric_from_spec,
     spec_from_fields,
 )
-from assay.metrics._decompose import STATEMENTS_PROMPT, AnswerToSplit
-from assay.metrics._verify import STATEMENT_PROMPT_V1
 from assay.models import ChatMessage, FunctionJudge, GenerateConfig, JudgeModel, JudgeRequest
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -476,8 +476,8 @@ def combined_grader() -> Any:
 def test_aevaluate_ray_takes_metric_objects_and_refuses_one_a_worker_could_not_rebuild() -> None:
     pytest.importorskip("ray")
     from assay.errors import ConfigError
+    from assay.grounding._decompose import STATEMENTS_PROMPT
     from assay.metrics import CompositeMetric, SubMetric
-    from assay.metrics._decompose import STATEMENTS_PROMPT
     from assay.run._ray import RayRunStats, aevaluate_ray
 
     with pytest.raises(ConfigError, match=r"takes metric objects.*build_metric\('faithfulness'\)"):

@@ -10,7 +10,7 @@ import pytest
 from assay import Faithfulness, Sample, UnscoredReason, evaluate
 from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError
-from assay.metrics._verify import StatementVerifier, chunk_contexts
+from assay.grounding._verify import StatementVerifier, chunk_contexts
 from assay.models import ChatMessage, ChoiceProbabilities, GenerateConfig, JudgeResponse, ScriptedJudge
 
 

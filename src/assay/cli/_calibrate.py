@@ -3,7 +3,7 @@
 Two item kinds, told apart by their fields (one JSON object a line):
 
 - grounding: ``{id, context | contexts, claim | answer, label (1/0), source?}``, judged by
-  :class:`~assay.metrics._verify.StatementVerifier` (the product's own path);
+  :class:`~assay.grounding._verify.StatementVerifier` (the product's own path);
 - grader: ``{id, criteria, question?, completion | answer, label (PASS/FAIL or 1/0), source?}``,
   judged by :class:`~assay.metrics.BinaryJudgeGrader` (NA is unscored ``not_applicable``).
 
@@ -31,8 +31,8 @@ from assay._scores import MetricSpec, Score, UnscoredReason, Verdict
 from assay.analysis._agreement import Agreement, agreement
 from assay.cli._console import EXIT_BAD_ROWS, EXIT_OK, EXIT_USAGE, err_console, fmt_score, out_console
 from assay.errors import AssayError, ConfigError, DatasetError, SampleError
+from assay.grounding._verify import StatementVerifier
 from assay.metrics._graders import BinaryJudgeGrader
-from assay.metrics._verify import StatementVerifier
 from assay.models import JUDGE_FORMS, JudgeModel, LocalJudge, close_judge, get_judge
 from assay.run import Limits, RunSpec, RunStore, SampleResult, build_judge_stack, new_run_id
 from assay.run._dataset import json_lines

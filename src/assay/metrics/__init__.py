@@ -6,18 +6,19 @@ Every metric is a plain value (a frozen dataclass) implementing :class:`Metric`:
 :func:`metric_from_spec` rebuilds the metric from it.
 """
 
-from assay.metrics._addressed import AddressedFinding, addresses_judge
-from assay.metrics._agent import AgentGoalAccuracy
-from assay.metrics._base import Metric, missing_fields, score_safely
-from assay.metrics._composite import Aggregate, CompositeMetric, CompositeRun, Outputs, SubMetric, SubResult
-from assay.metrics._decompose import Decomposer, Decomposition, LLMDecomposer, SentenceDecomposer
-from assay.metrics._details import (
+from assay.grounding._addressed import AddressedFinding, addresses_judge
+from assay.grounding._decompose import Decomposer, Decomposition, LLMDecomposer, SentenceDecomposer
+from assay.grounding._details import (
     DETAIL_FEATURES,
     DetailCombiner,
     DetailFeatures,
     detail_features,
     load_detail_combiner,
 )
+from assay.grounding._verify import StatementVerifier
+from assay.metrics._agent import AgentGoalAccuracy
+from assay.metrics._base import Metric, missing_fields, score_safely
+from assay.metrics._composite import Aggregate, CompositeMetric, CompositeRun, Outputs, SubMetric, SubResult
 from assay.metrics._faithfulness import Faithfulness
 from assay.metrics._graders import BinaryJudgeGrader, CombinedGrader, RangeJudgeGrader, Shot, TemplatedPromptJudgeGrader
 from assay.metrics._rag import AnswerRelevancy, ContextPrecision, ContextRecall, FactualCorrectness
@@ -25,7 +26,6 @@ from assay.metrics._registry import MetricEntry, build_metric, metric_entries, r
 from assay.metrics._spec import metric_from_spec, spec_from_fields
 from assay.metrics._tools import ToolCallAccuracy
 from assay.metrics._trace import TraceFormatter
-from assay.metrics._verify import StatementVerifier
 
 __all__ = [
     "DETAIL_FEATURES",

@@ -7,7 +7,7 @@ from typing import Any
 
 from assay._scores import JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
 from assay.errors import ConfigError
-from assay.metrics._decompose import Decomposer, Decomposition, HybridDecomposer, LLMDecomposer, SentenceDecomposer
+from assay.grounding._decompose import Decomposer, Decomposition, HybridDecomposer, LLMDecomposer, SentenceDecomposer
 from assay.parsing import Unparsed
 from assay.prompts import JudgePrompt
 

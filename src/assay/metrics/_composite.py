@@ -17,7 +17,7 @@ sub-metric's name in ``detail``; every judge call made so far is kept.
 Faithfulness written as a composite (the built-in :class:`~assay.metrics.Faithfulness`
 uses the same prompts directly)::
 
-    from assay.metrics._decompose import STATEMENTS_PROMPT, AnswerToSplit
+    from assay.grounding._decompose import STATEMENTS_PROMPT, AnswerToSplit
     from assay.metrics._faithfulness import STATEMENT_PROMPT, StatementCheck
 
     statements = SubMetric(

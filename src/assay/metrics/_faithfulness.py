@@ -10,6 +10,8 @@ from pydantic import BaseModel
 from assay._samples import Sample
 from assay._scores import Binary, JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
 from assay.errors import ConfigError
+from assay.grounding._decompose import STATEMENTS_PROMPT
+from assay.grounding._verify import STATEMENT_PROMPT, StatementCheck, StatementJudgement, StatementVerifier
 from assay.metrics._common import (
     failed,
     make_decomposer,
@@ -18,9 +20,7 @@ from assay.metrics._common import (
     supported_share,
     unusable_split,
 )
-from assay.metrics._decompose import STATEMENTS_PROMPT
 from assay.metrics._spec import spec_from_fields
-from assay.metrics._verify import STATEMENT_PROMPT, StatementCheck, StatementJudgement, StatementVerifier
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.parsing import Unparsed, parse_verdicts
 from assay.prompts import JudgePrompt, call_and_parse

@@ -17,6 +17,8 @@ from pydantic import BaseModel
 from assay._samples import Sample
 from assay._scores import Binary, JudgeCall, MetricSpec, Score, Verdict
 from assay.errors import ConfigError
+from assay.grounding._decompose import STATEMENTS_PROMPT
+from assay.grounding._verify import StatementVerifier
 from assay.metrics._common import (
     check_reference_mode,
     failed,
@@ -27,10 +29,8 @@ from assay.metrics._common import (
     supported_share,
     unusable_split,
 )
-from assay.metrics._decompose import STATEMENTS_PROMPT
 from assay.metrics._faithfulness import DecomposerName, StatementJudgement
 from assay.metrics._spec import spec_from_fields
-from assay.metrics._verify import StatementVerifier
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.parsing import Unparsed
 from assay.prompts import JudgePrompt, ask

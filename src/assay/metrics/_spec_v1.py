@@ -90,7 +90,7 @@ def _config(params: Mapping[str, Any]) -> Any:
 
 
 def _verifier(params: Mapping[str, Any]) -> Any:
-    from assay.metrics._verify import STATEMENT_PROMPT, STATEMENT_PROMPT_V1, StatementVerifier
+    from assay.grounding._verify import STATEMENT_PROMPT, STATEMENT_PROMPT_V1, StatementVerifier
 
     stored = params["verifier"]
     prompts = {f"{p.name} v{p.version}": p for p in (STATEMENT_PROMPT, STATEMENT_PROMPT_V1)}

@@ -5,7 +5,7 @@ wrong: a changed number, date, name or place, a dropped or added negation, an an
 ("increased" for "decreased"), a quantifier ("all" for "some"). :func:`detail_features`
 looks for exactly those with plain string rules (no model, a fraction of a millisecond for
 a sentence against a paragraph). Three of them veto a "supported" P in the verifier
-(:data:`assay.metrics._verify.VETO_CHECKS`). :class:`DetailCombiner` is the logistic
+(:data:`assay.grounding._verify.VETO_CHECKS`). :class:`DetailCombiner` is the logistic
 regression over P and every feature that ``benchmarks/fit_detail_combiner.py`` fits and
 writes; it was measured and not made the decision (``docs/design/judging.md``), so no
 combiner ships with the package.
@@ -1067,7 +1067,7 @@ def detail_features(statement: str, evidence: str) -> DetailFeatures:
     """Check a statement's details (numbers, names, negation, antonyms, quantifiers) against its evidence.
 
     Deterministic and model-free; the rules are in the module docstring of
-    ``assay.metrics._details``. The evidence's reading is cached, so checking several
+    ``assay.grounding._details``. The evidence's reading is cached, so checking several
     statements against one context reads the context once.
 
     Args:

@@ -42,7 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from assay.errors import ConfigError, MissingExtraError
-from assay.metrics._decompose import _segmenter, text_pieces
+from assay.grounding._decompose import _segmenter, text_pieces
 
 if TYPE_CHECKING:
     from assay.retrieval._judges import Encoder
@@ -155,7 +155,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` of every sentence of ``text``, in order, covering all its non-space text.
 
     Sentences come from pysbd (the project's segmenter, read piece by piece for long texts,
-    see :func:`assay.metrics._decompose.text_pieces`) and are located in ``text`` in order,
+    see :func:`assay.grounding._decompose.text_pieces`) and are located in ``text`` in order,
     so the offsets are exact. Text between located sentences (should the segmenter ever
     change a sentence so it cannot be found) becomes a span of its own, so nothing is lost.
     Spans longer than :data:`MAX_SENTENCE_CHARS` are cut into pieces at whitespace.

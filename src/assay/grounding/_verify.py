@@ -17,7 +17,7 @@ Two ways to read the judge's answer:
 What the judge reads (issue 15, figures in ``docs/design/judging.md``):
 
 - **Evidence, cited, and read where contexts are long.** Every verdict cites the context
-  sentences that bear on its statement (:class:`~assay.metrics._evidence.ContextIndex`:
+  sentences that bear on its statement (:class:`~assay.grounding._evidence.ContextIndex`:
   BM25 fused with MiniLM embeddings). Contexts up to ``whole_chars`` (8,000) characters
   in all are read whole, split into chunks of at most ``chunk_chars`` characters at
   sentence boundaries, max over chunks, calls ordered chunk by chunk so all statements
@@ -29,7 +29,7 @@ What the judge reads (issue 15, figures in ``docs/design/judging.md``):
   below 6,000 (figures in ``docs/design/judging.md``).
 - **Checks besides the model.** Numbers, names, negation, antonyms, quantifiers and
   content-word coverage are checked between the statement and its evidence
-  (:func:`~assay.metrics._details.detail_features`) and kept with the verdict. The three
+  (:func:`~assay.grounding._details.detail_features`) and kept with the verdict. The three
   checks that almost never fire on supported statements (a number or a name missing
   from the evidence, a negation it does not share) overrule a "supported" P: the small
   judge's failure is calling a statement supported when one detail is wrong. (A
@@ -38,7 +38,7 @@ What the judge reads (issue 15, figures in ``docs/design/judging.md``):
 - **A copy is supported.** A statement that repeats a context sentence word for word is
   supported, citing it, with no judge call.
 - **Text addressed to the judge is not a fact.** A statement that talks to the evaluator
-  (:func:`~assay.metrics._addressed.addresses_judge`) is unsupported with that reason
+  (:func:`~assay.grounding._addressed.addresses_judge`) is unsupported with that reason
   and flagged ``addresses_judge``, with no judge call; context sentences that address the
   judge are never used as evidence.
 
@@ -60,10 +60,10 @@ from pydantic import BaseModel
 
 from assay._scores import Binary, EvidenceRef, JudgeCall, UnscoredReason, Usage, Verdict
 from assay.errors import ConfigError, JudgeError
-from assay.metrics._addressed import AddressedFinding, addresses_judge
-from assay.metrics._decompose import _segmenter
-from assay.metrics._details import DetailFeatures, detail_features
-from assay.metrics._evidence import ContextIndex, Evidence, EvidenceSpan
+from assay.grounding._addressed import AddressedFinding, addresses_judge
+from assay.grounding._decompose import _segmenter
+from assay.grounding._details import DetailFeatures, detail_features
+from assay.grounding._evidence import ContextIndex, Evidence, EvidenceSpan
 from assay.metrics._spec import fields_json
 from assay.models._protocol import ChatMessage, ChoiceScorer, GenerateConfig, JudgeModel
 from assay.parsing import Unparsed
