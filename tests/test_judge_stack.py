@@ -28,10 +28,10 @@ from assay.models import (
     ResilientJudge,
     ScriptedJudge,
 )
+from assay.models._stack import _REPEAT
 from assay.models._weights import DEFAULT_MODEL_SHA256
 from assay.retrieval import LLMJudge, RelevanceVerdict, RetrievalExample, evaluate_retrieval
 from assay.run import EvalResult, JudgeCache, Limits, build_judge_stack, cache_key, is_cacheable
-from assay.run._stack import _REPEAT
 from assay.testing import FakeOpenAIServer
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "assay"
@@ -255,7 +255,7 @@ def _constructions(name: str) -> Iterator[tuple[Path, int]]:
 def test_only_build_judge_stack_assembles_the_layers(layer: str) -> None:
     """A second hand-built stack drifts (it once lost --temperature on the Ray engine)."""
     found = [f"{path}:{line}" for path, line in _constructions(layer)]
-    assert {f.split(":")[0] for f in found} == {"run/_stack.py"}, found
+    assert {f.split(":")[0] for f in found} == {"models/_stack.py"}, found
 
 
 # -- the retrieval LLM judge retries like every other caller -------------------------------------

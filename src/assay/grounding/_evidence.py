@@ -45,7 +45,7 @@ from assay.errors import ConfigError, MissingExtraError
 from assay.grounding._decompose import _segmenter, text_pieces
 
 if TYPE_CHECKING:
-    from assay.retrieval._judges import Encoder
+    from assay.models._encoders import Encoder
 
 __all__ = ["ContextIndex", "Evidence", "EvidenceSpan"]
 
@@ -187,7 +187,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 @lru_cache(maxsize=1)
 def _shared_minilm() -> Encoder:
-    from assay.retrieval._judges import MiniLMEncoder
+    from assay.models._encoders import MiniLMEncoder
 
     encoder = MiniLMEncoder()
     encoder.encode([])  # loads the model now: a missing extra raises here, once

@@ -145,7 +145,7 @@ class _Bridge:
         return self._stack
 
     async def score(self, sample: Sample, repeat: int) -> Score:
-        from assay.run._stack import _REPEAT
+        from assay.models._stack import _REPEAT
 
         token = _REPEAT.set(repeat)
         try:

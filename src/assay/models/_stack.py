@@ -19,19 +19,40 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel
 
+from assay.models._cache import CachedJudge, JudgeCache
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
 from assay.models._resilient import RateLimiter, ResilientJudge, RetryPolicy
 from assay.models._wrapper import JudgeWrapper
-from assay.run._cache import CachedJudge, JudgeCache
 
-if TYPE_CHECKING:
-    from assay.run._evaluate import Limits
+__all__ = ["Limits", "build_judge_stack"]
 
-__all__ = ["build_judge_stack"]
+@dataclass(frozen=True)
+class Limits:
+    """How hard the runner may push a judge.
+
+    Attributes:
+        concurrency: Samples (and calls) in flight at once; default what the judge supports.
+        rpm: Requests-per-minute budget, or ``None``.
+        tpm: Tokens-per-minute budget (prompt estimate + max completion), or ``None``.
+        timeout_s: Per-call timeout.
+        max_attempts: Tries per call for transient failures (429, 5xx, timeouts).
+        backoff_s: The first retry's backoff ceiling; doubles per retry (full jitter).
+        adaptive: Halve concurrency on a 429 and grow it back after successes.
+    """
+
+    concurrency: int | None = None
+    rpm: float | None = None
+    tpm: float | None = None
+    timeout_s: float | None = 120.0
+    max_attempts: int = 6
+    backoff_s: float = 0.5
+    adaptive: bool = True
+
 
 _REPEAT: ContextVar[int] = ContextVar("assay_repeat", default=0)
 """The repeat index of the sample being scored; set per task by the engines."""
