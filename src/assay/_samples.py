@@ -2,60 +2,16 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from assay._messages import Message, ToolCall
+from assay._traces import load_trace
+from assay.errors import TraceFormatError
+
 __all__ = ["Message", "Sample", "ToolCall"]
-
-
-class ToolCall(BaseModel):
-    """One tool call made by an assistant turn.
-
-    Also accepts OpenAI's shape, ``{"id", "type": "function", "function": {"name",
-    "arguments": "<JSON string>"}}``.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    id: str | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _openai_shape(cls, value: object) -> object:
-        if isinstance(value, dict) and isinstance(value.get("function"), dict):
-            function = value["function"]
-            arguments = function.get("arguments") or {}
-            if isinstance(arguments, str):
-                try:
-                    arguments = json.loads(arguments) if arguments.strip() else {}
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"tool call arguments are not valid JSON: {exc.msg}") from None
-            return {"name": function.get("name"), "arguments": arguments, "id": value.get("id")}
-        return value
-
-
-class Message(BaseModel):
-    """One turn of a multi-turn trace (agents): assay's one trace shape.
-
-    Traces in other formats (OpenAI Responses, Anthropic, LangChain, OpenInference) are
-    converted to it by :func:`assay.load_trace`. A ``tool`` message is a tool's result:
-    ``name`` is the tool, ``tool_call_id`` the call it answers, ``is_error`` whether the
-    tool failed.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    role: Literal["system", "user", "assistant", "tool"]
-    content: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
-    tool_call_id: str | None = None
-    name: str | None = None
-    is_error: bool = False
 
 
 class Sample(BaseModel):
@@ -107,9 +63,6 @@ class Sample(BaseModel):
     @field_validator("trace", mode="before")
     @classmethod
     def _any_trace_format(cls, value: object) -> object:
-        from assay._traces import load_trace  # the converters build Messages, so import late
-        from assay.errors import TraceFormatError
-
         try:
             return load_trace(value)
         except TraceFormatError as exc:  # the located message as is, not "Value error, ..."
