@@ -20,6 +20,7 @@ from assay import Faithfulness, Sample, evaluate
 from assay.cli import app
 from assay.metrics import BinaryJudgeGrader
 from assay.models import FunctionJudge
+from assay.report import report_result
 from assay.run import ResumeError, RunStore, summarize_results
 from assay.testing import FakeOpenAIServer
 
@@ -257,7 +258,7 @@ def test_a_dataframe_evaluated_into_a_store_reports_and_gates_from_the_cli(tmp_p
                        "--min", "0.3")
     assert code == 0, out
     assert result.run_id in out
-    assert result.report(tmp_path / "again.html").exists()
+    assert report_result(result, tmp_path / "again.html").exists()
 
 
 def test_library_resume_continues_a_stored_run_and_refuses_other_data(tmp_path: Path) -> None:

@@ -20,11 +20,10 @@ from assay._scores import (
     summarize,
 )
 from assay._traces import TRACE_FORMATS, detect_trace_format, load_trace
+from assay._version import __version__
 from assay.metrics import Faithfulness, Metric
 from assay.models import JudgeModel, get_judge
 from assay.run import EvalResult, SampleResult, aevaluate, evaluate, read_jsonl
-
-__version__ = "0.1.0"
 
 __all__ = [
     "TRACE_FORMATS",

@@ -24,10 +24,10 @@ from typing import Annotated, Any, Literal
 import typer
 from rich.table import Table
 
-import assay
 from assay._safety import printable, redact_url
 from assay._samples import Sample
 from assay._scores import MetricSpec, Score, UnscoredReason, Verdict
+from assay._version import __version__
 from assay.analysis._agreement import Agreement, agreement
 from assay.cli._console import EXIT_BAD_ROWS, EXIT_OK, EXIT_USAGE, err_console, fmt_score, out_console
 from assay.errors import AssayError, ConfigError, DatasetError, SampleError
@@ -333,7 +333,7 @@ def calibrate(
             metrics=tuple(metrics),
             options={"threshold": threshold, "limit": limit, "seed": seed, "kinds": kinds},
             engine="calibrate",
-            assay_version=assay.__version__,
+            assay_version=__version__,
         )
     )
     for error in errors:

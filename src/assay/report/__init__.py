@@ -2,7 +2,7 @@
 
 ```python
 from assay.report import write_report
-from assay.run import RunStore
+from assay.run import EvalResult, RunStore
 
 with RunStore() as store:
     write_report(store, "20250101-120000-ab12", "report.html", compare="20241231-090000-cd34")
@@ -44,7 +44,7 @@ from assay.report._build import (
 )
 from assay.report._html import CSP, render_html
 from assay.report._markdown import gate_summary_markdown, md_text
-from assay.run import RunStore
+from assay.run import EvalResult, RunStore
 from assay.run._cost import PriceTable
 
 __all__ = [
@@ -67,6 +67,7 @@ __all__ = [
     "pass_share",
     "render_html",
     "render_report",
+    "report_result",
     "spread",
     "write_report",
 ]
@@ -196,3 +197,22 @@ def write_report(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_html(report), encoding="utf-8")
     return report
+
+
+def report_result(
+    result: EvalResult, path: str | Path = "report.html", *, compare: str | None = None, threshold: float | None = None
+) -> Path:
+    """Write the HTML report of the run :func:`assay.evaluate` returned (it must have been stored).
+
+    ``report_result(assay.evaluate(data, metrics, judge, store=".assay/runs.sqlite"), "report.html")``;
+    :func:`write_report` takes a store and a run id instead.
+
+    Raises:
+        ConfigError: ``result`` was not stored (``evaluate(..., store=None)``).
+    """
+    if result.run_id is None or result.store_path is None:
+        raise ConfigError("a report needs a stored run: evaluate(..., store='.assay/runs.sqlite')")
+    out = Path(path)
+    with RunStore(result.store_path) as store:
+        write_report(store, result.run_id, out, compare, threshold)
+    return out

@@ -18,7 +18,7 @@ from importlib import resources
 import jinja2
 from markupsafe import Markup
 
-import assay
+from assay._version import __version__
 from assay.report._build import Histogram, ReportData, Spread, embed_json
 from assay.report._header import gate_line, raw_spec, run_settings
 
@@ -139,5 +139,5 @@ def render_html(report: ReportData, *, title: str | None = None) -> str:
         raw_spec=raw_spec(report.info.spec),
         gate_line=gate_line(report.gate_result) if report.gate_result is not None else None,
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        assay_version=assay.__version__,
+        assay_version=__version__,
     )

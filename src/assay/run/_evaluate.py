@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from assay._safety import printable, redact_url
 from assay._samples import Sample
 from assay._scores import Score, Summary, Usage, summarize
+from assay._version import __version__
 from assay.errors import ConfigError, SampleError
 from assay.metrics._base import Metric, score_safely
 from assay.models._cache import JudgeCache
@@ -194,18 +195,6 @@ class EvalResult:
             raise ConfigError(f"{what} needs a stored run: evaluate(..., store='.assay/runs.sqlite')")
         return self.run_id, self.store_path
 
-    def report(
-        self, path: str | Path = "report.html", *, compare: str | None = None, threshold: float = 0.8
-    ) -> Path:
-        """Write the run's self-contained HTML report to ``path`` (the run must be stored)."""
-        from assay.report import write_report
-
-        run_id, store_path = self._stored("report()")
-        out = Path(path)
-        with RunStore(store_path) as store:
-            write_report(store, run_id, out, compare, threshold)
-        return out
-
     def gate(self, metric: str | None = None, **policy: Any) -> GateResult:
         """Gate the stored run as ``assay gate`` does: ``result.gate("faithfulness", threshold=0.8)``.
 
@@ -342,7 +331,7 @@ async def aevaluate(
                     metrics=tuple(m.spec() for m in metric_list),
                     options=run_options.model_dump(mode="json"),
                     engine=engine,
-                    assay_version=_version(),
+                    assay_version=__version__,
                 )
             )
 
@@ -462,12 +451,6 @@ def _is_local(judge: JudgeModel) -> bool:
     from assay.models._local import LocalJudge
 
     return isinstance(judge, LocalJudge)
-
-
-def _version() -> str:
-    from assay import __version__
-
-    return __version__
 
 
 def _cancelling() -> bool:
@@ -607,7 +590,8 @@ def evaluate(
 
     Returns:
         An :class:`EvalResult`: ``.summary()``, ``.to_pandas()``, ``.lowest(metric)``,
-        and for a stored run ``.run_id``, ``.report(path)``, ``.gate(metric, threshold=...)``.
+        and for a stored run ``.run_id`` and ``.gate(metric, threshold=...)``; its HTML report is
+        :func:`assay.report.report_result`.
 
     Raises:
         DatasetError: the data cannot be read or holds no rows.
