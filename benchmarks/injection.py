@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.grounding._verify import STATEMENT_PROMPT, STATEMENT_PROMPT_V1, StatementVerifier
+from assay.metrics._spec import fields_json
 from assay.models import JudgeModel, close_judge, get_judge
 
 CORPUS = Path(__file__).resolve().parent / "data" / "injection.jsonl"
@@ -112,7 +113,7 @@ async def main() -> int:
         items = items[: args.limit]
     judge = get_judge(args.judge, base_url=args.base_url)
     verifier = StatementVerifier() if args.prompt is None else StatementVerifier(prompt=PROMPTS[args.prompt])
-    print(f"judge {judge.model_id}; verifier {verifier.params()}; {len(items)} attack items from {args.data.name}")
+    print(f"judge {judge.model_id}; verifier {fields_json(verifier)}; {len(items)} attack items from {args.data.name}")
     clean: dict[tuple[str, str], Judged] = {}
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()

@@ -314,3 +314,25 @@ def test_cli_reads_items_like_assay_run_reads_rows(tmp_path: Path) -> None:
     assert "items.jsonl:9" in flat and "not UTF-8" in flat
     assert "items.jsonl:10" in flat and "nested too deep" in flat
     assert "items.jsonl:11" in flat and "already used on line 1" in flat
+
+
+def test_library_calibrate_is_what_the_command_runs_and_a_judge_serves_twice(tmp_path: Path) -> None:
+    import assay
+    from assay.models import OpenAIJudge
+
+    write(tmp_path / "items.jsonl", grounding_rows(), extra="not json\n")
+    seen: list[str] = []
+    with FakeOpenAIServer(fake_judge) as server:
+        judge = OpenAIJudge("fake", base_url=server.base_url, api_key="sk-test")
+        result = assay.calibrate("items.jsonl", judge, seed=1, progress=False, on_error=lambda e: seen.append(str(e)))
+        again = assay.calibrate("items.jsonl", judge, seed=1, progress=False, limit=2)  # closed after each call, and usable again
+    assert result.overall.balanced_accuracy == pytest.approx(0.75) and result.overall.kappa == pytest.approx(0.5)
+    assert [o.item.id for o in result.disagreements] == ["fn0", "fp0"]
+    assert [o.item.id for o in result.outcomes] == [r["id"] for r in grounding_rows()]  # input order
+    assert set(result.by_source) == {"BEGIN", "wice"} and result.by_source["wice"].n == 4
+    assert len(result.errors) == 1 and result.errors[0].line == 9 and seen == [str(result.errors[0])]
+    assert len(again.outcomes) == 2
+    with RunStore(result.store_path) as store:
+        info = store.info(result.run_id)
+        assert info.status == "finished" and info.n_results == 8 and info.spec.judge == "openai:fake"
+        assert info.summary is not None and info.summary["_calibration"]["disagreements"] == ["fn0", "fp0"]

@@ -23,7 +23,7 @@ from assay._traces import TRACE_FORMATS, detect_trace_format, load_trace
 from assay._version import __version__
 from assay.metrics import Faithfulness, Metric
 from assay.models import JudgeModel, get_judge
-from assay.run import EvalResult, SampleResult, aevaluate, evaluate, read_jsonl
+from assay.run import EvalResult, SampleResult, aevaluate, calibrate, evaluate, read_jsonl
 
 __all__ = [
     "TRACE_FORMATS",
@@ -45,6 +45,7 @@ __all__ = [
     "Verdict",
     "__version__",
     "aevaluate",
+    "calibrate",
     "detect_trace_format",
     "evaluate",
     "get_judge",

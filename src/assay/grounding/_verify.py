@@ -64,7 +64,6 @@ from assay.grounding._addressed import AddressedFinding, addresses_judge
 from assay.grounding._decompose import _segmenter
 from assay.grounding._details import DetailFeatures, detail_features
 from assay.grounding._evidence import ContextIndex, Evidence, EvidenceSpan
-from assay.metrics._spec import fields_json
 from assay.models._protocol import ChatMessage, ChoiceScorer, GenerateConfig, JudgeModel
 from assay.parsing import Unparsed
 from assay.prompts import Example, JudgePrompt, ask
@@ -312,10 +311,6 @@ class StatementVerifier:
             raise ConfigError(f"evidence_chars must be at least 200 (or None), got {self.evidence_chars}")
         if self.whole_chars < 0:
             raise ConfigError(f"whole_chars must not be negative, got {self.whole_chars}")
-
-    def params(self) -> dict[str, Any]:
-        """Every setting, as in a metric's spec (the prompt by its import path, name and version)."""
-        return fields_json(self)
 
     def uses_threshold(self, judge: JudgeModel) -> bool:
         """Whether verdicts for ``judge`` are read from logits."""

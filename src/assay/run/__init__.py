@@ -1,7 +1,8 @@
-"""Running metrics over datasets: streaming input, the runner, the call cache, the run store."""
+"""Running metrics over datasets: streaming input, the runner, the run store, calibration against people."""
 
 from assay.models._cache import CachedJudge, CacheInfo, JudgeCache, cache_key, is_cacheable
 from assay.models._stack import Limits, build_judge_stack
+from assay.run._calibrate import Calibration, CalibrationItem, CalibrationOutcome, calibrate
 from assay.run._dataset import (
     ALIASES,
     IDEAL_CONTEXT_COLUMNS,
@@ -26,6 +27,9 @@ __all__ = [
     "SCHEMA_VERSION",
     "CacheInfo",
     "CachedJudge",
+    "Calibration",
+    "CalibrationItem",
+    "CalibrationOutcome",
     "DatasetSource",
     "EvalResult",
     "JudgeCache",
@@ -44,6 +48,7 @@ __all__ = [
     "aevaluate_ray",
     "build_judge_stack",
     "cache_key",
+    "calibrate",
     "count_rows",
     "evaluate",
     "from_dataframe",
