@@ -325,7 +325,7 @@ def test_library_calibrate_is_what_the_command_runs_and_a_judge_serves_twice(tmp
     with FakeOpenAIServer(fake_judge) as server:
         judge = OpenAIJudge("fake", base_url=server.base_url, api_key="sk-test")
         result = assay.calibrate("items.jsonl", judge, seed=1, progress=False, on_error=lambda e: seen.append(str(e)))
-        again = assay.calibrate("items.jsonl", judge, seed=1, progress=False, limit=2)  # closed after each call, and usable again
+        again = assay.calibrate("items.jsonl", judge, seed=1, progress=False, limit=2)  # closed, then reopened
     assert result.overall.balanced_accuracy == pytest.approx(0.75) and result.overall.kappa == pytest.approx(0.5)
     assert [o.item.id for o in result.disagreements] == ["fn0", "fp0"]
     assert [o.item.id for o in result.outcomes] == [r["id"] for r in grounding_rows()]  # input order
