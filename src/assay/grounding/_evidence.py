@@ -7,7 +7,7 @@ sentences once, indexes them, and for each statement returns an :class:`Evidence
 best-scoring sentences, each widened by its neighbours, merged, in document order and
 within a character budget, with exact character offsets into the contexts.
 
-Scoring (the figures behind each default are in ``docs/design/judging.md``, section
+Scoring (the figures behind each default are in ``docs/design/grounding/evidence.md``, section
 "Evidence selection", measured with ``benchmarks/evidence_recall.py`` on WiCE dev):
 
 - **BM25**: Okapi BM25 with ``k1 = 1.2``, ``b = 0.75`` over lower-cased ``\w+`` tokens

@@ -14,7 +14,7 @@ Two ways to read the judge's answer:
   (``{"verdict": 0, "reason": "``), reusing the whole prompt from the KV cache.
 - ``generate`` (any judge): a grammar/schema-constrained JSON answer ``{verdict, reason}``.
 
-What the judge reads (issue 15, figures in ``docs/design/judging.md``):
+What the judge reads (issue 15, figures in ``docs/design/grounding/verifier.md``):
 
 - **Evidence, cited, and read where contexts are long.** Every verdict cites the context
   sentences that bear on its statement (:class:`~assay.grounding._evidence.ContextIndex`:
@@ -26,14 +26,14 @@ What the judge reads (issue 15, figures in ``docs/design/judging.md``):
   statements (each statement's best sentences in turn), read once: a window plus a short
   call per statement instead of every statement against every chunk. On the dev sets
   this cut was as accurate as whole chunks above 8,000 characters and less accurate
-  below 6,000 (figures in ``docs/design/judging.md``).
+  below 6,000 (figures in ``docs/design/grounding/verifier.md``).
 - **Checks besides the model.** Numbers, names, negation, antonyms, quantifiers and
   content-word coverage are checked between the statement and its evidence
   (:func:`~assay.grounding._details.detail_features`) and kept with the verdict. The three
   checks that almost never fire on supported statements (a number or a name missing
   from the evidence, a negation it does not share) overrule a "supported" P: the small
   judge's failure is calling a statement supported when one detail is wrong. (A
-  logistic model over P and every check was fitted too; see ``docs/design/judging.md``
+  logistic model over P and every check was fitted too; see ``docs/design/grounding/verifier.md``
   for why this rule was kept instead.)
 - **A copy is supported.** A statement that repeats a context sentence word for word is
   supported, citing it, with no judge call.
