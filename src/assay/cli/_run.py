@@ -18,6 +18,7 @@ from rich.table import Table
 import assay
 from assay._safety import REDACTED, printable, redact_url
 from assay._scores import Verdict
+from assay.analysis import DEFAULT_MAX_UNSCORED
 from assay.cli._console import (
     EXIT_BAD_ROWS,
     EXIT_INTERRUPTED,
@@ -41,16 +42,6 @@ from assay.run._session import RunOptions
 from assay.run._summary import RunSummary
 
 __all__ = ["DEFAULT_MAX_UNSCORED", "build_metrics", "exit_code", "run"]
-
-DEFAULT_MAX_UNSCORED = 0.1
-"""The unscored share above which ``assay run`` exits 3.
-
-Why a tenth: unjudged results can move the true mean by at most their share (0.1, had
-each of them scored 0, or 1), about the full width of the 95% bootstrap CI of a
-100-sample run with a typical spread (SD 0.3: +-0.06). Beyond that, the judge failed
-often enough (an auth error, an overloaded server, a broken prompt) that the run is not
-the evaluation that was asked for. ``--max-unscored 0`` makes any unjudged result fail."""
-
 
 def _parse_sets(sets: list[str]) -> dict[str, dict[str, str]]:
     options: dict[str, dict[str, str]] = defaultdict(dict)

@@ -72,6 +72,23 @@ class _Client(Protocol):
 ClientT = TypeVar("ClientT", bound=_Client)
 
 
+def _check_base_url(url: str, client: str, key_env: str) -> None:
+    """Refuse a base URL that cannot work: the SDK appends its path after a query string or fragment.
+
+    ``https://host/v1?api_key=...`` is sent as ``https://host/v1?api_key=.../chat/completions``:
+    every call fails (a 404), after the run has started. Said before any call, with the
+    URL redacted.
+    """
+    parts = urlsplit(url)
+    if parts.query or parts.fragment:
+        part = "query string" if parts.query else "fragment"
+        raise ConfigError(
+            f"the base URL {redact_url(url)} has a {part}: the {client} client appends its own path "
+            f"(/chat/completions) after it, so no request could reach the server. Give the URL without "
+            f"'{'?' if parts.query else '#'}...' and the key in {key_env} (or api_key=...)"
+        )
+
+
 def check_options(structured: str, modes: tuple[str, ...], *, timeout: float, max_concurrency: int) -> None:
     """Raise :class:`ConfigError` for an unknown ``structured`` mode, timeout or concurrency."""
     if structured not in modes:
@@ -115,6 +132,8 @@ class HTTPJudge(JudgeModel, Generic[ClientT]):
         max_concurrency: int,
     ) -> None:
         base_url = base_url or os.environ.get(self._base_url_env) or None
+        if base_url is not None:
+            _check_base_url(base_url, self._client_label, self._key_env)
         key = api_key or os.environ.get(self._key_env) or None
         if key is None:
             if base_url is None:

@@ -21,12 +21,12 @@ See ``docs/design/report.md``.
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 from assay._safety import scrub, url_secrets
-from assay.analysis import GatePolicy, analyze_repeats, evaluate_gate, metrics_in
-from assay.errors import ConfigError
+from assay.analysis import GatePolicy, metrics_in
+from assay.errors import ConfigError, did_you_mean
 from assay.report._build import (
     CompareMetric,
     CostView,
@@ -87,6 +87,19 @@ def _pass_mark(threshold: float | None, gate: GatePolicy | None) -> float:
     return gate.threshold
 
 
+GateMetrics = str | Sequence[str | tuple[str, float]]
+"""The metrics a report's gate checks: a name, or names and ``(name, threshold)`` pairs."""
+
+
+def _gated(gate_metric: GateMetrics, default: float) -> dict[str, float]:
+    items = [gate_metric] if isinstance(gate_metric, str) else list(gate_metric)
+    gated: dict[str, float] = {}
+    for item in items:
+        name, threshold = (item, default) if isinstance(item, str) else item
+        gated[name] = threshold
+    return gated
+
+
 def load_report(
     store: RunStore | str | Path,
     run_id: str,
@@ -96,9 +109,14 @@ def load_report(
     prices: PriceTable | None = None,
     seed: int = 0,
     gate: GatePolicy | None = None,
-    gate_metric: str = "faithfulness",
+    gate_metric: GateMetrics = "faithfulness",
 ) -> ReportData:
     """Read ``run_id`` (and ``compare``) from ``store`` and compute the report's data.
+
+    Every metric's gate column is :func:`assay.analysis.evaluate_gate` at the metric's pass
+    mark (with ``gate``'s options when given), the same verdict ``assay gate`` prints; with
+    ``gate``, the verdicts of ``gate_metric`` (a name, or names and ``(name, threshold)``
+    pairs, each metric at its own pass mark) also head the report.
 
     Raises:
         StoreError: a run is not in the store.
@@ -111,31 +129,35 @@ def load_report(
                 opened, run_id, compare, threshold, prices=prices, seed=seed, gate=gate, gate_metric=gate_metric
             )
     pass_mark = _pass_mark(threshold, gate)
+    gated = _gated(gate_metric, pass_mark) if gate is not None else {}
     info = store.info(run_id)
     other = store.info(compare) if compare is not None else None
     # A run stored before its spec redacted the base URL may hold a server's echo of a
     # credential in that URL (an error body): mask them all at render time.
     secrets = [*url_secrets(info.spec.base_url), *url_secrets(other.spec.base_url if other else None)]
     records = scrub(list(store.records(run_id)), secrets)
-    report = build_report(
-        info,
-        records,
-        row_errors=scrub(store.row_errors(run_id), secrets),
-        other=other,
-        other_records=scrub(list(store.records(compare)), secrets) if compare is not None else (),
-        threshold=pass_mark,
-        prices=prices,
-        seed=seed,
-    )
-    if gate is None:
-        return report
     try:
-        # The same analysis as 'assay gate' (its --seed is the policy's seed).
-        repeats = analyze_repeats(records, gate_metric, seed=gate.seed)
-    except KeyError:
-        names = ", ".join(metrics_in(records)) or "none"
-        raise ConfigError(f"run {run_id} has no metric {gate_metric!r} to gate; its metrics: {names}") from None
-    return dataclasses.replace(report, gate_result=evaluate_gate(repeats, gate))
+        return build_report(
+            info,
+            records,
+            row_errors=scrub(store.row_errors(run_id), secrets),
+            other=other,
+            other_records=scrub(list(store.records(compare)), secrets) if compare is not None else (),
+            threshold=pass_mark,
+            prices=prices,
+            seed=seed,
+            thresholds=gated,
+            # The same analysis as 'assay gate' (its --seed is the policy's seed).
+            gate=gate or GatePolicy(threshold=pass_mark, seed=seed),
+            gated=list(gated),
+        )
+    except KeyError as exc:
+        name = str(exc.args[0])
+        names = metrics_in(records) or [m.name for m in info.spec.metrics]
+        raise ConfigError(
+            f"run {run_id} has no metric {name!r} to gate;{did_you_mean(name, names)} its metrics: "
+            f"{', '.join(names) or 'none'}"
+        ) from None
 
 
 def render_report(
@@ -147,7 +169,7 @@ def render_report(
     prices: PriceTable | None = None,
     seed: int = 0,
     gate: GatePolicy | None = None,
-    gate_metric: str = "faithfulness",
+    gate_metric: GateMetrics = "faithfulness",
 ) -> str:
     """The report of ``run_id`` (compared with run ``compare``, if given) as an HTML string."""
     return render_html(
@@ -165,7 +187,7 @@ def write_report(
     prices: PriceTable | None = None,
     seed: int = 0,
     gate: GatePolicy | None = None,
-    gate_metric: str = "faithfulness",
+    gate_metric: GateMetrics = "faithfulness",
 ) -> ReportData:
     """Write the report of ``run_id`` to ``out`` as one self-contained HTML file.
 
@@ -181,7 +203,8 @@ def write_report(
         seed: Seed of the bootstrap confidence intervals.
         gate: Apply this ``assay gate`` policy to ``gate_metric`` and show its verdict
             (pass, fail, flaky or unscored) in the header.
-        gate_metric: The metric the gate checks.
+        gate_metric: The metric the gate checks, or several: names and ``(name,
+            threshold)`` pairs, each gated (and coloured) at its own pass mark.
 
     Returns:
         The report's data (what the page shows).

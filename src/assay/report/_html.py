@@ -137,7 +137,7 @@ def render_html(report: ReportData, *, title: str | None = None) -> str:
         spreads={m.name: _spread_paths(m.spreads, report.threshold) for m in report.metrics},
         settings=run_settings(report.info.spec, report.repeats),
         raw_spec=raw_spec(report.info.spec),
-        gate_line=gate_line(report.gate_result) if report.gate_result is not None else None,
+        gate_lines=[(g, gate_line(g)) for g in report.gate_results],
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         assay_version=__version__,
     )

@@ -230,6 +230,39 @@ def _current_spec(stored: MetricSpec) -> dict[str, Any]:
         return stored.model_dump(mode="json")  # cannot be rebuilt: compared as stored, so it differs
 
 
+_LATER_RULES = {
+    "evidence_chars": "the evidence window",
+    "whole_chars": "the evidence window",
+    "shared_evidence": "the evidence window",
+    "verbatim": "the copy rule",
+    "details": "the detail checks (numbers, names, negation)",
+    "guard": "the judge-addressed guard",
+}
+
+
+def _check_recorded(spec: RunSpec) -> None:
+    """Refuse a run whose metric specs (schema 1) did not record settings today's metrics apply.
+
+    Rebuilt, such a metric takes today's defaults for what its spec did not record, and its
+    finished samples were not judged with them: resuming would judge one run two ways.
+    """
+    from assay.metrics._spec_v1 import unrecorded_settings
+
+    for stored in spec.metrics:
+        try:
+            missing = unrecorded_settings(stored)
+        except AssayError:
+            continue  # cannot be rebuilt at all: the metric comparison below says so
+        if missing:
+            rules = list(dict.fromkeys(_LATER_RULES.get(name.rpartition(".")[2], name) for name in missing))
+            raise ResumeError(
+                f"cannot resume run {spec.run_id}: it was stored by an older assay (metric spec schema 1) that did not "
+                f"record {stored.name}'s {', '.join(missing)}; its finished samples were judged without "
+                f"{', '.join(rules)}, which this assay applies, so the rest would be judged another way. Start a new "
+                f"run (the results stored in {spec.run_id} stay readable: assay report, assay gate)."
+            )
+
+
 def check_resume(
     spec: RunSpec,
     *,
@@ -254,6 +287,7 @@ def check_resume(
             f"cannot resume run {run}: {why}; {source.description} is not the data the run was judging. "
             f"Start a new run on it instead (rows already judged in {run} stay stored)."
         )
+    _check_recorded(spec)
     stored_metrics = [_current_spec(m) for m in spec.metrics]
     given_metrics = [m.spec().model_dump(mode="json") for m in metrics]
     if stored_metrics != given_metrics:
