@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -23,6 +24,11 @@ from first_hour import cli_env, make_run
 def invoke(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(app, list(args), env={"COLUMNS": "250", "NO_COLOR": "1"})
     return result.exit_code, result.output
+
+
+def invoke_stdout(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "250", "NO_COLOR": "1"})
+    return result.exit_code, result.stdout
 
 
 # --- 1. assay gate --metric A --metric B gates every metric ------------------------------------
@@ -187,3 +193,313 @@ def test_a_base_url_carrying_the_key_in_its_query_is_refused_before_any_call(tmp
     code, out = invoke("run", str(data), "--judge", "openai:m", "--base-url", "http://127.0.0.1:9/v1?key=sk-SECRETSECRET",
                        "--store", str(tmp_path / "runs.sqlite"))  # fmt: skip
     assert code == 1 and "SECRETSECRET" not in out and "query string" in out, out
+
+
+# --- 2. every column named in --map exists -----------------------------------------------------
+
+
+def test_a_misspelt_map_column_stops_the_run_and_suggests_the_real_one(tmp_path: Path) -> None:
+    data = tmp_path / "data.csv"
+    data.write_text("id,question,answer,my_answer,contexts\na,Q?,default answer,the real answer,ctx\n")
+    code, out = invoke("run", str(data), "--map", "my_answr=answer", "--judge", "openai:m", "--dry-run",
+                       "--base-url", "http://127.0.0.1:9/v1",
+                       "--store", str(tmp_path / "runs.sqlite"))  # fmt: skip
+    assert code == 1, out
+    assert "no column 'my_answr'" in out and "did you mean 'my_answer'?" in out
+    assert "columns are id, question, answer, my_answer, contexts" in out
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "records", "dataframe"])
+def test_a_mapping_that_names_no_column_is_an_error_in_python_too(tmp_path: Path, kind: str) -> None:
+    from assay import evaluate
+    from assay.errors import ConfigError
+    from assay.metrics import Faithfulness
+    from assay.models import ScriptedJudge
+
+    rows = [{"id": "a", "answer": "x.", "my_contexts": ["x."], "contexts": ["y."]}]
+    data: object = rows
+    if kind == "jsonl":
+        data = tmp_path / "data.jsonl"
+        data.write_text("".join(__import__("json").dumps(r) + "\n" for r in rows))
+    elif kind == "dataframe":
+        data = pytest.importorskip("pandas").DataFrame(rows)
+    judge = ScriptedJudge([])
+    with pytest.raises(ConfigError, match=r"no column 'my_context'.*did you mean 'my_contexts'\?"):
+        evaluate(data, [Faithfulness()], judge, mapping={"my_context": "contexts"}, progress=False)
+    assert judge.calls == 0 if hasattr(judge, "calls") else True
+
+
+# --- 3. a hint never suggests judging the ideal context ----------------------------------------
+
+
+def test_the_deepeval_hint_never_suggests_judging_the_ideal_context(tmp_path: Path) -> None:
+    import json
+
+    from assay.errors import ConfigError, SampleError
+    from assay.run import open_dataset, read_jsonl
+
+    both = tmp_path / "both.jsonl"
+    both.write_text(
+        json.dumps({"id": "a", "input": "Q?", "actual_output": "A.", "retrieval_context": ["r"], "context": ["ideal"]})
+        + "\n"
+        + json.dumps({"id": "b", "input": "Q?", "actual_output": "B.", "context": ["ideal"]})
+        + "\n"
+    )
+    (_, error) = read_jsonl(both, required=["contexts"])
+    assert isinstance(error, SampleError) and error.line == 2
+    # --map context=contexts would judge row 1 against its ideal context instead of what it retrieved.
+    assert "--map context=contexts" not in str(error)
+    assert "retrieval_context" in str(error) and "ideal context" in str(error)
+    # When no row has retrieved contexts at all, the mapping cannot take any row's retrieved
+    # passages away: the dataset-level error may offer it.
+    only = tmp_path / "only.jsonl"
+    only.write_text(json.dumps({"id": "b", "input": "Q?", "actual_output": "B.", "context": ["ideal"]}) + "\n")
+    from assay.metrics import Faithfulness
+
+    with pytest.raises(ConfigError, match=r"--map context=contexts"):
+        open_dataset(only).check_fields([Faithfulness()])
+
+
+# --- 4. results in input order, DataFrames without a store ------------------------------------
+
+
+def _slow_first_judge():
+    import asyncio
+    import json
+
+    from assay.models import FunctionJudge
+
+    async def answer(messages, request):
+        user = messages[-1]["content"]
+        text = user.split("<answer>\n")[1].split("\n</answer>")[0] if "<answer>" in user else ""
+        if text:  # the first rows take longest: they finish last
+            await asyncio.sleep(0.02 * (10 - int(text.split()[1].rstrip("."))))
+            return json.dumps({"statements": [text]})
+        return json.dumps({"verdicts": [{"statement": "s", "reason": "ok", "verdict": 1}]})
+
+    return FunctionJudge(answer, per_statement=False)
+
+
+@pytest.mark.parametrize("kind", ["records", "dataframe", "stored dataframe"])
+def test_results_and_frames_come_back_in_input_order(tmp_path: Path, kind: str) -> None:
+    from assay import evaluate
+    from assay.metrics import Faithfulness
+
+    rows = [{"id": f"s{i}", "question": "Q?", "answer": f"Answer {i}.", "contexts": ["c"]} for i in range(8)]
+    data: object = rows
+    if kind != "records":
+        data = pytest.importorskip("pandas").DataFrame(rows)
+    store = tmp_path / "runs.sqlite" if kind == "stored dataframe" else None
+    result = evaluate(data, [Faithfulness()], _slow_first_judge(), store=store, progress=False, concurrency=8)
+    ids = [f"s{i}" for i in range(8)]
+    assert [r.sample.id for r in result.results] == ids
+    assert list(result.to_pandas()["id"]) == ids
+
+
+# --- 9. runs list, runs show and the lowest table count samples, say "unknown" ----------------
+
+
+@pytest.fixture
+def judge_server():
+    pytest.importorskip("openai")
+    from assay.testing import FakeOpenAIServer
+    from first_hour import word_judge
+
+    with FakeOpenAIServer(word_judge) as server:
+        yield server
+
+
+def _write_rows(path: Path, rows: list[dict[str, object]]) -> Path:
+    import json
+
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+ROWS = [
+    {
+        "id": "good",
+        "question": "Capital of France?",
+        "answer": "Paris is the capital.",
+        "contexts": ["Paris is the capital."],
+    },
+    {
+        "id": "bad",
+        "question": "Capital of Spain?",
+        "answer": "Lyon is the capital.",
+        "contexts": ["Madrid is the capital."],
+    },
+]
+
+
+def test_the_lowest_table_lists_a_sample_once_however_many_repeats(tmp_path: Path, judge_server: Any) -> None:
+    data = _write_rows(tmp_path / "data.jsonl", ROWS)
+    server = judge_server.base_url
+    code, out = invoke("run", str(data), "--judge", "openai:fake", "--base-url", server, "--repeats", "3",
+                       "--store", str(tmp_path / "runs.sqlite"), "--no-cache")  # fmt: skip
+    assert code == 0, out
+    lowest = out.split("lowest faithfulness")[1].split("stored in")[0]
+    assert lowest.count("bad") == 1, lowest
+    assert "3 repeats" in lowest
+
+
+def test_runs_list_counts_samples_and_runs_show_says_unknown_cost(tmp_path: Path, judge_server: Any) -> None:
+    data = _write_rows(tmp_path / "data.jsonl", ROWS)
+    store = str(tmp_path / "runs.sqlite")
+    server = judge_server.base_url
+    code, out = invoke("run", str(data), "--judge", "openai:fake", "--base-url", server, "--repeats", "3",
+                       "--store", store, "--no-cache")  # fmt: skip
+    assert code == 0, out
+    code, listed = invoke("runs", "list", "--store", store)
+    assert code == 0
+    header, row = [line for line in listed.splitlines() if "│" in line or "┃" in line][:2]
+    cells = dict(zip([c.strip() for c in header.split("┃")], [c.strip() for c in row.split("│")], strict=False))
+    assert cells["samples"] == "2" and cells["repeats"] == "3", listed
+    run_id = cells["run"]
+    code, shown = invoke("runs", "show", run_id, "--store", store)
+    assert code == 0 and "$0.0000" not in shown and "cost unknown (openai:fake has no price" in shown, shown
+
+
+def test_runs_list_without_a_store_says_there_are_no_runs_yet(tmp_path: Path) -> None:
+    code, out = invoke("runs", "list", "--store", str(tmp_path / "nothing" / "runs.sqlite"))
+    assert code == 0 and "no runs yet" in out, out
+    assert not (tmp_path / "nothing").exists()
+
+
+# --- 10. dry runs, --out folders, --set errors, "did you mean", provider/model ----------------
+
+
+def test_a_dry_run_needs_no_api_key_and_takes_provider_slash_model(tmp_path: Path) -> None:
+    data = _write_rows(tmp_path / "data.jsonl", ROWS)
+    for judge in ("openai:gpt-4o-mini", "openai/gpt-4o-mini"):
+        code, out = invoke("run", str(data), "--judge", judge, "--dry-run", "--store", str(tmp_path / "runs.sqlite"))
+        assert code == 0, out
+        assert "judge openai:gpt-4o-mini · nothing was called" in out and "~$" in out
+
+
+def test_provider_slash_model_is_the_same_judge(tmp_path: Path) -> None:
+    from assay.models import get_judge
+
+    judge = get_judge("openai/gpt-4o-mini", base_url="http://127.0.0.1:9/v1")
+    assert judge.model_id == get_judge("openai:gpt-4o-mini", base_url="http://127.0.0.1:9/v1").model_id
+    assert get_judge("anthropic/claude-x", api_key="k").model_id.startswith("anthropic:claude-x")
+
+
+def test_out_into_a_new_folder_creates_it(tmp_path: Path, judge_server: Any) -> None:
+    data = _write_rows(tmp_path / "data.jsonl", ROWS)
+    out_file = tmp_path / "results" / "today" / "out.jsonl"
+    code, out = invoke("run", str(data), "--judge", "openai:fake", "--base-url", judge_server.base_url,
+                       "--out", str(out_file), "--store", str(tmp_path / "runs.sqlite"))  # fmt: skip
+    assert code == 0, out
+    assert len(out_file.read_text().splitlines()) == 2
+    export = tmp_path / "exports" / "run.csv"
+    code, out = invoke("runs", "export", "--store", str(tmp_path / "runs.sqlite"),
+                       _only_run(tmp_path / "runs.sqlite"), "--format", "csv", "--out", str(export))  # fmt: skip
+    assert code == 0 and export.exists(), out
+
+
+def _only_run(store: Path) -> str:
+    from assay.run import RunStore
+
+    with RunStore(store) as runs:
+        return runs.latest()
+
+
+def test_set_errors_name_the_option_and_misspellings_get_a_suggestion(tmp_path: Path) -> None:
+    data = _write_rows(tmp_path / "data.jsonl", ROWS)
+    base = ["run", str(data), "--judge", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--dry-run"]
+    code, out = invoke(*base, "--set", "faithfulness.threshold=abc")
+    assert code == 1 and "--set faithfulness.threshold=abc" in out, out
+    code, out = invoke(*base, "--set", "faithfulness.threshhold=0.6")
+    assert code == 1 and "did you mean 'threshold'?" in out and "--set faithfulness.threshhold=0.6" in out, out
+    code, out = invoke(*base, "-m", "faithfulnes")
+    assert code == 1 and "did you mean 'faithfulness'?" in out, out
+
+
+# --- 14. runs export has the question and the answer; LangChain Documents; Inspect base_url ---
+
+
+def test_runs_export_has_the_question_and_answer_and_a_wide_layout(tmp_path: Path) -> None:
+    import csv
+    import io
+
+    store = tmp_path / "runs.sqlite"
+    make_run(
+        store, "r", [{"faithfulness": 1.0, "answer_relevancy": 0.0}, {"faithfulness": None, "answer_relevancy": 1.0}]
+    )
+    code, out = invoke_stdout("runs", "export", "r", "--store", str(store), "--format", "csv")
+    long = list(csv.DictReader(io.StringIO(out)))
+    assert long[0]["question"] == "Question 1?" and long[0]["answer"] == "Answer 1."
+    code, out = invoke_stdout("runs", "export", "r", "--store", str(store), "--format", "csv", "--wide")
+    assert code == 0, out
+    wide = list(csv.DictReader(io.StringIO(out)))
+    assert [r["id"] for r in wide] == ["s1", "s2"]
+    assert wide[0]["faithfulness"] == "1.0" and wide[0]["answer_relevancy"] == "0.0"
+    assert wide[1]["faithfulness"] == "" and wide[1]["faithfulness_unscored"] == "parse_failure"
+    assert "the judge rambled" in wide[1]["faithfulness_reason"]
+
+
+def test_the_wide_frame_from_python_is_one_row_per_sample_in_input_order() -> None:
+    pytest.importorskip("pandas")
+    from assay import evaluate
+    from assay.metrics import Faithfulness
+
+    rows = [{"id": f"s{i}", "question": "Q?", "answer": f"Answer {i}.", "contexts": ["c"]} for i in range(5)]
+    frame = evaluate(rows, [Faithfulness()], _slow_first_judge(), progress=False).to_pandas(wide=True)
+    assert list(frame["id"]) == [f"s{i}" for i in range(5)]
+    assert {"question", "answer", "faithfulness", "faithfulness_reason", "faithfulness_unscored"} <= set(frame.columns)
+    assert list(frame["faithfulness"]) == [1.0] * 5
+
+
+class Document:
+    """What LangChain's ``langchain_core.documents.Document`` looks like (duck-typed: assay never imports LangChain)."""
+
+    def __init__(self, page_content: str, metadata: dict[str, object] | None = None) -> None:
+        self.page_content = page_content
+        self.metadata = metadata or {}
+
+
+def test_langchain_documents_are_contexts() -> None:
+    from assay import Sample
+    from assay.run import sample_from_record
+
+    sample = Sample(id="a", answer="x", contexts=[Document("Paris is the capital.", {"source": "wiki"})])
+    assert sample.contexts == ("Paris is the capital.",)
+    # serialized Documents (Document.dict(), LangChain's dumpd) too
+    record = {
+        "id": "b",
+        "answer": "x",
+        "retrieved_contexts": [{"page_content": "Madrid.", "metadata": {}, "type": "Document"}],
+    }
+    assert sample_from_record(record).contexts == ("Madrid.",)
+
+
+def test_the_inspect_scorer_takes_a_base_url() -> None:
+    pytest.importorskip("inspect_ai")
+    from assay.errors import ConfigError
+    from assay.integrations.inspect import assay_scorer
+
+    assay_scorer("faithfulness", judge="openai:m", base_url="http://127.0.0.1:9/v1")  # no key needed on loopback
+    with pytest.raises(ConfigError, match="query string"):
+        assay_scorer("faithfulness", judge="openai:m", base_url="http://127.0.0.1:9/v1?api_key=x")
+
+
+# --- 8. a row with contexts of the wrong type is named, with the type -----------------------
+
+
+def test_contexts_of_the_wrong_type_name_the_row_and_the_type(tmp_path: Path) -> None:
+    data = _write_rows(
+        tmp_path / "data.jsonl",
+        [{"id": "a", "answer": "A.", "contexts": {"doc": "A."}}, {"id": "b", "answer": "B."}],
+    )
+    code, out = invoke("run", str(data), "--judge", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
+                       "--store", str(tmp_path / "runs.sqlite"))  # fmt: skip
+    assert code == 1, out
+    # not just "no row has 'contexts'": the row that has them, and what is wrong with them
+    assert f"{data}:1: field 'contexts': expected a list of strings (or one string), got an object (dict)" in out, out
+    every_row_bad = _write_rows(tmp_path / "bad.jsonl", [{"id": "a", "answer": "A.", "retrieved_contexts": [1, 2]}])
+    code, out = invoke("run", str(every_row_bad), "--judge", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
+                       "--store", str(tmp_path / "runs.sqlite"))  # fmt: skip
+    assert code == 3, out
+    assert "field 'retrieved_contexts[0]': expected a string (or a LangChain Document), got a number (int)" in out
+    assert "nothing was judged: every input row (1) was invalid" in out, out

@@ -44,7 +44,7 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     Case is ignored when comparing; the choice is shown as written.
     """
     options = {choice.lower(): choice for choice in choices if choice}
-    close = difflib.get_close_matches(word.lower(), list(options), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(word.lower(), list(options), n=1, cutoff=0.75)
     return f" did you mean {options[close[0]]!r}?" if close else ""
 
 
