@@ -15,12 +15,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import assay
 from assay import Sample, Score, UnscoredReason, Verdict
 from assay.errors import SampleError
 from assay.metrics import AnswerRelevancy, Faithfulness
 from assay.run import RunSpec, RunStore, SampleResult
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(assay.__file__).resolve().parents[1]
+"""The tree this test process imports assay from: subprocesses import the same one."""
 SPECS = {"faithfulness": Faithfulness().spec(), "answer_relevancy": AnswerRelevancy().spec()}
 
 Value = float | None | tuple[float, int]

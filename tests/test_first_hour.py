@@ -503,3 +503,44 @@ def test_contexts_of_the_wrong_type_name_the_row_and_the_type(tmp_path: Path) ->
     assert code == 3, out
     assert "field 'retrieved_contexts[0]': expected a string (or a LangChain Document), got a number (int)" in out
     assert "nothing was judged: every input row (1) was invalid" in out, out
+
+
+# --- 11. job summary, pass/fail metrics, single runs --------------------------------------------
+
+
+def test_a_single_run_never_marks_a_sample_or_the_gate_flaky(tmp_path: Path) -> None:
+    from assay.analysis import GatePolicy, analyze_repeats, evaluate_gate
+    from assay.run import RunStore
+
+    store = tmp_path / "runs.sqlite"
+    make_run(store, "r", [{"faithfulness": 0.75}, {"faithfulness": 1.0}, {"faithfulness": (0.8, 5)}])
+    with RunStore(store) as runs:
+        report = analyze_repeats(list(runs.records("r")), "faithfulness")
+    for policy in (GatePolicy(threshold=0.8), GatePolicy(threshold=0.75, per_sample=True)):
+        result = evaluate_gate(report, policy)
+        assert result.method == "binomial" and 0.0 < result.p_pass < 1.0  # the model's estimate is not certain...
+        assert result.stability != "flaky"  # ...but nothing was seen to flake
+        assert [s.stability for s in result.samples if s.is_scored].count("flaky") == 0
+
+
+def test_the_job_summary_says_what_it_left_out_and_where_the_rest_is(tmp_path: Path) -> None:
+    store = tmp_path / "runs.sqlite"
+    make_run(store, "r", [{"faithfulness": 0.25}] * 8 + [{"faithfulness": None}] * 7 + [{"faithfulness": 1.0}] * 60)
+    summary = tmp_path / "summary.md"
+    code, out = invoke("gate", "r", "--store", str(store), "--min", "0.95", "--summary-md", str(summary))
+    assert code == 1, out
+    text = summary.read_text()
+    assert "Showing 5 of 8 samples that failed" in text and "assay gate r" in text
+    assert "and 2 more (all of them: `assay runs show r`)" in text
+
+
+def test_a_pass_fail_metric_gate_reads_as_a_pass_rate(tmp_path: Path) -> None:
+    store = tmp_path / "runs.sqlite"
+    make_run(store, "r", [{"answer_relevancy": 1.0}] * 3 + [{"answer_relevancy": 0.0}])
+    code, out = invoke(
+        "gate", "r", "--store", str(store), "-m", "answer_relevancy=0.7", "--summary-md", str(tmp_path / "s.md")
+    )
+    assert code == 0, out
+    assert "pass rate 0.750 (3 of 4 samples pass)" in out
+    assert "statements needed" not in out  # the statement-count advice of graded metrics
+    assert "pass rate" in (tmp_path / "s.md").read_text()

@@ -384,7 +384,13 @@ class GateResult:
 
     @property
     def stability(self) -> Stability:
-        """:func:`classify` of ``p_pass`` at the policy's ``max_flake``."""
+        """Stable pass, stable fail or flaky.
+
+        With repeats, :func:`classify` of ``p_pass`` at the policy's ``max_flake``; for a
+        single run, the observed outcome (it decides on what it observed: nothing flaked).
+        """
+        if self.method == "binomial":
+            return _observed(self.observed_pass)
         return classify(self.p_pass, self.policy.max_flake)
 
     @property
