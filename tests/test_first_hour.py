@@ -544,3 +544,66 @@ def test_a_pass_fail_metric_gate_reads_as_a_pass_rate(tmp_path: Path) -> None:
     assert "pass rate 0.750 (3 of 4 samples pass)" in out
     assert "statements needed" not in out  # the statement-count advice of graded metrics
     assert "pass rate" in (tmp_path / "s.md").read_text()
+
+
+# --- 13. assay retrieval reads peers' names, takes --map and --base-url, goes on past a bad row -
+
+
+RETRIEVAL_ROWS = {
+    "ragas": [
+        {"user_input": "Who designed it?", "retrieved_contexts": ["Gustave built it.", "Koechlin designed it."],
+         "reference_contexts": ["Koechlin designed it."], "response": "Koechlin.", "reference": "Koechlin"},
+        {"user_input": "Largest planet?", "retrieved_contexts": ["Jupiter is the largest planet."],
+         "reference_contexts": ["Jupiter is the largest planet."]},
+    ],
+    "deepeval": [
+        {"input": "Who designed it?", "retrieval_context": ["Gustave built it.", "Koechlin designed it."],
+         "context": ["Koechlin designed it."], "actual_output": "Koechlin."},
+        {"input": "Largest planet?", "retrieval_context": ["Jupiter is the largest planet."],
+         "context": ["Jupiter is the largest planet."]},
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", ["ragas", "deepeval"])
+def test_retrieval_reads_ragas_and_deepeval_columns(tmp_path: Path, shape: str) -> None:
+    import json
+
+    data = _write_rows(tmp_path / "data.jsonl", RETRIEVAL_ROWS[shape])
+    out = tmp_path / "report.json"
+    code, printed = invoke("retrieval", str(data), "--judge", "token", "--k", "1,2", "-o", str(out))
+    assert code == 0, printed
+    report = json.loads(out.read_text())
+    assert report["mean"]["precision@1"] == 0.5 and report["mean"]["mrr@2"] == 0.75
+    assert [q["query"] for q in report["queries"]] == ["Who designed it?", "Largest planet?"]
+
+
+def test_retrieval_takes_map_and_reports_a_bad_row_and_goes_on(tmp_path: Path) -> None:
+    import json
+
+    rows = [
+        {"q": "Who designed it?", "gold": ["Koechlin designed it."], "hits": ["Koechlin designed it."]},
+        {"q": "Broken row", "gold": [], "hits": ["x"]},
+        {"q": "Largest planet?", "gold": ["Jupiter is the largest planet."], "hits": ["Mars is red."]},
+    ]
+    data = _write_rows(tmp_path / "data.jsonl", rows)
+    out = tmp_path / "report.json"
+    maps = ["--map", "q=query", "--map", "gold=expected", "--map", "hits=retrieved"]
+    code, printed = invoke("retrieval", str(data), *maps, "--k", "1", "-o", str(out))
+    assert code == 2, printed  # evaluated, but a row was invalid
+    assert f"{data}:2: gold: List should have at least 1 item" in printed  # the column as written
+    assert json.loads(out.read_text())["mean"]["hit_rate@1"] == 0.5  # rows 1 and 3 were judged
+    code, printed = invoke("retrieval", str(data), "--map", "qq=query", "--k", "1")
+    assert code == 1 and "no column 'qq'" in printed, printed
+
+
+def test_retrieval_llm_judge_takes_a_base_url(tmp_path: Path) -> None:
+    pytest.importorskip("openai")
+    from assay.testing import FakeOpenAIServer
+
+    data = _write_rows(tmp_path / "data.jsonl", RETRIEVAL_ROWS["ragas"])
+    with FakeOpenAIServer() as server:
+        code, printed = invoke("retrieval", str(data), "--judge", "llm", "--model", "openai:fake",
+                               "--base-url", server.base_url, "--k", "1")  # fmt: skip
+        assert code == 0, printed
+        assert server.calls == 2  # one pair per query at k=1

@@ -73,19 +73,17 @@ ClientT = TypeVar("ClientT", bound=_Client)
 
 
 def _check_base_url(url: str, client: str, key_env: str) -> None:
-    """Refuse a base URL that cannot work: the SDK appends its path after a query string or fragment.
+    """Refuse a base URL with a query string: the SDK appends its path after it, so it cannot work.
 
-    ``https://host/v1?api_key=...`` is sent as ``https://host/v1?api_key=.../chat/completions``:
-    every call fails (a 404), after the run has started. Said before any call, with the
-    URL redacted.
+    ``https://host/v1?api_key=...`` is sent as ``https://host/v1?api_key=.../chat/completions``
+    (any query, ``?region=eu`` too): every call fails, a 404, after the run has started. It
+    is refused before any call, with the URL redacted.
     """
-    parts = urlsplit(url)
-    if parts.query or parts.fragment:
-        part = "query string" if parts.query else "fragment"
+    if urlsplit(url).query:
         raise ConfigError(
-            f"the base URL {redact_url(url)} has a {part}: the {client} client appends its own path "
+            f"the base URL {redact_url(url)} has a query string: the {client} client appends its own path "
             f"(/chat/completions) after it, so no request could reach the server. Give the URL without "
-            f"'{'?' if parts.query else '#'}...' and the key in {key_env} (or api_key=...)"
+            f"'?...' and the key in {key_env} (or api_key=...)"
         )
 
 
