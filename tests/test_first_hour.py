@@ -607,3 +607,45 @@ def test_retrieval_llm_judge_takes_a_base_url(tmp_path: Path) -> None:
                                "--base-url", server.base_url, "--k", "1")  # fmt: skip
         assert code == 0, printed
         assert server.calls == 2  # one pair per query at k=1
+
+
+# --- peers: several metrics in one pytest assertion (DeepEval's assert_test) --------------------
+
+
+def _rag_judge():  # type: ignore[no-untyped-def]
+    """Statements are sentences, supported when every word is in the context; relevant when a word is shared."""
+    import json
+
+    from assay.models import FunctionJudge
+    from first_hour import word_judge
+
+    def answer(messages, request):  # type: ignore[no-untyped-def]
+        name = request.schema.__name__ if request.schema is not None else None
+        body = {"messages": list(messages), "response_format": {"json_schema": {"name": name}}}
+        if name == "Statements" or name == "VerdictList" or name == "RelevanceJudgement":
+            return word_judge(body)
+        return json.dumps({})
+
+    return FunctionJudge(answer, per_statement=False)
+
+
+def test_assert_scores_gates_several_metrics_and_lists_every_failure() -> None:
+    from assay import Sample
+    from assay.metrics import AnswerRelevancy
+    from assay.pytest_plugin import assert_scores
+
+    good = Sample(id="g", question="Capital of France?", answer="Paris is the capital of France.",
+                  contexts=["Paris is the capital of France."])  # fmt: skip
+    scores = assert_scores(good, ["faithfulness", AnswerRelevancy()], min={"faithfulness": 0.8}, judge=_rag_judge())
+    assert scores["faithfulness"].value == 1.0 and scores["answer_relevancy"].value == 1.0
+    bad = Sample(id="b", question="Capital of France?", answer="Lyon is big.", contexts=["Paris is the capital."])
+    with pytest.raises(AssertionError) as failed:
+        assert_scores(bad, ["faithfulness", "answer_relevancy"], min=0.5, judge=_rag_judge())
+    message = str(failed.value)
+    assert message.startswith("2 of 2 metrics failed")
+    assert "assay faithfulness of sample 'b': score 0.000 < 0.5" in message and "Lyon is big." in message
+    assert "assay answer_relevancy of sample 'b'" in message
+    from assay.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="did you mean 'faithfulness'"):
+        assert_scores(good, ["faithfulnes"], judge=_rag_judge())
