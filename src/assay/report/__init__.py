@@ -27,6 +27,7 @@ from pathlib import Path
 from assay._safety import scrub, url_secrets
 from assay.analysis import GatePolicy, metrics_in
 from assay.errors import ConfigError, did_you_mean
+from assay.report._browse import BROWSER_SAMPLES, BrowserData, RunEntry, build_browser, report_file
 from assay.report._build import (
     CompareMetric,
     CostView,
@@ -42,14 +43,16 @@ from assay.report._build import (
     pass_share,
     spread,
 )
-from assay.report._html import CSP, render_html
+from assay.report._html import CSP, render_browser, render_html
 from assay.report._markdown import gate_summary_markdown, md_text
 from assay.run import EvalResult, RunStore
 from assay.run._cost import PriceTable
 
 __all__ = [
+    "BROWSER_SAMPLES",
     "CSP",
     "DEFAULT_THRESHOLD",
+    "BrowserData",
     "CompareMetric",
     "CostView",
     "Gate",
@@ -57,7 +60,9 @@ __all__ = [
     "Interval",
     "MetricView",
     "ReportData",
+    "RunEntry",
     "Spread",
+    "build_browser",
     "build_report",
     "embed_json",
     "gate_summary_markdown",
@@ -65,10 +70,13 @@ __all__ = [
     "locate_statements",
     "md_text",
     "pass_share",
+    "render_browser",
     "render_html",
     "render_report",
+    "report_file",
     "report_result",
     "spread",
+    "write_browser",
     "write_report",
 ]
 
@@ -188,6 +196,7 @@ def write_report(
     seed: int = 0,
     gate: GatePolicy | None = None,
     gate_metric: GateMetrics = "faithfulness",
+    back_link: str | None = None,
 ) -> ReportData:
     """Write the report of ``run_id`` to ``out`` as one self-contained HTML file.
 
@@ -205,6 +214,7 @@ def write_report(
             (pass, fail, flaky or unscored) in the header.
         gate_metric: The metric the gate checks, or several: names and ``(name,
             threshold)`` pairs, each gated (and coloured) at its own pass mark.
+        back_link: A relative link to the run browser's index, shown in the header.
 
     Returns:
         The report's data (what the page shows).
@@ -218,7 +228,7 @@ def write_report(
     )
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(report), encoding="utf-8")
+    path.write_text(render_html(report, back_link=back_link), encoding="utf-8")
     return report
 
 
@@ -239,3 +249,54 @@ def report_result(
     with RunStore(result.store_path) as store:
         write_report(store, result.run_id, out, compare, threshold)
     return out
+
+
+def write_browser(
+    store: RunStore | str | Path,
+    out_dir: str | Path = "assay-runs",
+    *,
+    threshold: float | None = None,
+    prices: PriceTable | None = None,
+    seed: int = 0,
+    reports: bool = True,
+    max_samples: int = BROWSER_SAMPLES,
+) -> BrowserData:
+    """Write the run browser: ``out_dir/index.html`` over every run, and each run's report in ``out_dir/runs/``.
+
+    The folder is self-contained (relative links, no network): open ``index.html``, or
+    upload the folder as a CI artifact. See :mod:`assay.report._browse`.
+
+    Args:
+        store: The run store (or its path).
+        out_dir: The folder to write (created).
+        threshold: The pass mark (default: ``assay gate``'s).
+        prices: Token prices for the reports' costs.
+        seed: Seed of the bootstrap intervals.
+        reports: Also write every run's report (``False``: the index only, e.g. when the
+            reports are already there).
+        max_samples: Samples per run the index embeds for side-by-side comparison.
+
+    Returns:
+        What the index shows.
+    """
+    if not isinstance(store, RunStore):
+        with RunStore(store) as opened:
+            return write_browser(
+                opened, out_dir, threshold=threshold, prices=prices, seed=seed, reports=reports,
+                max_samples=max_samples,
+            )  # fmt: skip
+    folder = Path(out_dir)
+    mark = DEFAULT_THRESHOLD if threshold is None else threshold
+    runs = []
+    for info in store.runs():
+        records = scrub(list(store.records(info.run_id)), url_secrets(info.spec.base_url))
+        runs.append((info, records))
+        if reports:
+            write_report(
+                store, info.run_id, folder / "runs" / report_file(info.run_id), threshold=mark, prices=prices,
+                seed=seed, back_link="../index.html",
+            )  # fmt: skip
+    data = build_browser(runs, threshold=mark, store=str(store.path), max_samples=max_samples)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "index.html").write_text(render_browser(data), encoding="utf-8")
+    return data
