@@ -31,9 +31,18 @@ for unscored, or ``(value, n_statements)``."""
 
 
 def score(metric: str, value: Value) -> Score:
-    """A scored (or, for ``None``, unscored) result with verdicts that add up to its value."""
+    """A scored (or, for ``None``, unscored) result with verdicts that add up to its value.
+
+    Answer relevancy's are its own two: relevant, and committal (value = their product).
+    """
     if value is None:
         return Score.unscored(metric, UnscoredReason.PARSE_FAILURE, "the judge rambled")
+    if metric == "answer_relevancy" and not isinstance(value, tuple):
+        verdicts = [
+            Verdict(subject="the question", value=int(value), reason="addressed" if value else "off topic"),
+            Verdict(subject="the answer commits to a response (not evasive)", value=1, reason="commits"),
+        ]
+        return Score.scored(metric, value, verdicts=verdicts, spec=SPECS[metric])
     value, n = value if isinstance(value, tuple) else (value, 1 if value in (0.0, 1.0) else 4)
     ones = round(value * n)
     verdicts = [

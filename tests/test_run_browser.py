@@ -156,7 +156,9 @@ def test_a_sample_link_opens_that_sample_in_its_runs_report(site: dict[str, Any]
         ".getAttribute('href')"
     )
     assert href == f"runs/{report_file(site['new'])}#sample=s4"
+    browser.events.clear()
     browser.click("#compare-body tr[data-sample-id='s4'] a.sample-link:last-child")
+    browser.wait_event("Page.loadEventFired")  # a real navigation, to the other file
     browser.wait_for("window.assayReady === true && document.getElementById('sample-view') !== null")
     assert browser.evaluate("document.getElementById('sample-view').dataset.sampleId") == "s4"
     assert browser.evaluate("document.title") == f"assay report · {site['new']}"
@@ -164,7 +166,9 @@ def test_a_sample_link_opens_that_sample_in_its_runs_report(site: dict[str, Any]
     # The hostile id travels through the link as text, not markup.
     browser.navigate((site["site"] / "index.html").as_uri())
     browser.wait_for("window.assayBrowserReady === true")
+    browser.events.clear()
     browser.click("#compare-body tr:last-child a.sample-link:last-child")
+    browser.wait_event("Page.loadEventFired")
     browser.wait_for("document.getElementById('sample-view') !== null")
     assert browser.evaluate("document.getElementById('sample-view').dataset.sampleId") == (
         "<img src=x onerror=window.__xss=1>"

@@ -683,10 +683,21 @@ def combined_outcome(outcomes: Sequence[GateOutcome]) -> GateOutcome:
 
 
 def is_pass_fail(report: RepeatReport) -> bool:
-    """Whether every scored value of the metric is 0 or 1: a pass/fail metric (a grader, answer relevancy).
+    """Whether the metric is pass/fail: every value 0 or 1, and not a share of statements that happened to be.
 
-    Its run mean is the share of samples that pass, and a sample has no statements whose
-    count could make a gate stable: gates and summaries word it as a pass rate.
+    A pass/fail metric (a grader's PASS/FAIL, answer relevancy) has a run mean that is the
+    share of samples that pass, and no statement count that could make a gate stable:
+    gates and summaries word it as a pass rate. Told from the scores alone: every scored
+    value is 0 or 1, and either its verdicts are labels (``PASS``/``FAIL``), or some
+    score's verdicts disagree while its value is 0 or 1 (so the value is not their share).
+    Faithfulness whose answers were all wholly supported or wholly not (one-statement
+    answers, say) is still a share of statements and keeps the statement-count advice,
+    which is exactly what such a run needs.
     """
-    values = [float(v) for s in report.samples for v in s.values]
-    return bool(values) and all(v in (0.0, 1.0) for v in values)
+    scores = [score for sample in report.samples for score in sample.scored]
+    if not scores or any(score.value not in (0.0, 1.0) for score in scores):
+        return False
+    verdicts = [v for score in scores for v in score.verdicts]
+    if verdicts and all(isinstance(v.value, str) for v in verdicts):
+        return True
+    return any(len({_binary(v.value) for v in score.verdicts}) > 1 for score in scores)
