@@ -312,8 +312,9 @@ def test_repeats_give_per_sample_spread_flake_probability_and_gate(tmp_path: Pat
     # repeat means: (1 + 1 + .5)/3, (1 + .5 + .5)/3, (1 + 1 + .5)/3 -> gate at 0.8 passes 2 of 3
     assert m.gate.repeat_means == pytest.approx((2.5 / 3, 2 / 3, 2.5 / 3))
     assert m.gate.passes == 2 and m.gate.p_pass == pytest.approx(2 / 3) and m.gate.flaky
+    assert m.verdict is not None and m.verdict.outcome == "flaky"  # the gate column is assay gate's verdict
     html = render_report(store, "r")
-    assert "passes in 2 of 3 repeats" in html and 'class="spread"' in html
+    assert "passes on 2 of 3 repeats" in html and 'class="spread"' in html
 
 
 def test_compare_pairs_by_id_and_counts_flips_and_deltas(tmp_path: Path) -> None:

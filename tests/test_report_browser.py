@@ -149,7 +149,9 @@ def test_clicking_a_sample_shows_coloured_statements_and_no_payload_runs(
     assert any(XSS in text for text in raw) and any('"statements"' in text for text in raw)
     # the comparison and repeats are on the page
     assert browser.evaluate("document.getElementById('compare') !== null")
-    assert "P(pass)" in browser.evaluate("document.getElementById('sample-head').textContent")
+    # (a sample's spread and P(pass) sit under its mean, one column per metric; Δ beside it)
+    assert "mean of 2 repeats" in browser.evaluate("document.getElementById('sample-head').textContent")
+    assert "P(pass)" in browser.evaluate("document.getElementById('sample-body').textContent")
 
     # sort by clicking a header, filter through the input
     browser.click("#sample-head th:nth-child(2)")

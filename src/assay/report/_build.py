@@ -23,23 +23,29 @@ Conventions (also in ``docs/design/report.md``):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from assay._scores import JudgeCall
-from assay.analysis import bootstrap_mean_ci, paired_bootstrap_ci
+from assay.analysis import (
+    GatePolicy,
+    GateResult,
+    analyze_repeats,
+    bootstrap_mean_ci,
+    evaluate_gate,
+    is_pass_fail,
+    paired_bootstrap_ci,
+)
 from assay.run import RunInfo
 from assay.run._cost import CostReport, PriceTable
-
-if TYPE_CHECKING:
-    from assay.analysis import GateResult
 
 __all__ = [
     "CompareMetric",
@@ -303,7 +309,13 @@ class Gate:
 
 @dataclass(frozen=True)
 class MetricView:
-    """Everything the report says about one metric of the run."""
+    """Everything the report says about one metric of the run.
+
+    ``verdict`` is ``assay gate``'s verdict on the metric at its pass mark
+    (:func:`assay.analysis.evaluate_gate`, with the report's gate policy when one is
+    given): the summary's gate column shows it, so the column and the gate never disagree.
+    ``pass_fail``: every scored value is 0 or 1 (the mean is a pass rate).
+    """
 
     name: str
     mean: Interval
@@ -316,6 +328,9 @@ class MetricView:
     n_passing: int
     n_flaky: int
     spreads: tuple[Spread, ...] = ()
+    threshold: float = 0.8
+    verdict: GateResult | None = None
+    pass_fail: bool = False
 
 
 @dataclass(frozen=True)
@@ -350,7 +365,8 @@ class ReportData:
 
     ``samples`` is the JSON-ready per-sample payload the page renders in the browser;
     ``texts`` holds the judge messages they refer to by index (each distinct text once).
-    ``gate_result`` is ``assay gate``'s verdict on the run, when a gate policy was given.
+    ``gate_results`` are ``assay gate``'s verdicts on the gated metrics, when a gate was
+    asked for (``gate_result``: the first).
     """
 
     info: RunInfo
@@ -367,7 +383,12 @@ class ReportData:
     only_here: int = 0
     only_other: int = 0
     seed: int = 0
-    gate_result: GateResult | None = None
+    gate_results: tuple[GateResult, ...] = ()
+
+    @property
+    def gate_result(self) -> GateResult | None:
+        """The first gated metric's verdict (``None`` when the report was asked for no gate)."""
+        return self.gate_results[0] if self.gate_results else None
 
     def page_data(self) -> dict[str, Any]:
         """The JSON the page embeds: per-sample data and what the table needs to draw it."""
@@ -378,6 +399,7 @@ class ReportData:
                 "metrics": [m.name for m in self.metrics],
                 "repeats": self.repeats,
                 "threshold": self.threshold,
+                "thresholds": {m.name: m.threshold for m in self.metrics},
             },
             "samples": self.samples,
             "texts": self.texts,
@@ -555,6 +577,7 @@ def _metric_view(
             shares.append(pass_share(values, threshold))
     return MetricView(
         name=name,
+        threshold=threshold,
         mean=_mean_interval(sample_means, seed=seed),
         n_samples=n_samples,
         n_scored=len(all_values),
@@ -583,6 +606,9 @@ def build_report(
     threshold: float = 0.8,
     prices: PriceTable | None = None,
     seed: int = 0,
+    thresholds: Mapping[str, float] | None = None,
+    gate: GatePolicy | None = None,
+    gated: Sequence[str] = (),
 ) -> ReportData:
     """Compute everything the report shows from one run's records (and another run's).
 
@@ -595,12 +621,34 @@ def build_report(
         threshold: A sample passes a metric when its value is at least this.
         prices: The price table for the cost (default: the built-in one).
         seed: Seed of every bootstrap.
+        thresholds: Pass marks of some metrics, where they differ from ``threshold``
+            (``assay gate -m faithfulness=0.8 -m answer_relevancy=0.7``).
+        gate: The gate policy behind each metric's gate column (its threshold replaced by
+            the metric's pass mark); default: ``assay gate``'s defaults with ``seed``.
+        gated: The metrics whose gate verdicts head the report (``gate_results``).
     """
     records = list(records)
     names = _metric_names(info, records)
     groups = _group(records)
     repeats = max([int(info.spec.options.get("repeats") or 1)] + [int(r.get("repeat") or 0) + 1 for r in records])
-    metrics = tuple(_metric_view(name, groups, repeats, threshold, seed) for name in names)
+    marks = {name: (thresholds or {}).get(name, threshold) for name in names}
+    policy = gate or GatePolicy(threshold=threshold, seed=seed)
+    views = []
+    for name in names:
+        view = _metric_view(name, groups, repeats, marks[name], seed)
+        verdict, pass_fail = None, False
+        if view.n_samples:
+            repeat_report = analyze_repeats(records, name, seed=policy.seed)
+            verdict = evaluate_gate(repeat_report, dataclasses.replace(policy, threshold=marks[name]))
+            pass_fail = is_pass_fail(repeat_report)
+        views.append(dataclasses.replace(view, verdict=verdict, pass_fail=pass_fail))
+    metrics = tuple(views)
+    unknown = [name for name in gated if name not in names]
+    if unknown:
+        raise KeyError(unknown[0])
+    gate_results = tuple(
+        m.verdict for name in gated for m in metrics if m.name == name and m.verdict is not None
+    )
 
     other_means: dict[str, dict[str, float | None]] = {}
     other_names: list[str] = []
@@ -637,7 +685,7 @@ def build_report(
                 "max": _finite(s.high),
                 "n": s.n,
                 "unscored": n_unscored,
-                "pass": _finite(pass_share(values, threshold)),
+                "pass": _finite(pass_share(values, marks[name])),
             }
         item: dict[str, Any] = {
             "id": sid,
@@ -671,8 +719,8 @@ def build_report(
                 flip = None
                 if d is not None and mine is not None and their is not None:
                     pairs[name].append((mine, their))
-                    if (mine >= threshold) != (their >= threshold):
-                        flip = "fail→pass" if mine >= threshold else "pass→fail"
+                    if (mine >= marks[name]) != (their >= marks[name]):
+                        flip = "fail→pass" if mine >= marks[name] else "pass→fail"
                 delta[name] = {"other": their, "delta": d, "flip": flip}
             item["delta"] = delta
             item["in_other"] = theirs is not None
@@ -689,8 +737,8 @@ def build_report(
                 delta=_paired_interval(base, theirs_values, seed=seed),
                 base_mean=sum(base) / len(base) if base else math.nan,
                 other_mean=sum(theirs_values) / len(theirs_values) if theirs_values else math.nan,
-                n_to_fail=sum(1 for a, b in paired if a < threshold <= b),
-                n_to_pass=sum(1 for a, b in paired if b < threshold <= a),
+                n_to_fail=sum(1 for a, b in paired if a < marks[name] <= b),
+                n_to_pass=sum(1 for a, b in paired if b < marks[name] <= a),
             )
         )
     here_ids = {s["id"] for s in samples}
@@ -710,6 +758,7 @@ def build_report(
         only_here=len(here_ids - in_both),
         only_other=len(set(other_means) - in_both),
         seed=seed,
+        gate_results=gate_results,
     )
 
 

@@ -15,6 +15,9 @@
   var TEXTS = DATA.texts;
   var METRICS = META.metrics;
   var THRESHOLD = META.threshold;
+  var THRESHOLDS = META.thresholds || {};
+  // Each metric's pass mark (a gate may give metrics their own: -m faithfulness=0.8 -m answer_relevancy=0.7).
+  function mark(name) { return THRESHOLDS[name] === undefined ? THRESHOLD : THRESHOLDS[name]; }
   var REPEATS = META.repeats;
   var COMPARE = META.other_run_id !== null;
   var PAGE_SIZE = 50;
@@ -54,7 +57,7 @@
     for (var m = 0; m < METRICS.length; m++) {
       var st = s.stats[METRICS[m]];
       if (!st) continue;
-      if (st.mean !== null && st.mean < THRESHOLD) failing = true;
+      if (st.mean !== null && st.mean < mark(METRICS[m])) failing = true;
       if (st.unscored > 0) unscored = true;
       if (st.pass !== null && st.pass > 0 && st.pass < 1) flaky = true;
       if (COMPARE && s.delta && s.delta[METRICS[m]] && s.delta[METRICS[m]].flip) flipped = true;
@@ -63,6 +66,8 @@
   }
 
   // ---------------------------------------------------------------- columns
+  // One column per metric (its value; with repeats, the spread and P(pass) on a second line)
+  // and, when comparing, one Δ column right after it: a wide run still fits the page.
   var COLUMNS = [
     { label: "line", num: true, key: function (s) { return s.line; }, cell: function (s) { return String(s.line); } },
     { label: "id", key: function (s) { return s.id; }, cell: function (s) { return s.id; }, cls: "id" },
@@ -71,6 +76,8 @@
   METRICS.forEach(function (name) {
     COLUMNS.push({
       label: name, num: true, metric: name,
+      sub: REPEATS > 1 ? "mean of " + REPEATS + " repeats" : "passes at ≥ " + mark(name),
+      title: name + ": the sample's value" + (REPEATS > 1 ? " (mean of its scored repeats; below: min–max and the share of repeats that pass)" : "") + "; it passes at ≥ " + mark(name) + ". Click to sort.",
       key: function (s) { return s.stats[name] ? s.stats[name].mean : null; },
       cell: function (s) {
         var st = s.stats[name];
@@ -79,33 +86,29 @@
         if (st.unscored) text += " (" + st.unscored + " unscored)";
         return text;
       },
+      detail: REPEATS > 1 ? function (s) {
+        var st = s.stats[name];
+        if (!st || st.mean === null) return "";
+        return fmt(st.min, 2) + "–" + fmt(st.max, 2) + " · P(pass) " + fmt(st.pass, 2);
+      } : null,
       tone: function (s) {
         var st = s.stats[name];
         if (!st || st.mean === null) return "v-none";
-        return st.mean >= THRESHOLD ? "v-ok" : "v-bad";
+        return st.mean >= mark(name) ? "v-ok" : "v-bad";
       },
     });
-    if (REPEATS > 1) {
-      COLUMNS.push({
-        label: name + " min–max", num: true,
-        key: function (s) { var st = s.stats[name]; return st && st.mean !== null ? st.max - st.min : null; },
-        cell: function (s) { var st = s.stats[name]; return st && st.mean !== null ? fmt(st.min, 2) + "–" + fmt(st.max, 2) : "—"; },
-      });
-      COLUMNS.push({
-        label: name + " P(pass)", num: true,
-        key: function (s) { var st = s.stats[name]; return st ? st.pass : null; },
-        cell: function (s) { var st = s.stats[name]; return st ? fmt(st.pass, 2) : "—"; },
-      });
-    }
     if (COMPARE) {
       COLUMNS.push({
-        label: name + " Δ", num: true,
+        label: "Δ", num: true, delta: true,
+        sub: "vs other run",
+        title: name + ": this run minus run " + META.other_run_id + " (the same sample, paired by id), and a pass/fail flip at ≥ " + mark(name) + ". Click to sort.",
         key: function (s) { var d = s.delta && s.delta[name]; return d ? d.delta : null; },
         cell: function (s) {
           var d = s.delta && s.delta[name];
-          if (!d) return "—";
-          return signed(d.delta) + (d.flip ? " " + d.flip : "");
+          if (!d) return s.in_other === false ? "not in other run" : "—";
+          return signed(d.delta);
         },
+        detail: function (s) { var d = s.delta && s.delta[name]; return d && d.flip ? d.flip : ""; },
         tone: function (s) {
           var d = s.delta && s.delta[name];
           if (!d || !d.flip) return "";
@@ -121,11 +124,23 @@
   var body = document.getElementById("sample-body");
   var countEl = document.getElementById("count");
   var pageEl = document.getElementById("page");
-  var detail = document.getElementById("detail");
+  var panel = document.getElementById("detail");
+  var detail = document.getElementById("detail-body");
+  function closeDetail() {
+    document.body.classList.remove("viewing");
+    state.selected = null;
+    body.querySelectorAll("tr.selected").forEach(function (tr) { tr.classList.remove("selected"); });
+    if (location.hash.indexOf("#sample=") === 0) history.replaceState(null, "", location.pathname + location.search);
+  }
+  document.getElementById("close-detail").addEventListener("click", closeDetail);
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape" && document.body.classList.contains("viewing")) closeDetail();
+  });
 
   COLUMNS.forEach(function (col, index) {
-    var th = el("th", { text: col.label, title: "sort by " + col.label });
-    if (col.num) th.className = "num";
+    var th = el("th", { title: col.title || "sort by " + col.label }, el("span", { text: col.label }),
+      col.sub ? el("span", { cls: "sub", text: col.sub }) : null);
+    th.className = (col.num ? "num" : "") + (col.metric ? " metric" : "") + (col.delta ? " delta" : "");
     th.addEventListener("click", function () {
       if (state.sort === index) state.dir = -state.dir;
       else { state.sort = index; state.dir = col.num ? -1 : 1; }
@@ -180,7 +195,9 @@
       if (state.selected === s._i) tr.className = "selected";
       COLUMNS.forEach(function (col) {
         var td = el("td", { text: col.cell(s) });
-        var cls = (col.num ? "num " : "") + (col.cls || "") + " " + (col.tone ? col.tone(s) : "");
+        var extra = col.detail ? col.detail(s) : "";
+        if (extra) td.appendChild(el("span", { cls: "sub", text: extra }));
+        var cls = (col.num ? "num " : "") + (col.delta ? "delta " : "") + (col.cls || "") + " " + (col.tone ? col.tone(s) : "");
         td.className = cls.trim();
         if (col.cls === "q") td.title = s.question || "";
         if (col.cls === "id") td.title = s.id;
@@ -305,7 +322,11 @@
     body.querySelectorAll("tr").forEach(function (tr) {
       tr.classList.toggle("selected", Number(tr.dataset.index) === index);
     });
+    document.body.classList.add("viewing");
     renderDetail(SAMPLES[index], 0, null);
+    panel.scrollTop = 0;
+    // A link to this sample (the run browser links here): report.html#sample=<id>
+    history.replaceState(null, "", "#sample=" + encodeURIComponent(SAMPLES[index].id));
   }
 
   function renderDetail(s, repeatIndex, entryName) {
@@ -335,7 +356,7 @@
         var d = s.delta[name];
         text += " · other run " + fmt(d.other) + ", Δ " + signed(d.delta) + (d.flip ? " (" + d.flip + ")" : "");
       }
-      var tone = st.mean === null ? "na" : st.mean >= THRESHOLD ? "ok" : "bad";
+      var tone = st.mean === null ? "na" : st.mean >= mark(name) ? "ok" : "bad";
       stats.appendChild(el("li", { cls: tone, text: text }));
     });
     root.appendChild(stats);
@@ -424,4 +445,9 @@
     for (var i = 0; i < SAMPLES.length; i++) if (SAMPLES[i].id === id) { select(i); return true; }
     return false;
   };
+  // Opened as report.html#sample=<id> (a link from the run browser): show that sample.
+  if (location.hash.indexOf("#sample=") === 0) {
+    var wanted = decodeURIComponent(location.hash.slice("#sample=".length));
+    if (!window.assaySelect(wanted)) countEl.textContent += " · no sample " + JSON.stringify(wanted) + " in this run";
+  }
 })();
