@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.grounding._addressed import AddressedFinding, addresses_judge
-from assay.grounding._decompose import _segmenter, text_pieces
+from assay.grounding._sentences import _segmenter, text_pieces
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "benchmarks" / "data" / "injection.jsonl"

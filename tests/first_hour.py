@@ -101,6 +101,8 @@ def word_judge(body: dict[str, Any]) -> str:
 
     user = str(body["messages"][-1]["content"])  # type: ignore[index]
     schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")  # type: ignore[union-attr]
+    if "<sentence>\n" in user:  # the one-sentence rewrite: the sentence is its own statement
+        return json.dumps({"statements": [user.split("<sentence>\n")[1].split("\n</sentence>")[0]]})
     if schema == "Statements" and "<answer>" in user:
         answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
         return json.dumps({"statements": [s.strip() + "." for s in answer.split(".") if s.strip()]})

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.grounding._decompose import _segmenter, text_pieces
+from assay.grounding._sentences import _segmenter, text_pieces
 from assay.metrics import AddressedFinding, addresses_judge
 
 ROOT = Path(__file__).resolve().parents[1]

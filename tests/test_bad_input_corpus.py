@@ -508,7 +508,8 @@ def test_a_long_answer_is_split_piece_by_piece_as_pysbd_splits_it_whole(monkeypa
     import asyncio
     import random
 
-    from assay.grounding._decompose import SEGMENT_CHARS, SentenceDecomposer, _segmenter, is_checkable
+    from assay.grounding._decompose import SentenceDecomposer, is_checkable
+    from assay.grounding._sentences import SEGMENT_CHARS, _segmenter
 
     parts = [
         "Dr. Smith met Mrs. Jones at 5 p.m. in the U.S. Army base.",

@@ -125,7 +125,8 @@ def test_a_schema_1_run_with_a_verifier_is_not_resumed_under_todays_verifier(tmp
     """Its finished samples were judged without the detail veto, guard, evidence window and copy rule."""
     import json
 
-    from assay import evaluate
+    from assay import Faithfulness, evaluate
+    from assay.errors import ConfigError
     from assay.metrics import metric_from_spec
     from assay.models import ScriptedJudge
     from assay.run import ResumeError, RunOptions, RunSpec, RunStore, open_dataset
@@ -150,13 +151,18 @@ def test_a_schema_1_run_with_a_verifier_is_not_resumed_under_todays_verifier(tmp
                 )
             )  # fmt: skip
             runs.set_status("old", "interrupted")
-        metric = metric_from_spec(v1[name])
         if name == "faithfulness":
-            with pytest.raises(ResumeError, match=r"cannot resume run old.*schema 1.*details.*guard"):
-                evaluate(data, [metric], judge, store=store, resume="old", progress=False, reasks=1)
-        else:  # everything its judging depends on was recorded: it resumes
-            result = evaluate(data, [metric], judge, store=store, resume="old", progress=False, reasks=1)
-            assert result.run_id == "old" and result.n_samples == 2
+            # its spec no longer rebuilds (faithfulness 2 makes statements differently), and
+            # today's faithfulness is refused too: the finished samples were judged another way
+            with pytest.raises(ConfigError, match=r"version was 1, is now 2"):
+                metric_from_spec(v1[name])
+            with pytest.raises(ResumeError, match=r"cannot resume run old"):
+                evaluate(data, [Faithfulness()], judge, store=store, resume="old", progress=False, reasks=1)
+            continue
+        # everything its judging depends on was recorded: it resumes
+        metric = metric_from_spec(v1[name])
+        result = evaluate(data, [metric], judge, store=store, resume="old", progress=False, reasks=1)
+        assert result.run_id == "old" and result.n_samples == 2
 
 
 def test_the_report_gate_column_is_the_gates_own_verdict(tmp_path: Path) -> None:

@@ -183,7 +183,7 @@ def test_exit_3_when_most_samples_are_unscored_and_0_within_the_allowance(tmp_pa
 
     def judge(body: dict[str, object]) -> str:
         user = body["messages"][1]["content"]  # type: ignore[index]
-        if "<answer>" in user and any(f"Row {i[1:]} " in user for i in broken):
+        if any(f"Row {i[1:]} " in user for i in broken):  # every call about the row: decomposition or verdicts
             return "I cannot help with that."
         return sentence_judge(body)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -14,10 +15,11 @@ from typing import IO, Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 import assay
 from assay._safety import REDACTED, printable, redact_url
-from assay._scores import Verdict
+from assay._scores import Score, Verdict
 from assay.analysis import DEFAULT_MAX_UNSCORED
 from assay.cli._console import (
     EXIT_BAD_ROWS,
@@ -136,15 +138,53 @@ def _print_summary(
         low.add_column("id", overflow="fold")
         low.add_column("score", justify="right", no_wrap=True)
         low.add_column("failing verdicts (judge's reason)")
+        anchored = any(any(v.spans for v in r.scores[name].verdicts) for r in lowest)
+        if anchored:
+            low.add_column("in the answer (unsupported in red)")
         for r in lowest:
             score = r.scores[name]
             failing = "\n".join(_failing_line(v) for v in score.failing)
-            low.add_row(str(r.line), printable(r.sample.id, breaks=False), fmt_score(score.value), failing or "—")
+            row: list[str | Text] = [str(r.line), printable(r.sample.id, breaks=False), fmt_score(score.value)]
+            row.append(failing or "—")
+            if anchored:
+                row.append(_unsupported_in_answer(r.sample.answer or "", score))
+            low.add_row(*row)
         out_console.print(low)
     out_console.print(f"stored in {printable(str(store))} as run [bold]{run_id}[/bold] · 'assay runs show {run_id}'")
 
 
 _EVIDENCE_CHARS = 120
+_SENTENCE_CHARS = 240
+
+
+def _unsupported_in_answer(answer: str, score: Score) -> Text:
+    """The answer's sentences that hold an unsupported statement, its words in red; what was dropped, dimmed.
+
+    Built as rich ``Text`` from sanitised pieces (never markup), so answer text cannot style the terminal.
+    """
+    out = Text()
+    failing = [span for v in score.failing for span in v.spans if 0 <= span[0] < span[1] <= len(answer)]
+    sentences = score.decomposition.sentences if score.decomposition is not None else ()
+    shown: list[tuple[int, int]] = []
+    for start, end in failing:
+        bounds = next(((s.start, s.end) for s in sentences if s.start <= start and end <= s.end), (start, end))
+        if bounds not in shown:
+            shown.append(bounds)
+    for k, (lo, hi) in enumerate(sorted(shown)):
+        if k:
+            out.append("\n")
+        if hi - lo > _SENTENCE_CHARS:
+            hi = lo + _SENTENCE_CHARS
+        cuts = sorted({lo, hi, *(p for a, b in failing for p in (a, b) if lo <= p <= hi)})
+        for a, b in itertools.pairwise(cuts):
+            bad = any(x <= a and b <= y for x, y in failing)
+            out.append(printable(answer[a:b], markup=False, breaks=False), style="bold red" if bad else "")
+        if hi < next((s.end for s in sentences if s.start == lo), hi):
+            out.append("…")
+    if score.decomposition is not None and score.decomposition.dropped:
+        n = len(score.decomposition.dropped)
+        out.append(f"\n{n} statement{'s' if n != 1 else ''} dropped: not what the answer says", style="dim")
+    return out if out else Text("—")
 
 
 def _failing_line(verdict: Verdict) -> str:

@@ -101,12 +101,27 @@ def build_metric(name: str, options: Mapping[str, Any] | None = None) -> Metric:
 
 
 def _faithfulness(
-    strategy: str = "auto", decomposer: str = "llm", threshold: str | None = None, chunk_chars: str | None = None
+    strategy: str = "auto",
+    decomposer: str = "anchored",
+    threshold: str | None = None,
+    chunk_chars: str | None = None,
+    fixed_statements: str = "true",
 ) -> Metric:
     from assay.metrics._faithfulness import Faithfulness
 
-    metric = Faithfulness(strategy=strategy, decomposer=decomposer)  # type: ignore[arg-type]
+    fixed = _flag("faithfulness.fixed_statements", fixed_statements)
+    metric = Faithfulness(strategy=strategy, decomposer=decomposer, fixed_statements=fixed)  # type: ignore[arg-type]
     return _with_verifier(metric, threshold, chunk_chars)
+
+
+def _flag(option: str, value: str) -> bool:
+    """A true/false option given as text (``--set faithfulness.fixed_statements=false``)."""
+    text = value.strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ConfigError(f"{option} must be true or false, not {value!r}")
 
 
 def _with_verifier(metric: Any, threshold: str | None, chunk_chars: str | None) -> Metric:

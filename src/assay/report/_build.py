@@ -24,6 +24,7 @@ Conventions (also in ``docs/design/report.md``):
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import re
@@ -238,6 +239,49 @@ def locate_statements(answer: str, subjects: Sequence[str]) -> tuple[list[tuple[
             cursor = found[1]
     marks.sort()
     return marks, unplaced
+
+
+def answer_segments(answer: str, spans: Sequence[Sequence[tuple[int, int]]]) -> list[tuple[int, int, list[int]]]:
+    """The answer cut where any verdict's span starts or ends: ``(start, end, verdict indexes)`` per covered piece.
+
+    Statements split from one sentence share words ("Her films include Luna, Mar"): a
+    piece covered by several verdicts lists them all, so the page can colour it by the
+    worst and show each on hover. Spans outside the answer are ignored.
+    """
+    cuts = {0, len(answer)}
+    for found in spans:
+        for start, end in found:
+            if 0 <= start < end <= len(answer):
+                cuts.update((start, end))
+    points = sorted(cuts)
+    segments: list[tuple[int, int, list[int]]] = []
+    for start, end in itertools.pairwise(points):
+        covering = [
+            i for i, found in enumerate(spans) if any(a <= start and end <= b and b <= len(answer) for a, b in found)
+        ]
+        if covering:
+            segments.append((start, end, covering))
+    return segments
+
+
+def _sentence_marks(answer: str, decomposition: Mapping[str, Any] | None) -> list[list[Any]]:
+    """``[start, end, status, note]`` (UTF-16 offsets) of the answer's sentences, from the score's decomposition."""
+    if not answer or not decomposition:
+        return []
+    found = []
+    for sentence in decomposition.get("sentences") or ():
+        start, end = int(sentence.get("start", 0)), int(sentence.get("end", 0))
+        if 0 <= start < end <= len(answer):
+            found.append((start, end, str(sentence.get("status") or ""), str(sentence.get("note") or "")))
+    offsets = to_utf16_offsets(answer, [(a, b, 0) for a, b, _, _ in found])
+    return [[a, b, status, note] for (a, b, _), (_, _, status, note) in zip(offsets, found, strict=True)]
+
+
+def to_utf16_segments(text: str, marks: Iterable[tuple[int, int, list[int]]]) -> list[list[Any]]:
+    """:func:`to_utf16_offsets` for pieces covered by several verdicts."""
+    marks = list(marks)
+    offsets = to_utf16_offsets(text, [(a, b, 0) for a, b, _ in marks])
+    return [[a, b, covering] for (a, b, _), (_, _, covering) in zip(offsets, marks, strict=True)]
 
 
 def to_utf16_offsets(text: str, marks: Iterable[tuple[int, int, int]]) -> list[list[int]]:
@@ -460,7 +504,14 @@ def _score_entries(
         }
         for v in score.get("verdicts") or ()
     ]
-    marks, unplaced = locate_statements(answer, [v["subject"] for v in verdicts]) if answer else ([], [])
+    spans = [[(int(a), int(b)) for a, b in v.get("spans") or ()] for v in score.get("verdicts") or ()]
+    decomposition = score.get("decomposition") or None
+    marks: list[tuple[int, int, list[int]]]
+    if answer and any(spans):
+        marks, unplaced = answer_segments(answer, spans), [i for i, found in enumerate(spans) if not found]
+    else:
+        found, unplaced = locate_statements(answer, [v["subject"] for v in verdicts]) if answer else ([], [])
+        marks = [(start, end, [index]) for start, end, index in found]
     entry = {
         "name": name,
         "depth": depth,
@@ -469,8 +520,17 @@ def _score_entries(
         "detail": score.get("detail"),
         "explanation": score.get("explanation"),
         "verdicts": verdicts,
-        "marks": to_utf16_offsets(answer, marks),
+        "marks": to_utf16_segments(answer, marks),
         "unplaced": unplaced if answer else list(range(len(verdicts))),
+        "sentences": _sentence_marks(answer, decomposition),
+        "dropped": [
+            {
+                "text": str(d.get("text") or ""),
+                "reason": str(d.get("reason") or ""),
+                "detail": str(d.get("detail") or ""),
+            }
+            for d in (decomposition or {}).get("dropped") or ()
+        ],
         "calls": [
             {
                 "model": c.get("model"),
@@ -646,9 +706,7 @@ def build_report(
     unknown = [name for name in gated if name not in names]
     if unknown:
         raise KeyError(unknown[0])
-    gate_results = tuple(
-        m.verdict for name in gated for m in metrics if m.name == name and m.verdict is not None
-    )
+    gate_results = tuple(m.verdict for name in gated for m in metrics if m.name == name and m.verdict is not None)
 
     other_means: dict[str, dict[str, float | None]] = {}
     other_names: list[str] = []

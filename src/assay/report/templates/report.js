@@ -243,21 +243,80 @@
     return String(v.value) + (v.reason ? " — " + v.reason : "");
   }
 
-  function highlightedAnswer(answer, entry) {
+  var TONE_ORDER = { bad: 3, na: 2, info: 1, ok: 0 };
+
+  // The answer with each statement's words coloured by its verdict (a piece two statements
+  // share takes the worse tone; hover lists both), sentences with nothing to check greyed,
+  // and sentences no verdict covers marked unscored. Every piece is text, never markup.
+  function highlightedAnswer(answer, entry, onPick) {
     var box = el("div", { cls: "answer" });
     if (answer === null || answer === undefined || answer === "") { box.textContent = "—"; return box; }
-    var pos = 0;
-    var marks = entry ? entry.marks : [];
-    for (var i = 0; i < marks.length; i++) {
-      var start = marks[i][0], end = marks[i][1], v = entry.verdicts[marks[i][2]];
-      if (start > pos) box.appendChild(document.createTextNode(answer.slice(pos, start)));
-      var span = el("span", { cls: "stmt " + v.tone, title: verdictTitle(v), text: answer.slice(start, end) });
-      span.dataset.verdict = String(marks[i][2]);
-      span.dataset.tone = v.tone;
-      box.appendChild(span);
-      pos = end;
+    var marks = entry ? entry.marks : [], sentences = entry && entry.sentences ? entry.sentences : [];
+    var cuts = [0, answer.length];
+    marks.forEach(function (m) { cuts.push(m[0], m[1]); });
+    sentences.forEach(function (s) { cuts.push(s[0], s[1]); });
+    cuts = cuts.filter(function (c, i, all) { return all.indexOf(c) === i; }).sort(function (a, b) { return a - b; });
+    function covering(a, b) {
+      for (var i = 0; i < marks.length; i++) if (marks[i][0] <= a && b <= marks[i][1]) return marks[i][2];
+      return null;
     }
-    if (pos < answer.length) box.appendChild(document.createTextNode(answer.slice(pos)));
+    function sentenceOf(a, b) {
+      for (var i = 0; i < sentences.length; i++) if (sentences[i][0] <= a && b <= sentences[i][1]) return sentences[i];
+      return null;
+    }
+    function judgedAny(s) {
+      for (var i = 0; i < marks.length; i++) if (marks[i][0] < s[1] && marks[i][1] > s[0]) return true;
+      return false;
+    }
+    for (var k = 0; k + 1 < cuts.length; k++) {
+      var a = cuts[k], b = cuts[k + 1], piece = answer.slice(a, b), idx = covering(a, b), sent = sentenceOf(a, b);
+      if (idx) {
+        var tone = "ok", lines = [];
+        idx.forEach(function (i) {
+          var v = entry.verdicts[i];
+          if (TONE_ORDER[v.tone] > TONE_ORDER[tone]) tone = v.tone;
+          lines.push((MARK[v.tone] || String(v.value)) + " " + v.subject + (v.reason ? " — " + v.reason : ""));
+        });
+        if (sent && sent[2] === "judged_whole" && sent[3]) lines.push("judged as a whole sentence: " + sent[3]);
+        var span = el("span", { cls: "stmt " + tone, title: lines.join("\n"), text: piece });
+        span.dataset.verdict = idx.join(" ");
+        span.dataset.tone = tone;
+        span.tabIndex = 0;
+        (function (indexes) {
+          span.addEventListener("click", function () { onPick(indexes); });
+          span.addEventListener("keydown", function (event) { if (event.key === "Enter") onPick(indexes); });
+        })(idx);
+        box.appendChild(span);
+      } else if (sent && sent[2] === "not_checkable") {
+        box.appendChild(el("span", { cls: "skip", title: "not checked: " + (sent[3] || "nothing to check"), text: piece }));
+      } else if (sent && !judgedAny(sent)) {
+        box.appendChild(el("span", { cls: "stmt unjudged", title: "not judged: no verdict covers this sentence", text: piece }));
+      } else {
+        box.appendChild(document.createTextNode(piece));
+      }
+    }
+    return box;
+  }
+
+  // What became of the answer: checkable sentences judged, statements dropped and why.
+  function decompositionNote(entry) {
+    if (!entry || (!entry.sentences.length && !entry.dropped.length)) return null;
+    var checkable = entry.sentences.filter(function (s) { return s[2] !== "not_checkable"; }).length;
+    var whole = entry.sentences.filter(function (s) { return s[2] === "judged_whole"; }).length;
+    var skipped = entry.sentences.length - checkable;
+    var parts = [checkable + " of " + entry.sentences.length + " sentences checked"];
+    if (whole) parts.push(whole + " judged as a whole");
+    if (skipped) parts.push(skipped + " with nothing to check");
+    var box = el("div", { cls: "decomposition" }, el("div", { cls: "dim", text: parts.join(" · ") }));
+    if (entry.dropped.length) {
+      box.appendChild(el("div", { cls: "dim", text: "Dropped, not judged (" + entry.dropped.length + "):" }));
+      var ul = el("ul", { cls: "dropped" });
+      entry.dropped.forEach(function (d) {
+        ul.appendChild(el("li", {}, el("span", { cls: "subject", text: d.text }),
+          el("span", { cls: "reason", text: d.reason.replace(/_/g, " ") + (d.detail ? ": " + d.detail : "") })));
+      });
+      box.appendChild(ul);
+    }
     return box;
   }
 
@@ -382,7 +441,14 @@
       });
       root.appendChild(tabs);
     }
-    root.appendChild(highlightedAnswer(s.answer, current));
+    var picked = el("div", { cls: "picked" });
+    root.appendChild(highlightedAnswer(s.answer, current, function (indexes) {
+      picked.textContent = "";
+      picked.appendChild(verdictList(current, indexes));
+    }));
+    root.appendChild(picked);
+    var note = decompositionNote(current);
+    if (note) root.appendChild(note);
     if (current && current.unplaced.length) {
       root.appendChild(el("div", { cls: "dim", text: "Statements not found verbatim in the answer (" + current.name + "):" }));
       var un = verdictList(current, current.unplaced);
