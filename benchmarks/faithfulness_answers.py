@@ -305,7 +305,7 @@ def fidelity(records: list[dict[str, Any]]) -> dict[str, Any]:
                 w.lower() for w in re.findall(r"[A-Za-z-]+", r["answer"] + " " + (r["question"] or ""))
             }:
                 from_example += 1
-        for start, end in checkable_sentences(r["answer"]):
+        for start, end in checkable_sentences(r["answer"], r["question"] or ""):
             sentences += 1
             if any(anchor_statement(s, r["answer"], r["question"] or "", within=(start, end)) for s in judged):
                 covered += 1

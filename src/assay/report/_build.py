@@ -47,6 +47,7 @@ from assay.analysis import (
 )
 from assay.run import RunInfo
 from assay.run._cost import CostReport, PriceTable
+from assay.run._frames import score_value
 
 __all__ = [
     "CompareMetric",
@@ -450,22 +451,14 @@ class ReportData:
         }
 
 
-def _value(score: Mapping[str, Any]) -> float | None:
-    value = score.get("value")
-    if value is None or score.get("unscored_reason"):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
 def _calls(score: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
     yield from score.get("calls") or ()
     for part in score.get("parts") or ():
         yield from _calls(part)
 
 
-class _Texts:
-    """Interned strings: judge prompts repeat across samples, so the page stores each once."""
+class Texts:
+    """Interned strings: judge prompts, questions and contexts repeat, so a page stores each once."""
 
     def __init__(self) -> None:
         self.texts: list[str] = []
@@ -483,7 +476,7 @@ class _Texts:
 
 
 def _score_entries(
-    name: str, score: Mapping[str, Any], answer: str, texts: _Texts, depth: int = 0
+    name: str, score: Mapping[str, Any], answer: str, texts: Texts, depth: int = 0
 ) -> list[dict[str, Any]]:
     """One metric's score (and, flattened after it, its parts) as the page shows them.
 
@@ -515,7 +508,7 @@ def _score_entries(
     entry = {
         "name": name,
         "depth": depth,
-        "value": _value(score),
+        "value": score_value(score),
         "unscored_reason": score.get("unscored_reason"),
         "detail": score.get("detail"),
         "explanation": score.get("explanation"),
@@ -574,7 +567,7 @@ def _group(records: Iterable[Mapping[str, Any]]) -> dict[int, list[Mapping[str, 
 def _sample_values(group: Sequence[Mapping[str, Any]], metric: str) -> list[float]:
     values = []
     for record in group:
-        v = _value((record.get("scores") or {}).get(metric) or {})
+        v = score_value((record.get("scores") or {}).get(metric) or {})
         if v is not None:
             values.append(v)
     return values
@@ -612,7 +605,7 @@ def _metric_view(
             if score is None:
                 continue
             present = True
-            v = _value(score)
+            v = score_value(score)
             if v is None:
                 reason = str(score.get("unscored_reason") or "unscored")
                 reasons[reason] = reasons.get(reason, 0) + 1
@@ -723,7 +716,7 @@ def build_report(
                 means[name] = sum(values) / len(values) if values else None
             other_means[sid] = means
 
-    texts = _Texts()
+    texts = Texts()
     samples: list[dict[str, Any]] = []
     pairs: dict[str, list[tuple[float, float]]] = {name: [] for name in names if name in other_names}
     seen: set[str] = set()
@@ -736,7 +729,8 @@ def build_report(
         for name in names:
             values = _sample_values(group, name)
             s = spread(values)
-            n_unscored = sum(1 for r in group if name in (r.get("scores") or {}) and _value(r["scores"][name]) is None)
+            scores = [(r.get("scores") or {}).get(name) for r in group]
+            n_unscored = sum(1 for score in scores if score is not None and score_value(score) is None)
             stats[name] = {
                 "mean": _finite(s.mean),
                 "min": _finite(s.low),
