@@ -339,12 +339,13 @@ def _normal(word: str) -> str:
 
 def _word_with(lemma: Callable[[str], str]) -> Callable[[str, bool], tuple[str, str, bool, bool]]:
     """``_tokens._word`` with another lemma function (the body is today's, line for line)."""
+    low_of, content = tokens_mod._low, tokens_mod._content
 
     @lru_cache(maxsize=65536)
     def word(piece: str, acronym: bool) -> tuple[str, str, bool, bool]:
-        low = piece.lower().replace(".", "") if acronym else tokens_mod._low(piece)
+        low = piece.lower().replace(".", "") if acronym else low_of(piece)
         cue = low in _NEGATIONS or low.endswith("n't")
-        lemma_ = lemma(low) if tokens_mod._content(low) and not cue else ""
+        lemma_ = lemma(low) if content(low) and not cue else ""
         spelled = low in _MONTHS or low == "and" or low.partition("-")[0] in _NUMBER_VOCABULARY
         return low, lemma_, cue, spelled
 
@@ -378,13 +379,12 @@ def lemminflect_lemma(word: str) -> str:
     found = lemminflect.getAllLemmas(w)
     for upos in _LEMMINFLECT_ORDER:
         if upos in found:
-            return found[upos][0].lower()
+            return str(found[upos][0]).lower()
     oov = lemminflect.getAllLemmasOOV(w, "NOUN").get("NOUN")
-    return oov[0].lower() if oov else w
+    return str(oov[0]).lower() if oov else w
 
 
-def today_lemma_uncached(word: str) -> str:
-    return _ORIGINAL_LEMMA.__wrapped__(word)  # type: ignore[attr-defined, no-any-return]
+today_lemma_uncached: Callable[[str], str] = _ORIGINAL_LEMMA.__wrapped__
 
 
 VARIANTS: dict[str, Variant] = {
@@ -447,7 +447,7 @@ def features_of(items: Sequence[Item], variant: Variant) -> np.ndarray:
 
 def veto_of(matrix: np.ndarray) -> np.ndarray:
     columns = [DETAIL_FEATURES.index(name) for name in VETO_CHECKS]
-    return (matrix[:, columns] > 0).any(axis=1)
+    return np.asarray((matrix[:, columns] > 0).any(axis=1))
 
 
 def paired_difference_ci(
@@ -653,6 +653,15 @@ def _item_words(items: Sequence[Item]) -> list[list[str]]:
     return out
 
 
+def _fresh_word_caches(variant: Variant) -> list[tuple[Any, str, Any]]:
+    """The variant's lemma and word functions with empty caches (today's: fresh cached copies of its own)."""
+    if variant.name != "today":
+        return variant.patches()
+    lemma = lru_cache(maxsize=65536)(_ORIGINAL_LEMMA.__wrapped__)
+    word = lru_cache(maxsize=65536)(_ORIGINAL_WORD.__wrapped__)
+    return [(reading_mod, "_word", word), (tokens_mod, "_lemma", lemma), (names_mod, "_lemma", lemma)]
+
+
 def time_report(part: str, items: Sequence[Item], variants: Sequence[Variant], reps: int) -> list[dict[str, Any]]:
     today = VARIANTS["today"]
     # for lemmas, today's lemma through the same plumbing as the libraries is a control: its ratio is the
@@ -661,6 +670,7 @@ def time_report(part: str, items: Sequence[Item], variants: Sequence[Variant], r
     contenders = [today, *control, *variants]
     part_time = {v.name: 0.0 for v in contenders}
     full_time = {v.name: 0.0 for v in contenders}
+    cold_time = {v.name: 0.0 for v in contenders}
     if part == "lemmas":
         lemma_fns = {
             "today": today_lemma_uncached,
@@ -699,6 +709,12 @@ def time_report(part: str, items: Sequence[Item], variants: Sequence[Variant], r
                     started = time.perf_counter()
                     detail_features(item.statement, item.evidence)
                     full_time[v.name] += time.perf_counter() - started
+                if part == "lemmas":  # again with empty word caches: every word of the item is new
+                    with applied(_fresh_word_caches(v)):
+                        reading_mod._read.cache_clear()
+                        started = time.perf_counter()
+                        detail_features(item.statement, item.evidence)
+                        cold_time[v.name] += time.perf_counter() - started
     n = len(items) * reps
     rows = []
     for v in contenders:
@@ -712,6 +728,11 @@ def time_report(part: str, items: Sequence[Item], variants: Sequence[Variant], r
                 "part_ratio": part_time[v.name] / part_time["today"],
                 "features_ms": full_time[v.name] / n * 1e3,
                 "features_ratio": full_time[v.name] / full_time["today"],
+                "cold_ms": cold_time[v.name] / n * 1e3,
+                "cold_ratio": cold_time[v.name] / cold_time["today"] if cold_time["today"] else float("nan"),
+                "cold_vs_control": (
+                    cold_time[v.name] / cold_time[control[0].name] if control and cold_time[control[0].name] else None
+                ),
             }
         )
     return rows
@@ -779,12 +800,19 @@ def load_report(variants: Sequence[Variant]) -> dict[str, dict[str, float]]:
 def print_time(rows: Sequence[dict[str, Any]]) -> None:
     part = rows[0]["part"]
     what = "lemmas of the item's words, uncached" if part == "lemmas" else "number reader, statement + evidence"
-    print(f"| variant | {what}: ms per item | ratio | detail_features, evidence read cold: ms per item | ratio |")
-    print("|---|---|---|---|---|")
+    cold = " detail_features, word caches empty too: ms per item | ratio |" if part == "lemmas" else ""
+    print(f"| variant | {what}: ms per item | ratio | detail_features, evidence read cold: ms per item | ratio |{cold}")
+    print("|---|---|---|---|---|" + ("---|---|" if cold else ""))
     for r in rows:
         print(
             f"| {r['variant']} | {r['part_ms']:.3f} | {r['part_ratio']:.1f}x | {r['features_ms']:.3f} | "
-            f"{r['features_ratio']:.2f}x |"
+            f"{r['features_ratio']:.2f}x |" + (f" {r['cold_ms']:.3f} | {r['cold_ratio']:.2f}x |" if cold else "")
+        )
+    controlled = [r for r in rows if r.get("cold_vs_control") is not None and r["variant"] != "today"]
+    if controlled:
+        print(
+            "\nword caches empty, against today's lemma through the same adapter plumbing: "
+            + ", ".join(f"{r['variant']} {r['cold_vs_control']:.2f}x" for r in controlled)
         )
     loads = [r for r in rows if "load" in r]
     if loads:
