@@ -217,9 +217,10 @@ def _alpha2digit_patches() -> list[tuple[Any, str, Any]]:
     from text_to_num import alpha2digit
 
     def read(text: str, words: Sequence[tuple[str, int, int]]) -> tuple[numbers_mod._Number, ...]:
-        # alpha2digit turns "5 million" into "5 1000000": hide a scale word after digits from it
-        hidden = _DIGIT_SCALE.sub(lambda m: f"{m.group(1)}{m.group(2)}\x00{m.group(3).lower()}\x00", text)
-        converted = alpha2digit(hidden, "en", threshold=2).replace("\x00", "")
+        # alpha2digit turns "5 million" into "5 1000000": hide a scale word after digits from it (as a
+        # word it does not know; a control character does not hide it, its tokenizer splits there)
+        hidden = _DIGIT_SCALE.sub(lambda m: f"{m.group(1)}{m.group(2)}ZqZ{m.group(3).lower()}ZqZ", text)
+        converted = alpha2digit(hidden, "en", threshold=2).replace("ZqZ", "")
         months = [
             (w.lower(), m.start(), m.end()) for m in _WORD_RE.finditer(converted) if (w := m.group()).lower() in _MONTHS
         ]
