@@ -14,7 +14,8 @@ from assay import Faithfulness, Sample, evaluate
 from assay.grounding import AnchoredDecomposer, anchor_statement, answer_sentences, is_fragment, settle
 from assay.grounding._details import detail_features
 from assay.grounding._verify import vetoes
-from assay.models import ChatMessage, FunctionJudge, JudgeRequest
+from assay.models import ChatMessage, FunctionJudge, JudgeRequest, JudgeResponse
+from assay.models._protocol import Usage
 
 # --- anchoring, without a model ------------------------------------------------------------------
 
@@ -362,3 +363,32 @@ def test_the_gate_says_whether_statements_were_fixed_across_repeats(tmp_path: Pa
         assert "statements: the same in every repeat (decomposed once, at temperature 0)" in flat
     else:
         assert "statements: sampled with each repeat (fixed_statements=false)" in flat
+
+
+def test_a_rewrite_that_loops_is_cut_near_the_sentences_length_and_the_sentence_judged_whole() -> None:
+    # Seen on SummEdits: the rewrite of one 360-character sentence ran to 512 tokens (a minute
+    # of the local judge) repeating itself, and the sentence was judged whole anyway.
+    import asyncio
+
+    long = (
+        "SwiftHealthcare offers an EHR system, a Telehealth platform, a mobile app and customer support "
+        "to clinics for $480 a month, and it gives 10% off for three months to those who sign up this week."
+    )
+    short = "She won it in 2010."
+    budgets: dict[str, int] = {}
+
+    def looping(messages: Sequence[ChatMessage], request: JudgeRequest) -> JudgeResponse:
+        sentence = _block(messages[-1]["content"], "sentence")
+        budgets[sentence] = request.config.max_tokens
+        loop = '{"statements": [' + ", ".join(['"SwiftHealthcare offers an EHR system."'] * 200)
+        cut = loop[: request.config.max_tokens * 4]  # what a judge stopped at max_tokens returns
+        usage = Usage(prompt_tokens=1, completion_tokens=request.config.max_tokens)
+        return JudgeResponse(text=cut, model="f", usage=usage, finish_reason="length")
+
+    answer = f"Maria Lopez directs films. {short} {long}"
+    split = asyncio.run(AnchoredDecomposer().decompose("Who is Maria Lopez?", answer, FunctionJudge(looping)))
+    assert budgets[short] < budgets[long] <= 96 + len(long) // 2 < 512
+    assert budgets[long] >= 2 * len(long) // 4  # room for twice the sentence's tokens
+    statuses = [s.status for s in split.answer_map.sentences]
+    assert statuses == ["judged", "judged_whole", "judged_whole"]
+    assert long in split.statements and short in split.statements

@@ -355,7 +355,7 @@ class AnchoredDecomposer:
                     judge,
                     SENTENCE_PROMPT,
                     SentenceToSplit(question=question, previous=previous, sentence=text),
-                    config=self.config,
+                    config=rewrite_config(self.config, text),
                 )
                 calls.extend(result.calls)
                 if result.output is None:
@@ -368,6 +368,23 @@ class AnchoredDecomposer:
             previous = text
         settled = settle(answer, question, proposals, whole=whole)
         return Decomposition(settled.statements, tuple(calls), None, settled.spans, settled.answer_map)
+
+
+def rewrite_config(config: GenerateConfig, sentence: str) -> GenerateConfig:
+    """``config`` with ``max_tokens`` held to what rewriting ``sentence`` can need.
+
+    A sentence's statements restate it, a referent or subject repeated per fact: about
+    twice its tokens (a token is about four characters) plus the JSON around them. A
+    rewrite that runs past that has gone into a loop (seen on SummEdits: 512 tokens,
+    a minute of the local judge, for one 360-character sentence); it is cut there and the
+    sentence is judged whole, as any failed rewrite is.
+    """
+    need = REWRITE_OVERHEAD_TOKENS + len(sentence) // 2
+    return config.model_copy(update={"max_tokens": min(config.max_tokens, need)})
+
+
+REWRITE_OVERHEAD_TOKENS = 96
+"""JSON and resolved referents on top of twice the sentence's tokens (:func:`rewrite_config`)."""
 
 
 def anchored(split: Decomposition, question: str, answer: str) -> Decomposition:
