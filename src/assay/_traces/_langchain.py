@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from assay._messages import ToolCall
+from assay._messages import INVALID_ARGUMENTS, ToolCall
 from assay._traces._chat import _CHAT_ROLES, _chat_call, _messages_of, _text_of
 from assay._traces._common import (
     _PLACEHOLDERS,
@@ -83,7 +83,7 @@ def _lc_calls(data: Mapping[str, Any], path: Path) -> list[ToolCall]:
         call = _obj(raw, here, "invalid tool call")
         # The model called a tool with arguments that did not parse: keep the call and its raw text.
         name = _opt_str(call, "name", here, "LangChain invalid tool call") or "(unnamed)"
-        calls.append(_call(name, {"__invalid_arguments__": call.get("args")}, call.get("id")))
+        calls.append(_call(name, {INVALID_ARGUMENTS: call.get("args")}, call.get("id")))
     if not calls:  # older dumps keep OpenAI's tool calls in additional_kwargs only
         extra = data.get("additional_kwargs") or {}
         if isinstance(extra, Mapping):
