@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 import assay
 from assay import Message, Sample, ToolCall
 from assay.errors import SampleError, TraceFormatError
-from assay.metrics._agent import AgentGoalAccuracy
+from assay.metrics._holistic import HolisticGoalAccuracy
 from assay.metrics._tools import ToolCallAccuracy
 from assay.metrics._trace import TraceFormatter
 from assay.models import ScriptedJudge
@@ -125,7 +125,7 @@ def test_agent_goal_accuracy_judges_the_same_question_for_every_format() -> None
     for fmt in FORMATS:
         judge = ScriptedJudge([inferred, verdict])
         sample = Sample(id=fmt, trace=fixture(fmt), reference="Cancel reservation ABC123 with a refund.")
-        score = asyncio.run(AgentGoalAccuracy(reference=True).score(sample, judge))
+        score = asyncio.run(HolisticGoalAccuracy(reference=True).score(sample, judge))
         assert judge.remaining == 0
         assert score.value == 1.0, fmt
         prompts[fmt] = [request.messages for request in judge.requests]

@@ -99,6 +99,19 @@ def _lc_calls(data: Mapping[str, Any], path: Path) -> list[ToolCall]:
     return calls
 
 
+_FLAT_TYPES = frozenset({"human", "ai", "tool", "system", "function", "chat"})
+
+
+def _ragas_content(item: Mapping[str, Any], path: Path) -> Mapping[str, Any]:
+    """A flat message; Ragas' ``AIMessage.to_dict()`` puts ``{"text", "tool_calls"}`` in the content."""
+    content = item.get("content")
+    if isinstance(content, Mapping) and "text" in content:
+        if item.get("tool_calls"):
+            raise _Invalid((*path, "content"), "a message gives tool calls both in its content and beside it")
+        return {**item, "content": content.get("text"), "tool_calls": content.get("tool_calls") or []}
+    return item
+
+
 def _langchain(data: Any, b: _Builder) -> None:
     items, root = _messages_of(data)
     for i, raw in enumerate(items):
@@ -109,6 +122,11 @@ def _langchain(data: Any, b: _Builder) -> None:
             kind = ids[-1] if isinstance(ids, list) and ids else None
             data_path: Path = (*path, "kwargs")
             fields = _obj(item["kwargs"], data_path, "LangChain kwargs")
+        elif "data" not in item and item.get("type") in _FLAT_TYPES:
+            # A flat message: LangChain's message.model_dump() or Ragas' messages (human, ai, tool).
+            kind = item.get("type")
+            data_path = path
+            fields = _ragas_content(item, path)
         else:
             kind = item.get("type")
             if "data" not in item:
