@@ -24,6 +24,7 @@ from assay.cli._console import (
     EXIT_OK,
     EXIT_UNSCORED,
     EXIT_USAGE,
+    end_state_lines,
     err_console,
     fmt_score,
     out_console,
@@ -110,6 +111,9 @@ def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float,
         for r in lowest:
             score = r.scores[name]
             failing = "\n".join(_failing_line(v) for v in score.failing)
+            end = end_state_lines(score.model_dump(mode="json", include={"details"}))
+            if end:  # an agent score: what was done, then the requirements not met
+                failing = "\n".join([*end, failing]) if failing else "\n".join(end)
             low.add_row(str(r.line), printable(r.sample.id, breaks=False), fmt_score(score.value), failing or "—")
         out_console.print(low)
     out_console.print(f"stored in {printable(str(store))} as run [bold]{run_id}[/bold] · 'assay runs show {run_id}'")
@@ -128,6 +132,9 @@ def _failing_line(verdict: Verdict) -> str:
         text = " ".join(cited.text.split())
         text = text if len(text) <= _EVIDENCE_CHARS else text[: _EVIDENCE_CHARS - 1] + "…"
         line += f"\n    closest, context {cited.context + 1}: {printable(repr(text), breaks=False)}"
+    calls = (verdict.details or {}).get("cited") or []
+    if calls:  # an agent requirement: the tool calls its verdict rests on
+        line += "\n    cites " + printable(" | ".join(str(c) for c in calls), breaks=False)
     return line + "[/dim]"
 
 
