@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import assay
 from assay import Message, Sample, Score, ToolCall, UnscoredReason
@@ -382,3 +384,47 @@ def test_ragas_and_deepeval_rows_reach_the_agent_metrics_without_conversion(row:
     assert end.final_reply == "Done: ABC123 is cancelled."
     assert match(sample).value == 1.0
     assert sample.trace[0].role == "user" and "ABC123" in (sample.trace[0].content or "")
+
+
+# --- properties of the state match -------------------------------------------------------------------
+
+TOOLS = ["book_flight", "cancel_order", "get_user", "search_items", "update_seat"]
+calls_strategy = st.lists(
+    st.tuples(st.sampled_from(TOOLS), st.dictionaries(st.sampled_from("abc"), st.integers(0, 3), max_size=2)),
+    max_size=6,
+)
+
+
+def trace_of(calls: list[tuple[str, dict[str, int]]], failed: frozenset[int] = frozenset()) -> tuple[Message, ...]:
+    messages: list[Message] = [Message(role="user", content="do things")]
+    for i, (name, arguments) in enumerate(calls):
+        messages.append(Message(role="assistant", tool_calls=(ToolCall(name=name, arguments=arguments, id=f"c{i}"),)))
+        messages.append(Message(role="tool", tool_call_id=f"c{i}", content="Error: no" if i in failed else "ok"))
+    return tuple(messages)
+
+
+@settings(max_examples=60, deadline=None)
+@given(calls_strategy, st.randoms(use_true_random=False))
+def test_the_state_match_of_a_trace_against_its_own_changes_is_one_in_any_order(
+    calls: list[tuple[str, dict[str, int]]], rng: Any
+) -> None:
+    expected = [{"name": n, "arguments": a} for n, a in calls]
+    rng.shuffle(expected)
+    assert match(state_sample(expected, trace_of(calls))).value == 1.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(calls_strategy.filter(lambda c: any(not n.startswith(("get", "search")) for n, _ in c)))
+def test_dropping_an_expected_change_or_failing_its_call_breaks_the_match(
+    calls: list[tuple[str, dict[str, int]]],
+) -> None:
+    changing = [i for i, (n, _) in enumerate(calls) if not n.startswith(("get", "search"))]
+    expected = [{"name": n, "arguments": a} for n, a in calls]
+    dropped = [e for i, e in enumerate(expected) if i != changing[0]]
+    assert match(state_sample(dropped, trace_of(calls))).value == 0.0  # an unexpected change
+    assert (
+        match(state_sample(expected, trace_of(calls, frozenset({changing[0]})))).value == 0.0
+    )  # a change not performed
+    # A failed attempt on top of the performed changes changes nothing.
+    retried = [*calls, calls[changing[0]]]
+    assert match(state_sample(expected, trace_of(retried, frozenset({len(calls)})))).value == 1.0
