@@ -172,6 +172,27 @@ def test_reference_none_uses_the_reference_when_there_is_one() -> None:
     assert judge.requests[0].messages[0]["content"] == USER_REQUIREMENTS_PROMPT.system_text()
 
 
+def test_policy_checks_ask_once_per_performed_change_with_the_same_evidence() -> None:
+    score, judge = run(
+        AgentGoalAccuracy(reference=True, policy_checks=True),
+        [requirements("Cancel ABC"), verdict("met", [2]), verdict("not met", [1, 2], "ABC was basic economy")],
+    )
+    assert score.value == 0.0
+    policy = score.verdicts[1]
+    assert (
+        policy.subject
+        == "Call 2 (cancel_reservation) is allowed by the policy in <policy>, given what the calls before it show"
+    )
+    assert policy.flags == ("policy_check",)
+    assert (score.details or {})["requirements"][1]["kind"] == "policy check"
+    first, second = (r.messages[1]["content"] for r in judge.requests[1:])
+    assert second.startswith(first[: first.index("<requirement>")])  # one shared prefix
+    # No policy in the trace (or not shown): no policy check.
+    _, judge = run(AgentGoalAccuracy(reference=True, policy_checks=True, include_policy=False),
+                   [requirements("Cancel ABC"), verdict("met", [2])])  # fmt: skip
+    assert len(judge.requests) == 2
+
+
 def test_cited_calls_that_do_not_exist_are_dropped_and_said() -> None:
     score, _ = run(AgentGoalAccuracy(reference=True), [requirements("Cancel ABC"), verdict("met", [2, 42])])
     assert score.verdicts[0].details == {

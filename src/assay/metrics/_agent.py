@@ -172,6 +172,11 @@ REQUIREMENT_PROMPT: JudgePrompt[RequirementCheck, RequirementJudgement] = JudgeP
 
 _VALUES: dict[str, int | Literal["NA"]] = {"met": 1, "not met": 0, "cannot tell": "NA"}
 
+POLICY_REQUIREMENT = "Call {number} ({name}) is allowed by the policy in <policy>, given what the calls before it show"
+"""The requirement added for each performed change when ``policy_checks`` is on."""
+POLICY_FLAG = "policy_check"
+"""The flag of a verdict that checks a performed change against the policy (not a requirement of the goal)."""
+
 
 def _excerpt(text: str | None, limit: int) -> str:
     text = " ".join((text or "").split())
@@ -251,6 +256,9 @@ class AgentGoalAccuracy:
             user's turns; ``None``: the reference when the sample has one.
         state: Which tools change state and which results are failures.
         include_policy: Show the agent's system message to the requirement judge.
+        policy_checks: Also ask, for each change the agent performed, whether the policy
+            allows it in the situation the calls show (one more check per change, flagged
+            ``policy_check``; only when the trace has a policy and ``include_policy``).
         policy_chars: Cap on the policy text (its start is kept); ``None``: no cap.
         calls_chars: Budget for the calls text (read results are shortened first).
         result_chars: Cap on each shown result.
@@ -264,6 +272,7 @@ class AgentGoalAccuracy:
     reference: bool | None = None
     state: StateChanges = field(default_factory=StateChanges)
     include_policy: bool = True
+    policy_checks: bool = False
     policy_chars: int | None = 8000
     calls_chars: int | None = 6000
     result_chars: int = 400
@@ -338,7 +347,12 @@ class AgentGoalAccuracy:
         verdicts: list[Verdict] = []
         failures: list[str] = []
         first_failure: UnscoredReason | None = None
-        for requirement in requirements:
+        checks: list[tuple[str, tuple[str, ...]]] = [(r, ()) for r in requirements]
+        if self.policy_checks and end.policy and self.include_policy:
+            checks.extend(
+                (POLICY_REQUIREMENT.format(number=a.number, name=a.name), (POLICY_FLAG,)) for a in end.performed
+            )
+        for requirement, flags in checks:
             judged = await ask(
                 judge, REQUIREMENT_PROMPT, evidence.model_copy(update={"requirement": requirement}), config=self.config
             )
@@ -348,7 +362,9 @@ class AgentGoalAccuracy:
                 failures.append(f"{requirement!r}: {judged.failure.detail}")
                 first_failure = first_failure or judged.failure.reason
                 continue
-            verdicts.append(self._verdict(requirement, judged.output, numbers))
+            verdict = self._verdict(requirement, judged.output, numbers)
+            verdicts.append(verdict.model_copy(update={"flags": (*verdict.flags, *flags)}) if flags else verdict)
+        requirements = [requirement for requirement, _ in checks]
         met = sum(1 for v in verdicts if v.value == 1)
         details["requirements"] = [
             {
@@ -356,6 +372,7 @@ class AgentGoalAccuracy:
                 "verdict": v.value,
                 "reason": v.reason,
                 "calls": (v.details or {}).get("calls", []),
+                **({"kind": "policy check"} if POLICY_FLAG in v.flags else {}),
             }
             for v in verdicts
         ]
