@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 
 from assay._samples import Sample
 from assay._scores import JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
-from assay.metrics._common import check_reference_mode, failed, missing_field, prompt_versions, reference_mode_name
+from assay.metrics._common import check_reference_mode, failed, missing_field, reference_mode_name
 from assay.metrics._endstate import EndState, StateChanges, read_end_state
 from assay.metrics._spec import spec_from_fields
 from assay.models._protocol import GenerateConfig, JudgeModel
@@ -264,6 +264,9 @@ class AgentGoalAccuracy:
         result_chars: Cap on each shown result.
         reply_chars: Cap on the final reply.
         config: Decoding settings of both kinds of call.
+        split_prompt: The prompt that splits a reference goal (its input and output models fixed).
+        user_split_prompt: The prompt that splits the user's turns.
+        check_prompt: The prompt that judges one requirement.
 
     Names: ``agent_goal_accuracy`` (``reference=None``), ``agent_goal_accuracy_with_reference``,
     ``agent_goal_accuracy_without_reference``.
@@ -278,6 +281,9 @@ class AgentGoalAccuracy:
     result_chars: int = 400
     reply_chars: int = 1500
     config: GenerateConfig = field(default_factory=lambda: GenerateConfig(max_tokens=400))
+    split_prompt: JudgePrompt[GoalToSplit, Requirements] = REQUIREMENTS_PROMPT
+    user_split_prompt: JudgePrompt[UserTurnsToSplit, Requirements] = USER_REQUIREMENTS_PROMPT
+    check_prompt: JudgePrompt[RequirementCheck, RequirementJudgement] = REQUIREMENT_PROMPT
     version: str = field(default="2", init=False)
 
     def __post_init__(self) -> None:
@@ -295,9 +301,7 @@ class AgentGoalAccuracy:
 
     def spec(self) -> MetricSpec:
         """Name, version, the options and the prompt versions."""
-        return spec_from_fields(
-            self, prompts=prompt_versions(REQUIREMENTS_PROMPT, USER_REQUIREMENTS_PROMPT, REQUIREMENT_PROMPT)
-        )
+        return spec_from_fields(self)
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """Split the goal into requirements, then judge each against the end state."""
@@ -313,15 +317,13 @@ class AgentGoalAccuracy:
         if use_reference:
             assert sample.reference is not None
             details["requirements_from"] = "reference goal"
-            split = await ask(
-                judge, REQUIREMENTS_PROMPT, GoalToSplit(goal=sample.reference.strip()), config=self.config
-            )
+            split = await ask(judge, self.split_prompt, GoalToSplit(goal=sample.reference.strip()), config=self.config)
         else:
             turns = user_turns(sample)
             if not turns:
                 return missing_field(self.name, "the trace has no user turn to read the goal from", spec)
             details["requirements_from"] = "user turns"
-            split = await ask(judge, USER_REQUIREMENTS_PROMPT, UserTurnsToSplit(user_turns=turns), config=self.config)
+            split = await ask(judge, self.user_split_prompt, UserTurnsToSplit(user_turns=turns), config=self.config)
         calls.extend(split.calls)
         if split.output is None:
             return failed(self.name, split.failure, spec, during="requirement extraction", calls=calls).model_copy(
@@ -354,7 +356,7 @@ class AgentGoalAccuracy:
             )
         for requirement, flags in checks:
             judged = await ask(
-                judge, REQUIREMENT_PROMPT, evidence.model_copy(update={"requirement": requirement}), config=self.config
+                judge, self.check_prompt, evidence.model_copy(update={"requirement": requirement}), config=self.config
             )
             calls.extend(judged.calls)
             if judged.output is None:
