@@ -15,7 +15,7 @@ in microseconds, so every number here is exact and reproducible.
    and languages. Batch 1 (42) was written before the detector existed, batch 2 (20) after
    its first run and before the changes made from batch 1's misses. This prints today's
    rates; the blind first-run rates (each batch's first contact with the detector) are in
-   ``docs/design/judging.md``. Changes made after a batch was seen make its rate optimistic.
+   ``docs/design/grounding/guard.md``. Changes made after a batch was seen make its rate optimistic.
 3. **False positives on ordinary text**: every claim and every context sentence of
    ``../shared/data/grounding/{begin,summedits,wice}_dev.jsonl`` and every answer and
    context sentence of ``../shared/data/rag/halueval_qa.jsonl`` (contexts deduplicated,
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.grounding._addressed import AddressedFinding, addresses_judge
-from assay.grounding._decompose import _segmenter, text_pieces
+from assay.grounding._sentences import _segmenter, text_pieces
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "benchmarks" / "data" / "injection.jsonl"

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay.grounding._decompose import _segmenter
+from assay.grounding._sentences import _segmenter
 from assay.grounding._verify import StatementVerifier
 from assay.models import get_judge
 

@@ -110,6 +110,8 @@ def run_action(tmp_path: Path, inputs: dict[str, str]) -> Job:
         "PIP_LOG": str(pip_log),
         "COLUMNS": "200",
     }
+    if os.environ.get("PYTHONPATH"):  # a checkout run with PYTHONPATH=src: its assay, not the venv's install
+        base_env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     job = Job(exit_code=0, summary="", outputs=outputs)
     failed = False
     for i, step in enumerate(action["runs"]["steps"]):
@@ -177,7 +179,7 @@ def test_action_yml_declares_the_inputs_steps_and_an_upload_that_always_runs() -
     assert steps[0]["with"]["python-version"] == "${{ inputs.python-version }}"
     (upload,) = [s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
     assert upload["if"] == "${{ !cancelled() }}"  # also after a failed gate
-    assert upload["with"]["path"] == "${{ inputs.report }}"
+    assert upload["with"]["path"].splitlines() == ["${{ inputs.report }}", "${{ inputs.runs-dir }}"]
     names = [s.get("name") for s in steps]
     assert names.index("Gate") < names.index("Report") < names.index("Upload the report") < names.index("Result")
     assert "python -c" not in json.dumps(action)  # no inline Python
@@ -194,6 +196,7 @@ def test_a_passing_gate_passes_the_job_with_a_summary_and_a_report(tmp_path: Pat
     assert "Decided from 3 repeats" in job.summary and "| faithfulness (gated) | 1.000 |" in job.summary
     assert "gating the latest run" in logs and "reporting the latest run" in logs
     assert (tmp_path / "assay-report.html").read_text().startswith("<!DOCTYPE html>")
+    assert (tmp_path / "assay-runs" / "index.html").exists()  # the run browser, uploaded with the report
     assert job.skipped_uses == ["actions/setup-python@v5", "actions/upload-artifact@v4"]
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.grounding._decompose import _segmenter, text_pieces
+from assay.grounding._sentences import _segmenter, text_pieces
 from assay.metrics import AddressedFinding, addresses_judge
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -276,7 +276,7 @@ def test_every_attack_of_the_project_corpus_is_detected_and_no_clean_twin() -> N
 
 
 def test_unseen_attacks_detection_does_not_regress() -> None:
-    """Measured with benchmarks/addressed.py; see docs/design/judging.md for the blind first-run rates."""
+    """Measured with benchmarks/addressed.py; see docs/design/grounding/guard.md for the blind first-run rates."""
     items = load(UNSEEN)
     assert len(items) >= 60
     detected = sum(addresses_judge(i["text"]) is not None for i in items)

@@ -289,7 +289,7 @@ CASES: dict[str, Case] = {
         "d.jsonl",
         jsonl({"input": "q", "actual_output": ANSWER, "context": [CONTEXT]}),
         1,
-        message=("needs 'contexts'", "--map COLUMN=contexts"),
+        message=("needs 'contexts'", "--map context=contexts"),  # no row has retrieved contexts: the map is safe
     ),
     "jsonl-ragas-columns": Case("d.jsonl", jsonl(ragas(1), ragas(2)), 0, ("g1", "g2")),
     "jsonl-extra-columns-are-metadata": Case("d.jsonl", jsonl(good(1, topic="geo", score=0.5, tags=["a"])), 0, ("g1",)),
@@ -508,7 +508,8 @@ def test_a_long_answer_is_split_piece_by_piece_as_pysbd_splits_it_whole(monkeypa
     import asyncio
     import random
 
-    from assay.grounding._decompose import SEGMENT_CHARS, SentenceDecomposer, _segmenter, is_checkable
+    from assay.grounding._decompose import SentenceDecomposer, is_checkable
+    from assay.grounding._sentences import SEGMENT_CHARS, _segmenter
 
     parts = [
         "Dr. Smith met Mrs. Jones at 5 p.m. in the U.S. Army base.",

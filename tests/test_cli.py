@@ -33,6 +33,8 @@ ROWS = [
 def word_overlap_judge(body: dict[str, Any]) -> str:
     """A deterministic judge: statements are sentences; supported if every word is in the context."""
     user = body["messages"][-1]["content"]
+    if "<sentence>\n" in user:  # the one-sentence rewrite: the sentence is its own statement
+        return json.dumps({"statements": [user.split("<sentence>\n")[1].split("\n</sentence>")[0]]})
     if "<answer>" in user:
         answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
         return json.dumps({"statements": [s.strip() + "." for s in answer.split(".") if s.strip()]})
@@ -63,16 +65,19 @@ def test_run_with_openai_compatible_judge(tmp_path: Path) -> None:
         result = CliRunner().invoke(
             app, ["run", str(data), "--judge", "openai:fake-judge", "--base-url", server.base_url, "--out", str(out)]
         )
-        # batch strategy for API judges: one statements call and one verdicts call per sample
-        assert server.calls == 4
+        # batch strategy for API judges: one verdicts call per sample; each answer is one sentence
+        # that stands alone, so it is its own statement and needs no decomposition call
+        assert server.calls == 2
         schemas = [r["response_format"]["json_schema"]["name"] for r in server.requests]
-        assert sorted(set(schemas)) == ["Statements", "VerdictList"]
+        assert schemas == ["VerdictList", "VerdictList"]
     assert result.exit_code == 0, result.output
     rows = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
     assert rows["good"]["scores"]["faithfulness"]["value"] == 1.0
     bad = rows["bad"]["scores"]["faithfulness"]
     assert bad["value"] == 0.0
-    assert bad["verdicts"] == [{"subject": "Lyon is the capital of France.", "value": 0, "reason": "a word is missing"}]
+    assert bad["verdicts"] == [
+        {"subject": "Lyon is the capital of France.", "value": 0, "reason": "a word is missing", "spans": [[0, 30]]}
+    ]
     # the summary names the failing statement with the judge's reason
     assert "Lyon is the capital of France." in result.output and "a word is missing" in result.output
     assert "faithfulness" in result.output and "0.500" in result.output
@@ -200,4 +205,6 @@ def test_repeats_with_temperature_reach_the_judge_as_real_repeats(tmp_path: Path
         assert result.exit_code == 0, result.output
         assert {r["temperature"] for r in server.requests} == {0.7}
         assert sorted({r["seed"] for r in server.requests}) == [0, 1]  # seed + repeat index
-        assert server.calls == 4  # two real repeats, none answered from the cache
+        # two real repeats of the verdict, none answered from the cache; the answer's one sentence
+        # stands alone, so it is its own statement and no decomposition call is made
+        assert server.calls == 2

@@ -268,7 +268,9 @@ def test_configuration_mistakes_are_config_errors() -> None:
 def test_faithfulness_as_a_composite_matches_the_built_in_metric() -> None:
     script = [STATEMENTS_JSON, verdict(1, "stated"), verdict(0, "2.1 million")]
     composite = evaluate([SAMPLE], [FAITHFULNESS], ScriptedJudge(script)).results[0].scores["faithfulness_composite"]
-    built_in = evaluate([SAMPLE], [Faithfulness()], ScriptedJudge(script)).results[0].scores["faithfulness"]
+    # the composite writes the whole-answer decomposition: the built-in with decomposer="llm"
+    whole_answer = Faithfulness(decomposer="llm")
+    built_in = evaluate([SAMPLE], [whole_answer], ScriptedJudge(script)).results[0].scores["faithfulness"]
     assert composite.value == built_in.value == 0.5
     assert [(v.subject, v.value, v.reason) for v in composite.verdicts] == [
         (v.subject, v.value, v.reason) for v in built_in.verdicts

@@ -9,7 +9,6 @@ one across a 0.8 pass mark (0.5 / 1.0 / 1.0).
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Sequence
@@ -21,13 +20,13 @@ import typer
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
-from assay import Faithfulness, Sample
+from assay import Faithfulness, Sample, Verdict
 from assay.analysis import GatePolicy, analyze_repeats, evaluate_gate
 from assay.cli._gate import gate
-from assay.models import FunctionJudge, JudgeRequest
+from assay.metrics._common import supported_share
 from assay.models._protocol import ChatMessage
 from assay.report import build_report, gate_summary_markdown, md_text
-from assay.run import RunStore, evaluate
+from assay.run import RunSpec, RunStore, SampleResult, new_run_id
 
 app = typer.Typer(pretty_exceptions_enable=False)
 app.command("gate", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(gate)
@@ -62,52 +61,41 @@ def _user(messages: Sequence[ChatMessage]) -> str:
     return messages[-1]["content"]
 
 
-def decomposition_judge(splits: dict[str, list[list[str]]]) -> FunctionJudge:
-    """Splits each answer (its text is the sample id) per repeat; supports statements without '1600'."""
-
-    def answer(messages: Sequence[ChatMessage], request: JudgeRequest) -> str:
-        user = _user(messages)
-        if "<answer>" in user:
-            key = user.split("<answer>\n", 1)[1].split("\n</answer>", 1)[0]
-            options = splits[key]
-            return json.dumps({"statements": options[min(request.config.repeat, len(options) - 1)]})
-        block = user.split("<statements>\n", 1)[1].rsplit("\n</statements>", 1)[0]
-        statements = re.split(r"(?m)^\[\d+\] ", block)[1:]
-        return json.dumps(
-            {
-                "verdicts": [
-                    {
-                        "statement": s,
-                        "reason": "the context gives no year" if "1600" in s else "stated in the context",
-                        "verdict": int("1600" not in s),
-                    }
-                    for s in statements
-                ]
-            }
-        )
-
-    return FunctionJudge(answer, per_statement=False)
-
-
 def stored_run(
     store: Path, splits: dict[str, list[list[str]]], repeats: int = 3, ids: dict[str, str] | None = None
 ) -> str:
-    """Evaluate one sample per key of ``splits`` (its answer is the key; its id too, unless ``ids`` says)."""
+    """One sample per key of ``splits`` (its answer is the key; its id too, unless ``ids`` says), stored as
+    a faithfulness run whose decomposition is sampled with each repeat (``fixed_statements=False``) leaves it.
+
+    The records are written directly, the statements of each repeat as ``splits`` gives them: the gate's
+    subject is what repeats did, and a real decomposition anchors its statements to the answer, which these
+    one-word answers cannot carry.
+    """
     ids = ids or {}
-    samples = [
-        Sample(id=ids.get(key, key), question="What about Paris?", answer=key, contexts=(CONTEXT,)) for key in splits
-    ]
-    result = evaluate(
-        samples,
-        Faithfulness(strategy="batch"),
-        decomposition_judge(splits),
-        store=store,
-        repeats=repeats,
-        cache=False,
-        progress=False,
-    )
-    assert result.run_id is not None
-    return result.run_id
+    metric = Faithfulness(strategy="batch", fixed_statements=False)
+    run_id = new_run_id()
+    with RunStore(store) as opened:
+        opened.create(RunSpec(run_id=run_id, judge="function", judge_model="function", metrics=(metric.spec(),),
+                              options={"repeats": repeats}))  # fmt: skip
+        for line, key in enumerate(splits, start=1):
+            sample = Sample(id=ids.get(key, key), question="What about Paris?", answer=key, contexts=(CONTEXT,))
+            for repeat in range(repeats):
+                options = splits[key]
+                statements = options[min(repeat, len(options) - 1)]
+                verdicts = [
+                    Verdict(
+                        subject=s,
+                        value=int("1600" not in s),
+                        reason="the context gives no year" if "1600" in s else "stated in the context",
+                    )
+                    for s in statements
+                ]
+                score = supported_share(
+                    "faithfulness", verdicts, (), metric.spec(), counted="statements supported", rejected="unsupported"
+                )
+                opened.record(run_id, SampleResult(sample, {"faithfulness": score}, line, repeat), repeat=repeat)
+        opened.set_status(run_id, "finished")
+    return run_id
 
 
 def invoke(*args: str) -> tuple[int, str]:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from assay import Sample, evaluate
+from assay.errors import ConfigError
 from assay.metrics import BinaryJudgeGrader
 from assay.models import (
     FunctionJudge,
@@ -89,13 +90,15 @@ def test_http_identity_names_provider_endpoint_and_model_without_credentials() -
     pytest.importorskip("openai")
     from assay.models import OpenAIJudge
 
-    judge = OpenAIJudge(
-        "m", base_url="https://user:hunter2@llm.example.com/v1?api_key=sk-abcdefgh12345&region=eu", api_key="k"
-    )
+    judge = OpenAIJudge("m", base_url="https://user:hunter2@llm.example.com/v1", api_key="k")
     assert judge.model_id == "openai:m"
     assert judge.identity.startswith("openai:m@https://")
-    assert "llm.example.com/v1" in judge.identity and "region=eu" in judge.identity
-    assert "hunter2" not in judge.identity and "sk-abcdefgh12345" not in judge.identity
+    assert "llm.example.com/v1" in judge.identity
+    assert "hunter2" not in judge.identity
+    # A query string cannot work (the client appends its path after it): refused, redacted.
+    with pytest.raises(ConfigError, match=r"api_key=\[redacted\]&region=eu has a query string") as refused:
+        OpenAIJudge("m", base_url="https://llm.example.com/v1?api_key=sk-abcdefgh12345&region=eu", api_key="k")
+    assert "sk-abcdefgh12345" not in str(refused.value)
     default = OpenAIJudge("m", api_key="k")
     assert default.identity == "openai:m@https://api.openai.com/v1"
     other = OpenAIJudge("m", base_url="http://127.0.0.1:9/v1")

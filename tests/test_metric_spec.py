@@ -61,7 +61,9 @@ def same_city(expected: object, actual: object) -> bool:
 SAMPLE = Sample(
     id="s1",
     question="What is the capital of France, and how many people live there?",
-    answer="Paris is the capital of France. Paris has about two million residents. It is also the largest city.",
+    answer=(
+        "Paris is the capital of France. Paris has about two million residents. It is also the largest city of France."
+    ),
     contexts=("Paris is the capital and largest city of France.", "About 2.1 million people live in Paris."),
     reference="The capital of France is Paris. Roughly 2.1 million people live in the city.",
     trace=(
@@ -107,8 +109,11 @@ def _fake(schema: dict[str, Any], defs: dict[str, Any], seed: str) -> Any:
 
 
 def any_schema(messages: Sequence[ChatMessage], request: JudgeRequest) -> str:
-    """A valid answer to whatever is asked, chosen by a hash of the whole prompt."""
+    """A valid answer to whatever is asked, chosen by a hash of the whole prompt (a sentence rewrites to itself)."""
     assert request.schema is not None
+    user = messages[-1]["content"]
+    if "<sentence>\n" in user:
+        return json.dumps({"statements": [user.split("<sentence>\n", 1)[1].split("\n</sentence>", 1)[0]]})
     schema = request.schema.model_json_schema()
     seed = json.dumps(list(messages), sort_keys=True)
     return json.dumps(_fake(schema, schema.get("$defs", {}), seed))
@@ -384,6 +389,7 @@ def test_specs_keep_the_prompt_identity_and_the_fields() -> None:
     params = ALL["faithfulness"].spec().params
     assert params["prompts"] == {
         "faithfulness.statements": "1",
+        "faithfulness.sentence_statements": "1",
         "faithfulness.verdicts": "1",
         "faithfulness.verdict": "2",
     }
@@ -472,7 +478,7 @@ def _edited(spec: MetricSpec, path: Sequence[str | int], value: Any) -> dict[str
 
 def test_a_metric_whose_version_or_prompt_changed_is_refused_not_rebuilt_silently() -> None:
     spec = Faithfulness().spec()
-    with pytest.raises(ConfigError, match=r"'faithfulness'.*version was '0', is now '1'"):
+    with pytest.raises(ConfigError, match=rf"'faithfulness'.*version was '0', is now '{Faithfulness().version}'"):
         metric_from_spec(_edited(spec, ["version"], "0"))
     with pytest.raises(ConfigError, match=r"prompts was .*'faithfulness.verdicts': '0'"):
         metric_from_spec(_edited(spec, ["params", "prompts", "faithfulness.verdicts"], "0"))
@@ -537,7 +543,9 @@ def test_an_old_record_reads_as_schema_1_and_a_new_one_as_schema_2() -> None:
     assert MetricSpec(name="x", type="m:X").schema_version == 2
 
 
-@pytest.mark.parametrize("name", [n for n in V1 if n in registry_metrics() and not n.startswith("agent_goal")])
+@pytest.mark.parametrize(
+    "name", [n for n in V1 if n in registry_metrics() and n != "faithfulness" and not n.startswith("agent_goal")]
+)
 def test_schema_1_specs_of_the_registry_metrics_rebuild_the_same_metric(name: str) -> None:
     assert metric_from_spec(V1[name]) == registry_metrics()[name]
 
@@ -545,6 +553,14 @@ def test_schema_1_specs_of_the_registry_metrics_rebuild_the_same_metric(name: st
 @pytest.mark.parametrize("name", [n for n in V1 if n.startswith("agent_goal")])
 def test_schema_1_specs_of_the_holistic_goal_accuracy_say_it_was_replaced(name: str) -> None:
     with pytest.raises(ConfigError, match=r"version 1 judged a summary of the trace holistically"):
+        metric_from_spec(V1[name])
+
+
+@pytest.mark.parametrize("name", ["faithfulness", "faith_custom"])
+def test_a_schema_1_faithfulness_is_refused_its_statements_are_made_differently_now(name: str) -> None:
+    # Faithfulness 2 anchors every statement to the answer and judges every sentence: a run
+    # recorded with version 1 would not be continued, or re-scored, by a different metric.
+    with pytest.raises(ConfigError, match=r"'faithfulness'.*version was 1, is now 2"):
         metric_from_spec(V1[name])
 
 
@@ -565,13 +581,6 @@ def test_schema_1_specs_of_customised_metrics_rebuild_the_same_metric() -> None:
     assert metric_from_spec(V1["shots_grader"]) == polite
     assert metric_from_spec(V1["combined"]) == CombinedGrader(
         [(polite, 2.0), (concise, 1.0)], require_all_pass=True, pass_threshold=0.6, name="overall"
-    )
-    assert metric_from_spec(V1["faith_custom"]) == Faithfulness(
-        strategy="batch",
-        decomposer="sentences",
-        verifier=StatementVerifier(
-            method="generate", threshold=0.7, chunk_chars=3000, reasons="all", config=GenerateConfig(max_tokens=99)
-        ),
     )
     # Version 1 of agent goal accuracy (holistic) was replaced; its records say so instead of rebuilding.
     with pytest.raises(ConfigError, match=r"'agent_goal_accuracy_without_reference'.*HolisticGoalAccuracy"):

@@ -42,15 +42,14 @@ SRC = HERE.parent / "src"
 CONTEXT = "The sky is blue. Grass is green. Snow is white. Coal is black."
 CLAIMS = ["The sky is blue.", "Grass is green.", "Snow is red.", "Coal is black.", "The sea is purple."]
 SAMPLE_OF = re.compile(r"Sample (\d+)[?.]")
+WHOLE_ANSWER = {"decomposer": "llm"}  # two calls a sample: the answer's statements, then their verdicts
 
 
 def make_samples(n: int) -> list[Sample]:
     samples = []
     for i in range(n):
         claims = [CLAIMS[(i + k) % len(CLAIMS)] for k in range(1 + i % 3)]
-        samples.append(
-            Sample(id=f"s{i}", question=f"Sample {i}?", answer=f"Sample {i}. " + " ".join(claims), contexts=(CONTEXT,))
-        )
+        samples.append(Sample(id=f"s{i}", question=f"Sample {i}?", answer=" ".join(claims), contexts=(CONTEXT,)))
     return samples
 
 
@@ -61,6 +60,9 @@ def expected_value(sample: Sample) -> float:
 
 def answer_for(user: str) -> str:
     """A deterministic judge: statements are the known claims; supported iff in the context."""
+    if "<sentence>\n" in user:
+        sentence = user.split("<sentence>\n")[1].split("\n</sentence>")[0]
+        return json.dumps({"statements": [c for c in CLAIMS if c in sentence]})
     if "<answer>" in user:
         answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
         return json.dumps({"statements": [c for c in CLAIMS if c in answer]})
@@ -187,7 +189,7 @@ def test_ray_engine_matches_the_local_engine_on_200_samples(cluster: str, kind: 
     from assay.run._ray import RayRunStats, aevaluate_ray
 
     samples = make_samples(200)
-    metric = build_metric("faithfulness")
+    metric = build_metric("faithfulness", WHOLE_ANSWER)
     with FakeOpenAIServer(responder) as server:
         if kind == "function":
             judge_ref: Any = scripted_judge
@@ -266,7 +268,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_judges_nothing_twice(cluster:
         result = asyncio.run(
             aevaluate_ray(
                 samples,
-                [build_metric("faithfulness")],
+                [build_metric("faithfulness", WHOLE_ANSWER)],
                 "openai:fake-judge",
                 base_url=server.base_url,
                 limits=LIMITS,
@@ -315,7 +317,7 @@ def test_rate_limits_and_concurrency_are_global_across_workers(cluster: str) -> 
         asyncio.run(
             aevaluate_ray(
                 samples,
-                [build_metric("faithfulness")],
+                [build_metric("faithfulness", WHOLE_ANSWER)],
                 "openai:fake-judge",
                 base_url=server.base_url,
                 limits=Limits(rpm=240),
@@ -333,7 +335,7 @@ def test_rate_limits_and_concurrency_are_global_across_workers(cluster: str) -> 
         asyncio.run(
             aevaluate_ray(
                 make_samples(40),
-                [build_metric("faithfulness")],
+                [build_metric("faithfulness", WHOLE_ANSWER)],
                 "openai:fake-judge",
                 base_url=server.base_url,
                 limits=Limits(concurrency=3),
@@ -360,7 +362,7 @@ def test_a_missing_ray_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(MissingExtraError, match=r"assay\[ray\]"):
-        asyncio.run(aevaluate_ray([], [build_metric("faithfulness")], "openai:x"))
+        asyncio.run(aevaluate_ray([], [build_metric("faithfulness", WHOLE_ANSWER)], "openai:x"))
 
 
 def test_judge_factory_is_picklable_by_reference() -> None:
@@ -406,7 +408,7 @@ def test_a_ray_worker_builds_the_shared_judge_stack_with_the_run_temperature() -
     config = _WorkerConfig(
         judge=scripted_judge,
         base_url=None,
-        metrics=(build_metric("faithfulness").spec(),),
+        metrics=(build_metric("faithfulness", WHOLE_ANSWER).spec(),),
         limits=LIMITS,
         concurrency=2,
         cache_path=None,
@@ -419,7 +421,8 @@ def test_a_ray_worker_builds_the_shared_judge_stack_with_the_run_temperature() -
     assert result.scores["faithfulness"].value == pytest.approx(expected_value(sample))
     judge = worker._judge
     assert isinstance(judge, FunctionJudge) and len(judge.requests) == 2
-    assert {(r.config.temperature, r.config.repeat) for r in judge.requests} == {(0.7, 1)}
+    # the verdicts get the run's temperature and the repeat; the statements are the same in every repeat
+    assert [(r.config.temperature, r.config.repeat) for r in judge.requests] == [(0.0, 0), (0.7, 1)]
 
 
 @pytest.mark.slow
@@ -432,7 +435,7 @@ def test_a_ray_run_sends_the_run_temperature_to_the_judge(cluster: str) -> None:
         result = asyncio.run(
             aevaluate_ray(
                 samples,
-                [build_metric("faithfulness")],
+                [build_metric("faithfulness", WHOLE_ANSWER)],
                 "openai:fake-judge",
                 base_url=server.base_url,
                 limits=LIMITS,
@@ -444,7 +447,9 @@ def test_a_ray_run_sends_the_run_temperature_to_the_judge(cluster: str) -> None:
         requests = server.requests
     assert result.n_samples == 6
     assert len(requests) == 12
-    assert {body["temperature"] for body in requests} == {0.7}
+    # the verdicts get the run's temperature; the statements are the same in every repeat (temperature 0)
+    by_kind = {(body["response_format"]["json_schema"]["name"], body["temperature"]) for body in requests}
+    assert by_kind == {("Statements", 0.0), ("VerdictList", 0.7)}
 
 
 # -- metrics cross the wire as specs ----------------------------------------------------------------

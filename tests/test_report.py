@@ -42,6 +42,8 @@ XSS_ANSWER = (
 
 def sentence_judge(user: str) -> str:
     """Statements: the answer's sentences; a statement is supported when it mentions the sky."""
+    if "<sentence>\n" in user:  # the one-sentence rewrite: the sentence is its own statement
+        return json.dumps({"statements": [user.split("<sentence>\n")[1].split("\n</sentence>")[0]]})
     if "<answer>" in user:
         answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
         return json.dumps({"statements": [s for s in re.split(r"(?<=\.)\s+", answer) if s.strip()]})
@@ -251,10 +253,12 @@ def test_sample_payload_carries_statements_marks_reasons_and_the_judge_exchange(
     assert [v["tone"] for v in entry["verdicts"]] == ["ok", "bad", "bad"]
     assert [XSS_ANSWER[a:b] for a, b, _ in entry["marks"]] == [v["subject"] for v in entry["verdicts"]]
     assert entry["verdicts"][0]["reason"] == "context says so <b>0</b>"
-    assert {c["purpose"] for c in entry["calls"]} == {"faithfulness.statements", "faithfulness.verdicts"}
+    purposes = {c["purpose"] for c in entry["calls"]}
+    assert "faithfulness.verdicts" in purposes
+    assert purposes <= {"faithfulness.sentence_statements", "faithfulness.verdicts"}
     texts = report.texts
     user = [texts[m["text"]] for c in entry["calls"] for m in c["messages"] if m["role"] == "user"]
-    assert any(XSS_ANSWER in t for t in user)
+    assert all(any(v["subject"] in t for t in user) for v in entry["verdicts"])  # hostile text, as data
     # judge prompts are interned: the system prompt is stored once for both samples
     systems = {m["text"] for s in report.samples for c in s["repeats"][0]["scores"][0]["calls"] for m in c["messages"]}
     assert len(texts) == len(systems)
@@ -265,7 +269,7 @@ def test_rewritten_statements_are_listed_as_unplaced(tmp_path: Path) -> None:
     store_run(store, "r", {"a": [scored(0.5, {"A.": 1, "The answer mentions B": 0})]})
     entry = load_report(store, "r").samples[0]["repeats"][0]["scores"][0]
     assert [v["subject"] for v in entry["verdicts"]] == ["A.", "The answer mentions B"]
-    assert entry["marks"] == [[0, 2, 0]] and entry["unplaced"] == [1]
+    assert entry["marks"] == [[0, 2, [0]]] and entry["unplaced"] == [1]
 
 
 def test_summary_unscored_counts_and_cost(tmp_path: Path) -> None:
@@ -312,8 +316,9 @@ def test_repeats_give_per_sample_spread_flake_probability_and_gate(tmp_path: Pat
     # repeat means: (1 + 1 + .5)/3, (1 + .5 + .5)/3, (1 + 1 + .5)/3 -> gate at 0.8 passes 2 of 3
     assert m.gate.repeat_means == pytest.approx((2.5 / 3, 2 / 3, 2.5 / 3))
     assert m.gate.passes == 2 and m.gate.p_pass == pytest.approx(2 / 3) and m.gate.flaky
+    assert m.verdict is not None and m.verdict.outcome == "flaky"  # the gate column is assay gate's verdict
     html = render_report(store, "r")
-    assert "passes in 2 of 3 repeats" in html and 'class="spread"' in html
+    assert "passes on 2 of 3 repeats" in html and 'class="spread"' in html
 
 
 def test_compare_pairs_by_id_and_counts_flips_and_deltas(tmp_path: Path) -> None:

@@ -47,6 +47,8 @@ def make_responder() -> Any:
 
     def respond(body: dict[str, Any]) -> str:
         user = body["messages"][-1]["content"]
+        if "<sentence>\n" in user:  # the one-sentence rewrite: the sentence is its own statement
+            return json.dumps({"statements": [user.split("<sentence>\n")[1].split("\n</sentence>")[0]]})
         if "<answer>" in user:
             answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
             statements = [s for s in re.split(r"(?<=\.)\s+", answer) if s.strip()]
@@ -100,10 +102,13 @@ def test_clicking_a_sample_shows_coloured_statements_and_no_payload_runs(
     ]  # fmt: skip
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # the whole-answer decomposition paraphrases one sentence: the paraphrase is dropped, listed, and
+    # the sentence judged as itself
+    llm = ("--set", "faithfulness.decomposer=llm")
     with FakeOpenAIServer(make_responder()) as server:
-        base = cli_run(tmp_path, data, server.base_url)
+        base = cli_run(tmp_path, data, server.base_url, *llm)
         time.sleep(1.1)  # run ids sort by second
-        head = cli_run(tmp_path, data, server.base_url, "--repeats", "2")
+        head = cli_run(tmp_path, data, server.base_url, "--repeats", "2", *llm)
     out = tmp_path / "report.html"
     write_report(tmp_path / ".assay" / "runs.sqlite", head, out, compare=base, threshold=0.8)
 
@@ -127,13 +132,13 @@ def test_clicking_a_sample_shows_coloured_statements_and_no_payload_runs(
     assert by_text["The sky is blue."]["tone"] == "ok" and by_text["The sky is blue."]["bg"] == OK_BG
     img = '<img src=x onerror="window.__xss=1"> is an image.'
     assert by_text[img]["tone"] == "bad" and by_text[img]["bg"] == BAD_BG
-    assert by_text[img]["title"].startswith("0 — reason <i>for</i>")  # the judge's reason on hover, as text
+    assert by_text[img]["title"].startswith(f"✗ {img} — reason <i>for</i>")  # the judge's reason on hover, as text
     assert "Grass is green." in by_text
-    # the paraphrased statement is listed below the answer, coloured
-    unplaced = browser.evaluate(
-        "[...document.querySelectorAll('#sample-view .unplaced li')].map(li => [li.dataset.tone, li.textContent])"
-    )
-    assert [tone for tone, _ in unplaced] == ["bad"] and "The answer asks for a rewrite." in unplaced[0][1]
+    # the paraphrase is not what the answer says: dropped and listed; its sentence was judged as itself
+    dropped = browser.evaluate("[...document.querySelectorAll('#sample-view ul.dropped li')].map(li => li.textContent)")
+    assert len(dropped) == 1 and "The answer asks for a rewrite." in dropped[0] and "not in answer" in dropped[0]
+    assert by_text["The rewrite me statement."]["tone"] == "bad"
+    assert "judged as a whole sentence" in by_text["The rewrite me statement."]["title"]
     # The payloads are visible as text and did nothing.
     answer_text = browser.evaluate("document.querySelector('#sample-view .answer').innerText")
     assert answer_text == XSS
@@ -149,7 +154,9 @@ def test_clicking_a_sample_shows_coloured_statements_and_no_payload_runs(
     assert any(XSS in text for text in raw) and any('"statements"' in text for text in raw)
     # the comparison and repeats are on the page
     assert browser.evaluate("document.getElementById('compare') !== null")
-    assert "P(pass)" in browser.evaluate("document.getElementById('sample-head').textContent")
+    # (a sample's spread and P(pass) sit under its mean, one column per metric; Δ beside it)
+    assert "mean of 2 repeats" in browser.evaluate("document.getElementById('sample-head').textContent")
+    assert "P(pass)" in browser.evaluate("document.getElementById('sample-body').textContent")
 
     # sort by clicking a header, filter through the input
     browser.click("#sample-head th:nth-child(2)")
@@ -328,7 +335,7 @@ def test_header_shows_settings_as_a_table_the_gates_verdict_and_no_raw_json(tmp_
             "Object.fromEntries([...document.querySelectorAll('#settings tr')]"
             ".map(tr => [tr.querySelector('th').textContent, tr.querySelector('td').textContent]))"
         )
-        assert settings["metric"].startswith("faithfulness v1, binary_grader v1, extra_metric_0 v1")
+        assert settings["metric"].startswith("faithfulness v2, binary_grader v1, extra_metric_0 v1")
         assert settings["judge"] == "openai:gpt-4o-mini"
         assert settings["base URL"] == "https://[redacted]@proxy.example.com/v1?api_key=[redacted]&region=eu"
         assert settings["decomposer"].startswith("faithfulness: llm")
@@ -387,3 +394,72 @@ def test_header_shows_settings_as_a_table_the_gates_verdict_and_no_raw_json(tmp_
 
     with pytest.raises(ConfigError, match="differs from the gate policy's"):
         write_report(tmp_path / "runs.sqlite", run_id, out, threshold=0.9, gate=policy)
+
+
+def test_the_answer_view_colours_each_statements_words_and_marks_what_was_not_judged(
+    tmp_path: Path, browser: Chromium
+) -> None:
+    """Issue 23: spans by verdict (two statements of one sentence share words), skipped sentences greyed,
+    dropped statements listed, evidence on click; the answer's hostile text stays text."""
+    from assay import Faithfulness, evaluate
+    from assay.models import FunctionJudge, JudgeRequest
+
+    answer = (
+        "Sure! Ann Lee joined <b>Rain</b> in 2003 and toured Japan in 2004. "
+        '<img src=x onerror="window.__xss=5"> She left in 2009.'
+    )
+    table = {
+        "Ann Lee joined <b>Rain</b> in 2003 and toured Japan in 2004.": [
+            "Ann Lee joined <b>Rain</b> in 2003.",
+            "Ann Lee toured Japan in 2004.",
+            "Ann Lee is best known for developing the theory of relativity.",
+        ],
+    }
+    context = "Ann Lee joined Rain in 2003. She left the band in 2009."
+
+    def judge_fn(messages: Any, request: JudgeRequest) -> str:
+        user = messages[-1]["content"]
+        if "<sentence>\n" in user:
+            sentence = user.split("<sentence>\n")[1].split("\n</sentence>")[0]
+            return json.dumps({"statements": table.get(sentence, [sentence])})
+        statement = user.split("<statement>\n")[1].split("\n</statement>")[0]
+        ok = "Japan" not in statement
+        return json.dumps({"verdict": int(ok), "reason": "context: " + ("yes" if ok else "no tour <i>x</i>")})
+
+    sample = Sample(id="ann", question="Who is Ann Lee?", answer=answer, contexts=(context,))
+    store = tmp_path / "runs.sqlite"
+    result = evaluate([sample], [Faithfulness(strategy="per_statement")], FunctionJudge(judge_fn), store=store)
+    out = tmp_path / "report.html"
+    write_report(store, result.run_id or "", out)
+
+    browser.navigate(out.as_uri())
+    browser.wait_for("window.assayReady === true")
+    assert browser.evaluate("window.assaySelect('ann')")
+    pieces = browser.evaluate(
+        "[...document.querySelectorAll('#sample-view .answer > span')].map(s => "
+        "({text: s.textContent, cls: s.className, tone: s.dataset.tone || '', title: s.title, "
+        "bg: getComputedStyle(s).backgroundColor}))"
+    )
+    by_text = {p["text"].strip(): p for p in pieces}
+    assert by_text["Sure!"]["cls"] == "skip" and "not checked: too short" in by_text["Sure!"]["title"]
+    # the words only the failing statement states are red; the shared subject words take the worse tone
+    red, green = by_text["toured Japan in 2004."], by_text["joined <b>Rain</b> in 2003"]
+    assert (red["tone"], red["bg"], green["tone"], green["bg"]) == ("bad", BAD_BG, "ok", OK_BG)
+    shared = [p for p in pieces if "✗ Ann Lee toured Japan in 2004." in p["title"] and "✓" in p["title"]]
+    assert shared and all(p["tone"] == "bad" for p in shared)
+    assert any(p["text"].endswith("She left in 2009.") and p["tone"] == "ok" for p in pieces)
+    dropped = browser.evaluate("[...document.querySelectorAll('#sample-view ul.dropped li')].map(li => li.textContent)")
+    assert len(dropped) == 1 and "theory of relativity" in dropped[0] and "not in answer" in dropped[0]
+    note = browser.evaluate("document.querySelector('#sample-view .decomposition').textContent")
+    assert "2 of 3 sentences checked" in note and "1 with nothing to check" in note
+    # clicking the red words shows that verdict, its reason as text
+    browser.evaluate(
+        "[...document.querySelectorAll('#sample-view .answer .stmt')].find(s => s.textContent === "
+        "'toured Japan in 2004.').click()"
+    )
+    picked = browser.evaluate("document.querySelector('#sample-view .picked').textContent")
+    assert "Ann Lee toured Japan in 2004." in picked and "no tour <i>x</i>" in picked
+    # the hostile text is on the page as text and ran nothing
+    assert browser.evaluate("document.querySelector('#sample-view .answer').innerText") == answer
+    assert browser.evaluate("typeof window.__xss") == "undefined"
+    assert browser.evaluate("document.querySelectorAll('#sample-view .answer img, #sample-view .answer b').length") == 0

@@ -260,7 +260,8 @@ def test_a_call_that_exhausts_its_retries_is_unscored_with_its_reason_never_a_ma
     def answer(messages: Sequence[ChatMessage], request: JudgeRequest) -> str:
         raise _rate_limited(0.0)
 
-    sample = Sample(id="s", question="Colour?", answer="The sky is blue.", contexts=("The sky is blue.",))
+    # not a copy of the context (a copy is supported without a call) and standing alone (no rewrite call)
+    sample = Sample(id="s", question="Colour?", answer="The sky looks blue today.", contexts=("The sky is blue.",))
     judge = FunctionJudge(answer)
     result = evaluate([sample], [Faithfulness()], judge, limits=Limits(max_attempts=3, backoff_s=0))
     (score,) = result.scores("faithfulness")

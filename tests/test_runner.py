@@ -24,6 +24,8 @@ pytest.importorskip("openai")
 pytestmark = pytest.mark.slow
 
 CONTEXT = "The sky is blue. Grass is green. Snow is white. Coal is black."
+# Two calls a sample (the answer's statements, then their verdicts), so calls can be counted.
+WHOLE_ANSWER = Faithfulness(decomposer="llm")
 CLAIMS = ["The sky is blue.", "Grass is green.", "Snow is red.", "Coal is black.", "The sea is purple."]
 
 
@@ -35,7 +37,7 @@ def make_samples(n: int) -> list[Sample]:
             Sample(
                 id=f"s{i}",
                 question=f"Sample {i}?",
-                answer=f"Sample {i}. " + " ".join(claims),
+                answer=" ".join(claims),
                 contexts=(f"[Sample {i}] {CONTEXT}",),
             )  # unique prompts: exact call counts
         )
@@ -50,6 +52,9 @@ def expected_value(sample: Sample) -> float:
 def responder(body: dict[str, Any]) -> str:
     """A deterministic judge: statements are the known claims; supported iff in the context."""
     user = body["messages"][1]["content"]  # the original prompt, also on re-asks
+    if "<sentence>\n" in user:
+        sentence = user.split("<sentence>\n")[1].split("\n</sentence>")[0]
+        return json.dumps({"statements": [c for c in CLAIMS if c in sentence]})
     if "<answer>" in user:
         answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
         return json.dumps({"statements": [c for c in CLAIMS if c in answer]})
@@ -64,7 +69,7 @@ def run_with(server: FakeOpenAIServer, samples: list[Sample], timeout_s: float =
     judge = OpenAIJudge("fake-judge", base_url=server.base_url, timeout=5.0)
     # 12 attempts: at 30% faults, exhausting them is ~5e-7 per call (8 flaked about 1 run in 40)
     limits = Limits(concurrency=16, timeout_s=timeout_s, max_attempts=12, backoff_s=0.02)
-    result = evaluate(samples, [Faithfulness()], judge, limits=limits, **kw)
+    result = evaluate(samples, [WHOLE_ANSWER], judge, limits=limits, **kw)
     return {r.sample.id: r.scores["faithfulness"] for r in result.results}
 
 
@@ -127,9 +132,10 @@ def test_cached_rerun_makes_zero_calls_and_repeats_make_real_ones(tmp_path: Path
         assert {k: s.value for k, s in first.items()} == {k: s.value for k, s in second.items()}
         assert all(c.cached for s in second.values() for c in s.calls)
         judge = OpenAIJudge("fake-judge", base_url=server.base_url)
-        evaluate(samples, [Faithfulness()], judge, cache=cache, repeats=2)
-        # repeat 0 is cached; repeat 1 is a real repeat with its own cache key
-        assert server.calls == 2 * calls_first
+        evaluate(samples, [WHOLE_ANSWER], judge, cache=cache, repeats=2)
+        # repeat 0 is cached; repeat 1 re-judges with its own cache key, on the same statements
+        # (decomposed once: its decomposition is repeat 0's, answered from the cache)
+        assert server.calls == calls_first + len(samples)
     cache.close()
 
 
@@ -138,7 +144,7 @@ def test_rpm_budget_is_respected() -> None:
     with FakeOpenAIServer(responder) as server:
         judge = OpenAIJudge("fake-judge", base_url=server.base_url)
         started = time.monotonic()
-        evaluate(samples, [Faithfulness()], judge, limits=Limits(concurrency=8, rpm=240))
+        evaluate(samples, [WHOLE_ANSWER], judge, limits=Limits(concurrency=8, rpm=240))
         elapsed = time.monotonic() - started
     # 12 calls at 4 per second, starting with a bucket of 4: at least ~2 s.
     assert server.calls == 12 and elapsed >= 1.9

@@ -2,9 +2,10 @@
 
 Sentinel credentials sit where users put them: the API key in ``OPENAI_API_KEY``, a
 password in ``--base-url``'s userinfo (``https://user:pw@host/v1``) and a key in its query
-(``?api_key=...``). The loopback fake server echoes what it got, as real servers do: a 401
-repeats the ``Authorization`` header (bearer key, or the base64 basic-auth pair the HTTP
-client builds from userinfo), a 404 repeats the path and query. The real CLI runs in a
+(``?api_key=...``, which cannot work and is refused, redacted, before any call). The
+loopback fake server echoes what it got, as real servers do: a 401 repeats the
+``Authorization`` header (bearer key, or the base64 basic-auth pair the HTTP client builds
+from userinfo). The real CLI runs in a
 subprocess: failing runs, then a healthy one, then ``runs list/show/export``, ``report``
 and ``gate``. No sentinel (nor its base64 form) may appear in any file under the project
 directory (the run store and its -wal/-shm, the cache and its WAL, ``--out``, the report,
@@ -99,10 +100,12 @@ def test_no_credential_reaches_a_file_or_the_terminal(tmp_path: Path) -> None:
     with FakeOpenAIServer(responder) as server:
         root = server.base_url.removesuffix("/v1")
         with_userinfo = root.replace("http://", f"http://{USER}:{PASSWORD}@") + "/v1"
-        # 1. A key in the query: the SDK appends its path after the query, the server
-        #    answers 404 naming the path and query it got.
-        failed = run(f"{server.base_url}?api_key={QUERY_KEY}")
-        assert failed.returncode == 3, failed.stdout + failed.stderr  # nothing scored
+        # 1. A key in the query: the SDK would append its path after the query (every call a
+        #    404), so the URL is refused before any call, redacted.
+        query_url = f"{server.base_url}?api_key={QUERY_KEY}"
+        refused = cli("run", "data.jsonl", "--judge", "openai:fake", "--base-url", query_url)
+        assert refused.returncode == 1 and "api_key=[redacted] has a query string" in refused.stderr, refused.stderr
+        assert server.calls == 0
         # 2. The key from the environment, refused by half of the calls (the 401 echoes it).
         server.faults = {"401": 0.5}
         run(server.base_url, "--no-cache")
@@ -113,17 +116,17 @@ def test_no_credential_reaches_a_file_or_the_terminal(tmp_path: Path) -> None:
         server.faults = {}
         healthy = run(with_userinfo, "--out", "out.jsonl")
         assert healthy.returncode == 0, healthy.stdout + healthy.stderr
-    assert len(set(run_ids)) == 4
+    assert len(set(run_ids)) == 3
 
     cli("runs", "list")
     for run_id in run_ids:
         assert cli("runs", "show", run_id).returncode == 0
         assert cli("runs", "export", run_id, "--out", f"{run_id}.jsonl").returncode == 0
         cli("gate", run_id)
-    assert cli("runs", "export", run_ids[1]).returncode == 0  # to stdout
-    assert cli("runs", "export", run_ids[2], "--format", "csv", "--out", "export.csv").returncode == 0
-    assert cli("report", run_ids[1], "--out", "report.html").returncode == 0
-    assert cli("report", run_ids[3], "--compare", run_ids[0], "--out", "compare.html").returncode == 0
+    assert cli("runs", "export", run_ids[0]).returncode == 0  # to stdout
+    assert cli("runs", "export", run_ids[1], "--format", "csv", "--out", "export.csv").returncode == 0
+    assert cli("report", run_ids[0], "--out", "report.html").returncode == 0
+    assert cli("report", run_ids[2], "--compare", run_ids[0], "--out", "compare.html").returncode == 0
 
     written = sorted(p for p in tmp_path.rglob("*") if p.is_file() and p.name != "data.jsonl")
     names = {p.name for p in written}
@@ -135,9 +138,8 @@ def test_no_credential_reaches_a_file_or_the_terminal(tmp_path: Path) -> None:
     # The failures were stored with the servers' echoes masked: evidence that the echoes
     # reached assay and were redacted, not that nothing was echoed.
     exported = [(tmp_path / f"{run_id}.jsonl").read_text() for run_id in run_ids]
-    assert "HTTP 404" in exported[0] and "api_key=[redacted]" in exported[0]
-    assert "Incorrect API key provided: [redacted]" in exported[1]
-    assert "Incorrect API key provided: Basic [redacted]" in exported[2]
+    assert "Incorrect API key provided: [redacted]" in exported[0]
+    assert "Incorrect API key provided: Basic [redacted]" in exported[1]
 
 
 def test_url_credentials_and_echoed_auth_headers_are_masked_in_free_text() -> None:

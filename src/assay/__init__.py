@@ -9,6 +9,7 @@ result.summary(); result.to_pandas()
 
 from assay._samples import Message, Sample, ToolCall
 from assay._scores import (
+    AnswerMap,
     Binary,
     JudgeCall,
     MetricSpec,
@@ -27,6 +28,7 @@ from assay.run import EvalResult, SampleResult, aevaluate, calibrate, evaluate, 
 
 __all__ = [
     "TRACE_FORMATS",
+    "AnswerMap",
     "Binary",
     "EvalResult",
     "Faithfulness",

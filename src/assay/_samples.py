@@ -2,16 +2,57 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from assay._messages import Message, ToolCall
 from assay._traces import load_trace
 from assay.errors import TraceFormatError
 
-__all__ = ["Message", "Sample", "ToolCall"]
+__all__ = ["Message", "Sample", "ToolCall", "context_text"]
+
+
+def context_text(item: object) -> str | None:
+    """The text of one context: a string, or a LangChain ``Document`` as an object or serialized; else ``None``.
+
+    Retrievers built on LangChain return ``Document`` objects (``page_content`` and
+    ``metadata``); their ``.dict()`` / JSON form is ``{"page_content": ..., "metadata": ...}``
+    and LangChain's ``dumpd`` wraps it as ``{"kwargs": {"page_content": ...}}``. The text
+    is judged; the metadata is not. Duck-typed: assay never imports LangChain.
+    """
+    if isinstance(item, str):
+        return item
+    if isinstance(item, Mapping):
+        inner = item.get("kwargs") if isinstance(item.get("kwargs"), Mapping) else item
+        content = inner.get("page_content") if isinstance(inner, Mapping) else None
+        return content if isinstance(content, str) else None
+    content = getattr(item, "page_content", None)
+    return content if isinstance(content, str) else None
+
+
+def _one_context(item: object) -> str:
+    text = context_text(item)
+    if text is None:
+        raise PydanticCustomError(
+            "context_type", "expected a string (or a LangChain Document), got {kind}", {"kind": _kind(item)}
+        )
+    return text
+
+
+_Context = Annotated[str, BeforeValidator(_one_context)]
+"""One context: a string, or a LangChain ``Document`` (its ``page_content``)."""
+
+
+def _kind(value: object) -> str:
+    """What a value is, in JSON's words where it has one (for row errors)."""
+    names = {dict: "an object", list: "a list", bool: "a boolean", int: "a number", float: "a number"}
+    if value is None:
+        return "null"
+    name = next((text for kind, text in names.items() if type(value) is kind), None)
+    return f"{name} ({type(value).__name__})" if name else f"a {type(value).__name__}"
 
 
 class Sample(BaseModel):
@@ -42,7 +83,7 @@ class Sample(BaseModel):
     id: str
     question: str | None = None
     answer: str | None = None
-    contexts: tuple[str, ...] = ()
+    contexts: tuple[_Context, ...] = ()
     reference: str | None = None
     trace: tuple[Message, ...] = ()
     reference_tool_calls: tuple[ToolCall, ...] | None = None
@@ -73,11 +114,18 @@ class Sample(BaseModel):
 
     @field_validator("contexts", mode="before")
     @classmethod
-    def _one_context(cls, value: object) -> object:
-        # A single string is one context, not a sequence of characters.
-        if isinstance(value, str):
-            return (value,)
-        return value
+    def _contexts(cls, value: object) -> object:
+        # A single string (or Document) is one context, not a sequence of characters.
+        single = context_text(value)
+        if single is not None:
+            return (single,)
+        if not isinstance(value, Sequence) or isinstance(value, bytes | bytearray):
+            raise PydanticCustomError(
+                "contexts_type",
+                "expected a list of strings (or one string), got {kind}",
+                {"kind": _kind(value)},
+            )
+        return value  # each item: _one_context, which names the item's place and type
 
     def field_present(self, name: str) -> bool:
         """Whether the field ``name`` holds a usable value.

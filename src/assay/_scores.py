@@ -24,7 +24,10 @@ from pydantic import (
 
 __all__ = [
     "METRIC_SPEC_VERSION",
+    "AnswerMap",
+    "AnswerSentence",
     "Binary",
+    "DroppedStatement",
     "JudgeCall",
     "MetricSpec",
     "Score",
@@ -140,6 +143,8 @@ class Verdict(BaseModel):
             to the evaluator instead of stating a fact.
         details: The checks behind the decision: P(supported) as the judge gave it and as
             combined with the detail checks, and each check's value and problems.
+        spans: Where the subject comes from in the judged answer: ``(start, end)``
+            character offsets of the answer's words the statement states (faithfulness).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -150,15 +155,89 @@ class Verdict(BaseModel):
     evidence: tuple[EvidenceRef, ...] = ()
     flags: tuple[str, ...] = ()
     details: dict[str, Any] | None = None
+    spans: tuple[tuple[int, int], ...] = ()
 
     @model_serializer(mode="wrap")
     def _omit_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Records keep ``evidence``, ``flags`` and ``details`` only where a verdict has them."""
+        """Records keep ``evidence``, ``flags``, ``details`` and ``spans`` only where a verdict has them."""
         data: dict[str, Any] = handler(self)
-        for key in ("evidence", "flags", "details"):
+        for key in ("evidence", "flags", "details", "spans"):
             if not data.get(key):
                 data.pop(key, None)
         return data
+
+
+SentenceStatus = Literal["judged", "judged_whole", "not_checkable"]
+"""What became of an answer sentence: its statements were judged; the sentence itself was
+judged (its rewrite lost part of it, or it stood alone); it states nothing to check."""
+
+
+class AnswerSentence(BaseModel):
+    """One sentence of a judged answer and what became of it.
+
+    Attributes:
+        start: Offset of the sentence in the answer.
+        end: End offset of the sentence in the answer.
+        status: ``judged`` (one or more anchored statements), ``judged_whole`` (the
+            sentence itself was judged, see ``note``), or ``not_checkable`` (a question,
+            a greeting, filler: nothing to check).
+        note: Why, when the status needs a reason (``"a question"``, ``"the rewrite left
+            out: 1889"``).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    start: int
+    end: int
+    status: SentenceStatus
+    note: str = ""
+
+
+class DroppedStatement(BaseModel):
+    """A statement the decomposition produced that was not judged, and why.
+
+    Attributes:
+        text: The statement as the decomposition wrote it.
+        reason: ``not_in_answer`` (it states what the answer does not: taken from the
+            question, the prompt's example or elsewhere), ``fragment`` (not a statement:
+            no verb, a dangling word, a bare title) or ``repeated`` (another statement
+            already says it).
+        detail: One human-readable line.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    reason: Literal["not_in_answer", "fragment", "repeated"]
+    detail: str = ""
+
+
+class AnswerMap(BaseModel):
+    """How an answer became the statements that were judged: every sentence, every dropped statement.
+
+    Attributes:
+        sentences: The answer's sentences in order, with what became of each.
+        dropped: Statements the decomposition wrote that were not judged.
+        fixed: The statements are the same in every repeat (decomposed once, at
+            temperature 0); repeats measure the verdicts' noise only.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    sentences: tuple[AnswerSentence, ...] = ()
+    dropped: tuple[DroppedStatement, ...] = ()
+    fixed: bool = True
+
+    @property
+    def checkable(self) -> int:
+        """Sentences that state something to check."""
+        return sum(1 for s in self.sentences if s.status != "not_checkable")
+
+    @property
+    def coverage(self) -> float:
+        """Share of checkable sentences that were judged (1.0 by construction; NaN with none)."""
+        judged = sum(1 for s in self.sentences if s.status in ("judged", "judged_whole"))
+        return judged / self.checkable if self.checkable else math.nan
 
 
 METRIC_SPEC_VERSION = 2
@@ -217,6 +296,8 @@ class Score(BaseModel):
     spec: MetricSpec | None = None
     parts: tuple[Score, ...] = ()
     details: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
+    decomposition: AnswerMap | None = Field(default=None, exclude_if=lambda value: value is None)
+    """How the answer became the judged statements (faithfulness); records keep it only where set."""
 
     @field_validator("value", mode="before")
     @classmethod

@@ -19,6 +19,9 @@ The tree::
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 __all__ = [
     "AssayError",
     "ConfigError",
@@ -29,7 +32,20 @@ __all__ = [
     "ModelWeightsError",
     "SampleError",
     "TraceFormatError",
+    "did_you_mean",
 ]
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``" did you mean 'X'?"`` for the choice closest to a misspelt ``word``, or ``""``.
+
+    Used by every error that names something a person typed (a metric, an option, a
+    column, a sample id): ``f"unknown metric {name!r};{did_you_mean(name, names)} choose from ..."``.
+    Case is ignored when comparing; the choice is shown as written.
+    """
+    options = {choice.lower(): choice for choice in choices if choice}
+    close = difflib.get_close_matches(word.lower(), list(options), n=1, cutoff=0.75)
+    return f" did you mean {options[close[0]]!r}?" if close else ""
 
 
 class AssayError(Exception):

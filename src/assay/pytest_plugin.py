@@ -2,15 +2,18 @@
 
 Registered under the ``pytest11`` entry point ``assay``, so installing assay enables it.
 It adds the ``assay_judge`` fixture (the judge named by ``--assay-judge``, else
-``$ASSAY_JUDGE``, else ``local``; built once per session) and two assertions::
+``$ASSAY_JUDGE``, else ``local``; built once per session) and three assertions::
 
-    from assay.pytest_plugin import assert_faithful, assert_grade
+    from assay.pytest_plugin import assert_faithful, assert_grade, assert_scores
 
     def test_answer_is_grounded(assay_judge):
         assert_faithful(sample, min=0.8, judge=assay_judge)
 
     def test_tone(assay_judge):
         assert_grade(sample, "The reply is polite.", judge=assay_judge)
+
+    def test_rag_answer(assay_judge):  # several metrics at once, as DeepEval's assert_test
+        assert_scores(sample, ["faithfulness", "answer_relevancy"], min={"faithfulness": 0.8}, judge=assay_judge)
 
 A failing assertion lists every unsupported statement (or failing criterion) with the
 judge's reason, and no frame of this plugin. An unscored result (parse failure, refusal,
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,8 +41,8 @@ import pytest
 from assay._safety import printable
 from assay._samples import Sample
 from assay._scores import MetricSpec, Score, summarize
-from assay.errors import AssayError, SampleError
-from assay.metrics import BinaryJudgeGrader, Faithfulness, Metric
+from assay.errors import AssayError, ConfigError, SampleError
+from assay.metrics import BinaryJudgeGrader, Faithfulness, Metric, build_metric
 from assay.models import JudgeModel, get_judge
 from assay.run import RunSpec, RunStatus, RunStore, SampleResult, evaluate, new_run_id
 from assay.run._dataset import sample_from_record
@@ -49,6 +52,7 @@ __all__ = [
     "assay_judge",
     "assert_faithful",
     "assert_grade",
+    "assert_scores",
     "pytest_addoption",
     "pytest_configure",
     "pytest_unconfigure",
@@ -405,3 +409,68 @@ def assert_grade(
     elif score.value < min - 1e-9:
         failure = f"score {score.value:.3f} < {min:g}"
     return _check(chosen, score, judge_id, f"assert_grade(min={min:g})", failure)
+
+
+def assert_scores(
+    sample: Sample | Mapping[str, Any],
+    metrics: Sequence[Metric | str],
+    min: float | Mapping[str, float] = 0.8,
+    judge: JudgeModel | str | None = None,
+) -> dict[str, Score]:
+    """Assert every metric scores the sample at least its minimum; return the scores by metric name.
+
+    In the spirit of DeepEval's ``assert_test(test_case, metrics=[...])``: the metrics are
+    judged together (one evaluation), and the assertion fails if any one of them is below
+    its minimum or unscored, listing every failing metric (not only the first) with its
+    unsupported statements or failing criteria and the judge's reasons.
+
+    Args:
+        sample: A :class:`~assay.Sample` or a dict with the same fields.
+        metrics: Metrics, or registry names (``"faithfulness"``, ``"answer_relevancy"``;
+            see ``assay metrics``).
+        min: The lowest passing score of every metric, or per metric name (metrics not
+            named get 0.8, ``assay gate``'s default).
+        judge: A judge model or string (``None``: ``$ASSAY_JUDGE``, else local).
+
+    Raises:
+        AssertionError: a metric below its minimum or unscored (NA included).
+        ConfigError: an unknown metric name, a metric named twice, or a minimum for a
+            metric that is not asserted.
+    """
+    __tracebackhide__ = True
+    built = [build_metric(m) if isinstance(m, str) else m for m in metrics]
+    names = [m.name for m in built]
+    if not built or len(set(names)) != len(names):
+        raise ConfigError(f"assert_scores needs distinct metrics, got {names}")
+    minimums = dict(min) if isinstance(min, Mapping) else dict.fromkeys(names, float(min))
+    stray = sorted(set(minimums) - set(names))
+    if stray:
+        raise ConfigError(f"min names {stray[0]!r}, which is not among the metrics asserted ({', '.join(names)})")
+    chosen = _as_sample(sample)
+    result = evaluate([chosen], built, judge, progress=False)
+    if result.errors:
+        raise AssertionError(f"assay: invalid sample: {result.errors[0]}")
+    scores = dict(result.results[0].scores)
+    failures: list[str] = []
+    failed: list[str] = []
+    session = _current()
+    for name in names:
+        score, floor = scores[name], minimums.get(name, _DEFAULT_MIN)
+        failure = None
+        if not score.is_scored:
+            failure = "unscored, which never passes"
+        elif score.value < floor - 1e-9:
+            failure = f"score {score.value:.3f} < {floor:g}"
+        if session is not None:
+            session.add(chosen, score, result.judge, f"assert_scores(min={floor:g})", passed=failure is None)
+        if failure is not None:
+            failed.append(name)
+            failures.append(_describe(score, chosen, failure))
+    if failures:
+        passed = [n for n in names if n not in failed]
+        tail = f"\n(passed: {', '.join(passed)})" if passed else ""
+        raise AssertionError(f"{len(failures)} of {len(names)} metrics failed\n" + "\n".join(failures) + tail)
+    return scores
+
+
+_DEFAULT_MIN = 0.8

@@ -47,6 +47,7 @@ from assay.analysis._stats import wilson_interval
 
 __all__ = [
     "DEFAULT_FLIP_RATE",
+    "DEFAULT_MAX_UNSCORED",
     "GateOutcome",
     "GatePolicy",
     "GateResult",
@@ -56,8 +57,10 @@ __all__ = [
     "Stability",
     "binomial_pass_probability",
     "classify",
+    "combined_outcome",
     "evaluate_gate",
     "flake_probability",
+    "is_pass_fail",
     "min_passing",
     "observed_rate",
     "poisson_binomial_pmf",
@@ -68,6 +71,15 @@ __all__ = [
 
 DEFAULT_FLIP_RATE = 0.05
 """The flip rate assumed for a single run when none is measured or given."""
+
+DEFAULT_MAX_UNSCORED = 0.1
+"""The unscored share above which a run is not the evaluation that was asked for.
+
+One budget for ``assay run`` (exit 3) and ``assay gate`` (exit 2, "unscored"): the two
+used to differ (10% and 5%), so a run that ``assay run`` called evaluated could fail its
+gate for being unscored. Why a tenth: unjudged results can move the true mean by at most
+their share (0.1, had each of them scored 0, or 1), about the full width of the 95%
+bootstrap CI of a 100-sample run with a typical spread (SD 0.3: +-0.06)."""
 
 _EPS = 1e-9
 
@@ -226,7 +238,8 @@ class GatePolicy:
         strict: Any unsupported statement fails its sample (implies ``per_sample``).
         min_statements: A sample with fewer statements fails (0: no rule).
         max_flake: The flake target τ: stable means P(pass) >= 1 - τ or <= τ.
-        max_unscored: The highest tolerated share of unscored (sample, repeat) results.
+        max_unscored: The highest tolerated share of unscored (sample, repeat) results
+            (:data:`DEFAULT_MAX_UNSCORED`, the same budget as ``assay run``'s).
         flip_rate: ε for the binomial model (``None``: measured from repeats, else
             :data:`DEFAULT_FLIP_RATE`).
         simulations: Simulated runs for the run-mean P(pass).
@@ -238,7 +251,7 @@ class GatePolicy:
     strict: bool = False
     min_statements: int = 0
     max_flake: float = 0.01
-    max_unscored: float = 0.05
+    max_unscored: float = DEFAULT_MAX_UNSCORED
     flip_rate: float | None = None
     simulations: int = 10_000
     seed: int = 0
@@ -290,7 +303,9 @@ class SampleGate:
         passed: The observed outcome: the majority of its scored repeats pass.
         p_pass: P(the sample passes) (from repeats, or from the binomial model).
         interval: Wilson interval of ``p_pass`` when it comes from repeats.
-        stability: :func:`classify` of ``p_pass``.
+        stability: With repeats, :func:`classify` of ``p_pass``; for a single run, the
+            observed outcome (``stable_pass`` or ``stable_fail``): nothing flaked where
+            nothing was repeated.
         why: Why it fails (below threshold, unsupported statement, too few statements).
         sinkers: The statements that sank it, most often failing first.
         unscored: The unscored repeats' reasons.
@@ -369,7 +384,13 @@ class GateResult:
 
     @property
     def stability(self) -> Stability:
-        """:func:`classify` of ``p_pass`` at the policy's ``max_flake``."""
+        """Stable pass, stable fail or flaky.
+
+        With repeats, :func:`classify` of ``p_pass`` at the policy's ``max_flake``; for a
+        single run, the observed outcome (it decides on what it observed: nothing flaked).
+        """
+        if self.method == "binomial":
+            return _observed(self.observed_pass)
         return classify(self.p_pass, self.policy.max_flake)
 
     @property
@@ -479,11 +500,16 @@ def _sample_gate(sample: SampleRepeats, policy: GatePolicy, method: str, flip_ra
         passed=passed,
         p_pass=p_pass,
         interval=interval,
-        stability=classify(p_pass, policy.max_flake),
+        # A single run decides on what it observed: the binomial estimate never makes a sample flaky.
+        stability=classify(p_pass, policy.max_flake) if method == "repeats" else _observed(passed),
         why=why,
         sinkers=_sinkers(failing_scores, scored),
         unscored=sample.unscored_reasons,
     )
+
+
+def _observed(passed: bool) -> Stability:
+    return "stable_pass" if passed else "stable_fail"
 
 
 def _simulate_run_mean(samples: Sequence[SampleRepeats], policy: GatePolicy, method: str, flip_rate: float) -> float:
@@ -640,3 +666,38 @@ def evaluate_gate(report: RepeatReport, policy: GatePolicy) -> GateResult:
         notes=tuple(notes),
         repeat_passes=repeat_passes,
     )
+
+
+_SEVERITY: dict[GateOutcome, int] = {"pass": 0, "flaky": 1, "unscored": 2, "fail": 3}
+
+
+def combined_outcome(outcomes: Sequence[GateOutcome]) -> GateOutcome:
+    """The outcome of several gates on one run (one per metric): the worst of them.
+
+    Worst first: ``fail`` (a metric was seen to fail), ``unscored`` (a metric could not
+    be decided), ``flaky``, ``pass``. No gate at all is ``unscored``: nothing passed.
+    """
+    if not outcomes:
+        return "unscored"
+    return max(outcomes, key=lambda outcome: _SEVERITY[outcome])
+
+
+def is_pass_fail(report: RepeatReport) -> bool:
+    """Whether the metric is pass/fail: every value 0 or 1, and not a share of statements that happened to be.
+
+    A pass/fail metric (a grader's PASS/FAIL, answer relevancy) has a run mean that is the
+    share of samples that pass, and no statement count that could make a gate stable:
+    gates and summaries word it as a pass rate. Told from the scores alone: every scored
+    value is 0 or 1, and either its verdicts are labels (``PASS``/``FAIL``), or some
+    score's verdicts disagree while its value is 0 or 1 (so the value is not their share).
+    Faithfulness whose answers were all wholly supported or wholly not (one-statement
+    answers, say) is still a share of statements and keeps the statement-count advice,
+    which is exactly what such a run needs.
+    """
+    scores = [score for sample in report.samples for score in sample.scored]
+    if not scores or any(score.value not in (0.0, 1.0) for score in scores):
+        return False
+    verdicts = [v for score in scores for v in score.verdicts]
+    if verdicts and all(isinstance(v.value, str) for v in verdicts):
+        return True
+    return any(len({_binary(v.value) for v in score.verdicts}) > 1 for score in scores)

@@ -12,6 +12,7 @@ except ImportError:  # pragma: no cover - older typer on plain click
     from click.exceptions import ClickException, UsageError  # type: ignore[assignment]
 
 from assay import __version__
+from assay.cli._browse import browse
 from assay.cli._cache import cache_app
 from assay.cli._calibrate import calibrate
 from assay.cli._gate import gate
@@ -41,6 +42,7 @@ app.command("retrieval")(retrieval)
 app.command("trec")(trec)
 app.command("metrics")(metrics)
 app.command("report")(report)
+app.command("browse")(browse)
 app.add_typer(runs_app, name="runs")
 app.add_typer(model_app, name="model")
 app.add_typer(cache_app, name="cache")

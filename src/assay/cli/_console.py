@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +23,7 @@ __all__ = [
     "err_console",
     "fmt_score",
     "out_console",
+    "stdout",
     "verdict_lines",
 ]
 
@@ -36,13 +39,58 @@ EXIT_UNSCORED = 3
 EXIT_INTERRUPTED = 130
 """Interrupted (Ctrl-C); every finished sample is stored and ``--resume`` continues."""
 
+
+class _Stdout:
+    """``sys.stdout`` (looked up at each write, so test runners can capture it), safe to pipe into ``head``.
+
+    When the reader goes away (``assay gate ... | head -1``, a closed pipe), writing raises
+    ``BrokenPipeError``. That used to end the command with exit 1, which for ``assay
+    gate`` is the FAIL code: a passing gate failed CI because of ``head``. A broken pipe is
+    not a verdict. The rest of the output is dropped (file descriptor 1 is pointed at the
+    null device, so the interpreter's last flush cannot fail either) and the command ends
+    with its own exit code.
+    """
+
+    _gone: object = None  # the stream whose reader went away
+
+    def write(self, text: str) -> int:
+        if self._gone is not sys.stdout:
+            try:
+                sys.stdout.write(text)
+            except BrokenPipeError:
+                self._reader_gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if self._gone is not sys.stdout:
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        self._gone = sys.stdout
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # no file descriptor (a test runner's buffer)
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(sys.stdout, name)
+
+
+stdout = _Stdout()
+"""Where commands write their output: standard output, where a closed pipe ends the output, not the command."""
+
 # Output that is not a terminal (a CI log, a pipe) has no width to fit: tables get room for
 # whole names instead of rich's 80-column default. ``emoji=False``: ":m:" in a model name
 # or a sample id is text, not an emoji code.
 _LOG_WIDTH = 200
-out_console = Console(emoji=False)
+out_console = Console(emoji=False, file=stdout)  # type: ignore[arg-type]  # a TextIO in all it is asked for
 if not out_console.is_terminal:
-    out_console = Console(emoji=False, width=_LOG_WIDTH)
+    out_console = Console(emoji=False, width=_LOG_WIDTH, file=stdout)  # type: ignore[arg-type]
 # Messages are never hard-wrapped: an error naming a long path or row stays one line, so
 # it can be copied and grepped (and does not depend on the terminal's width).
 err_console = Console(stderr=True, soft_wrap=True, emoji=False)

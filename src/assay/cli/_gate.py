@@ -11,6 +11,7 @@ Exit codes (documented in the command's help and ``docs/design/variance.md``)::
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Callable
@@ -22,22 +23,26 @@ from rich.table import Table
 
 from assay._safety import printable, scrub, url_secrets
 from assay.analysis import (
+    DEFAULT_MAX_UNSCORED,
+    GateOutcome,
     GatePolicy,
     GateResult,
     RepeatReport,
     analyze_repeats,
+    combined_outcome,
     evaluate_gate,
+    is_pass_fail,
     metrics_in,
     observed_rate,
     recommend_statements,
     recommend_threshold,
 )
 from assay.cli._console import err_console, fmt_score, out_console
-from assay.errors import AssayError
-from assay.report import gate_summary_markdown
+from assay.errors import AssayError, ConfigError, did_you_mean
+from assay.report import gate_summary_markdown, md_text
 from assay.run import RunStore
 
-__all__ = ["EXIT_FAIL", "EXIT_FLAKY", "EXIT_PASS", "EXIT_USAGE_GATE", "gate", "render_gate"]
+__all__ = ["EXIT_FAIL", "EXIT_FLAKY", "EXIT_PASS", "EXIT_USAGE_GATE", "gate", "parse_gated_metrics", "render_gate"]
 
 EXIT_PASS: Final = 0
 EXIT_FAIL: Final = 1
@@ -94,10 +99,17 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
             f"{_pct(result.reversal_probability)}: re-run with 'assay run --repeats 3' to measure it"
         )
     run = printable(run_id, breaks=False)
+    binary = is_pass_fail(report)
+    interval = f"[{fmt_score(result.ci[0])}, {fmt_score(result.ci[1])}]"
+    if binary and not policy.gates_samples:
+        n_pass = sum(1 for s in result.samples if s.is_scored and s.score >= 1.0)
+        n_scored = sum(s.is_scored for s in result.samples)
+        level = f"pass rate {fmt_score(result.mean)} ({n_pass} of {n_scored} samples pass) {interval}"
+    else:
+        level = f"mean {fmt_score(result.mean)} {interval}"
     out_console.print(
         f"[bold {colour}]GATE {result.outcome.upper()}[/bold {colour}]: {printable(rule)} on {unit} · run {run} · "
-        f"observed {'pass' if result.observed_pass else 'fail'} · mean {fmt_score(result.mean)} "
-        f"[{fmt_score(result.ci[0])}, {fmt_score(result.ci[1])}] · {noise}",
+        f"observed {'pass' if result.observed_pass else 'fail'} · {level} · {noise}",
         soft_wrap=True,
     )
     n_scored = sum(s.is_scored for s in result.samples)
@@ -137,7 +149,7 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
             table.add_row(
                 str(s.line),
                 printable(s.id, breaks=False),
-                fmt_score(s.score),
+                ("pass" if s.score >= 1.0 else "fail") if binary and result.n_repeats == 1 else fmt_score(s.score),
                 f"{_pct(s.p_pass)}{interval}",
                 printable(s.why or "flaky"),
                 sinkers or "—",
@@ -160,7 +172,26 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
             f"samples · scores moved in {report.n_scores_moved} ({report.n_moved_without_flip} with no verdict flip)",
             soft_wrap=True,
         )
-    _print_advice(result, report)
+        fixed = {s.decomposition.fixed for sample in report.samples for s in sample.scores if s.decomposition}
+        if fixed == {True}:
+            out_console.print(
+                "statements: the same in every repeat (decomposed once, at temperature 0): the flake estimate is the "
+                "verdicts' noise, which is all that varied",
+                soft_wrap=True,
+            )
+        elif fixed:
+            out_console.print(
+                "statements: sampled with each repeat (fixed_statements=false): statement-set changes count as noise",
+                soft_wrap=True,
+            )
+    if binary:
+        out_console.print(
+            f"[dim]{printable(result.metric)} is pass/fail per sample: its mean is the share of samples that pass, "
+            "so the statement-count advice of graded metrics does not apply; more samples narrow its interval[/dim]",
+            soft_wrap=True,
+        )
+    else:
+        _print_advice(result, report)
     for note in result.notes:
         out_console.print(f"[dim]note: {printable(note)}[/dim]", soft_wrap=True)
 
@@ -200,12 +231,70 @@ def _print_advice(result: GateResult, report: RepeatReport) -> None:
     out_console.print(table)
 
 
+_SEPARATORS = (">=", "=", ":")
+
+
+def parse_gated_metrics(items: list[str], default_min: float) -> list[tuple[str, float]]:
+    """``--metric`` values as ``(name, threshold)``: ``NAME`` (gated at ``--min``), ``NAME=MIN`` or ``'NAME>=MIN'``.
+
+    Raises:
+        ConfigError: a threshold that is no number in [0, 1], or a metric named twice.
+    """
+    gated: dict[str, float] = {}
+    for item in items:
+        name, threshold = item.strip(), default_min
+        for separator in _SEPARATORS:
+            if separator in item:
+                name, _, text = item.partition(separator)
+                name = name.strip()
+                try:
+                    threshold = float(text.strip().removeprefix("="))
+                except ValueError:
+                    raise ConfigError(
+                        f"--metric {item}: {text!r} is not a number; write NAME=MIN, e.g. {name}=0.8"
+                    ) from None
+                break
+        if not name:
+            raise ConfigError(f"--metric {item!r} names no metric; write NAME or NAME=MIN, e.g. faithfulness=0.8")
+        if not 0.0 <= threshold <= 1.0:
+            raise ConfigError(f"--metric {item}: the threshold {threshold:g} is not in [0, 1]")
+        if name in gated:
+            raise ConfigError(f"--metric names {name!r} twice; give each metric once, with its threshold")
+        gated[name] = threshold
+    return list(gated.items())
+
+
+def _rule_text(result: GateResult) -> str:
+    return "no unsupported statement" if result.policy.strict else f"{result.metric} >= {result.policy.threshold:g}"
+
+
+def _nothing_judged(run_id: str, status: str, n_row_errors: int) -> str:
+    if n_row_errors:
+        rows = "the input row was" if n_row_errors == 1 else f"all {n_row_errors} input rows"
+        return (
+            f"nothing was judged: {rows} of run {run_id} {'was' if n_row_errors == 1 else 'were'} invalid "
+            f"(see 'assay runs show {run_id}'); fix the data and run it again"
+        )
+    return f"nothing was judged: run {run_id} has no result (it is {status})"
+
+
 def gate(
     ctx: typer.Context,
     run_id: Annotated[str | None, typer.Argument(help="The run to gate (see 'assay runs list').")] = None,
-    metric: Annotated[str, typer.Option("--metric", "-m", help="The metric to gate.")] = "faithfulness",
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            "-m",
+            help="A metric to gate, as NAME (at --min) or NAME=MIN; repeat it to gate several, each with its own "
+            "threshold: -m faithfulness=0.8 -m answer_relevancy=0.7 ('NAME>=MIN' too, quoted). Default: faithfulness.",
+        ),
+    ] = None,
     min_score: Annotated[
-        float, typer.Option("--min", parser=_number(float, 0.0, 1.0), help="The gate: score >= MIN.")
+        float,
+        typer.Option(
+            "--min", parser=_number(float, 0.0, 1.0), help="The gate: score >= MIN (for metrics without one)."
+        ),
     ] = GatePolicy.threshold,
     per_sample: Annotated[bool, typer.Option("--per-sample", help="Gate every sample, not the run mean.")] = False,
     strict: Annotated[
@@ -224,9 +313,11 @@ def gate(
     max_unscored: Annotated[
         float,
         typer.Option(
-            "--max-unscored", parser=_number(float, 0.0, 1.0), help="Highest tolerated share of unscored results."
+            "--max-unscored",
+            parser=_number(float, 0.0, 1.0),
+            help="Highest tolerated share of unscored results (the same default as assay run's).",
         ),
-    ] = 0.05,
+    ] = DEFAULT_MAX_UNSCORED,
     flip_rate: Annotated[
         float | None,
         typer.Option(
@@ -256,17 +347,26 @@ def gate(
     fail) and prints the binomial model's estimate of how likely a rerun is to reverse it
     (each statement's verdict flips with probability --flip-rate).
 
-    Exit codes: 0 pass; 1 fail; 2 flaky (repeats disagree), or unscored results above
-    --max-unscored; 3 usage error (unknown run or metric, bad option).
+    Several --metric options gate each metric at its own threshold; the exit code is the
+    worst of them (fail, then unscored or flaky, then pass).
+
+    Exit codes: 0 pass; 1 fail; 2 flaky (repeats disagree), unscored results above
+    --max-unscored, or nothing judged; 3 usage error (unknown run or metric, bad option).
     """
     if ctx.args:
-        raise _usage(f"unexpected arguments: {' '.join(ctx.args)} (see 'assay gate --help')")
+        known = [p for param in ctx.command.params for p in getattr(param, "opts", ())]
+        hints = "".join(did_you_mean(arg.split("=")[0], known) for arg in ctx.args if arg.startswith("-"))
+        raise _usage(f"unexpected arguments: {' '.join(ctx.args)};{hints} (see 'assay gate --help')")
     if run_id is not None and latest:
         raise _usage("give a RUN_ID or --latest, not both")
     if run_id is None and not latest:
         raise _usage("give the RUN_ID to gate, or --latest for the newest run (see 'assay runs list')")
     if not store_path.exists():
         raise _usage(f"no run store at {store_path}; 'assay run' creates one (or pass --store)")
+    try:
+        gated = parse_gated_metrics(metric or ["faithfulness"], min_score)
+    except ConfigError as exc:
+        raise _usage(str(exc)) from None
     try:
         policy = GatePolicy(
             threshold=min_score,
@@ -283,35 +383,76 @@ def gate(
                 run_id = store.latest()
                 err_console.print(f"gating the latest run in {printable(str(store_path))}: {printable(run_id)}")
             status = store.info(run_id).status
+            spec = store.spec(run_id)
             # Masks what a run stored before its URL was redacted may echo of its credentials.
-            records = scrub(list(store.records(run_id)), url_secrets(store.spec(run_id).base_url))
+            records = scrub(list(store.records(run_id)), url_secrets(spec.base_url))
             n_row_errors = len(store.row_errors(run_id))
     except (AssayError, ValueError) as exc:
         raise _usage(str(exc)) from None
-    try:
-        report = analyze_repeats(records, metric, seed=seed)
-    except KeyError:
-        names = ", ".join(metrics_in(records)) or "none"
-        raise _usage(f"run {run_id} has no metric {metric!r}; its metrics: {names}") from None
-    result = evaluate_gate(report, policy)
-    render_gate(result, report, run_id)
+    known_metrics = list(dict.fromkeys([*(m.name for m in spec.metrics), *metrics_in(records)]))
+    for name, _ in gated:
+        if name not in known_metrics:
+            names = ", ".join(known_metrics) or "none"
+            hint = did_you_mean(name, known_metrics)
+            raise _usage(f"run {run_id} has no metric {name!r};{hint} its metrics: {names}")
     notes = []
     if status != "finished":
         notes.append(f"run {run_id} is {status}, not finished: its results may be incomplete")
     if n_row_errors:
         rows = "1 input row was" if n_row_errors == 1 else f"{n_row_errors} input rows were"
-        notes.append(f"{rows} invalid and not judged in run {run_id} (see 'assay runs show')")
+        notes.append(f"{rows} invalid and not judged in run {run_id} (see 'assay runs show {run_id}')")
+    judged = set(metrics_in(records))
+    if not judged & {name for name, _ in gated}:
+        why = _nothing_judged(run_id, status, n_row_errors)
+        out_console.print(f"[bold yellow]GATE UNSCORED[/bold yellow]: {printable(why)}", soft_wrap=True)
+        for note in notes:
+            out_console.print(f"[yellow]note: {printable(note)}[/yellow]", soft_wrap=True)
+        _append_summary(summary_md, f"### ⚠️ assay gate: UNSCORED\n\n{md_text(why, 500)}\n")
+        raise typer.Exit(_EXIT["unscored"])
+    reports = {name: analyze_repeats(records, name, seed=seed) for name in metrics_in(records)}
+    results: list[GateResult] = []
+    for index, (name, threshold) in enumerate(gated):
+        if index:
+            out_console.print()
+        if name not in reports:
+            out_console.print(
+                f"[bold yellow]GATE UNSCORED[/bold yellow]: {printable(name)} has no result in run "
+                f"{printable(run_id, breaks=False)}",
+                soft_wrap=True,
+            )
+            continue
+        result = evaluate_gate(reports[name], dataclasses.replace(policy, threshold=threshold))
+        render_gate(result, reports[name], run_id)
+        results.append(result)
+    outcomes: list[GateOutcome] = [r.outcome for r in results] + ["unscored"] * (len(gated) - len(results))
+    outcome = combined_outcome(outcomes)
+    if len(gated) > 1:
+        colour = {"pass": "green", "fail": "red", "flaky": "yellow", "unscored": "yellow"}[outcome]
+        by_name = {r.metric: r for r in results}
+        parts = " · ".join(
+            f"{printable(_rule_text(by_name[name]))} {by_name[name].outcome.upper()}"
+            if name in by_name
+            else f"{printable(name)} UNSCORED"
+            for name, _ in gated
+        )
+        out_console.print()
+        out_console.print(
+            f"[bold {colour}]GATE {outcome.upper()} ({len(gated)} metrics)[/bold {colour}]: {parts}", soft_wrap=True
+        )
     for note in notes:
         out_console.print(f"[yellow]note: {printable(note)}[/yellow]", soft_wrap=True)
     if summary_md is not None:
-        reports = {
-            name: report if name == metric else analyze_repeats(records, name, seed=seed)
-            for name in metrics_in(records)
-        }
-        text = gate_summary_markdown(result, reports, run_id=run_id, notes=notes)
-        try:
-            with summary_md.open("a", encoding="utf-8") as out:
-                out.write(text)
-        except OSError as exc:
-            raise _usage(f"cannot append the summary to {summary_md}: {exc}") from None
-    raise typer.Exit(_EXIT[result.outcome])
+        _append_summary(summary_md, gate_summary_markdown(results, reports, run_id=run_id, notes=notes))
+    raise typer.Exit(_EXIT[outcome])
+
+
+def _append_summary(path: Path | None, text: str) -> None:
+    """Append ``text`` to the job summary file (its folder is created)."""
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as exc:
+        raise _usage(f"cannot append the summary to {path}: {exc}") from None

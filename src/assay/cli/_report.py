@@ -10,7 +10,8 @@ import typer
 from assay._safety import printable
 from assay.analysis import GatePolicy
 from assay.cli._console import EXIT_USAGE, err_console
-from assay.errors import AssayError
+from assay.cli._gate import parse_gated_metrics
+from assay.errors import AssayError, ConfigError
 from assay.report import DEFAULT_THRESHOLD, write_report
 from assay.run import RunStore
 from assay.run._cost import PriceTable
@@ -48,8 +49,14 @@ def report(
         ),
     ] = False,
     gate_metric: Annotated[
-        str, typer.Option("--metric", "-m", help="With --gate: the metric to gate.")
-    ] = "faithfulness",
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            "-m",
+            help="With --gate: a metric to gate, NAME or NAME=MIN, as in 'assay gate' (repeatable; default "
+            "faithfulness).",
+        ),
+    ] = None,
     per_sample: Annotated[bool | None, typer.Option("--per-sample", help="With --gate: gate every sample.")] = None,
     strict: Annotated[
         bool | None, typer.Option("--strict", help="With --gate: any unsupported statement fails its sample.")
@@ -85,11 +92,19 @@ def report(
         names = ", ".join("--" + name.replace("_", "-") for name in given)
         err_console.print(f"[red]error:[/red] {names} only apply with --gate")
         raise typer.Exit(EXIT_USAGE)
+    if gate_metric and not gate:
+        err_console.print("[red]error:[/red] --metric only applies with --gate")
+        raise typer.Exit(EXIT_USAGE)
     policy = (
         GatePolicy(threshold=DEFAULT_THRESHOLD if threshold is None else threshold, seed=seed, **given)
         if gate
         else None
     )
+    try:
+        gated = parse_gated_metrics(gate_metric or ["faithfulness"], policy.threshold if policy else DEFAULT_THRESHOLD)
+    except ConfigError as exc:
+        err_console.print(f"[red]error:[/red] {printable(str(exc))}")
+        raise typer.Exit(EXIT_USAGE) from None
     if run_id is not None and latest:
         err_console.print("[red]error:[/red] give a RUN_ID or --latest, not both")
         raise typer.Exit(EXIT_USAGE)
@@ -113,7 +128,7 @@ def report(
                 prices=PriceTable.load(prices),
                 seed=seed,
                 gate=policy,
-                gate_metric=gate_metric,
+                gate_metric=gated,
             )
     except AssayError as exc:
         err_console.print(f"[red]error:[/red] {printable(str(exc))}")
@@ -122,7 +137,10 @@ def report(
         err_console.print(f"[red]error:[/red] cannot write {printable(str(out))}: {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
     compared = f", compared with {compare}" if compare else ""
-    verdict = f", gate {data.gate_result.outcome}" if data.gate_result is not None else ""
+    if len(data.gate_results) == 1:
+        verdict = f", gate {data.gate_results[0].outcome}"
+    else:
+        verdict = "".join(f", gate {g.metric} {g.outcome}" for g in data.gate_results)
     err_console.print(
         f"wrote {printable(str(out))}: {len(data.samples)} samples, {len(data.metrics)} metrics"
         f"{printable(compared)}{verdict}"

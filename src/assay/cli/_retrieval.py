@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -11,8 +10,8 @@ import typer
 from rich.table import Table
 
 from assay._safety import printable
-from assay.cli._console import EXIT_USAGE, err_console, out_console
-from assay.errors import AssayError
+from assay.cli._console import EXIT_BAD_ROWS, EXIT_UNSCORED, EXIT_USAGE, err_console, out_console, stdout
+from assay.errors import AssayError, ConfigError, SampleError, did_you_mean
 from assay.retrieval import (
     DEFAULT_MEASURES,
     LLMJudge,
@@ -40,7 +39,9 @@ def _parse_ks(text: str) -> list[int]:
     return ks
 
 
-def _build_judge(judge: str, threshold: float | None, model: str) -> RelevanceJudge:
+def _build_judge(judge: str, threshold: float | None, model: str, base_url: str | None) -> RelevanceJudge:
+    if base_url is not None and judge != "llm":
+        raise ConfigError(f"--base-url is the server of --judge llm's model; --judge {judge} calls no server")
     if judge == "token":
         return TokenOverlapJudge() if threshold is None else TokenOverlapJudge(threshold=threshold)
     if judge == "semantic":
@@ -48,8 +49,20 @@ def _build_judge(judge: str, threshold: float | None, model: str) -> RelevanceJu
     if judge == "llm":
         from assay.models import get_judge
 
-        return LLMJudge(get_judge(model))
-    raise typer.BadParameter(f"--judge must be token, semantic or llm, got {judge!r}")
+        return LLMJudge(get_judge(model, base_url=base_url))
+    raise typer.BadParameter(
+        f"--judge must be token, semantic or llm, got {judge!r};{did_you_mean(judge, ('token', 'semantic', 'llm'))}"
+    )
+
+
+def _mapping(pairs: list[str]) -> dict[str, str]:
+    mapping = {}
+    for pair in pairs:
+        source, eq, target = pair.partition("=")
+        if not eq or not source or not target:
+            raise ConfigError(f"--map takes COLUMN=FIELD (e.g. gold=expected), got {pair!r}")
+        mapping[source] = target
+    return mapping
 
 
 def _print_report(report: RetrievalReport, show_matches: bool) -> None:
@@ -83,7 +96,13 @@ def _print_report(report: RetrievalReport, show_matches: bool) -> None:
 
 
 def retrieval(
-    data: Annotated[Path, typer.Argument(help="JSONL: id, query, expected, retrieved.")],
+    data: Annotated[
+        Path,
+        typer.Argument(
+            help="JSONL: id, query, expected, retrieved (or Ragas' user_input, retrieved_contexts, reference_contexts; "
+            "DeepEval's input, retrieval_context, context)."
+        ),
+    ],
     judge: Annotated[str, typer.Option("--judge", "-j", help="token, semantic or llm.")] = "token",
     k: Annotated[str, typer.Option("--k", help="Comma-separated cut-offs.")] = "1,3,5,10",
     metric: Annotated[
@@ -95,22 +114,47 @@ def retrieval(
     level: Annotated[int, typer.Option("--level", "-l", help="Relevance threshold.")] = 1,
     matches: Annotated[bool, typer.Option(help="Print each query's matching table.")] = False,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the full report as JSON.")] = None,
+    map_: Annotated[
+        list[str] | None,
+        typer.Option("--map", help="Rename an input column: COLUMN=FIELD (query, expected, retrieved; repeatable)."),
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", envvar="OPENAI_BASE_URL", help="Server URL of --judge llm's model.")
+    ] = None,
 ) -> None:
-    """Judge retrieved texts against expected ones and report IR metrics at each k."""
+    """Judge retrieved texts against expected ones and report IR metrics at each k.
+
+    A bad row is reported as file:line: what, and the other rows are judged. Exit codes:
+    0 every row evaluated; 1 could not run; 2 evaluated, but some rows were invalid; 3
+    nothing was evaluated (every row invalid).
+    """
     ks = _parse_ks(k)
+    bad: list[SampleError] = []
     try:
-        examples = load_retrieval_dataset(data)
-        relevance_judge = _build_judge(judge, threshold, model)
+        examples = load_retrieval_dataset(data, mapping=_mapping(map_ or []), errors=bad)
+        relevance_judge = _build_judge(judge, threshold, model, base_url)
         kwargs: dict[str, object] = {"k": ks, "level": level}
         if metric:
             kwargs["metrics"] = metric
-        report = evaluate_retrieval(examples, relevance_judge, **kwargs)
+        report = evaluate_retrieval(examples, relevance_judge, **kwargs) if examples else None
     except AssayError as exc:
         err_console.print(f"[red]error:[/red] {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
+    for error in bad[:20]:
+        err_console.print(f"[red]invalid row[/red] {printable(str(error))}")
+    if len(bad) > 20:
+        err_console.print(f"  … and {len(bad) - 20} more")
+    if report is None:
+        err_console.print(f"[yellow]exit {EXIT_UNSCORED}[/yellow]: nothing was evaluated: every row was invalid")
+        raise typer.Exit(EXIT_UNSCORED)
     _print_report(report, matches)
     if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(report.model_dump_json(indent=1), encoding="utf-8")
+    if bad:
+        rows = "1 row was" if len(bad) == 1 else f"{len(bad)} rows were"
+        err_console.print(f"[yellow]exit {EXIT_BAD_ROWS}[/yellow]: {rows} invalid and not evaluated")
+        raise typer.Exit(EXIT_BAD_ROWS)
 
 
 def trec(
@@ -166,7 +210,7 @@ def trec(
             t.add_row(printable(name.strip()), printable(qid), value)
         out_console.print(t)
     else:  # trec_eval's bytes (tabs and newlines kept), nothing else
-        sys.stdout.write(printable(result.text(per_query=per_query), markup=False))
-        sys.stdout.flush()
+        stdout.write(printable(result.text(per_query=per_query), markup=False))
+        stdout.flush()
     if result.run_only_queries:
         err_console.print(f"[yellow]{len(result.run_only_queries)} run queries have no qrels and were skipped[/yellow]")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -14,10 +15,12 @@ from typing import IO, Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 import assay
 from assay._safety import REDACTED, printable, redact_url
-from assay._scores import Verdict
+from assay._scores import Score, Verdict
+from assay.analysis import DEFAULT_MAX_UNSCORED
 from assay.cli._console import (
     EXIT_BAD_ROWS,
     EXIT_INTERRUPTED,
@@ -29,7 +32,7 @@ from assay.cli._console import (
     fmt_score,
     out_console,
 )
-from assay.errors import AssayError, ConfigError
+from assay.errors import AssayError, ConfigError, did_you_mean
 from assay.metrics import Metric, metric_from_spec
 from assay.metrics._registry import build_metric
 from assay.models import JUDGE_FORMS, get_judge
@@ -42,15 +45,6 @@ from assay.run._session import RunOptions
 from assay.run._summary import RunSummary
 
 __all__ = ["DEFAULT_MAX_UNSCORED", "build_metrics", "exit_code", "run"]
-
-DEFAULT_MAX_UNSCORED = 0.1
-"""The unscored share above which ``assay run`` exits 3.
-
-Why a tenth: unjudged results can move the true mean by at most their share (0.1, had
-each of them scored 0, or 1), about the full width of the 95% bootstrap CI of a
-100-sample run with a typical spread (SD 0.3: +-0.06). Beyond that, the judge failed
-often enough (an auth error, an overloaded server, a broken prompt) that the run is not
-the evaluation that was asked for. ``--max-unscored 0`` makes any unjudged result fail."""
 
 
 def _parse_sets(sets: list[str]) -> dict[str, dict[str, str]]:
@@ -75,14 +69,48 @@ def _parse_mapping(pairs: list[str]) -> dict[str, str]:
 
 
 def build_metrics(names: list[str], options: dict[str, dict[str, str]]) -> list[Metric]:
-    """The metrics named on the command line, with their ``--set`` options."""
+    """The metrics named on the command line, with their ``--set`` options.
+
+    An error about an option names the ``--set`` it came from (``--set
+    faithfulness.threshold=abc: could not convert ...``), and a misspelt metric or option
+    gets a suggestion.
+    """
     stray = sorted(set(options) - set(names))
     if stray:
-        raise ConfigError(f"--set names metric {stray[0]!r}, which is not among the -m metrics ({', '.join(names)})")
-    return [build_metric(name, options.get(name)) for name in names]
+        hint = did_you_mean(stray[0], names)
+        among = f"--set names metric {stray[0]!r}, which is not among the -m metrics ({', '.join(names)})"
+        raise ConfigError(f"{among};{hint}" if hint else among)
+    metrics = []
+    for name in names:
+        given = options.get(name) or {}
+        try:
+            metrics.append(build_metric(name, given))
+        except ConfigError as exc:
+            culprit = _culprit(name, given)
+            if culprit is None:
+                raise
+            option, value = culprit
+            raise ConfigError(f"--set {name}.{option}={value}: {exc}") from None
+    return metrics
 
 
-def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float, store: Path) -> None:
+def _culprit(name: str, given: dict[str, str]) -> tuple[str, str] | None:
+    """The ``--set`` option that makes building metric ``name`` fail, if one alone does."""
+    if not given:
+        return None
+    try:
+        build_metric(name)
+    except ConfigError:
+        return None  # the metric itself is the problem (unknown, or needs an option)
+    for option, value in given.items():
+        try:
+            build_metric(name, {option: value})
+        except ConfigError:
+            return option, value
+    return None
+
+
+def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float, store: Path, repeats: int = 1) -> None:
     """The run's summary, computed from every stored record (a resumed run's earlier part too)."""
     table = Table(title=f"run {run_id} · judge {printable(judge)} · {elapsed:.1f}s", title_justify="left")
     table.add_column("metric", no_wrap=True, min_width=max((len(n) for n in summary.metrics), default=6))
@@ -103,23 +131,63 @@ def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float,
         lowest = [r for r in summary.lowest.get(name, ())[:5] if r.scores[name].value < 1.0]
         if not lowest:
             continue
-        low = Table(title=f"lowest {printable(name)}", title_justify="left", show_lines=True)
+        once = f" (each sample once: its lowest of {repeats} repeats)" if repeats > 1 else ""
+        title = f"lowest {printable(name)}{once}"
+        low = Table(title=title, title_justify="left", show_lines=True)
         low.add_column("line", justify="right", no_wrap=True)
         low.add_column("id", overflow="fold")
         low.add_column("score", justify="right", no_wrap=True)
         low.add_column("failing verdicts (judge's reason)")
+        anchored = any(any(v.spans for v in r.scores[name].verdicts) for r in lowest)
+        if anchored:
+            low.add_column("in the answer (unsupported in red)")
         for r in lowest:
             score = r.scores[name]
             failing = "\n".join(_failing_line(v) for v in score.failing)
             end = end_state_lines(score.model_dump(mode="json", include={"details"}))
             if end:  # an agent score: what was done, then the requirements not met
                 failing = "\n".join([*end, failing]) if failing else "\n".join(end)
-            low.add_row(str(r.line), printable(r.sample.id, breaks=False), fmt_score(score.value), failing or "—")
+            row: list[str | Text] = [str(r.line), printable(r.sample.id, breaks=False), fmt_score(score.value)]
+            row.append(failing or "—")
+            if anchored:
+                row.append(_unsupported_in_answer(r.sample.answer or "", score))
+            low.add_row(*row)
         out_console.print(low)
     out_console.print(f"stored in {printable(str(store))} as run [bold]{run_id}[/bold] · 'assay runs show {run_id}'")
 
 
 _EVIDENCE_CHARS = 120
+_SENTENCE_CHARS = 240
+
+
+def _unsupported_in_answer(answer: str, score: Score) -> Text:
+    """The answer's sentences that hold an unsupported statement, its words in red; what was dropped, dimmed.
+
+    Built as rich ``Text`` from sanitised pieces (never markup), so answer text cannot style the terminal.
+    """
+    out = Text()
+    failing = [span for v in score.failing for span in v.spans if 0 <= span[0] < span[1] <= len(answer)]
+    sentences = score.decomposition.sentences if score.decomposition is not None else ()
+    shown: list[tuple[int, int]] = []
+    for start, end in failing:
+        bounds = next(((s.start, s.end) for s in sentences if s.start <= start and end <= s.end), (start, end))
+        if bounds not in shown:
+            shown.append(bounds)
+    for k, (lo, hi) in enumerate(sorted(shown)):
+        if k:
+            out.append("\n")
+        if hi - lo > _SENTENCE_CHARS:
+            hi = lo + _SENTENCE_CHARS
+        cuts = sorted({lo, hi, *(p for a, b in failing for p in (a, b) if lo <= p <= hi)})
+        for a, b in itertools.pairwise(cuts):
+            bad = any(x <= a and b <= y for x, y in failing)
+            out.append(printable(answer[a:b], markup=False, breaks=False), style="bold red" if bad else "")
+        if hi < next((s.end for s in sentences if s.start == lo), hi):
+            out.append("…")
+    if score.decomposition is not None and score.decomposition.dropped:
+        n = len(score.decomposition.dropped)
+        out.append(f"\n{n} statement{'s' if n != 1 else ''} dropped: not what the answer says", style="dim")
+    return out if out else Text("—")
 
 
 def _failing_line(verdict: Verdict) -> str:
@@ -145,6 +213,10 @@ def exit_code(summary: RunSummary, max_unscored: float) -> tuple[int, str | None
     results are unscored (a grader's NA is a verdict and does not count); else 2 when
     some input rows were invalid; else 0.
     """
+    if summary.n_results == 0 and summary.n_row_errors:
+        return EXIT_UNSCORED, (
+            f"nothing was judged: every input row ({summary.n_row_errors}) was invalid; each is listed above"
+        )
     if summary.n_scored == 0:
         return EXIT_UNSCORED, f"nothing was scored: {summary.n_unscored} unscored results, 0 scored"
     share = summary.unscored_share
@@ -246,6 +318,8 @@ def _dry_run(
         "token; the cache would make repeated calls free.[/dim]"
     )
 
+
+_DRY_RUN_KEY = "dry-run: no call is made"
 
 # Options that change results: a resumed run uses the stored ones, so giving one of
 # these with --resume is an error rather than silently ignored or silently applied.
@@ -402,7 +476,9 @@ def run(
             )
             metrics = build_metrics(names, sets)
         price_table = PriceTable.load(prices)
-        judge_model = get_judge(judge, base_url=base_url)
+        # A dry run calls nothing, so it needs no key: the judge is built only to name it.
+        keyed = judge.partition(":")[0].partition("/")[0] in ("openai", "anthropic")
+        judge_model = get_judge(judge, base_url=base_url, api_key=_DRY_RUN_KEY if dry_run and keyed else None)
         if dry_run:
             _dry_run(
                 data,
@@ -431,6 +507,8 @@ def run(
             sink.flush()
 
     try:
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
         sink = out.open("a" if resume else "w", encoding="utf-8") if out else None
         with _bounded_interrupt(lambda: _give_up(store_path, run_id)):
             result = assay.evaluate(
@@ -472,7 +550,7 @@ def run(
         if sink is not None:
             sink.close()
     summary = store.summary(run_id, price_table)
-    _print_summary(summary, run_id, result.judge, time.perf_counter() - started, store_path)
+    _print_summary(summary, run_id, result.judge, time.perf_counter() - started, store_path, options.repeats)
     for _line, message in store.row_errors(run_id)[:20]:
         err_console.print(f"[red]invalid row[/red] {printable(message)}")
     if summary.n_row_errors > 20:

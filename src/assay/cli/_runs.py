@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import sys
 from pathlib import Path
 from typing import IO, Annotated, Literal, cast
 
@@ -11,9 +10,19 @@ import typer
 from rich.table import Table
 
 from assay._safety import printable, redact_url, scrub, url_secrets
-from assay.cli._console import EXIT_USAGE, end_state_lines, err_console, fmt_score, out_console, verdict_lines
+from assay.cli._console import (
+    EXIT_OK,
+    EXIT_USAGE,
+    end_state_lines,
+    err_console,
+    fmt_score,
+    out_console,
+    stdout,
+    verdict_lines,
+)
 from assay.errors import AssayError
 from assay.run import RunStore
+from assay.run._cost import describe_cost
 
 __all__ = ["runs_app"]
 
@@ -31,12 +40,19 @@ def _open(store: Path) -> RunStore:
 @runs_app.command("list")
 def list_runs(store: StoreOption = Path(".assay/runs.sqlite")) -> None:
     """Every run, newest first, with its status and headline scores."""
+    if not store.exists():
+        out_console.print(f"no runs yet: {printable(store)} does not exist ('assay run DATA' creates it)")
+        raise typer.Exit(EXIT_OK)
     with _open(store) as runs:
+        infos = runs.runs()
+        if not infos:
+            out_console.print(f"no runs yet in {printable(store)} ('assay run DATA' adds one)")
+            return
         table = Table(title=f"runs in {printable(store)}", title_justify="left")
         table.add_column("run", no_wrap=True)
-        for column in ("created", "status", "dataset", "judge", "samples", "bad rows", "scores"):
+        for column in ("created", "status", "dataset", "judge", "samples", "repeats", "bad rows", "scores"):
             table.add_column(column)
-        for info in runs.runs():
+        for info in infos:
             scores = ""
             if info.summary:
                 scores = ", ".join(
@@ -50,11 +66,13 @@ def list_runs(store: StoreOption = Path(".assay/runs.sqlite")) -> None:
                 printable(info.status, breaks=False),
                 printable(info.spec.dataset or "-"),
                 printable(info.spec.judge_model),
-                str(info.n_results),
+                str(info.n_samples),
+                str(info.n_repeats),
                 str(info.n_errors),
                 scores,
             )
         out_console.print(table)
+        out_console.print("[dim]every run, with each one's report, in one page: 'assay browse'[/dim]")
 
 
 @runs_app.command("show")
@@ -107,9 +125,13 @@ def show(
             out_console.print(table)
             cost = info.summary.get("_cost")
             if cost:
+                # A model without a price makes the cost unknown, never $0.0000. (Runs stored
+                # before priced calls were counted say "+ unknown" when some model had none.)
+                priced = cost.get("priced_calls", cost["calls"] if not cost.get("unpriced_models") else 1)
+                spent = describe_cost(cost["usd"], cost.get("unpriced_models") or (), priced)
                 out_console.print(
                     f"judge calls {cost['calls']} (cached {cost['cached_calls']}) · tokens "
-                    f"{cost['prompt_tokens']:,} in / {cost['completion_tokens']:,} out · ${cost['usd']:.4f}"
+                    f"{cost['prompt_tokens']:,} in / {cost['completion_tokens']:,} out · cost {printable(spent)}"
                 )
         unscored = [
             (r["line"], r["id"], m, s["unscored_reason"], s.get("detail"))
@@ -183,9 +205,17 @@ def export(
         "jsonl"
     ),
     out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: standard output).")] = None,
+    wide: Annotated[
+        bool,
+        typer.Option(
+            "--wide",
+            help="One row per sample (and repeat), a column per metric with its reason and unscored columns, "
+            "in input order (the shape of Ragas' to_pandas()).",
+        ),
+    ] = False,
     store: StoreOption = Path(".assay/runs.sqlite"),
 ) -> None:
-    """Write a run's results as JSONL or CSV."""
+    """Write a run's results as JSONL or CSV: with the question and answer, in input order."""
     if fmt not in ("jsonl", "csv"):
         err_console.print(f"[red]error:[/red] --format must be jsonl or csv, not {fmt!r}")
         raise typer.Exit(EXIT_USAGE)
@@ -194,11 +224,15 @@ def export(
         try:
             secrets = url_secrets(runs.spec(run_id).base_url)
             if out is None:
-                n = runs.export(run_id, _scrubbing(sys.stdout, secrets), kind)
+                n = runs.export(run_id, _scrubbing(cast(IO[str], stdout), secrets), kind, wide=wide)
             else:
+                out.parent.mkdir(parents=True, exist_ok=True)
                 with out.open("w", encoding="utf-8", newline="") as handle:
-                    n = runs.export(run_id, _scrubbing(handle, secrets), kind)
+                    n = runs.export(run_id, _scrubbing(handle, secrets), kind, wide=wide)
         except AssayError as exc:
             err_console.print(f"[red]error:[/red] {printable(str(exc))}")
+            raise typer.Exit(EXIT_USAGE) from None
+        except OSError as exc:
+            err_console.print(f"[red]error:[/red] cannot write {printable(str(out))}: {printable(str(exc))}")
             raise typer.Exit(EXIT_USAGE) from None
     err_console.print(f"exported {n} rows")

@@ -2,7 +2,8 @@
 
 What faithfulness (and every metric that asks "is this statement supported?") stands on:
 
-- decomposition (:mod:`._decompose`): an answer into atomic statements;
+- decomposition (:mod:`._decompose`): an answer into atomic statements, each anchored to
+  the answer sentence it comes from (:mod:`._anchor`);
 - evidence selection (:mod:`._evidence`): the few context sentences that bear on a statement;
 - detail checks (:mod:`._details`): numbers, dates, names, negation and quantifiers the
   evidence must hold, checked without a judge call;
@@ -16,12 +17,25 @@ imports nothing above itself.
 """
 
 from assay.grounding._addressed import AddressedFinding, addresses_judge
+from assay.grounding._anchor import (
+    Anchor,
+    SentenceSpan,
+    anchor_statement,
+    answer_sentences,
+    checkable_sentences,
+    content_lemmas,
+    is_fragment,
+    settle,
+)
 from assay.grounding._decompose import (
+    AnchoredDecomposer,
     Decomposer,
     Decomposition,
     HybridDecomposer,
     LLMDecomposer,
     SentenceDecomposer,
+    anchored,
+    packs_facts,
 )
 from assay.grounding._details import (
     DETAIL_FEATURES,
@@ -41,6 +55,8 @@ from assay.grounding._verify import (
 __all__ = [
     "DETAIL_FEATURES",
     "AddressedFinding",
+    "Anchor",
+    "AnchoredDecomposer",
     "ContextIndex",
     "Decomposer",
     "Decomposition",
@@ -51,11 +67,20 @@ __all__ = [
     "HybridDecomposer",
     "LLMDecomposer",
     "SentenceDecomposer",
+    "SentenceSpan",
     "StatementCheck",
     "StatementJudgement",
     "StatementOutcome",
     "StatementVerifier",
     "addresses_judge",
+    "anchor_statement",
+    "anchored",
+    "answer_sentences",
+    "checkable_sentences",
+    "content_lemmas",
     "detail_features",
+    "is_fragment",
     "load_detail_combiner",
+    "packs_facts",
+    "settle",
 ]

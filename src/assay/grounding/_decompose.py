@@ -4,25 +4,32 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Protocol
+from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from assay._scores import JudgeCall
+from assay._scores import AnswerMap, JudgeCall
+from assay.grounding._addressed import addresses_judge
+from assay.grounding._anchor import answer_sentences, is_fragment, settle
+from assay.grounding._sentences import _segmenter, text_pieces
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.parsing import Unparsed
 from assay.prompts import Example, JudgePrompt, ask
 
 __all__ = [
+    "SENTENCE_PROMPT",
     "STATEMENTS_PROMPT",
+    "AnchoredDecomposer",
     "AnswerToSplit",
     "Decomposer",
     "Decomposition",
     "HybridDecomposer",
     "LLMDecomposer",
     "SentenceDecomposer",
+    "SentenceToSplit",
     "Statements",
+    "anchored",
+    "packs_facts",
 ]
 
 
@@ -77,11 +84,19 @@ STATEMENTS_PROMPT: JudgePrompt[AnswerToSplit, Statements] = JudgePrompt(
 
 @dataclass(frozen=True)
 class Decomposition:
-    """Statements, the calls that produced them, or why there are none."""
+    """Statements, the calls that produced them, or why there are none.
+
+    ``spans`` (one entry per statement) and ``answer_map`` are set by decompositions that
+    anchor their statements to the answer (:class:`AnchoredDecomposer`, or
+    :func:`anchored` over any other): where each statement comes from, what became of
+    every sentence, and which proposed statements were dropped.
+    """
 
     statements: tuple[str, ...]
     calls: tuple[JudgeCall, ...] = ()
     failure: Unparsed | None = None
+    spans: tuple[tuple[tuple[int, int], ...], ...] = ()
+    answer_map: AnswerMap | None = None
 
 
 class Decomposer(Protocol):
@@ -95,41 +110,6 @@ class Decomposer(Protocol):
     async def decompose(self, question: str, answer: str, judge: JudgeModel) -> Decomposition:
         """Split ``answer``; never raises for judge failures."""
         ...
-
-
-@lru_cache(maxsize=8)
-def _segmenter(language: str) -> Any:
-    import pysbd
-
-    return pysbd.Segmenter(language=language, clean=False)
-
-
-SEGMENT_CHARS = 2000
-"""pysbd reads a text in pieces of about this many characters (see :func:`text_pieces`)."""
-
-_PIECE_END = re.compile(r"(?:(?<=[a-z]{4}[.!?])|(?<=[0-9]{2}[.!?]))\s+(?=[A-Z])")
-
-
-def text_pieces(text: str, size: int = SEGMENT_CHARS) -> list[str]:
-    """``text`` cut into pieces of at least ``size`` characters at clear sentence ends.
-
-    pysbd's time grows faster than the text (a 5,000-sentence answer took 80 s, the
-    event loop blocked all along); pieces keep it linear. A text up to ``size`` characters
-    is one piece, so ordinary answers split exactly as before. A cut falls only where a
-    word of four or more lowercase letters (or a number of two or more digits) ends in
-    ``.``, ``!`` or ``?`` and whitespace and an uppercase letter follow: never inside
-    "Dr. Smith", "U.S. Army", "No. 5" or "e.g. The".
-    """
-    if len(text) <= size:
-        return [text]
-    pieces: list[str] = []
-    start = 0
-    for end in _PIECE_END.finditer(text):
-        if end.start() - start >= size:
-            pieces.append(text[start : end.start()])
-            start = end.end()
-    pieces.append(text[start:])
-    return pieces
 
 
 @dataclass(frozen=True)
@@ -260,3 +240,142 @@ def is_checkable(statement: str) -> bool:
     the LLM decomposer dropped stays visible in its extraction call's raw output.
     """
     return sum(1 for word in statement.split() if any(c.isalnum() for c in word)) >= 2
+
+
+class SentenceToSplit(BaseModel):
+    """Input of the one-sentence rewrite prompt: the referents first (shared), the sentence last."""
+
+    question: str
+    previous: str
+    sentence: str
+
+
+SENTENCE_PROMPT: JudgePrompt[SentenceToSplit, Statements] = JudgePrompt(
+    name="faithfulness.sentence_statements",
+    version="1",
+    instruction=(
+        "You rewrite one sentence of an answer as atomic statements. Each statement states exactly "
+        "one fact that the sentence states, as a complete sentence with a subject and a verb. "
+        "Replace each pronoun or vague reference (he, she, it, they, this, the company) with what it "
+        "refers to, taken from the question or the previous sentence; take nothing else from them. "
+        "Keep the sentence's own words and add nothing the sentence does not say. A list of several "
+        "things gives one statement per thing. If the sentence states one fact, return it as the one "
+        "statement. If it states no fact, return an empty list."
+    ),
+    input_model=SentenceToSplit,
+    output_model=Statements,
+    question="List the atomic statements of the sentence in <sentence>.",
+    examples=(
+        Example(
+            SentenceToSplit(
+                question="Tell me about the Lindqvist bakery.",
+                previous="The Lindqvist bakery opened in Malmo in 1921.",
+                sentence="It sells rye bread, cardamom buns and coffee, and it closes at noon on Sundays.",
+            ),
+            Statements(
+                statements=[
+                    "The Lindqvist bakery sells rye bread.",
+                    "The Lindqvist bakery sells cardamom buns.",
+                    "The Lindqvist bakery sells coffee.",
+                    "The Lindqvist bakery closes at noon on Sundays.",
+                ]
+            ),
+        ),
+        Example(
+            SentenceToSplit(
+                question="Which river is longer, the Ord or the Fitzroy?", previous="", sentence="The Fitzroy."
+            ),
+            Statements(statements=["The Fitzroy is longer than the Ord."]),
+        ),
+    ),
+)
+
+
+_CLAUSE_JOIN = re.compile(
+    r";|:\s+\S+\s+\S+|,\s+(?:and|but|while|whereas|which|who|where)\b"
+    r"|\s(?:and|but)\s+(?:\w+\s+){0,2}?(?:is|are|was|were|has|have|had|will|can|\w+ed)\b",
+    re.IGNORECASE,
+)
+_PACKED_WORDS = 22
+
+
+def packs_facts(sentence: str) -> bool:
+    """Whether a sentence states several facts: joined clauses, a list, a colon, or many words.
+
+    "X was born in Paris and moved to London" (a second verb after "and"), "It sells
+    bread, buns and coffee" (a list), "Two things: ..." and sentences of more than
+    :data:`_PACKED_WORDS` words go to the judge to be split; "X is 6,400 km long" does not.
+    """
+    return len(sentence.split()) > _PACKED_WORDS or sentence.count(",") >= 2 or bool(_CLAUSE_JOIN.search(sentence))
+
+
+@dataclass(frozen=True)
+class AnchoredDecomposer:
+    """Sentences first; the judge splits or completes only those that need it; every statement anchored.
+
+    Each checkable sentence of the answer (:func:`~assay.grounding._anchor.answer_sentences`:
+    questions, greetings and filler state nothing) becomes one or more statements:
+
+    - a sentence that stands alone and states one fact is the statement, word for word;
+    - a sentence that leans on something else (a pronoun, "Yes", a fragment, an elliptical
+      answer) or packs several facts (:func:`packs_facts`) is rewritten by the judge, one
+      call a sentence, given the question and the sentence before only to resolve what it
+      refers to;
+    - a sentence addressed to the judge is never rewritten: it is judged as it is (the
+      verifier flags it and finds it unsupported).
+
+    Every rewritten statement must be anchored to its sentence
+    (:func:`~assay.grounding._anchor.settle`): a statement from the question, from the
+    prompt's example or restating the sentence before is dropped and recorded, a fragment
+    too; a sentence whose statements do not state it is judged whole. Statements are
+    decomposed at the judge's configured temperature (0 by default) and, under
+    :func:`~assay.models.same_in_every_repeat`, identically in every repeat.
+    """
+
+    language: str = "en"
+    config: GenerateConfig = field(default_factory=lambda: GenerateConfig(max_tokens=512))
+    name: str = field(default="anchored", init=False)
+
+    async def decompose(self, question: str, answer: str, judge: JudgeModel) -> Decomposition:
+        """Split ``answer`` sentence by sentence; rewrite the ones that need it; anchor every statement."""
+        sentences = answer_sentences(answer, question)
+        proposals: list[tuple[int | None, str]] = []
+        whole: dict[int, str] = {}
+        calls: list[JudgeCall] = []
+        previous = ""
+        for index, sentence in enumerate(sentences):
+            text = sentence.text
+            if not sentence.checkable:
+                previous = text
+                continue
+            if addresses_judge(text) is not None:
+                whole[index] = "addressed to the judge: judged as it is"
+            elif needs_rewriting(text) or packs_facts(text) or is_fragment(text):
+                result = await ask(
+                    judge,
+                    SENTENCE_PROMPT,
+                    SentenceToSplit(question=question, previous=previous, sentence=text),
+                    config=self.config,
+                )
+                calls.extend(result.calls)
+                if result.output is None:
+                    assert result.failure is not None
+                    whole[index] = f"the rewrite failed ({result.failure.reason.value}): judged as it is"
+                else:
+                    proposals.extend((index, s) for s in result.output.statements)
+            else:
+                proposals.append((index, text))
+            previous = text
+        settled = settle(answer, question, proposals, whole=whole)
+        return Decomposition(settled.statements, tuple(calls), None, settled.spans, settled.answer_map)
+
+
+def anchored(split: Decomposition, question: str, answer: str) -> Decomposition:
+    """Any decomposition's statements anchored to the answer (see :func:`~assay.grounding._anchor.settle`).
+
+    A decomposition that already anchors (``answer_map`` set) or failed is returned as is.
+    """
+    if split.answer_map is not None or split.failure is not None:
+        return split
+    settled = settle(answer, question, [(None, s) for s in split.statements])
+    return Decomposition(settled.statements, split.calls, None, settled.spans, settled.answer_map)

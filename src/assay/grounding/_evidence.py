@@ -7,7 +7,7 @@ sentences once, indexes them, and for each statement returns an :class:`Evidence
 best-scoring sentences, each widened by its neighbours, merged, in document order and
 within a character budget, with exact character offsets into the contexts.
 
-Scoring (the figures behind each default are in ``docs/design/judging.md``, section
+Scoring (the figures behind each default are in ``docs/design/grounding/evidence.md``, section
 "Evidence selection", measured with ``benchmarks/evidence_recall.py`` on WiCE dev):
 
 - **BM25**: Okapi BM25 with ``k1 = 1.2``, ``b = 0.75`` over lower-cased ``\w+`` tokens
@@ -42,7 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from assay.errors import ConfigError, MissingExtraError
-from assay.grounding._decompose import _segmenter, text_pieces
+from assay.grounding._sentences import located_sentences
 
 if TYPE_CHECKING:
     from assay.models._encoders import Encoder
@@ -154,35 +154,10 @@ def _pieces(text: str, start: int, end: int) -> list[tuple[int, int]]:
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` of every sentence of ``text``, in order, covering all its non-space text.
 
-    Sentences come from pysbd (the project's segmenter, read piece by piece for long texts,
-    see :func:`assay.grounding._decompose.text_pieces`) and are located in ``text`` in order,
-    so the offsets are exact. Text between located sentences (should the segmenter ever
-    change a sentence so it cannot be found) becomes a span of its own, so nothing is lost.
-    Spans longer than :data:`MAX_SENTENCE_CHARS` are cut into pieces at whitespace.
+    The sentences of :func:`located_sentences`; spans longer than
+    :data:`MAX_SENTENCE_CHARS` are cut into pieces at whitespace.
     """
-    segmenter = _segmenter("en")
-    found: list[tuple[int, int]] = []
-    cursor = 0
-
-    def gap(upto: int) -> None:
-        chunk = text[cursor:upto]
-        if chunk.strip():
-            lead = len(chunk) - len(chunk.lstrip())
-            found.append((cursor + lead, cursor + len(chunk.rstrip())))
-
-    for piece in text_pieces(text):
-        for raw in segmenter.segment(piece):
-            sentence = raw.strip()
-            if not sentence:
-                continue
-            at = text.find(sentence, cursor)
-            if at < 0:
-                continue
-            gap(at)
-            found.append((at, at + len(sentence)))
-            cursor = at + len(sentence)
-    gap(len(text))
-    return [p for start, end in found for p in _pieces(text, start, end)]
+    return [p for start, end in located_sentences(text) for p in _pieces(text, start, end)]
 
 
 @lru_cache(maxsize=1)

@@ -14,7 +14,7 @@ Two ways to read the judge's answer:
   (``{"verdict": 0, "reason": "``), reusing the whole prompt from the KV cache.
 - ``generate`` (any judge): a grammar/schema-constrained JSON answer ``{verdict, reason}``.
 
-What the judge reads (issue 15, figures in ``docs/design/judging.md``):
+What the judge reads (issue 15, figures in ``docs/design/grounding/verifier.md``):
 
 - **Evidence, cited, and read where contexts are long.** Every verdict cites the context
   sentences that bear on its statement (:class:`~assay.grounding._evidence.ContextIndex`:
@@ -26,14 +26,14 @@ What the judge reads (issue 15, figures in ``docs/design/judging.md``):
   statements (each statement's best sentences in turn), read once: a window plus a short
   call per statement instead of every statement against every chunk. On the dev sets
   this cut was as accurate as whole chunks above 8,000 characters and less accurate
-  below 6,000 (figures in ``docs/design/judging.md``).
+  below 6,000 (figures in ``docs/design/grounding/verifier.md``).
 - **Checks besides the model.** Numbers, names, negation, antonyms, quantifiers and
   content-word coverage are checked between the statement and its evidence
   (:func:`~assay.grounding._details.detail_features`) and kept with the verdict. The three
   checks that almost never fire on supported statements (a number or a name missing
   from the evidence, a negation it does not share) overrule a "supported" P: the small
   judge's failure is calling a statement supported when one detail is wrong. (A
-  logistic model over P and every check was fitted too; see ``docs/design/judging.md``
+  logistic model over P and every check was fitted too; see ``docs/design/grounding/verifier.md``
   for why this rule was kept instead.)
 - **A copy is supported.** A statement that repeats a context sentence word for word is
   supported, citing it, with no judge call.
@@ -61,9 +61,9 @@ from pydantic import BaseModel
 from assay._scores import Binary, EvidenceRef, JudgeCall, UnscoredReason, Usage, Verdict
 from assay.errors import ConfigError, JudgeError
 from assay.grounding._addressed import AddressedFinding, addresses_judge
-from assay.grounding._decompose import _segmenter
 from assay.grounding._details import DetailFeatures, detail_features
 from assay.grounding._evidence import ContextIndex, Evidence, EvidenceSpan
+from assay.grounding._sentences import _segmenter
 from assay.models._protocol import ChatMessage, ChoiceScorer, GenerateConfig, JudgeModel
 from assay.parsing import Unparsed
 from assay.prompts import Example, JudgePrompt, ask
@@ -242,9 +242,20 @@ VETO_CHECKS = ("missing_numbers", "missing_entities", "negation_mismatches")
 fire on 8-11% of unsupported SummEdits summaries and on 0-0.3% of supported ones."""
 
 
-def vetoes(features: DetailFeatures) -> tuple[str, ...]:
-    """The veto checks that fired for a statement (empty: P decides)."""
-    return tuple(name for name in VETO_CHECKS if getattr(features, name) > 0)
+def vetoes(features: DetailFeatures, *, counts_to_judge: bool = False) -> tuple[str, ...]:
+    """The veto checks that fired for a statement (empty: P decides).
+
+    With ``counts_to_judge``, a missing number that is a count no evidence number
+    contradicts ("two films" where the passage describes two) does not veto.
+    """
+    fired = []
+    for name in VETO_CHECKS:
+        value = getattr(features, name)
+        if name == "missing_numbers" and counts_to_judge:
+            value -= features.missing_counts
+        if value > 0:
+            fired.append(name)
+    return tuple(fired)
 
 
 def _addressed(text: str) -> bool:
@@ -285,6 +296,10 @@ class StatementVerifier:
             makes the statement unsupported whatever P says (threshold method).
         guard: Treat text that addresses the judge as what it is: such a statement is
             unsupported (flagged ``addresses_judge``), such a context sentence is never evidence.
+        counts_to_judge: A missing number that is a small count of a plural noun ("two
+            films") and that no number of the evidence contradicts does not veto: it may
+            follow from what the evidence describes, so the judge decides (a faithful summary
+            that counted "two films" scored 0 on the veto).
     """
 
     method: Literal["auto", "threshold", "generate"] = "auto"
@@ -299,6 +314,7 @@ class StatementVerifier:
     verbatim: bool = True
     details: bool = True
     guard: bool = True
+    counts_to_judge: bool = True
 
     def __post_init__(self) -> None:
         if self.method not in ("auto", "threshold", "generate"):
@@ -382,7 +398,7 @@ class StatementVerifier:
                     continue
                 evidence_text = " ".join(state.evidence.blocks() if state.evidence is not None else kept)
                 state.features = detail_features(state.statement, evidence_text)
-                state.vetoed = vetoes(state.features)
+                state.vetoed = vetoes(state.features, counts_to_judge=self.counts_to_judge)
                 if state.vetoed:
                     state.supported = False
         if threshold and self.reasons != "none":

@@ -35,9 +35,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from assay._messages import INVALID_ARGUMENTS
-from assay._samples import Message, Sample, ToolCall
+from assay._samples import Message, Sample, ToolCall, context_text
 from assay._scores import Score, UnscoredReason
-from assay.errors import MissingExtraError, SampleError
+from assay.errors import ConfigError, MissingExtraError, SampleError
 from assay.metrics import Metric, build_metric, score_safely
 from assay.models import JudgeModel, get_judge
 from assay.run import JudgeCache, Limits, build_judge_stack
@@ -85,6 +85,7 @@ def assay_scorer(
     limits: Limits | None = None,
     cache: JudgeCache | None = None,
     name: str | None = None,
+    base_url: str | None = None,
 ) -> Scorer:
     """An Inspect scorer that scores each sample with an assay metric.
 
@@ -105,6 +106,8 @@ def assay_scorer(
         cache: A judge-call cache; an Inspect epoch is an assay repeat, so epochs are
             judged afresh, not answered from the cache.
         name: The scorer's name in Inspect (default: the metric's name).
+        base_url: The server of a judge string such as ``"openai:MODEL"`` (a vLLM, Ollama
+            or llama.cpp server; default ``$OPENAI_BASE_URL``), as ``assay run --base-url``.
 
     Raises:
         MissingExtraError: inspect_ai is not installed.
@@ -117,7 +120,10 @@ def assay_scorer(
 
     chosen = build_metric(metric) if isinstance(metric, str) else metric
     keys = (contexts_key,) if isinstance(contexts_key, str) else tuple(contexts_key)
-    bridge = _Bridge(chosen, judge if isinstance(judge, JudgeModel) else get_judge(judge), limits, cache)
+    if base_url is not None and isinstance(judge, JudgeModel):
+        raise ConfigError('base_url applies to a judge string ("openai:MODEL"); this judge is already built')
+    built = judge if isinstance(judge, JudgeModel) else get_judge(judge, base_url=base_url)
+    bridge = _Bridge(chosen, built, limits, cache)
 
     @scorer(metrics=[mean(), stderr()], name=name or chosen.name, assay_spec=chosen.spec().model_dump(mode="json"))
     def assay_metric() -> Scorer:
@@ -221,12 +227,17 @@ def _reference_calls(value: object, where: str) -> tuple[ToolCall, ...] | None:
 
 
 def _contexts(value: object, key: str, where: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, Sequence) and all(isinstance(item, str) for item in value):
-        return tuple(value)
+    single = context_text(value)
+    if single is not None:
+        return (single,)
+    if isinstance(value, Sequence):
+        texts = [context_text(item) for item in value]
+        if all(text is not None for text in texts):
+            return tuple(text for text in texts if text is not None)
     kind = type(value).__name__
-    raise SampleError(f"metadata[{key!r}] must be a string or a list of strings, got {kind}", source=where)
+    raise SampleError(
+        f"metadata[{key!r}] must be a string or a list of strings (or LangChain Documents), got {kind}", source=where
+    )
 
 
 def _trace(messages: Sequence[InspectMessage]) -> tuple[Message, ...]:

@@ -7,7 +7,14 @@ from typing import Any
 
 from assay._scores import JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
 from assay.errors import ConfigError
-from assay.grounding._decompose import Decomposer, Decomposition, HybridDecomposer, LLMDecomposer, SentenceDecomposer
+from assay.grounding._decompose import (
+    AnchoredDecomposer,
+    Decomposer,
+    Decomposition,
+    HybridDecomposer,
+    LLMDecomposer,
+    SentenceDecomposer,
+)
 from assay.parsing import Unparsed
 from assay.prompts import JudgePrompt
 
@@ -31,16 +38,19 @@ def reference_mode_name(base: str, reference: bool | None) -> str:
 
 
 DECOMPOSERS: dict[str, type[Decomposer]] = {
+    "anchored": AnchoredDecomposer,
     "llm": LLMDecomposer,
     "sentences": SentenceDecomposer,
     "hybrid": HybridDecomposer,
 }
-"""Decomposers by name: ``llm`` (the judge writes every statement), ``sentences`` (pysbd,
-no judge call), ``hybrid`` (sentences; the judge rewrites only those that cannot stand alone)."""
+"""Decomposers by name: ``anchored`` (sentences; the judge splits or completes those that
+need it, and every statement is anchored to the answer), ``llm`` (the judge writes every
+statement), ``sentences`` (pysbd, no judge call), ``hybrid`` (sentences; the judge rewrites
+only those that cannot stand alone)."""
 
 
 def make_decomposer(name: str) -> Decomposer:
-    """The decomposer called ``name``: ``llm``, ``sentences`` or ``hybrid``."""
+    """The decomposer called ``name``: ``anchored``, ``llm``, ``sentences`` or ``hybrid``."""
     if name not in DECOMPOSERS:
         raise ConfigError(f"decomposer must be one of {', '.join(DECOMPOSERS)}, not {name!r}")
     return DECOMPOSERS[name]()

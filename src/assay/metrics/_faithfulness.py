@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel
 
 from assay._samples import Sample
-from assay._scores import Binary, JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
+from assay._scores import AnswerMap, Binary, JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
 from assay.errors import ConfigError
-from assay.grounding._decompose import STATEMENTS_PROMPT
+from assay.grounding._decompose import SENTENCE_PROMPT, STATEMENTS_PROMPT, Decomposition, anchored
 from assay.grounding._verify import STATEMENT_PROMPT, StatementCheck, StatementJudgement, StatementVerifier
 from assay.metrics._common import (
     failed,
@@ -22,6 +23,7 @@ from assay.metrics._common import (
 )
 from assay.metrics._spec import spec_from_fields
 from assay.models._protocol import GenerateConfig, JudgeModel
+from assay.models._stack import same_in_every_repeat
 from assay.parsing import Unparsed, parse_verdicts
 from assay.prompts import JudgePrompt, call_and_parse
 
@@ -77,7 +79,7 @@ BATCH_PROMPT: JudgePrompt[StatementsCheck, VerdictList] = JudgePrompt(
 
 
 FaithfulnessStrategy = Literal["auto", "per_statement", "batch"]
-DecomposerName = Literal["llm", "sentences", "hybrid"]
+DecomposerName = Literal["anchored", "llm", "sentences", "hybrid"]
 
 
 @dataclass(frozen=True)
@@ -87,35 +89,51 @@ class Faithfulness:
     score = supported statements / statements. An answer with no statements is unscored
     (``no_statements``), never 0 or 1.
 
+    A statement is what the answer says, or it is not judged: every statement is anchored
+    to the answer sentence it comes from (its verdict's ``spans`` are the offsets of its
+    words in the answer); a statement taken from the question or from the prompt's example,
+    a fragment, or a repeat is dropped and recorded; every checkable sentence of the answer
+    is judged, as itself when its statements do not state it. The score's
+    ``decomposition`` (:class:`~assay.AnswerMap`) records all of it.
+
     Args:
         strategy: ``per_statement`` (one constrained call per statement; best for small
             local models), ``batch`` (all statements in one structured call; cheapest for
             API judges), or ``auto`` (the judge's preference).
-        decomposer: ``llm`` (atomic statements, pronouns resolved), ``sentences`` (pysbd), or
-            ``hybrid`` (sentences; the judge rewrites only those that cannot stand alone).
+        decomposer: ``anchored`` (sentences; the judge splits compound sentences and resolves
+            references, one sentence at a time), ``llm`` (the judge splits the whole answer
+            at once), ``sentences`` (pysbd), or ``hybrid`` (sentences; the judge rewrites only
+            those that cannot stand alone). Every decomposer's statements are anchored.
+        fixed_statements: Decompose the same way in every repeat (no repeat index, no
+            run-wide temperature), so ``--repeats`` measures the verdicts' noise, which is
+            what the gate's flake estimate models. ``False``: the decomposition is sampled
+            with each repeat.
         verifier: How per-statement verdicts are read (logit threshold or generated JSON),
             chunking of long contexts, and which statements get reasons.
         config: Decoding settings for the batch verdict call.
     """
 
     strategy: FaithfulnessStrategy = "auto"
-    decomposer: DecomposerName = "llm"
+    decomposer: DecomposerName = "anchored"
     verifier: StatementVerifier = field(default_factory=StatementVerifier)
     config: GenerateConfig = field(default_factory=lambda: GenerateConfig(max_tokens=256))
+    fixed_statements: bool = True
     name: str = field(default="faithfulness", init=False)
-    version: str = field(default="1", init=False)
+    version: str = field(default="2", init=False)
     required_fields: ClassVar[tuple[str, ...]] = ("answer", "contexts")
     """An answer and at least one context."""
 
     def __post_init__(self) -> None:
         if self.strategy not in ("auto", "per_statement", "batch"):
             raise ConfigError(f"faithfulness strategy must be auto, per_statement or batch, not {self.strategy!r}")
-        if self.decomposer not in ("llm", "sentences", "hybrid"):
-            raise ConfigError(f"faithfulness decomposer must be llm, sentences or hybrid, not {self.decomposer!r}")
+        if self.decomposer not in ("anchored", "llm", "sentences", "hybrid"):
+            raise ConfigError(
+                f"faithfulness decomposer must be anchored, llm, sentences or hybrid, not {self.decomposer!r}"
+            )
 
     def spec(self) -> MetricSpec:
         """Name, version, every field, and the prompt versions (the verifier's included)."""
-        return spec_from_fields(self, prompts=prompt_versions(STATEMENTS_PROMPT, BATCH_PROMPT))
+        return spec_from_fields(self, prompts=prompt_versions(STATEMENTS_PROMPT, SENTENCE_PROMPT, BATCH_PROMPT))
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """Decompose the answer, judge every statement against the contexts, aggregate."""
@@ -125,19 +143,35 @@ class Faithfulness:
             return missing_field(self.name, f"sample has no {missing}", spec)
         if not sample.answer.strip():  # the system answered nothing: there is nothing to check
             return Score.unscored(self.name, UnscoredReason.NO_STATEMENTS, "the answer is empty", spec=spec)
-        split = await make_decomposer(self.decomposer).decompose(sample.question or "", sample.answer, judge)
+        question = sample.question or ""
+        decomposer = make_decomposer(self.decomposer)
+        if self.fixed_statements:
+            with same_in_every_repeat():
+                split = await decomposer.decompose(question, sample.answer, judge)
+        else:
+            split = await decomposer.decompose(question, sample.answer, judge)
+        split = anchored(split, question, sample.answer)
+        answer_map = split.answer_map
+        if answer_map is not None and not self.fixed_statements:
+            answer_map = answer_map.model_copy(update={"fixed": False})
         calls = list(split.calls)
         if (unusable := unusable_split(self.name, split, spec, text="answer", calls=calls)) is not None:
-            return unusable
+            return unusable.model_copy(update={"decomposition": answer_map})
         per_statement = self.strategy == "per_statement" or (self.strategy == "auto" and judge.prefers_per_statement)
         if per_statement:
             verdicts, failure = await self.verifier.check(sample.contexts, split.statements, judge, calls)
         else:
             verdicts, failure = await self._all_at_once(sample.contexts, split.statements, judge, calls)
+        verdicts = _with_spans(verdicts, split)
         if failure is not None:
-            return failed(self.name, failure, spec, verdicts=verdicts, calls=calls)
-        return supported_share(
+            return failed(self.name, failure, spec, verdicts=verdicts, calls=calls).model_copy(
+                update={"decomposition": answer_map}
+            )
+        score = supported_share(
             self.name, verdicts, calls, spec, counted="statements supported by the contexts", rejected="unsupported"
+        )
+        return score.model_copy(
+            update={"decomposition": answer_map, "explanation": _with_decomposition(score.explanation, answer_map)}
         )
 
     async def _all_at_once(
@@ -165,3 +199,25 @@ class Faithfulness:
             Verdict(subject=s, value=1 if p.value == 1 else 0, reason=p.reason)
             for s, p in zip(statements, parsed, strict=True)
         ], None
+
+
+def _with_spans(verdicts: list[Verdict], split: Decomposition) -> list[Verdict]:
+    """Each verdict with the answer offsets of the statement it judged."""
+    where = dict(zip(split.statements, split.spans, strict=False)) if split.spans else {}
+    return [v.model_copy(update={"spans": where[v.subject]}) if v.subject in where else v for v in verdicts]
+
+
+def _with_decomposition(explanation: str | None, answer_map: AnswerMap | None) -> str | None:
+    """The explanation, plus what the decomposition dropped and which sentences were judged whole."""
+    if answer_map is None:
+        return explanation
+    extra = []
+    if answer_map.dropped:
+        reasons = Counter(d.reason for d in answer_map.dropped)
+        extra.append("dropped " + ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in sorted(reasons.items())))
+    whole = sum(1 for s in answer_map.sentences if s.status == "judged_whole")
+    if whole:
+        extra.append(f"{whole} sentence{'s' if whole != 1 else ''} judged whole")
+    if not extra:
+        return explanation
+    return f"{explanation} ({'; '.join(extra)})" if explanation else "; ".join(extra)

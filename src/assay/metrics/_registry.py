@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
-from assay.errors import ConfigError
+from assay.errors import ConfigError, did_you_mean
 from assay.metrics._base import Metric
 
 __all__ = ["MetricEntry", "build_metric", "builtin_names", "metric_entries", "register_metric"]
@@ -81,13 +81,15 @@ def build_metric(name: str, options: Mapping[str, Any] | None = None) -> Metric:
     """
     entries = metric_entries()
     if name not in entries:
-        raise ConfigError(f"unknown metric {name!r}; choose from {', '.join(sorted(entries))}")
+        hint = did_you_mean(name, entries)
+        raise ConfigError(f"unknown metric {name!r};{hint} choose from {', '.join(sorted(entries))}")
     entry = entries[name]
     options = dict(options or {})
     unknown = sorted(set(options) - set(entry.options))
     if unknown:
         raise ConfigError(
-            f"metric {name!r} has no option {', '.join(unknown)}; its options: {', '.join(entry.options) or 'none'}"
+            f"metric {name!r} has no option {', '.join(repr(u) for u in unknown)};"
+            f"{did_you_mean(unknown[0], entry.options)} its options: {', '.join(entry.options) or 'none'}"
         )
     missing = [o for o in entry.required_options if o not in options]
     if missing:
@@ -99,12 +101,27 @@ def build_metric(name: str, options: Mapping[str, Any] | None = None) -> Metric:
 
 
 def _faithfulness(
-    strategy: str = "auto", decomposer: str = "llm", threshold: str | None = None, chunk_chars: str | None = None
+    strategy: str = "auto",
+    decomposer: str = "anchored",
+    threshold: str | None = None,
+    chunk_chars: str | None = None,
+    fixed_statements: str = "true",
 ) -> Metric:
     from assay.metrics._faithfulness import Faithfulness
 
-    metric = Faithfulness(strategy=strategy, decomposer=decomposer)  # type: ignore[arg-type]
+    fixed = _flag("faithfulness.fixed_statements", fixed_statements)
+    metric = Faithfulness(strategy=strategy, decomposer=decomposer, fixed_statements=fixed)  # type: ignore[arg-type]
     return _with_verifier(metric, threshold, chunk_chars)
+
+
+def _flag(option: str, value: str) -> bool:
+    """A true/false option given as text (``--set faithfulness.fixed_statements=false``)."""
+    text = value.strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ConfigError(f"{option} must be true or false, not {value!r}")
 
 
 def _with_verifier(metric: Any, threshold: str | None, chunk_chars: str | None) -> Metric:

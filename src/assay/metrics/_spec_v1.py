@@ -15,7 +15,49 @@ from assay._scores import MetricSpec
 from assay.errors import ConfigError
 from assay.metrics._base import Metric
 
-__all__ = ["metric_without_type"]
+__all__ = ["metric_without_type", "unrecorded_settings"]
+
+_TAGS = ("$object", "$type", "$metric")
+
+
+def unrecorded_settings(spec: MetricSpec) -> tuple[str, ...]:
+    """Settings today's metric has that a schema 1 spec did not record (``verifier.details``, ...).
+
+    A schema 1 built-in is rebuilt with today's defaults for everything its spec did not
+    write down: the statement verifier's evidence window, copy rule, detail checks and
+    judge-addressed guard came later. Results judged under the spec were judged without
+    them, so a run cannot be *continued* with the rebuilt metric (its old and new samples
+    would be judged two ways); its stored results stay readable. Empty for specs of
+    schema 2 (they record every field) and for metrics whose settings were all recorded.
+
+    Raises:
+        ConfigError: the spec cannot be rebuilt at all.
+    """
+    if spec.type is not None or spec.schema_version != 1:
+        return ()
+    parts = spec.params.get("parts")
+    if spec.params.get("kind") == "combined_grader" and isinstance(parts, list):
+        found: list[str] = []
+        for part in parts:
+            inner = MetricSpec.model_validate(part["spec"])
+            found += [f"{inner.name}.{name}" for name in unrecorded_settings(inner)]
+        return tuple(found)
+    from assay.metrics._spec import metric_from_spec
+
+    now = metric_from_spec(spec).spec().model_dump(mode="json")["params"]
+    return tuple(_missing(spec.params, now, ""))
+
+
+def _missing(stored: Mapping[str, Any], now: Mapping[str, Any], prefix: str) -> list[str]:
+    found: list[str] = []
+    for key, value in now.items():
+        if key == "prompts":
+            continue
+        if key not in stored:
+            found.append(prefix + key)
+        elif isinstance(value, dict) and isinstance(stored[key], dict) and not any(tag in value for tag in _TAGS):
+            found += _missing(stored[key], value, f"{prefix}{key}.")
+    return found
 
 
 def metric_without_type(spec: MetricSpec) -> Metric:

@@ -40,6 +40,8 @@ LOCAL_PLACEHOLDER_KEY = "not-needed"
 
 _LOCAL_NAMES = frozenset({"localhost", "host.docker.internal"})
 _EXCERPT_CHARS = 300
+
+
 class JudgeHTTPError(JudgeError):
     """An OpenAI-compatible or Anthropic server failed to answer.
 
@@ -70,6 +72,21 @@ class _Client(Protocol):
 
 
 ClientT = TypeVar("ClientT", bound=_Client)
+
+
+def _check_base_url(url: str, client: str, key_env: str) -> None:
+    """Refuse a base URL with a query string: the SDK appends its path after it, so it cannot work.
+
+    ``https://host/v1?api_key=...`` is sent as ``https://host/v1?api_key=.../chat/completions``
+    (any query, ``?region=eu`` too): every call fails, a 404, after the run has started. It
+    is refused before any call, with the URL redacted.
+    """
+    if urlsplit(url).query:
+        raise ConfigError(
+            f"the base URL {redact_url(url)} has a query string: the {client} client appends its own path "
+            f"(/chat/completions) after it, so no request could reach the server. Give the URL without "
+            f"'?...' and the key in {key_env} (or api_key=...)"
+        )
 
 
 def check_options(structured: str, modes: tuple[str, ...], *, timeout: float, max_concurrency: int) -> None:
@@ -115,6 +132,8 @@ class HTTPJudge(JudgeModel, Generic[ClientT]):
         max_concurrency: int,
     ) -> None:
         base_url = base_url or os.environ.get(self._base_url_env) or None
+        if base_url is not None:
+            _check_base_url(base_url, self._client_label, self._key_env)
         key = api_key or os.environ.get(self._key_env) or None
         if key is None:
             if base_url is None:

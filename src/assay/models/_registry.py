@@ -18,7 +18,7 @@ import inspect
 import os
 from importlib.metadata import EntryPoint, entry_points
 
-from assay.errors import AssayError, ConfigError
+from assay.errors import AssayError, ConfigError, did_you_mean
 from assay.models._protocol import JudgeModel
 
 __all__ = ["BUILTIN_JUDGES", "JUDGE_FORMS", "JUDGE_GROUP", "get_judge", "judge_forms", "judge_plugins"]
@@ -81,6 +81,27 @@ def _plugin_judge(point: EntryPoint, model: str, options: dict[str, str]) -> Jud
     return judge
 
 
+_PROVIDER_FORMS = ("openai", "anthropic")
+
+
+def _canonical(spec: str) -> str:
+    """The judge string in assay's own form: ``openai:MODEL`` for the forms other tools use.
+
+    LiteLLM and Inspect write ``openai/gpt-4o-mini``; promptfoo writes ``openai:chat:gpt-4o-mini``.
+    Both mean ``openai:gpt-4o-mini`` (and the same for ``anthropic``). A model name may hold
+    a slash itself (``openai:meta-llama/Llama-3``), so only a string without a colon is read
+    as ``provider/model``.
+    """
+    spec = spec.strip()
+    provider, slash, model = spec.partition("/")
+    if ":" not in spec and slash and provider in _PROVIDER_FORMS and model:
+        return f"{provider}:{model}"
+    kind, _, rest = spec.partition(":")
+    if kind in _PROVIDER_FORMS and rest.startswith(("chat:", "messages:")):
+        return f"{kind}:{rest.partition(':')[2]}"
+    return spec
+
+
 def get_judge(spec: str | None = None, *, base_url: str | None = None, api_key: str | None = None) -> JudgeModel:
     """Build a judge from its string form.
 
@@ -88,7 +109,8 @@ def get_judge(spec: str | None = None, *, base_url: str | None = None, api_key: 
         spec: ``local`` (the embedded default), ``local:/path/model.gguf`` (any GGUF file),
             ``openai:MODEL`` (any OpenAI-compatible server), ``anthropic:MODEL``, or
             ``NAME:MODEL`` for a judge plugin (``assay.judges`` entry point ``NAME``).
-            Default: ``$ASSAY_JUDGE``, else ``local``.
+            ``openai/MODEL`` (LiteLLM, Inspect) and ``openai:chat:MODEL`` (promptfoo) are
+            read as ``openai:MODEL``. Default: ``$ASSAY_JUDGE``, else ``local``.
         base_url: For ``openai:``; default ``$OPENAI_BASE_URL``, else OpenAI's. Passed on
             to a plugin when given.
         api_key: For ``openai:``; default ``$OPENAI_API_KEY``. Passed on to a plugin when
@@ -98,7 +120,7 @@ def get_judge(spec: str | None = None, *, base_url: str | None = None, api_key: 
         ConfigError: the string names no known judge, or a plugin fails to load, does
             not accept the options, or returns something that is not a judge.
     """
-    spec = (spec or os.environ.get("ASSAY_JUDGE") or "local").strip()
+    spec = _canonical(spec or os.environ.get("ASSAY_JUDGE") or "local")
     kind, _, rest = spec.partition(":")
     if kind == "local":
         from assay.models._local import LocalJudge
@@ -120,4 +142,5 @@ def get_judge(spec: str | None = None, *, base_url: str | None = None, api_key: 
     if kind in plugins:
         options = {k: v for k, v in (("base_url", base_url), ("api_key", api_key)) if v is not None}
         return _plugin_judge(plugins[kind], rest, options)
-    raise ConfigError(f"unknown judge {spec!r}; use one of: {_forms(plugins)}")
+    known = [*BUILTIN_JUDGES, *plugins]
+    raise ConfigError(f"unknown judge {spec!r};{did_you_mean(kind, known)} use one of: {_forms(plugins)}")

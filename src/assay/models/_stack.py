@@ -17,7 +17,8 @@ the temperature are part of its key.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,8 @@ from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, Judg
 from assay.models._resilient import RateLimiter, ResilientJudge, RetryPolicy
 from assay.models._wrapper import JudgeWrapper
 
-__all__ = ["Limits", "build_judge_stack"]
+__all__ = ["Limits", "build_judge_stack", "same_in_every_repeat"]
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -57,6 +59,23 @@ class Limits:
 _REPEAT: ContextVar[int] = ContextVar("assay_repeat", default=0)
 """The repeat index of the sample being scored; set per task by the engines."""
 
+_SAME_IN_EVERY_REPEAT: ContextVar[bool] = ContextVar("assay_same_in_every_repeat", default=False)
+
+
+@contextmanager
+def same_in_every_repeat() -> Iterator[None]:
+    """Calls made inside are the same in every repeat: no repeat index, no run-wide temperature.
+
+    Faithfulness decomposes an answer inside it, so ``--repeats`` at a temperature above 0
+    re-judges the same statements (and, with a cache, decomposes once): what repeats
+    measure is the verdicts' noise, which is what the gate's flake estimate models.
+    """
+    token = _SAME_IN_EVERY_REPEAT.set(True)
+    try:
+        yield
+    finally:
+        _SAME_IN_EVERY_REPEAT.reset(token)
+
 
 class _RepeatJudge(JudgeWrapper):
     """Puts the current repeat index (and a run-wide temperature) into every call's config."""
@@ -72,6 +91,8 @@ class _RepeatJudge(JudgeWrapper):
         schema: type[BaseModel] | None = None,
         config: GenerateConfig | None = None,
     ) -> JudgeResponse:
+        if _SAME_IN_EVERY_REPEAT.get():
+            return await self.inner.generate(messages, schema=schema, config=config)
         update: dict[str, Any] = {"repeat": _REPEAT.get()}
         if self.temperature is not None:
             update["temperature"] = self.temperature

@@ -21,12 +21,13 @@ See ``docs/design/report.md``.
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 from assay._safety import scrub, url_secrets
-from assay.analysis import GatePolicy, analyze_repeats, evaluate_gate, metrics_in
-from assay.errors import ConfigError
+from assay.analysis import GatePolicy, metrics_in
+from assay.errors import ConfigError, did_you_mean
+from assay.report._browse import BROWSER_SAMPLES, BrowserData, RunEntry, build_browser, report_file
 from assay.report._build import (
     CompareMetric,
     CostView,
@@ -42,14 +43,16 @@ from assay.report._build import (
     pass_share,
     spread,
 )
-from assay.report._html import CSP, render_html
+from assay.report._html import CSP, render_browser, render_html
 from assay.report._markdown import gate_summary_markdown, md_text
 from assay.run import EvalResult, RunStore
 from assay.run._cost import PriceTable
 
 __all__ = [
+    "BROWSER_SAMPLES",
     "CSP",
     "DEFAULT_THRESHOLD",
+    "BrowserData",
     "CompareMetric",
     "CostView",
     "Gate",
@@ -57,7 +60,9 @@ __all__ = [
     "Interval",
     "MetricView",
     "ReportData",
+    "RunEntry",
     "Spread",
+    "build_browser",
     "build_report",
     "embed_json",
     "gate_summary_markdown",
@@ -65,10 +70,13 @@ __all__ = [
     "locate_statements",
     "md_text",
     "pass_share",
+    "render_browser",
     "render_html",
     "render_report",
+    "report_file",
     "report_result",
     "spread",
+    "write_browser",
     "write_report",
 ]
 
@@ -87,6 +95,19 @@ def _pass_mark(threshold: float | None, gate: GatePolicy | None) -> float:
     return gate.threshold
 
 
+GateMetrics = str | Sequence[str | tuple[str, float]]
+"""The metrics a report's gate checks: a name, or names and ``(name, threshold)`` pairs."""
+
+
+def _gated(gate_metric: GateMetrics, default: float) -> dict[str, float]:
+    items = [gate_metric] if isinstance(gate_metric, str) else list(gate_metric)
+    gated: dict[str, float] = {}
+    for item in items:
+        name, threshold = (item, default) if isinstance(item, str) else item
+        gated[name] = threshold
+    return gated
+
+
 def load_report(
     store: RunStore | str | Path,
     run_id: str,
@@ -96,9 +117,14 @@ def load_report(
     prices: PriceTable | None = None,
     seed: int = 0,
     gate: GatePolicy | None = None,
-    gate_metric: str = "faithfulness",
+    gate_metric: GateMetrics = "faithfulness",
 ) -> ReportData:
     """Read ``run_id`` (and ``compare``) from ``store`` and compute the report's data.
+
+    Every metric's gate column is :func:`assay.analysis.evaluate_gate` at the metric's pass
+    mark (with ``gate``'s options when given), the same verdict ``assay gate`` prints; with
+    ``gate``, the verdicts of ``gate_metric`` (a name, or names and ``(name, threshold)``
+    pairs, each metric at its own pass mark) also head the report.
 
     Raises:
         StoreError: a run is not in the store.
@@ -111,31 +137,35 @@ def load_report(
                 opened, run_id, compare, threshold, prices=prices, seed=seed, gate=gate, gate_metric=gate_metric
             )
     pass_mark = _pass_mark(threshold, gate)
+    gated = _gated(gate_metric, pass_mark) if gate is not None else {}
     info = store.info(run_id)
     other = store.info(compare) if compare is not None else None
     # A run stored before its spec redacted the base URL may hold a server's echo of a
     # credential in that URL (an error body): mask them all at render time.
     secrets = [*url_secrets(info.spec.base_url), *url_secrets(other.spec.base_url if other else None)]
     records = scrub(list(store.records(run_id)), secrets)
-    report = build_report(
-        info,
-        records,
-        row_errors=scrub(store.row_errors(run_id), secrets),
-        other=other,
-        other_records=scrub(list(store.records(compare)), secrets) if compare is not None else (),
-        threshold=pass_mark,
-        prices=prices,
-        seed=seed,
-    )
-    if gate is None:
-        return report
     try:
-        # The same analysis as 'assay gate' (its --seed is the policy's seed).
-        repeats = analyze_repeats(records, gate_metric, seed=gate.seed)
-    except KeyError:
-        names = ", ".join(metrics_in(records)) or "none"
-        raise ConfigError(f"run {run_id} has no metric {gate_metric!r} to gate; its metrics: {names}") from None
-    return dataclasses.replace(report, gate_result=evaluate_gate(repeats, gate))
+        return build_report(
+            info,
+            records,
+            row_errors=scrub(store.row_errors(run_id), secrets),
+            other=other,
+            other_records=scrub(list(store.records(compare)), secrets) if compare is not None else (),
+            threshold=pass_mark,
+            prices=prices,
+            seed=seed,
+            thresholds=gated,
+            # The same analysis as 'assay gate' (its --seed is the policy's seed).
+            gate=gate or GatePolicy(threshold=pass_mark, seed=seed),
+            gated=list(gated),
+        )
+    except KeyError as exc:
+        name = str(exc.args[0])
+        names = metrics_in(records) or [m.name for m in info.spec.metrics]
+        raise ConfigError(
+            f"run {run_id} has no metric {name!r} to gate;{did_you_mean(name, names)} its metrics: "
+            f"{', '.join(names) or 'none'}"
+        ) from None
 
 
 def render_report(
@@ -147,7 +177,7 @@ def render_report(
     prices: PriceTable | None = None,
     seed: int = 0,
     gate: GatePolicy | None = None,
-    gate_metric: str = "faithfulness",
+    gate_metric: GateMetrics = "faithfulness",
 ) -> str:
     """The report of ``run_id`` (compared with run ``compare``, if given) as an HTML string."""
     return render_html(
@@ -165,7 +195,8 @@ def write_report(
     prices: PriceTable | None = None,
     seed: int = 0,
     gate: GatePolicy | None = None,
-    gate_metric: str = "faithfulness",
+    gate_metric: GateMetrics = "faithfulness",
+    back_link: str | None = None,
 ) -> ReportData:
     """Write the report of ``run_id`` to ``out`` as one self-contained HTML file.
 
@@ -181,7 +212,9 @@ def write_report(
         seed: Seed of the bootstrap confidence intervals.
         gate: Apply this ``assay gate`` policy to ``gate_metric`` and show its verdict
             (pass, fail, flaky or unscored) in the header.
-        gate_metric: The metric the gate checks.
+        gate_metric: The metric the gate checks, or several: names and ``(name,
+            threshold)`` pairs, each gated (and coloured) at its own pass mark.
+        back_link: A relative link to the run browser's index, shown in the header.
 
     Returns:
         The report's data (what the page shows).
@@ -195,7 +228,7 @@ def write_report(
     )
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(report), encoding="utf-8")
+    path.write_text(render_html(report, back_link=back_link), encoding="utf-8")
     return report
 
 
@@ -216,3 +249,54 @@ def report_result(
     with RunStore(result.store_path) as store:
         write_report(store, result.run_id, out, compare, threshold)
     return out
+
+
+def write_browser(
+    store: RunStore | str | Path,
+    out_dir: str | Path = "assay-runs",
+    *,
+    threshold: float | None = None,
+    prices: PriceTable | None = None,
+    seed: int = 0,
+    reports: bool = True,
+    max_samples: int = BROWSER_SAMPLES,
+) -> BrowserData:
+    """Write the run browser: ``out_dir/index.html`` over every run, and each run's report in ``out_dir/runs/``.
+
+    The folder is self-contained (relative links, no network): open ``index.html``, or
+    upload the folder as a CI artifact. See :mod:`assay.report._browse`.
+
+    Args:
+        store: The run store (or its path).
+        out_dir: The folder to write (created).
+        threshold: The pass mark (default: ``assay gate``'s).
+        prices: Token prices for the reports' costs.
+        seed: Seed of the bootstrap intervals.
+        reports: Also write every run's report (``False``: the index only, e.g. when the
+            reports are already there).
+        max_samples: Samples per run the index embeds for side-by-side comparison.
+
+    Returns:
+        What the index shows.
+    """
+    if not isinstance(store, RunStore):
+        with RunStore(store) as opened:
+            return write_browser(
+                opened, out_dir, threshold=threshold, prices=prices, seed=seed, reports=reports,
+                max_samples=max_samples,
+            )  # fmt: skip
+    folder = Path(out_dir)
+    mark = DEFAULT_THRESHOLD if threshold is None else threshold
+    runs = []
+    for info in store.runs():
+        records = scrub(list(store.records(info.run_id)), url_secrets(info.spec.base_url))
+        runs.append((info, records))
+        if reports:
+            write_report(
+                store, info.run_id, folder / "runs" / report_file(info.run_id), threshold=mark, prices=prices,
+                seed=seed, back_link="../index.html",
+            )  # fmt: skip
+    data = build_browser(runs, threshold=mark, store=str(store.path), max_samples=max_samples)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "index.html").write_text(render_browser(data), encoding="utf-8")
+    return data

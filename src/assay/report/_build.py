@@ -23,23 +23,36 @@ Conventions (also in ``docs/design/report.md``):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
-from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from assay._scores import JudgeCall
-from assay.analysis import bootstrap_mean_ci, paired_bootstrap_ci
+from assay.analysis import (
+    GatePolicy,
+    GateResult,
+    analyze_repeats,
+    bootstrap_mean_ci,
+    evaluate_gate,
+    is_pass_fail,
+    paired_bootstrap_ci,
+)
+from assay.report._answer import (
+    answer_segments,
+    locate_statements,
+    sentence_marks,
+    to_utf16_offsets,
+    to_utf16_segments,
+)
 from assay.run import RunInfo
 from assay.run._cost import CostReport, PriceTable
-
-if TYPE_CHECKING:
-    from assay.analysis import GateResult
+from assay.run._frames import score_value
 
 __all__ = [
     "CompareMetric",
@@ -158,90 +171,6 @@ def verdict_tone(value: object) -> str:
     return "info"
 
 
-_TRAILING = ".!?;:,"
-
-
-def _pattern(text: str) -> re.Pattern[str] | None:
-    words = text.split()
-    if not words:
-        return None
-    return re.compile(r"\s+".join(re.escape(w) for w in words), re.IGNORECASE)
-
-
-def _free(a: int, b: int, taken: list[tuple[int, int, int]]) -> bool:
-    return b > a and all(b <= s or a >= e for s, e, _ in taken)
-
-
-def _find(
-    candidate: str, answer: str, lowered: str | None, start: int, taken: list[tuple[int, int, int]]
-) -> tuple[int, int] | None:
-    """The first match of ``candidate`` at or after ``start`` that overlaps nothing taken.
-
-    The exact (lower-cased) text first, with ``str.find``; then a regular expression in
-    which any run of whitespace matches any other.
-    """
-    needle = candidate.lower()
-    if lowered is not None and needle and len(needle) == len(candidate):
-        at = lowered.find(needle, start)
-        while at >= 0:
-            if _free(at, at + len(needle), taken):
-                return at, at + len(needle)
-            at = lowered.find(needle, at + 1)
-    pattern = _pattern(candidate)
-    if pattern is None:
-        return None
-    for match in pattern.finditer(answer, start):
-        if _free(*match.span(), taken):
-            return match.span()
-    return None
-
-
-def locate_statements(answer: str, subjects: Sequence[str]) -> tuple[list[tuple[int, int, int]], list[int]]:
-    """Where each statement occurs in ``answer``: ``(marks, unplaced)``.
-
-    A statement is found by its text, case-insensitively, with any run of whitespace
-    matching any other (and, failing that, without its trailing punctuation). Statements
-    are searched from the end of the previous match first (they usually come in order),
-    then from the start; a match never overlaps an earlier one.
-
-    Returns:
-        ``marks``: ``(start, end, index)`` in Python string offsets, sorted by start, where
-        ``index`` is the statement's position in ``subjects``; ``unplaced``: the indexes of
-        statements not found verbatim (e.g. rewritten by the judge), in order.
-    """
-    marks: list[tuple[int, int, int]] = []
-    unplaced: list[int] = []
-    cursor = 0
-    lowered: str | None = answer.lower()
-    if lowered is not None and len(lowered) != len(answer):
-        lowered = None  # lower-casing changed offsets (e.g. "İ"): use the regular expression only
-    for index, subject in enumerate(subjects):
-        found: tuple[int, int] | None = None
-        stripped = subject.strip()
-        candidates = [stripped]
-        if stripped.rstrip(_TRAILING) != stripped:
-            candidates.append(stripped.rstrip(_TRAILING))
-        for candidate in candidates:
-            found = _find(candidate, answer, lowered, cursor, marks) or _find(candidate, answer, lowered, 0, marks)
-            if found is not None:
-                break
-        if found is None:
-            unplaced.append(index)
-        else:
-            marks.append((found[0], found[1], index))
-            cursor = found[1]
-    marks.sort()
-    return marks, unplaced
-
-
-def to_utf16_offsets(text: str, marks: Iterable[tuple[int, int, int]]) -> list[list[int]]:
-    """Convert code-point offsets to UTF-16 code units (JavaScript string offsets)."""
-    astral = [i for i, ch in enumerate(text) if ord(ch) > 0xFFFF]
-    if not astral:
-        return [[a, b, i] for a, b, i in marks]
-    return [[a + bisect_left(astral, a), b + bisect_left(astral, b), i] for a, b, i in marks]
-
-
 # --------------------------------------------------------------------------- charts
 
 
@@ -303,7 +232,13 @@ class Gate:
 
 @dataclass(frozen=True)
 class MetricView:
-    """Everything the report says about one metric of the run."""
+    """Everything the report says about one metric of the run.
+
+    ``verdict`` is ``assay gate``'s verdict on the metric at its pass mark
+    (:func:`assay.analysis.evaluate_gate`, with the report's gate policy when one is
+    given): the summary's gate column shows it, so the column and the gate never disagree.
+    ``pass_fail``: every scored value is 0 or 1 (the mean is a pass rate).
+    """
 
     name: str
     mean: Interval
@@ -316,6 +251,9 @@ class MetricView:
     n_passing: int
     n_flaky: int
     spreads: tuple[Spread, ...] = ()
+    threshold: float = 0.8
+    verdict: GateResult | None = None
+    pass_fail: bool = False
 
 
 @dataclass(frozen=True)
@@ -350,7 +288,8 @@ class ReportData:
 
     ``samples`` is the JSON-ready per-sample payload the page renders in the browser;
     ``texts`` holds the judge messages they refer to by index (each distinct text once).
-    ``gate_result`` is ``assay gate``'s verdict on the run, when a gate policy was given.
+    ``gate_results`` are ``assay gate``'s verdicts on the gated metrics, when a gate was
+    asked for (``gate_result``: the first).
     """
 
     info: RunInfo
@@ -367,7 +306,12 @@ class ReportData:
     only_here: int = 0
     only_other: int = 0
     seed: int = 0
-    gate_result: GateResult | None = None
+    gate_results: tuple[GateResult, ...] = ()
+
+    @property
+    def gate_result(self) -> GateResult | None:
+        """The first gated metric's verdict (``None`` when the report was asked for no gate)."""
+        return self.gate_results[0] if self.gate_results else None
 
     def page_data(self) -> dict[str, Any]:
         """The JSON the page embeds: per-sample data and what the table needs to draw it."""
@@ -378,18 +322,11 @@ class ReportData:
                 "metrics": [m.name for m in self.metrics],
                 "repeats": self.repeats,
                 "threshold": self.threshold,
+                "thresholds": {m.name: m.threshold for m in self.metrics},
             },
             "samples": self.samples,
             "texts": self.texts,
         }
-
-
-def _value(score: Mapping[str, Any]) -> float | None:
-    value = score.get("value")
-    if value is None or score.get("unscored_reason"):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
 
 
 def _calls(score: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
@@ -398,8 +335,8 @@ def _calls(score: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
         yield from _calls(part)
 
 
-class _Texts:
-    """Interned strings: judge prompts repeat across samples, so the page stores each once."""
+class Texts:
+    """Interned strings: judge prompts, questions and contexts repeat, so a page stores each once."""
 
     def __init__(self) -> None:
         self.texts: list[str] = []
@@ -436,7 +373,7 @@ def _end_state(score: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _score_entries(
-    name: str, score: Mapping[str, Any], answer: str, texts: _Texts, depth: int = 0
+    name: str, score: Mapping[str, Any], answer: str, texts: Texts, depth: int = 0
 ) -> list[dict[str, Any]]:
     """One metric's score (and, flattened after it, its parts) as the page shows them.
 
@@ -459,18 +396,34 @@ def _score_entries(
         }
         for v in score.get("verdicts") or ()
     ]
-    marks, unplaced = locate_statements(answer, [v["subject"] for v in verdicts]) if answer else ([], [])
+    spans = [[(int(a), int(b)) for a, b in v.get("spans") or ()] for v in score.get("verdicts") or ()]
+    decomposition = score.get("decomposition") or None
+    marks: list[tuple[int, int, list[int]]]
+    if answer and any(spans):
+        marks, unplaced = answer_segments(answer, spans), [i for i, found in enumerate(spans) if not found]
+    else:
+        found, unplaced = locate_statements(answer, [v["subject"] for v in verdicts]) if answer else ([], [])
+        marks = [(start, end, [index]) for start, end, index in found]
     entry = {
         "name": name,
         "depth": depth,
-        "value": _value(score),
+        "value": score_value(score),
         "unscored_reason": score.get("unscored_reason"),
         "detail": score.get("detail"),
         "explanation": score.get("explanation"),
         "verdicts": verdicts,
         "end_state": _end_state(score),
-        "marks": to_utf16_offsets(answer, marks),
+        "marks": to_utf16_segments(answer, marks),
         "unplaced": unplaced if answer else list(range(len(verdicts))),
+        "sentences": sentence_marks(answer, decomposition),
+        "dropped": [
+            {
+                "text": str(d.get("text") or ""),
+                "reason": str(d.get("reason") or ""),
+                "detail": str(d.get("detail") or ""),
+            }
+            for d in (decomposition or {}).get("dropped") or ()
+        ],
         "calls": [
             {
                 "model": c.get("model"),
@@ -514,7 +467,7 @@ def _group(records: Iterable[Mapping[str, Any]]) -> dict[int, list[Mapping[str, 
 def _sample_values(group: Sequence[Mapping[str, Any]], metric: str) -> list[float]:
     values = []
     for record in group:
-        v = _value((record.get("scores") or {}).get(metric) or {})
+        v = score_value((record.get("scores") or {}).get(metric) or {})
         if v is not None:
             values.append(v)
     return values
@@ -552,7 +505,7 @@ def _metric_view(
             if score is None:
                 continue
             present = True
-            v = _value(score)
+            v = score_value(score)
             if v is None:
                 reason = str(score.get("unscored_reason") or "unscored")
                 reasons[reason] = reasons.get(reason, 0) + 1
@@ -577,6 +530,7 @@ def _metric_view(
             shares.append(pass_share(values, threshold))
     return MetricView(
         name=name,
+        threshold=threshold,
         mean=_mean_interval(sample_means, seed=seed),
         n_samples=n_samples,
         n_scored=len(all_values),
@@ -605,6 +559,9 @@ def build_report(
     threshold: float = 0.8,
     prices: PriceTable | None = None,
     seed: int = 0,
+    thresholds: Mapping[str, float] | None = None,
+    gate: GatePolicy | None = None,
+    gated: Sequence[str] = (),
 ) -> ReportData:
     """Compute everything the report shows from one run's records (and another run's).
 
@@ -617,12 +574,32 @@ def build_report(
         threshold: A sample passes a metric when its value is at least this.
         prices: The price table for the cost (default: the built-in one).
         seed: Seed of every bootstrap.
+        thresholds: Pass marks of some metrics, where they differ from ``threshold``
+            (``assay gate -m faithfulness=0.8 -m answer_relevancy=0.7``).
+        gate: The gate policy behind each metric's gate column (its threshold replaced by
+            the metric's pass mark); default: ``assay gate``'s defaults with ``seed``.
+        gated: The metrics whose gate verdicts head the report (``gate_results``).
     """
     records = list(records)
     names = _metric_names(info, records)
     groups = _group(records)
     repeats = max([int(info.spec.options.get("repeats") or 1)] + [int(r.get("repeat") or 0) + 1 for r in records])
-    metrics = tuple(_metric_view(name, groups, repeats, threshold, seed) for name in names)
+    marks = {name: (thresholds or {}).get(name, threshold) for name in names}
+    policy = gate or GatePolicy(threshold=threshold, seed=seed)
+    views = []
+    for name in names:
+        view = _metric_view(name, groups, repeats, marks[name], seed)
+        verdict, pass_fail = None, False
+        if view.n_samples:
+            repeat_report = analyze_repeats(records, name, seed=policy.seed)
+            verdict = evaluate_gate(repeat_report, dataclasses.replace(policy, threshold=marks[name]))
+            pass_fail = is_pass_fail(repeat_report)
+        views.append(dataclasses.replace(view, verdict=verdict, pass_fail=pass_fail))
+    metrics = tuple(views)
+    unknown = [name for name in gated if name not in names]
+    if unknown:
+        raise KeyError(unknown[0])
+    gate_results = tuple(m.verdict for name in gated for m in metrics if m.name == name and m.verdict is not None)
 
     other_means: dict[str, dict[str, float | None]] = {}
     other_names: list[str] = []
@@ -639,7 +616,7 @@ def build_report(
                 means[name] = sum(values) / len(values) if values else None
             other_means[sid] = means
 
-    texts = _Texts()
+    texts = Texts()
     samples: list[dict[str, Any]] = []
     pairs: dict[str, list[tuple[float, float]]] = {name: [] for name in names if name in other_names}
     seen: set[str] = set()
@@ -652,14 +629,15 @@ def build_report(
         for name in names:
             values = _sample_values(group, name)
             s = spread(values)
-            n_unscored = sum(1 for r in group if name in (r.get("scores") or {}) and _value(r["scores"][name]) is None)
+            scores = [(r.get("scores") or {}).get(name) for r in group]
+            n_unscored = sum(1 for score in scores if score is not None and score_value(score) is None)
             stats[name] = {
                 "mean": _finite(s.mean),
                 "min": _finite(s.low),
                 "max": _finite(s.high),
                 "n": s.n,
                 "unscored": n_unscored,
-                "pass": _finite(pass_share(values, threshold)),
+                "pass": _finite(pass_share(values, marks[name])),
             }
         item: dict[str, Any] = {
             "id": sid,
@@ -693,8 +671,8 @@ def build_report(
                 flip = None
                 if d is not None and mine is not None and their is not None:
                     pairs[name].append((mine, their))
-                    if (mine >= threshold) != (their >= threshold):
-                        flip = "fail→pass" if mine >= threshold else "pass→fail"
+                    if (mine >= marks[name]) != (their >= marks[name]):
+                        flip = "fail→pass" if mine >= marks[name] else "pass→fail"
                 delta[name] = {"other": their, "delta": d, "flip": flip}
             item["delta"] = delta
             item["in_other"] = theirs is not None
@@ -711,8 +689,8 @@ def build_report(
                 delta=_paired_interval(base, theirs_values, seed=seed),
                 base_mean=sum(base) / len(base) if base else math.nan,
                 other_mean=sum(theirs_values) / len(theirs_values) if theirs_values else math.nan,
-                n_to_fail=sum(1 for a, b in paired if a < threshold <= b),
-                n_to_pass=sum(1 for a, b in paired if b < threshold <= a),
+                n_to_fail=sum(1 for a, b in paired if a < marks[name] <= b),
+                n_to_pass=sum(1 for a, b in paired if b < marks[name] <= a),
             )
         )
     here_ids = {s["id"] for s in samples}
@@ -732,6 +710,7 @@ def build_report(
         only_here=len(here_ids - in_both),
         only_other=len(set(other_means) - in_both),
         seed=seed,
+        gate_results=gate_results,
     )
 
 

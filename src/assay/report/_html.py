@@ -19,10 +19,11 @@ import jinja2
 from markupsafe import Markup
 
 from assay._version import __version__
+from assay.report._browse import BrowserData, browser_json, shown_date
 from assay.report._build import Histogram, ReportData, Spread, embed_json
 from assay.report._header import gate_line, raw_spec, run_settings
 
-__all__ = ["CSP", "render_html"]
+__all__ = ["CSP", "render_browser", "render_html"]
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 """The page's Content-Security-Policy: inline style and script only, no network at all."""
@@ -123,21 +124,40 @@ def _spread_paths(spreads: tuple[Spread, ...], threshold: float) -> dict[str, ob
     }
 
 
-def render_html(report: ReportData, *, title: str | None = None) -> str:
-    """The report as one HTML document (a string)."""
+def render_html(report: ReportData, *, title: str | None = None, back_link: str | None = None) -> str:
+    """The report as one HTML document (a string).
+
+    ``back_link``: a relative link to the run browser's index (``../index.html``), shown
+    in the header when the report is one of ``assay browse``'s.
+    """
     template = _environment().get_template("report.html.j2")
     return template.render(
         r=report,
+        back_link=back_link,
         title=title or f"assay report · {report.info.run_id}",
         csp=CSP,
         css=_asset("report.css"),
-        js=_asset("report.js"),
+        js=_asset("dom.js") + _asset("report.js"),
         data_json=Markup(embed_json(report.page_data())),
         histograms={m.name: _histogram_bars(m.histogram, report.threshold) for m in report.metrics},
         spreads={m.name: _spread_paths(m.spreads, report.threshold) for m in report.metrics},
         settings=run_settings(report.info.spec, report.repeats),
         raw_spec=raw_spec(report.info.spec),
-        gate_line=gate_line(report.gate_result) if report.gate_result is not None else None,
+        gate_lines=[(g, gate_line(g)) for g in report.gate_results],
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        assay_version=__version__,
+    )
+
+
+def render_browser(data: BrowserData) -> str:
+    """The run browser's index (``assay browse``) as one HTML document."""
+    template = _environment().get_template("browser.html.j2")
+    return template.render(
+        b=data,
+        csp=CSP,
+        css=_asset("report.css"),
+        js=_asset("dom.js") + _asset("browser.js"),
+        data_json=Markup(browser_json(data)),
+        shown_date=shown_date,
         assay_version=__version__,
     )

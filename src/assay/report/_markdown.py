@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from assay._safety import redact_secrets
-from assay.analysis import GateResult, RepeatReport, SampleGate
+from assay.analysis import GateResult, RepeatReport, SampleGate, combined_outcome, is_pass_fail
 
 __all__ = ["gate_summary_markdown", "md_text"]
 
@@ -86,19 +86,20 @@ def _noise_line(result: GateResult) -> str:
     )
 
 
-def _metrics_table(result: GateResult, reports: Mapping[str, RepeatReport]) -> list[str]:
+def _metrics_table(gated: Sequence[str], reports: Mapping[str, RepeatReport]) -> list[str]:
     lines = [
         "| metric | mean | 95% CI | samples | scored results | unscored results |",
         "|---|---:|---|---:|---:|---|",
     ]
     for name, report in reports.items():
-        label = md_text(name) + (" (gated)" if name == result.metric else "")
+        label = md_text(name) + (" (gated)" if name in gated else "")
         level = f"{report.confidence:.0%}"
         interval = _ci(report.ci) + ("" if level == "95%" else f" ({level})")
         reasons = ", ".join(f"{md_text(r)} {n}" for r, n in report.unscored_by_reason.items())
         unscored = f"{report.n_unscored}" + (f" ({reasons})" if reasons else "")
+        mean = _num(report.mean) + (" (pass rate)" if is_pass_fail(report) else "")
         lines.append(
-            f"| {label} | {_num(report.mean)} | {interval} | {len(report.samples)} | "
+            f"| {label} | {mean} | {interval} | {len(report.samples)} | "
             f"{report.n_records - report.n_unscored} | {unscored} |"
         )
     return lines
@@ -110,7 +111,7 @@ def _worst(result: GateResult, limit: int) -> list[SampleGate]:
     return [s for s in ranked if not s.passed or s.sinkers or s.score < 1.0][:limit]
 
 
-def _sample_row(sample: SampleGate, statements: int) -> str:
+def _sample_row(sample: SampleGate, statements: int, binary: bool = False) -> str:
     shown = []
     for k in sample.sinkers[:statements]:
         times = f" ({k.failed}/{k.repeats} repeats)" if k.repeats > 1 else ""
@@ -120,14 +121,15 @@ def _sample_row(sample: SampleGate, statements: int) -> str:
     interval = "" if sample.interval is None else f" {_ci(sample.interval)}"
     outcome = "pass" if sample.passed else "fail"
     why = md_text(sample.why) if sample.why else "—"
+    shown_score = ("pass" if sample.score >= 1.0 else "fail") if binary else _num(sample.score)
     return (
-        f"| {sample.line} | {md_text(sample.id, 80)} | {_num(sample.score)} | {outcome} | "
+        f"| {sample.line} | {md_text(sample.id, 80)} | {shown_score} | {outcome} | "
         f"{_num(sample.p_pass, 2)}{interval} | {why} | {'<br>'.join(shown) or '—'} |"
     )
 
 
 def gate_summary_markdown(
-    result: GateResult,
+    result: GateResult | Sequence[GateResult],
     reports: Mapping[str, RepeatReport],
     *,
     run_id: str,
@@ -138,38 +140,89 @@ def gate_summary_markdown(
     """A Markdown job summary of a gate: verdict and rule, per-metric means with CIs, noise, worst samples.
 
     Args:
-        result: The gate (:func:`assay.analysis.evaluate_gate`).
+        result: The gate (:func:`assay.analysis.evaluate_gate`), or one gate per gated
+            metric (``assay gate -m faithfulness=0.8 -m answer_relevancy=0.7``): the
+            headline is then the worst outcome, and each gate gets its own section.
         reports: Every metric of the run (:func:`assay.analysis.analyze_repeats`, the same
             seed as the gate), for the means, their CIs and the unscored counts; the gated
             metric's report also gives the judge-noise figures.
         run_id: The run's id.
         notes: Extra notes from the caller (trusted text; it is escaped all the same).
-        worst: How many of the worst samples to list.
+        worst: How many of the worst samples to list per gate (the summary says how many
+            more there are, and where the rest is).
         statements: How many failing statements to list per sample.
 
     Returns:
         Markdown ending in a newline, meant to be appended to ``$GITHUB_STEP_SUMMARY``.
     """
+    results = [result] if isinstance(result, GateResult) else list(result)
+    if not results:
+        return "### ⚠️ assay gate: UNSCORED\n\nNo metric was gated.\n"
+    outcome = combined_outcome([r.outcome for r in results])
+    lines: list[str] = []
+    if len(results) > 1:
+        lines += [
+            f"### {_ICON[outcome]} assay gate: {outcome.upper()} ({len(results)} metrics)",
+            "",
+            f"**Run** {md_text(run_id, 80)} · the verdict is the worst of its gates:",
+            "",
+            "| gate | outcome | observed | mean | 95% CI |",
+            "|---|---|---|---:|---|",
+            *(
+                f"| {_rule(r)} | {_ICON[r.outcome]} {r.outcome} | {'pass' if r.observed_pass else 'fail'} | "
+                f"{_num(r.mean)} | {_ci(r.ci)} |"
+                for r in results
+            ),
+            "",
+            *_metrics_table([r.metric for r in results], reports),
+            "",
+        ]
+    for r in results:
+        lines += _gate_section(r, reports, run_id=run_id, worst=worst, statements=statements, own=len(results) > 1)
+    all_notes = list(dict.fromkeys([note for r in results for note in r.notes] + list(notes)))
+    if all_notes:
+        lines += [*(f"- {md_text(note, 500)}" for note in all_notes), ""]
+    return "\n".join(lines) + "\n"
+
+
+def _gate_section(
+    result: GateResult,
+    reports: Mapping[str, RepeatReport],
+    *,
+    run_id: str,
+    worst: int,
+    statements: int,
+    own: bool,
+) -> list[str]:
+    """One gate: its verdict and rule, how it was decided, its unscored share and its worst samples."""
     policy = result.policy
+    heading = (
+        f"#### {_ICON[result.outcome]} {md_text(result.metric)}: {result.outcome.upper()}"
+        if own
+        else f"### {_ICON[result.outcome]} assay gate: {result.outcome.upper()}"
+    )
+    gated = reports.get(result.metric)
+    binary = gated is not None and is_pass_fail(gated)
     lines = [
-        f"### {_ICON[result.outcome]} assay gate: {result.outcome.upper()}",
+        heading,
         "",
         f"**Rule:** {_rule(result)} · **run** {md_text(run_id, 80)} · **observed** "
-        f"{'pass' if result.observed_pass else 'fail'} · **mean** {_num(result.mean)} {_ci(result.ci)}",
+        f"{'pass' if result.observed_pass else 'fail'} · **{'pass rate' if binary else 'mean'}** "
+        f"{_num(result.mean)} {_ci(result.ci)}",
         "",
         _noise_line(result),
         "",
     ]
-    n_unscored = sum(r.n_unscored for name, r in reports.items() if name == result.metric)
-    n_results = sum(r.n_records for name, r in reports.items() if name == result.metric)
+    n_unscored = gated.n_unscored if gated is not None else 0
+    n_results = gated.n_records if gated is not None else 0
     share = "—" if math.isnan(result.unscored_share) else f"{result.unscored_share:.3f}"
     lines += [
         f"**Unscored results** (gated metric): {n_unscored}/{n_results} = {share} (max {policy.max_unscored:g})"
         + (" — **above the limit**" if result.outcome == "unscored" else ""),
         "",
     ]
-    lines += [*_metrics_table(result, reports), ""]
-    gated = reports.get(result.metric)
+    if not own:
+        lines += [*_metrics_table([result.metric], reports), ""]
     if gated is not None and result.method == "repeats":
         lines += [
             f"**Judge noise from repeats:** statement flip rate {_num(gated.flip_rate, 4)} over "
@@ -178,22 +231,31 @@ def gate_summary_markdown(
             f"({gated.n_moved_without_flip} with no verdict flip)",
             "",
         ]
-    rows = _worst(result, worst)
+    candidates = _worst(result, len(result.samples))
+    rows = candidates[:worst]
     if rows:
+        title = "Worst samples" if not own else f"Worst samples of {md_text(result.metric)}"
         lines += [
-            "#### Worst samples",
+            f"#### {title}",
             "",
             "| line | id | score | observed | P(pass) | why | failing statements (judge's reason) |",
             "|---:|---|---:|---|---|---|---|",
-            *(_sample_row(s, statements) for s in rows),
+            *(_sample_row(s, statements, binary and result.n_repeats == 1) for s in rows),
             "",
         ]
+        if len(candidates) > len(rows):
+            lines += [
+                f"Showing {len(rows)} of {len(candidates)} samples that failed or lost a statement; every one is in "
+                f"`assay gate {md_text(run_id, 80)}` and in the HTML report (`assay report {md_text(run_id, 80)}`).",
+                "",
+            ]
     unscored_samples = result.unscored_samples
     if unscored_samples:
         listed = ", ".join(f"line {s.line} {md_text(s.id, 80)}" for s in unscored_samples[:worst])
-        more = f" and {len(unscored_samples) - worst} more" if len(unscored_samples) > worst else ""
+        more = (
+            f" and {len(unscored_samples) - worst} more (all of them: `assay runs show {md_text(run_id, 80)}`)"
+            if len(unscored_samples) > worst
+            else ""
+        )
         lines += [f"**Unscored in every repeat:** {listed}{more}", ""]
-    all_notes = [*result.notes, *notes]
-    if all_notes:
-        lines += [*(f"- {md_text(note, 500)}" for note in all_notes), ""]
-    return "\n".join(lines) + "\n"
+    return lines

@@ -12,6 +12,7 @@
 from assay.models._encoders import Encoder, MiniLMEncoder
 from assay.retrieval._evaluate import (
     METRICS,
+    RETRIEVAL_ALIASES,
     MatchRecord,
     QueryResult,
     RetrievalExample,
@@ -81,6 +82,7 @@ __all__ = [
     "NICKNAMES",
     "NONPOOL",
     "PAD",
+    "RETRIEVAL_ALIASES",
     "UNJUDGED",
     "Encoder",
     "Gain",

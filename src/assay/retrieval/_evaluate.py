@@ -18,18 +18,19 @@ import inspect
 import json
 import math
 import os
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from assay.errors import ConfigError, DatasetError, SampleError
+from assay.errors import ConfigError, DatasetError, SampleError, did_you_mean
 from assay.retrieval import _measures as m
 from assay.retrieval._judges import JudgePair, MatchDecision, RelevanceJudge
 
 __all__ = [
     "METRICS",
+    "RETRIEVAL_ALIASES",
     "MatchRecord",
     "QueryResult",
     "RetrievalExample",
@@ -152,16 +153,61 @@ METRICS: dict[str, Callable[[m.Ranking, int, int], m.FloatArray]] = {
 """Cut-off metrics by name (reported as ``name@k``); ``r_precision`` has no cut-off."""
 
 
-def load_retrieval_dataset(path: str | os.PathLike[str]) -> list[RetrievalExample]:
+RETRIEVAL_ALIASES: dict[str, str] = {
+    # Ragas: user_input, retrieved_contexts, reference_contexts (what should be retrieved).
+    # DeepEval: input, retrieval_context, context (its "ideal context": what should be retrieved).
+    "question": "query",
+    "user_input": "query",
+    "input": "query",
+    "retrieved_contexts": "retrieved",
+    "retrieval_context": "retrieved",
+    "contexts": "retrieved",
+    "reference_contexts": "expected",
+    "context": "expected",
+    "expected_contexts": "expected",
+}
+"""Column name -> :class:`RetrievalExample` field, for columns named as Ragas and DeepEval name them.
+
+Here the ideal context (DeepEval's ``context``, Ragas' ``reference_contexts``) is exactly
+what a retrieval evaluation compares against: the expected texts. An explicit mapping wins;
+two columns for one field are a row error; other columns (an answer, a reference) are ignored.
+"""
+
+_RETRIEVAL_FIELDS = frozenset(RetrievalExample.model_fields)
+
+
+def load_retrieval_dataset(
+    path: str | os.PathLike[str],
+    *,
+    mapping: Mapping[str, str] | None = None,
+    errors: list[SampleError] | None = None,
+) -> list[RetrievalExample]:
     """Read a JSONL file of :class:`RetrievalExample` rows.
 
     Each line: ``{"id": ..., "query": ..., "expected": [...], "relevance": [...]?,
-    "retrieved": [...]?}``; ``id`` defaults to the line number.
+    "retrieved": [...]?}``; ``id`` defaults to the line number. Ragas' and DeepEval's
+    column names are read too (:data:`RETRIEVAL_ALIASES`), and ``mapping`` renames
+    columns (``{"gold": "expected"}``; every column it names must be in some row).
+
+    Args:
+        path: The JSONL file.
+        mapping: Column renames, winning over the aliases.
+        errors: Where to put invalid rows: each is appended as a located
+            :class:`SampleError` and reading goes on (as ``assay run`` does). Without it,
+            the first invalid row raises.
 
     Raises:
         DatasetError: The file cannot be read.
-        SampleError: A line is not JSON or not a valid example (names file and line).
+        SampleError: A line is not JSON or not a valid example (names file and line), when
+            ``errors`` is not given.
+        ConfigError: ``mapping`` names a column no row has, or a target that is no field.
     """
+    explicit = dict(mapping or {})
+    unknown = sorted(target for target in explicit.values() if target not in _RETRIEVAL_FIELDS)
+    if unknown:
+        fields = ", ".join(sorted(_RETRIEVAL_FIELDS))
+        hint = did_you_mean(unknown[0], _RETRIEVAL_FIELDS)
+        raise ConfigError(f"--map target {unknown[0]!r} is no retrieval field;{hint} use one of {fields}")
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -171,29 +217,74 @@ def load_retrieval_dataset(path: str | os.PathLike[str]) -> list[RetrievalExampl
         raise DatasetError(f"{p}: not UTF-8 text") from exc
     out: list[RetrievalExample] = []
     seen: set[str] = set()
+    columns: dict[str, None] = {}
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SampleError(f"not valid JSON: {exc.msg} (column {exc.colno})", source=str(p), line=n) from None
-        if not isinstance(row, dict):
-            raise SampleError("each line must be a JSON object", source=str(p), line=n)
-        row.setdefault("id", str(n))
-        if not isinstance(row["id"], str):
-            row["id"] = str(row["id"])
-        try:
-            example = RetrievalExample.model_validate(row)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            loc = ".".join(str(x) for x in first["loc"]) or "row"
-            raise SampleError(f"{loc}: {first['msg']}", source=str(p), line=n) from None
-        if example.id in seen:
-            raise SampleError(f"duplicate id {example.id!r}", source=str(p), line=n)
+            example = _example(line, n, explicit, seen, columns, str(p))
+        except SampleError as exc:
+            if errors is None:
+                raise
+            errors.append(exc)
+            continue
         seen.add(example.id)
         out.append(example)
+    for column, target in explicit.items():
+        if column not in columns:
+            shown = ", ".join(columns) or "none"
+            hint = did_you_mean(column, columns)
+            raise ConfigError(
+                f"{p}: no column {column!r} (named in --map {column}={target}); columns are {shown}"
+                + (f";{hint}" if hint else "")
+            )
     return out
+
+
+def _example(
+    line: str, n: int, explicit: Mapping[str, str], seen: set[str], columns: dict[str, None], source: str
+) -> RetrievalExample:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise SampleError(f"not valid JSON: {exc.msg} (column {exc.colno})", source=source, line=n) from None
+    if not isinstance(row, dict):
+        raise SampleError("each line must be a JSON object", source=source, line=n)
+    fields: dict[str, Any] = {}
+    given: dict[str, str] = {}
+    for key, value in row.items():
+        columns.setdefault(str(key), None)
+        target = explicit.get(key) or (key if key in _RETRIEVAL_FIELDS else RETRIEVAL_ALIASES.get(key))
+        if target is None or value is None:
+            continue  # an answer, a reference, metadata: not part of a retrieval evaluation
+        if target in given and (key in explicit) == (given[target] in explicit):
+            raise SampleError(
+                f"columns {given[target]!r} and {key!r} both give the {target}; keep one, or choose it with "
+                f"--map {key}={target}",
+                source=source,
+                line=n,
+            )
+        if target in given and given[target] in explicit:
+            continue  # the explicit mapping wins
+        given[target] = key
+        fields[target] = value
+    for target in ("expected", "retrieved"):
+        if isinstance(fields.get(target), str):
+            fields[target] = [fields[target]]
+    fields.setdefault("id", str(n))
+    if not isinstance(fields["id"], str):
+        fields["id"] = str(fields["id"])
+    try:
+        example = RetrievalExample.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = list(first["loc"])
+        head = given.get(str(loc[0]), str(loc[0])) if loc else "row"
+        where = head + "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in loc[1:])
+        raise SampleError(f"{where}: {first['msg']}", source=source, line=n) from None
+    if example.id in seen:
+        raise SampleError(f"duplicate id {example.id!r}", source=source, line=n)
+    return example
 
 
 def _metric_names(metrics: Iterable[str], ks: Sequence[int]) -> list[str]:

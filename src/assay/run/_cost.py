@@ -20,7 +20,7 @@ from pathlib import Path
 from assay._scores import JudgeCall, Usage
 from assay.errors import ConfigError
 
-__all__ = ["DEFAULT_PRICES", "CostReport", "PriceTable"]
+__all__ = ["DEFAULT_PRICES", "CostReport", "PriceTable", "describe_cost"]
 
 DEFAULT_PRICES: Mapping[str, tuple[float, float]] = {
     "local:*": (0.0, 0.0),
@@ -88,6 +88,7 @@ class CostReport:
     usage: Usage = field(default_factory=Usage)
     usd: float = 0.0
     unpriced_models: set[str] = field(default_factory=set)
+    priced_calls: int = 0
 
     def add(self, calls: Iterable[JudgeCall]) -> None:
         """Count these calls (cached ones count as calls made, at no cost)."""
@@ -104,10 +105,28 @@ class CostReport:
                 self.unpriced_models.add(call.model)
             else:
                 self.usd += cost
+                self.priced_calls += 1
 
     def describe(self) -> str:
-        """``"$0.0123"``, or the known part and which models lack a price."""
-        text = f"${self.usd:.4f}"
-        if self.unpriced_models:
-            text += f" + unknown ({', '.join(sorted(self.unpriced_models))}: no price; see --prices)"
-        return text
+        """``"$0.0123"``; ``"unknown (m has no price; ...)"`` when no call had a price (never ``$0.0000``)."""
+        return describe_cost(self.usd, self.unpriced_models, self.priced_calls)
+
+    def brief(self) -> str:
+        """``"$0.0123"``, ``"$0.0123 + unknown"`` or ``"unknown"``: for progress lines."""
+        if not self.unpriced_models:
+            return f"${self.usd:.4f}"
+        return f"${self.usd:.4f} + unknown" if self.priced_calls else "unknown"
+
+
+def describe_cost(usd: float, unpriced: Iterable[str], priced_calls: int) -> str:
+    """A cost in words: what is known, and which models have no price (``assay runs show`` and the summary).
+
+    A model without a price makes the cost unknown, never $0: ``$0.0123 + unknown (m has
+    no price; see --prices)``, or ``unknown (m has no price; see --prices)`` when no call
+    had a price at all.
+    """
+    models = sorted(unpriced)
+    if not models:
+        return f"${usd:.4f}"
+    which = f"{', '.join(models)} {'has' if len(models) == 1 else 'have'} no price; see --prices"
+    return f"${usd:.4f} + unknown ({which})" if priced_calls else f"unknown ({which})"

@@ -19,14 +19,16 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from assay._samples import Sample
-from assay.errors import ConfigError, DatasetError, SampleError
+from assay.errors import ConfigError, DatasetError, SampleError, did_you_mean
 
 __all__ = [
     "ALIASES",
     "IDEAL_CONTEXT_COLUMNS",
     "LIST_ALIASES",
     "MAX_NESTING",
+    "MappedColumns",
     "Row",
+    "check_mapped_columns",
     "count_rows",
     "read_jsonl",
     "sample_from_record",
@@ -86,6 +88,52 @@ MAX_NESTING = 100
 """Deepest nesting of lists and objects a row may have (deeper cannot be stored later)."""
 
 _FIELDS = frozenset(Sample.model_fields)
+
+
+def check_mapped_columns(mapping: Mapping[str, str] | None, columns: Iterable[str], source: str | None) -> None:
+    """Raise unless every column a mapping renames is one of ``columns``.
+
+    A misspelt ``--map my_answr=answer`` used to be ignored, and the default ``answer``
+    column was judged instead: a silent wrong result. Now it stops the run before any
+    judge call, naming the columns there are and the closest one.
+
+    Raises:
+        ConfigError: a mapped column is not among ``columns``.
+    """
+    present = list(dict.fromkeys(columns))
+    for column, target in (mapping or {}).items():
+        if column not in present:
+            where = f"{source}: " if source else ""
+            shown = ", ".join(present) or "none"
+            hint = did_you_mean(column, present)
+            raise ConfigError(
+                f"{where}no column {column!r} (named in --map {column}={target}); columns are {shown}"
+                + (f";{hint}" if hint else "")
+            )
+
+
+class MappedColumns:
+    """The columns one read has seen, to check at its end that every mapped column was among them.
+
+    For formats whose rows may differ in their keys (JSON lines, JSON arrays, lists of
+    dicts); CSV, Parquet and DataFrames check their header at once instead.
+    """
+
+    def __init__(self, mapping: Mapping[str, str] | None, source: str | None) -> None:
+        self.mapping = dict(mapping or {})
+        self.source = source
+        self.columns: dict[str, None] = {}
+
+    def see(self, record: object) -> None:
+        """Note a row's keys (nothing to do without a mapping)."""
+        if self.mapping and isinstance(record, Mapping):
+            for key in record:
+                self.columns.setdefault(str(key), None)
+
+    def check(self, n_rows: int) -> None:
+        """Raise :class:`ConfigError` if a mapped column was in no row (after ``n_rows`` rows)."""
+        if self.mapping and n_rows:
+            check_mapped_columns(self.mapping, self.columns, self.source)
 
 
 def sample_from_record(
@@ -150,9 +198,13 @@ def sample_from_record(
         if "contexts" in missing:
             ideal = [name for name in IDEAL_CONTEXT_COLUMNS if name in record]
             if ideal:
+                # Never "--map context=contexts" here: one row cannot tell whether other rows
+                # carry retrieved contexts, and the mapping would judge those rows against
+                # their ideal context. When no row has any, the dataset-level check offers it.
                 hint = (
-                    f" (the column '{ideal[0]}' is {IDEAL_CONTEXT_COLUMNS[ideal[0]]}, not the retrieved passages, so "
-                    f"it is kept in metadata; if it does hold what was retrieved, use --map {ideal[0]}=contexts)"
+                    f" (the column '{ideal[0]}' is {IDEAL_CONTEXT_COLUMNS[ideal[0]]}, not the retrieved passages, "
+                    "so it is kept in metadata and never judged against; give this row what was retrieved, as "
+                    "'retrieval_context' (DeepEval), 'retrieved_contexts' (Ragas) or 'contexts')"
                 )
         raise error(f"missing or empty field {names}{hint}")
     if seen_ids is not None and line is not None:
@@ -404,11 +456,15 @@ def _jsonl_rows(
 ) -> Iterator[Row | SampleError]:
     source = str(path)
     seen: dict[str, int] = {}
+    columns = MappedColumns(mapping, source)
+    n_rows = 0
     for item in json_lines(path):
         if isinstance(item, SampleError):
             yield item
             continue
         number, record = item
+        columns.see(record)
+        n_rows += 1
         try:
             sample = sample_from_record(
                 record, line=number, source=source, required=required, mapping=mapping, seen_ids=seen
@@ -417,6 +473,7 @@ def _jsonl_rows(
             yield exc
             continue
         yield Row(sample, number)
+    columns.check(n_rows)
 
 
 def count_rows(path: str | Path) -> int:

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from assay._schema import schema_of
 from assay._scores import Usage
-from assay.grounding._decompose import _segmenter
+from assay.grounding._sentences import _segmenter
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
 from assay.testing._openai_server import minimal_instance
 

@@ -47,6 +47,7 @@ __all__ = ["DEFAULT_CACHE_PATH", "EvalResult", "SampleResult", "aevaluate", "eva
 DEFAULT_CACHE_PATH = Path(".assay/cache.sqlite")
 """Where ``cache=True`` (and ``assay run``) keep judge answers."""
 
+
 @dataclass(frozen=True)
 class SampleResult:
     """Every metric's score for one sample (and one repeat).
@@ -125,7 +126,7 @@ class EvalResult:
         return tally.summary()
 
     def scores(self, metric: str) -> list[Score]:
-        """All kept scores of one metric, in completion order."""
+        """All kept scores of one metric, in input order."""
         return [r.scores[metric] for r in self.results if metric in r.scores]
 
     def summary(self) -> dict[str, Summary]:
@@ -180,15 +181,30 @@ class EvalResult:
                 )
         return rows
 
-    def to_pandas(self) -> pd.DataFrame:
-        """A DataFrame of :meth:`to_records` (needs pandas)."""
+    def to_wide_records(self) -> list[dict[str, Any]]:
+        """One row per (sample, repeat), in input order, with a column per metric (the wide frame).
+
+        Columns: id, line, repeat, question, answer, reference, and per metric its value
+        (``None`` when unscored), ``<metric>_reason`` and ``<metric>_unscored``: the shape of
+        Ragas' ``to_pandas()``. For a stored run, every stored result.
+        """
+        from assay.run._frames import wide_rows
+
+        return list(wide_rows((r.to_record() for r in self._all_results()), self.metrics))
+
+    def to_pandas(self, *, wide: bool = False) -> pd.DataFrame:
+        """The results as a DataFrame (needs pandas), in input order.
+
+        One row per (sample, metric) (:meth:`to_records`), or with ``wide=True`` one row per
+        sample and a column per metric (:meth:`to_wide_records`).
+        """
         try:
             import pandas as pd
         except ImportError as exc:
             from assay.errors import MissingExtraError
 
             raise MissingExtraError("pandas", "pandas", "EvalResult.to_pandas()") from exc
-        return pd.DataFrame(self.to_records())
+        return pd.DataFrame(self.to_wide_records() if wide else self.to_records())
 
     def _stored(self, what: str) -> tuple[str, Path]:
         if self.run_id is None or self.store_path is None:
@@ -229,8 +245,8 @@ def _open_cache(cache: JudgeCache | str | Path | bool | None) -> tuple[JudgeCach
 
 
 def _cost_text(cost: CostReport) -> str:
-    """``$0.0123``, with ``+ unknown`` when some model has no price (as the summary says it)."""
-    return f"${cost.usd:.4f}" + (" + unknown" if cost.unpriced_models else "")
+    """``$0.0123``, ``$0.0123 + unknown`` or ``unknown`` (as the summary says it)."""
+    return cost.brief()
 
 
 async def aevaluate(
@@ -350,9 +366,7 @@ async def aevaluate(
     def stats() -> str:
         s = tally.summary()
         unscored = sum(m.n_unscored for m in s.metrics.values())
-        return (
-            f"scored {s.n_scored} unscored {unscored} · {s.cost.usage.total_tokens:,} tok · {_cost_text(s.cost)}"
-        )
+        return f"scored {s.n_scored} unscored {unscored} · {s.cost.usage.total_tokens:,} tok · {_cost_text(s.cost)}"
 
     def record(done_result: SampleResult) -> None:
         if run_store is not None and run_id is not None:
@@ -424,6 +438,8 @@ async def aevaluate(
                 on_error=record_error,
             )
         status = "finished"
+        # Workers finish in any order; results come back in input order, whatever the input.
+        result.results.sort(key=lambda r: (r.line, r.repeat))
     except (KeyboardInterrupt, asyncio.CancelledError):
         status = "interrupted"
         raise
@@ -443,8 +459,9 @@ async def aevaluate(
 
 
 def _is_table(data: Any) -> bool:
+    """A pandas DataFrame or a Hugging Face dataset (``pandas.DataFrame.__module__`` is ``"pandas"`` in pandas 3)."""
     module = type(data).__module__
-    return module.startswith(("pandas.", "datasets."))
+    return module.split(".")[0] in ("pandas", "datasets")
 
 
 def _is_local(judge: JudgeModel) -> bool:

@@ -4,7 +4,7 @@ Where output is not a terminal (a CI log, a pipe), a redrawn bar is noise: the p
 reporter prints one line at a steady pace (every ``interval_s`` seconds and at the end)
 with counts, tokens, cost and an ETA, and never an ANSI escape. The bar and the final
 summary describe cost the same way (:meth:`~assay.run.CostReport.describe`), so a run
-whose judge has no price says ``$0.0000 + unknown`` in both.
+whose judge has no price says ``unknown`` in both, never ``$0.0000``.
 """
 
 from __future__ import annotations

@@ -48,8 +48,10 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from assay.errors import DatasetError, MissingExtraError, SampleError
 from assay.run._dataset import (
     ALIASES,
+    MappedColumns,
     Row,
     _jsonl_rows,
+    check_mapped_columns,
     parse_json,
     read_jsonl,
     require_rows,
@@ -163,7 +165,9 @@ def _json_rows(path: Path, required: tuple[str, ...], mapping: Mapping[str, str]
         raise DatasetError(f"{path}: expected a JSON array of objects")
     source = str(path)
     seen: dict[str, int] = {}
+    columns = MappedColumns(mapping, source)
     for number, item in enumerate(items, start=1):
+        columns.see(item)
         try:
             sample = sample_from_record(
                 item, line=number, source=source, required=required, mapping=mapping, unit="item", seen_ids=seen
@@ -172,6 +176,7 @@ def _json_rows(path: Path, required: tuple[str, ...], mapping: Mapping[str, str]
             yield exc
             continue
         yield Row(sample, number)
+    columns.check(len(items))
 
 
 # -- CSV ------------------------------------------------------------------------------------
@@ -229,6 +234,7 @@ def _csv_rows(path: Path, required: tuple[str, ...], mapping: Mapping[str, str] 
         header = _csv_header(reader, lines, source)
         if header is None:
             return
+        check_mapped_columns(mapping, [name for name in header if name], source)
         seen: dict[str, int] = {}
         reread_until = 0  # lines up to this one are read a second time, after an unclosed quote
         while True:
@@ -422,6 +428,7 @@ def _parquet_rows(
         raise DatasetError(f"{path}: not a readable Parquet file ({_brief(exc)})") from None
     try:
         _check_unique([str(name) for name in parquet_file.schema_arrow.names], source)
+        check_mapped_columns(mapping, [str(name) for name in parquet_file.schema_arrow.names], source)
         number = 0
         batches = iter(parquet_file.iter_batches(batch_size=batch_rows))
         while True:
@@ -489,6 +496,7 @@ def _dataframe_rows(
     seen: dict[str, int] = {}
     columns = [str(name) for name in df.columns]
     _check_unique(columns, source or "the DataFrame")
+    check_mapped_columns(mapping, columns, source)
     for number, values in enumerate(df.itertuples(index=False, name=None), start=1):
         record = {name: _plain(value) for name, value in zip(columns, values, strict=True)}
         yield _row(
@@ -549,7 +557,13 @@ def _hf_rows(
     formatting = getattr(ds, "format", None)
     formatted = not isinstance(formatting, Mapping) or formatting.get("type") is not None
     rows = ds.with_format(None) if formatted else ds
+    names = getattr(ds, "column_names", None)
+    if isinstance(names, list):
+        check_mapped_columns(mapping, [str(name) for name in names], source)
+    columns = MappedColumns(mapping if not isinstance(names, list) else None, source)
+    number = 0
     for number, raw in enumerate(rows, start=1):
+        columns.see(raw)
         record = {name: _plain(value) for name, value in raw.items()}
         yield _row(
             record,
@@ -561,6 +575,7 @@ def _hf_rows(
             seen=seen,
             unit="row",
         )
+    columns.check(number)
 
 
 # -- shared ------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from assay._samples import Sample
 from assay._scores import MetricSpec
 from assay.errors import AssayError, ConfigError, DatasetError, SampleError
 from assay.metrics._base import Metric
-from assay.run._dataset import Row, sample_from_record
+from assay.run._dataset import MappedColumns, Row, sample_from_record
 from assay.run._readers import from_dataframe, from_hf_dataset, read_dataset
 from assay.run._store import RunSpec
 
@@ -95,6 +95,10 @@ class DatasetSource:
     present: Mapping[str, int]
     path: Path | None
     _read: Callable[[Sequence[str]], Iterator[Row | SampleError]]
+    ideal: Mapping[str, int] = field(default_factory=dict)
+    """Ideal-context column (DeepEval's ``context``...) -> valid rows that have it (kept in metadata)."""
+    errors: tuple[SampleError, ...] = ()
+    """The first few invalid rows, for errors that must say why rows are missing."""
 
     def rows(self, required: Sequence[str] = ()) -> Iterator[Row | SampleError]:
         """Read the rows again (a bad row is a :class:`~assay.errors.SampleError`, not a stop)."""
@@ -109,7 +113,7 @@ class DatasetSource:
         Raises:
             ConfigError: a metric needs a field that no valid row has.
         """
-        from assay.run._dataset import ALIASES
+        from assay.run._dataset import ALIASES, IDEAL_CONTEXT_COLUMNS
 
         if self.n_valid == 0:
             return
@@ -120,13 +124,27 @@ class DatasetSource:
                 names = "; ".join(
                     f"'{m}'" + (f" (also read from {', '.join(aliases[m])})" if aliases[m] else "") for m in missing
                 )
+                advice = f"add it to the data or rename a column with --map COLUMN={missing[0]}"
+                ideal = [name for name in IDEAL_CONTEXT_COLUMNS if self.ideal.get(name)]
+                if "contexts" in missing and ideal:
+                    # No row has retrieved contexts, so this mapping takes no row's away from it.
+                    advice = (
+                        f"the column '{ideal[0]}' is {IDEAL_CONTEXT_COLUMNS[ideal[0]]} (what should have been "
+                        f"retrieved), kept in metadata and never judged against; add what was retrieved as "
+                        f"'retrieval_context' or 'retrieved_contexts', or, if '{ideal[0]}' does hold the retrieved "
+                        f"passages, use --map {ideal[0]}=contexts"
+                    )
+                rejected = [e for e in self.errors if any(f"'{f}" in e.detail for f in missing)]
+                if rejected:
+                    shown = "; ".join(str(e) for e in rejected[:3])
+                    advice += f". Rows that have it were invalid: {shown}"
                 raise ConfigError(
-                    f"metric '{metric.name}' needs {names}, which no row of {self.description} has; add it to the "
-                    f"data or rename a column with --map COLUMN={missing[0]}"
+                    f"metric '{metric.name}' needs {names}, which no valid row of {self.description} has; {advice}"
                 )
 
 
 _FINGERPRINT_CHUNK = 1 << 20
+_ERRORS_KEPT = 20
 
 
 def _file_sha256(path: Path) -> str:
@@ -143,7 +161,7 @@ def _reader(data: Any, mapping: Mapping[str, str]) -> tuple[str, Path | None, Ca
         path = Path(data)
         return str(path), path, lambda required: read_dataset(path, required=required, mapping=mapping)
     kind = f"{type(data).__module__}.{type(data).__qualname__}"
-    if kind.startswith("pandas.") and kind.endswith("DataFrame"):
+    if kind.split(".")[0] == "pandas" and kind.endswith("DataFrame"):
         return "<dataframe>", None, lambda required: from_dataframe(data, required=required, mapping=mapping)
     if kind.startswith("datasets."):
         return "<dataset>", None, lambda required: from_hf_dataset(data, required=required, mapping=mapping)
@@ -155,11 +173,13 @@ def _reader(data: Any, mapping: Mapping[str, str]) -> tuple[str, Path | None, Ca
 
     def read_items(required: Sequence[str]) -> Iterator[Row | SampleError]:
         seen: dict[str, int] = {}  # ids must be unique here too: resume, gates and comparisons key on them
+        columns = MappedColumns(mapping, "<samples>")
         for index, item in enumerate(items, start=1):
             if isinstance(item, SampleError | Row):
                 yield item
                 continue
             record = item.model_dump(mode="python", exclude_defaults=True) if isinstance(item, Sample) else item
+            columns.see(record)
             try:
                 sample = sample_from_record(
                     dict(record) if isinstance(record, Mapping) else record,
@@ -173,6 +193,7 @@ def _reader(data: Any, mapping: Mapping[str, str]) -> tuple[str, Path | None, Ca
                 yield exc
             else:
                 yield Row(sample, index)
+        columns.check(len(items))
 
     return f"<{len(items)} samples>", None, read_items
 
@@ -191,16 +212,25 @@ def open_dataset(data: Any, *, mapping: Mapping[str, str] | None = None) -> Data
     """
     mapping = dict(mapping or {})
     description, path, read = _reader(data, mapping)
+    from assay.run._dataset import IDEAL_CONTEXT_COLUMNS
+
     digest = hashlib.sha256()
     n_rows = n_valid = 0
     present: dict[str, int] = {}
+    ideal: dict[str, int] = {}
+    errors: list[SampleError] = []
     for item in read(()):
         n_rows += 1
+        if isinstance(item, SampleError) and len(errors) < _ERRORS_KEPT:
+            errors.append(item)
         if isinstance(item, Row):
             n_valid += 1
             for name in Sample.model_fields:
                 if item.sample.field_present(name):
                     present[name] = present.get(name, 0) + 1
+            for name in IDEAL_CONTEXT_COLUMNS:
+                if item.sample.metadata.get(name):
+                    ideal[name] = ideal.get(name, 0) + 1
             if path is None:
                 # ASCII JSON: text that is not valid Unicode (a lone surrogate) still hashes.
                 digest.update(json.dumps(item.sample.model_dump(mode="json"), sort_keys=True).encode() + b"\n")
@@ -209,7 +239,7 @@ def open_dataset(data: Any, *, mapping: Mapping[str, str] | None = None) -> Data
     if n_rows == 0:
         raise DatasetError(f"{description}: holds no rows; nothing to evaluate")
     fingerprint = _file_sha256(path) if path is not None else f"sha256:{digest.hexdigest()}"
-    return DatasetSource(description, fingerprint, n_rows, n_valid, present, path, read)
+    return DatasetSource(description, fingerprint, n_rows, n_valid, present, path, read, ideal, tuple(errors))
 
 
 def _differences(stored: Mapping[str, Any], given: Mapping[str, Any]) -> list[str]:
@@ -228,6 +258,39 @@ def _current_spec(stored: MetricSpec) -> dict[str, Any]:
         return metric_from_spec(stored).spec().model_dump(mode="json")
     except AssayError:
         return stored.model_dump(mode="json")  # cannot be rebuilt: compared as stored, so it differs
+
+
+_LATER_RULES = {
+    "evidence_chars": "the evidence window",
+    "whole_chars": "the evidence window",
+    "shared_evidence": "the evidence window",
+    "verbatim": "the copy rule",
+    "details": "the detail checks (numbers, names, negation)",
+    "guard": "the judge-addressed guard",
+}
+
+
+def _check_recorded(spec: RunSpec) -> None:
+    """Refuse a run whose metric specs (schema 1) did not record settings today's metrics apply.
+
+    Rebuilt, such a metric takes today's defaults for what its spec did not record, and its
+    finished samples were not judged with them: resuming would judge one run two ways.
+    """
+    from assay.metrics._spec_v1 import unrecorded_settings
+
+    for stored in spec.metrics:
+        try:
+            missing = unrecorded_settings(stored)
+        except AssayError:
+            continue  # cannot be rebuilt at all: the metric comparison below says so
+        if missing:
+            rules = list(dict.fromkeys(_LATER_RULES.get(name.rpartition(".")[2], name) for name in missing))
+            raise ResumeError(
+                f"cannot resume run {spec.run_id}: it was stored by an older assay (metric spec schema 1) that did not "
+                f"record {stored.name}'s {', '.join(missing)}; its finished samples were judged without "
+                f"{', '.join(rules)}, which this assay applies, so the rest would be judged another way. Start a new "
+                f"run (the results stored in {spec.run_id} stay readable: assay report, assay gate)."
+            )
 
 
 def check_resume(
@@ -254,6 +317,7 @@ def check_resume(
             f"cannot resume run {run}: {why}; {source.description} is not the data the run was judging. "
             f"Start a new run on it instead (rows already judged in {run} stay stored)."
         )
+    _check_recorded(spec)
     stored_metrics = [_current_spec(m) for m in spec.metrics]
     given_metrics = [m.spec().model_dump(mode="json") for m in metrics]
     if stored_metrics != given_metrics:

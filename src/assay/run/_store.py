@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from assay._scores import MetricSpec
 from assay.errors import AssayError, SampleError
 from assay.run._cost import PriceTable
+from assay.run._frames import wide_rows
 from assay.run._summary import RunSummary, summarize_results
 
 if TYPE_CHECKING:
@@ -85,6 +86,13 @@ class RunInfo(BaseModel):
     n_errors: int
     spec: RunSpec
     summary: dict[str, Any] | None
+    n_samples: int = 0
+    """Samples (input rows) with a result: ``n_results`` counts (sample, repeat) results."""
+
+    @property
+    def n_repeats(self) -> int:
+        """Results per sample (1 for a single run; the most any sample has)."""
+        return max(1, round(self.n_results / self.n_samples)) if self.n_samples else 1
 
 
 _DDL = [
@@ -262,9 +270,7 @@ class RunStore:
         """The run's :class:`~assay.run.RunSummary`, computed from every stored record."""
         spec = self.spec(run_id)
         names = [m.name for m in spec.metrics]
-        return summarize_results(
-            self.results(run_id), names, n_row_errors=len(self.row_errors(run_id)), prices=prices
-        )
+        return summarize_results(self.results(run_id), names, n_row_errors=len(self.row_errors(run_id)), prices=prices)
 
     def runs(self) -> list[RunInfo]:
         """Every run, newest first."""
@@ -272,7 +278,8 @@ class RunStore:
             rows = self._db.execute(
                 """SELECT r.run_id, r.created_at, r.updated_at, r.status, r.spec, r.summary,
                    (SELECT COUNT(*) FROM results s WHERE s.run_id = r.run_id),
-                   (SELECT COUNT(*) FROM row_errors e WHERE e.run_id = r.run_id)
+                   (SELECT COUNT(*) FROM row_errors e WHERE e.run_id = r.run_id),
+                   (SELECT COUNT(DISTINCT row_key) FROM results s WHERE s.run_id = r.run_id)
                    FROM runs r ORDER BY r.created_at DESC, r.run_id DESC"""
             ).fetchall()
         return [
@@ -285,6 +292,7 @@ class RunStore:
                 summary=self._summary_json(r[0], r[6], r[5]),
                 n_results=r[6],
                 n_errors=r[7],
+                n_samples=r[8],
             )
             for r in rows
         ]
@@ -297,6 +305,9 @@ class RunStore:
                 "SELECT created_at, updated_at, status, summary FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone()
             n_results = self._db.execute("SELECT COUNT(*) FROM results WHERE run_id = ?", (run_id,)).fetchone()[0]
+            n_samples = self._db.execute(
+                "SELECT COUNT(DISTINCT row_key) FROM results WHERE run_id = ?", (run_id,)
+            ).fetchone()[0]
             n_errors = self._db.execute("SELECT COUNT(*) FROM row_errors WHERE run_id = ?", (run_id,)).fetchone()[0]
         return RunInfo(
             run_id=run_id,
@@ -307,6 +318,7 @@ class RunStore:
             summary=self._summary_json(run_id, n_results, stored),
             n_results=n_results,
             n_errors=n_errors,
+            n_samples=n_samples,
         )
 
     def records(self, run_id: str) -> Iterator[dict[str, Any]]:
@@ -332,8 +344,9 @@ class RunStore:
             ]
 
     def flat_rows(self, run_id: str) -> Iterator[dict[str, Any]]:
-        """One flat row per (sample, repeat, metric): for CSV and DataFrames."""
+        """One flat row per (sample, repeat, metric): for CSV and DataFrames (the *long* frame)."""
         for record in self.records(run_id):
+            sample = record.get("sample") or {}
             for metric, score in record["scores"].items():
                 failing = [v["subject"] for v in score.get("verdicts", ()) if v["value"] in (0, "FAIL")]
                 yield {
@@ -341,6 +354,8 @@ class RunStore:
                     "id": record["id"],
                     "line": record["line"],
                     "repeat": record["repeat"],
+                    "question": sample.get("question"),
+                    "answer": sample.get("answer"),
                     "metric": metric,
                     "value": score["value"],
                     "unscored_reason": score.get("unscored_reason"),
@@ -352,16 +367,33 @@ class RunStore:
                     "completion_tokens": sum(c["usage"]["completion_tokens"] for c in score.get("calls", ())),
                 }
 
-    def export(self, run_id: str, out: IO[str], fmt: Literal["jsonl", "csv"] = "jsonl") -> int:
-        """Write the run's results to ``out``; return how many rows were written."""
+    def wide_rows(self, run_id: str) -> Iterator[dict[str, Any]]:
+        """One row per (sample, repeat), a value, reason and unscored column per metric (the *wide* frame).
+
+        In input order; see :func:`assay.run._frames.wide_rows` for the columns.
+        """
+        return wide_rows(self.records(run_id), [m.name for m in self.spec(run_id).metrics])
+
+    def export(self, run_id: str, out: IO[str], fmt: Literal["jsonl", "csv"] = "jsonl", *, wide: bool = False) -> int:
+        """Write the run's results to ``out``; return how many rows were written.
+
+        ``jsonl``: the full records. ``csv``: one row per (sample, repeat, metric), or with
+        ``wide=True`` one row per (sample, repeat) and a column per metric.
+        """
         n = 0
-        if fmt == "jsonl":
+        if fmt == "jsonl" and not wide:
             for record in self.records(run_id):
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
                 n += 1
             return n
+        rows = self.wide_rows(run_id) if wide else self.flat_rows(run_id)
+        if fmt == "jsonl":
+            for row in rows:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                n += 1
+            return n
         writer: csv.DictWriter[str] | None = None
-        for row in self.flat_rows(run_id):
+        for row in rows:
             if writer is None:
                 writer = csv.DictWriter(out, fieldnames=list(row))
                 writer.writeheader()
@@ -369,12 +401,16 @@ class RunStore:
             n += 1
         return n
 
-    def to_pandas(self, run_id: str) -> pd.DataFrame:
-        """The run's flat rows as a DataFrame (needs pandas)."""
+    def to_pandas(self, run_id: str, *, wide: bool = False) -> pd.DataFrame:
+        """The run as a DataFrame (needs pandas), in input order.
+
+        One row per (sample, repeat, metric), or with ``wide=True`` one row per (sample,
+        repeat) and a column per metric.
+        """
         try:
             import pandas as pd
         except ImportError as exc:
             from assay.errors import MissingExtraError
 
             raise MissingExtraError("pandas", "pandas", "RunStore.to_pandas()") from exc
-        return pd.DataFrame(list(self.flat_rows(run_id)))
+        return pd.DataFrame(list(self.wide_rows(run_id) if wide else self.flat_rows(run_id)))

@@ -8,7 +8,6 @@ Nothing is kept incrementally that could disagree with the records.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +38,8 @@ class RunSummary:
         n_results: (sample, repeat) results counted.
         n_row_errors: Invalid input rows.
         cost: Calls, tokens and cost over every judge call of every result.
-        lowest: Metric name -> up to 10 scored results, lowest value first.
+        lowest: Metric name -> up to 10 scored samples, lowest value first: each sample
+            once, as its lowest scored repeat.
     """
 
     metrics: Mapping[str, Summary]
@@ -83,6 +83,7 @@ class RunSummary:
             "failed_calls": self.cost.failed_calls,
             "usd": self.cost.usd,
             "unpriced_models": sorted(self.cost.unpriced_models),
+            "priced_calls": self.cost.priced_calls,
             "prompt_tokens": self.cost.usage.prompt_tokens,
             "completion_tokens": self.cost.usage.completion_tokens,
         }
@@ -95,7 +96,8 @@ class RunTally:
 
     def __init__(self, metrics: Sequence[str], prices: PriceTable | None = None) -> None:
         self._builders = {name: SummaryBuilder(name) for name in metrics}
-        self._heaps: dict[str, list[tuple[float, int, int, int, SampleResult]]] = {}
+        # Per metric, at most LOWEST_KEPT samples (by line): each one's lowest scored repeat.
+        self._lowest: dict[str, dict[int, tuple[float, int, int, SampleResult]]] = {}
         self._cost = CostReport(prices=prices or PriceTable())
         self.n_results = 0
         self.n_row_errors = 0
@@ -107,14 +109,25 @@ class RunTally:
             self._builders.setdefault(name, SummaryBuilder(name)).add(score)
             self._cost.add(score.all_calls)
             if score.is_scored:
-                heap = self._heaps.setdefault(name, [])
-                # A max-heap (by value) of the k lowest; ties go to the earlier line. The
-                # running count is unique, so results themselves are never compared.
-                item = (-score.value, -result.line, -result.repeat, -self.n_results, result)
-                if len(heap) < LOWEST_KEPT:
-                    heapq.heappush(heap, item)
-                elif item > heap[0]:
-                    heapq.heapreplace(heap, item)
+                self._keep_lowest(name, score.value, result)
+
+    def _keep_lowest(self, name: str, value: float, result: SampleResult) -> None:
+        """Keep the ``LOWEST_KEPT`` samples whose lowest repeat is lowest (ties: the earlier line).
+
+        A sample is one entry however many repeats it has (its worst repeat), so the lowest
+        table never lists a sample once per repeat. A sample pushed out and seen again with
+        a lower repeat comes back in: what is kept is always the k lowest seen so far.
+        """
+        kept = self._lowest.setdefault(name, {})
+        item = (value, result.line, result.repeat, result)
+        held = kept.get(result.line)
+        if held is not None:
+            if item[:3] < held[:3]:
+                kept[result.line] = item
+            return
+        kept[result.line] = item
+        if len(kept) > LOWEST_KEPT:
+            del kept[max(kept.values(), key=lambda entry: entry[:3])[1]]
 
     @property
     def cost(self) -> CostReport:
@@ -128,7 +141,10 @@ class RunTally:
             n_results=self.n_results,
             n_row_errors=self.n_row_errors,
             cost=self._cost,
-            lowest={name: [item[-1] for item in sorted(heap, reverse=True)] for name, heap in self._heaps.items()},
+            lowest={
+                name: [entry[-1] for entry in sorted(kept.values(), key=lambda entry: entry[:3])]
+                for name, kept in self._lowest.items()
+            },
         )
 
 

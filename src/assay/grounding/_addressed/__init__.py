@@ -81,7 +81,7 @@ Ordinary sentences hold one family at most: "The judge sentenced him to 5 years.
 (weak) evaluator with no instruction; "You can see the tower from the river." is second
 person with no protocol term; "The film's score was composed by Hans Zimmer." has an
 outcome word and nothing else. Measured false-positive rates and detection rates are in
-``benchmarks/addressed.py`` and ``docs/design/judging.md``.
+``benchmarks/addressed.py`` and ``docs/design/grounding/guard.md``.
 """
 
 from assay.grounding._addressed._detector import AddressedFinding, addresses_judge

@@ -7,7 +7,7 @@ looks for exactly those with plain string rules (no model, a fraction of a milli
 a sentence against a paragraph). Three of them veto a "supported" P in the verifier
 (:data:`assay.grounding._verify.VETO_CHECKS`). :class:`DetailCombiner` is the logistic
 regression over P and every feature that ``benchmarks/fit_detail_combiner.py`` fits and
-writes; it was measured and not made the decision (``docs/design/judging.md``), so no
+writes; it was measured and not made the decision (``docs/design/grounding/verifier.md``), so no
 combiner ships with the package.
 
 The features (:data:`DETAIL_FEATURES`, the order of :meth:`DetailFeatures.vector`):

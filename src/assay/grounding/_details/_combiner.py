@@ -1,6 +1,7 @@
 """The logistic-regression combiner over P(supported) and the detail features.
 
-Fitted by ``benchmarks/fit_detail_combiner.py``; measured and not shipped (``docs/design/details.md``).
+Fitted by ``benchmarks/fit_detail_combiner.py``; measured and not shipped
+(``docs/design/grounding/verifier.md``).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from assay.grounding._details._cues import _local_antonyms, _local_negation, _local_quantifier
+from assay.grounding._details._lexicon import _split
 from assay.grounding._details._names import _entities, _is_acronym, _name_present
 from assay.grounding._details._numbers import _alternatives, _Number, _number_present, _same
 from assay.grounding._details._reading import _read
@@ -43,6 +44,10 @@ class DetailFeatures:
             evidence, in [0, 1]; 0 when the statement has no content words.
         longest_uncovered_run: Longest run of consecutive statement content words absent
             from the evidence (>= 0).
+        missing_counts: Of ``missing_numbers``, the counts (2 to 20 of a plural noun: "two
+            films") that no other number of the evidence contradicts: a count may follow
+            from what the evidence describes, so it is the judge's to decide, not a veto's.
+            Not a feature of :meth:`vector`.
         messages: One human-readable line per problem found (see :meth:`problems`).
     """
 
@@ -53,6 +58,7 @@ class DetailFeatures:
     quantifier_mismatches: int = 0
     uncovered_share: float = 0.0
     longest_uncovered_run: int = 0
+    missing_counts: int = 0
     messages: tuple[str, ...] = field(default=(), compare=False)
 
     def values(self) -> dict[str, float]:
@@ -72,6 +78,30 @@ class DetailFeatures:
     def problems(self) -> list[str]:
         """One line per problem, e.g. ``number 7,000 km is not in the evidence (it says 6,400 km)``."""
         return list(self.messages)
+
+
+_MEASURES = frozenset(
+    _split(
+        "km kilometres kilometers metres meters miles feet inches kg kilograms pounds lbs tons tonnes "
+        "percent dollars euros yen cents degrees hours minutes seconds mph acres hectares litres liters "
+        "gallons"
+    )
+)
+_PLURALS = frozenset(_split("people children men women feet teeth mice geese"))
+
+
+def _is_count(number: _Number) -> bool:
+    """A small whole count of a plural noun ("two films", "3 sons"), not a measure, a year or a scaled value."""
+    return (
+        number.kind == "number"
+        and not number.scaled
+        and not number.yearish
+        and float(number.value).is_integer()
+        and 2 <= number.value <= 20
+        and number.unit.isalpha()
+        and number.unit not in _MEASURES
+        and (number.unit.endswith("s") or number.unit in _PLURALS)
+    )
 
 
 def detail_features(statement: str, evidence: str) -> DetailFeatures:
@@ -94,7 +124,7 @@ def detail_features(statement: str, evidence: str) -> DetailFeatures:
     stated, given = _read(statement), _read(evidence)
     messages: list[str] = []
 
-    missing_numbers = 0
+    missing_numbers = missing_counts = 0
     checked: list[_Number] = []
     for number in stated.numbers:
         if any(n.kind == number.kind and _same(n.value, number.value) for n in checked):
@@ -106,6 +136,9 @@ def detail_features(statement: str, evidence: str) -> DetailFeatures:
         what = "date" if number.kind == "month" else "number"
         others = _alternatives(number, given.numbers)
         says = f" (it says {', '.join(others)})" if others else ""
+        if not others and _is_count(number):
+            missing_counts += 1
+            says = " (a count: the judge decides whether the evidence describes that many)"
         messages.append(f"{what} {_short(number.display(), 30)} is not in the evidence{says}")
 
     missing_entities = 0
@@ -162,5 +195,6 @@ def detail_features(statement: str, evidence: str) -> DetailFeatures:
         quantifier_mismatches=quantifiers,
         uncovered_share=share,
         longest_uncovered_run=longest,
+        missing_counts=missing_counts,
         messages=tuple(messages),
     )

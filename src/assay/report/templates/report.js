@@ -15,26 +15,14 @@
   var TEXTS = DATA.texts;
   var METRICS = META.metrics;
   var THRESHOLD = META.threshold;
+  var THRESHOLDS = META.thresholds || {};
+  // Each metric's pass mark (a gate may give metrics their own: -m faithfulness=0.8 -m answer_relevancy=0.7).
+  function mark(name) { return THRESHOLDS[name] === undefined ? THRESHOLD : THRESHOLDS[name]; }
   var REPEATS = META.repeats;
   var COMPARE = META.other_run_id !== null;
   var PAGE_SIZE = 50;
 
-  function el(tag, props) {
-    var node = document.createElement(tag);
-    if (props) {
-      for (var key in props) {
-        if (key === "text") node.textContent = props.text;
-        else if (key === "cls") node.className = props.cls;
-        else node[key] = props[key];
-      }
-    }
-    for (var i = 2; i < arguments.length; i++) {
-      var child = arguments[i];
-      if (child === null || child === undefined) continue;
-      node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
-    }
-    return node;
-  }
+  var el = assayEl;
 
   function fmt(v, digits) {
     if (v === null || v === undefined || typeof v !== "number" || !isFinite(v)) return "—";
@@ -54,7 +42,7 @@
     for (var m = 0; m < METRICS.length; m++) {
       var st = s.stats[METRICS[m]];
       if (!st) continue;
-      if (st.mean !== null && st.mean < THRESHOLD) failing = true;
+      if (st.mean !== null && st.mean < mark(METRICS[m])) failing = true;
       if (st.unscored > 0) unscored = true;
       if (st.pass !== null && st.pass > 0 && st.pass < 1) flaky = true;
       if (COMPARE && s.delta && s.delta[METRICS[m]] && s.delta[METRICS[m]].flip) flipped = true;
@@ -63,6 +51,8 @@
   }
 
   // ---------------------------------------------------------------- columns
+  // One column per metric (its value; with repeats, the spread and P(pass) on a second line)
+  // and, when comparing, one Δ column right after it: a wide run still fits the page.
   var COLUMNS = [
     { label: "line", num: true, key: function (s) { return s.line; }, cell: function (s) { return String(s.line); } },
     { label: "id", key: function (s) { return s.id; }, cell: function (s) { return s.id; }, cls: "id" },
@@ -71,6 +61,8 @@
   METRICS.forEach(function (name) {
     COLUMNS.push({
       label: name, num: true, metric: name,
+      sub: REPEATS > 1 ? "mean of " + REPEATS + " repeats" : "passes at ≥ " + mark(name),
+      title: name + ": the sample's value" + (REPEATS > 1 ? " (mean of its scored repeats; below: min–max and the share of repeats that pass)" : "") + "; it passes at ≥ " + mark(name) + ". Click to sort.",
       key: function (s) { return s.stats[name] ? s.stats[name].mean : null; },
       cell: function (s) {
         var st = s.stats[name];
@@ -79,33 +71,29 @@
         if (st.unscored) text += " (" + st.unscored + " unscored)";
         return text;
       },
+      detail: REPEATS > 1 ? function (s) {
+        var st = s.stats[name];
+        if (!st || st.mean === null) return "";
+        return fmt(st.min, 2) + "–" + fmt(st.max, 2) + " · P(pass) " + fmt(st.pass, 2);
+      } : null,
       tone: function (s) {
         var st = s.stats[name];
         if (!st || st.mean === null) return "v-none";
-        return st.mean >= THRESHOLD ? "v-ok" : "v-bad";
+        return st.mean >= mark(name) ? "v-ok" : "v-bad";
       },
     });
-    if (REPEATS > 1) {
-      COLUMNS.push({
-        label: name + " min–max", num: true,
-        key: function (s) { var st = s.stats[name]; return st && st.mean !== null ? st.max - st.min : null; },
-        cell: function (s) { var st = s.stats[name]; return st && st.mean !== null ? fmt(st.min, 2) + "–" + fmt(st.max, 2) : "—"; },
-      });
-      COLUMNS.push({
-        label: name + " P(pass)", num: true,
-        key: function (s) { var st = s.stats[name]; return st ? st.pass : null; },
-        cell: function (s) { var st = s.stats[name]; return st ? fmt(st.pass, 2) : "—"; },
-      });
-    }
     if (COMPARE) {
       COLUMNS.push({
-        label: name + " Δ", num: true,
+        label: "Δ", num: true, delta: true,
+        sub: "vs other run",
+        title: name + ": this run minus run " + META.other_run_id + " (the same sample, paired by id), and a pass/fail flip at ≥ " + mark(name) + ". Click to sort.",
         key: function (s) { var d = s.delta && s.delta[name]; return d ? d.delta : null; },
         cell: function (s) {
           var d = s.delta && s.delta[name];
-          if (!d) return "—";
-          return signed(d.delta) + (d.flip ? " " + d.flip : "");
+          if (!d) return s.in_other === false ? "not in other run" : "—";
+          return signed(d.delta);
         },
+        detail: function (s) { var d = s.delta && s.delta[name]; return d && d.flip ? d.flip : ""; },
         tone: function (s) {
           var d = s.delta && s.delta[name];
           if (!d || !d.flip) return "";
@@ -121,11 +109,23 @@
   var body = document.getElementById("sample-body");
   var countEl = document.getElementById("count");
   var pageEl = document.getElementById("page");
-  var detail = document.getElementById("detail");
+  var panel = document.getElementById("detail");
+  var detail = document.getElementById("detail-body");
+  function closeDetail() {
+    document.body.classList.remove("viewing");
+    state.selected = null;
+    body.querySelectorAll("tr.selected").forEach(function (tr) { tr.classList.remove("selected"); });
+    if (location.hash.indexOf("#sample=") === 0) history.replaceState(null, "", location.pathname + location.search);
+  }
+  document.getElementById("close-detail").addEventListener("click", closeDetail);
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape" && document.body.classList.contains("viewing")) closeDetail();
+  });
 
   COLUMNS.forEach(function (col, index) {
-    var th = el("th", { text: col.label, title: "sort by " + col.label });
-    if (col.num) th.className = "num";
+    var th = el("th", { title: col.title || "sort by " + col.label }, el("span", { text: col.label }),
+      col.sub ? el("span", { cls: "sub", text: col.sub }) : null);
+    th.className = (col.num ? "num" : "") + (col.metric ? " metric" : "") + (col.delta ? " delta" : "");
     th.addEventListener("click", function () {
       if (state.sort === index) state.dir = -state.dir;
       else { state.sort = index; state.dir = col.num ? -1 : 1; }
@@ -180,7 +180,9 @@
       if (state.selected === s._i) tr.className = "selected";
       COLUMNS.forEach(function (col) {
         var td = el("td", { text: col.cell(s) });
-        var cls = (col.num ? "num " : "") + (col.cls || "") + " " + (col.tone ? col.tone(s) : "");
+        var extra = col.detail ? col.detail(s) : "";
+        if (extra) td.appendChild(el("span", { cls: "sub", text: extra }));
+        var cls = (col.num ? "num " : "") + (col.delta ? "delta " : "") + (col.cls || "") + " " + (col.tone ? col.tone(s) : "");
         td.className = cls.trim();
         if (col.cls === "q") td.title = s.question || "";
         if (col.cls === "id") td.title = s.id;
@@ -226,21 +228,80 @@
     return String(v.value) + (v.reason ? " — " + v.reason : "");
   }
 
-  function highlightedAnswer(answer, entry) {
+  var TONE_ORDER = { bad: 3, na: 2, info: 1, ok: 0 };
+
+  // The answer with each statement's words coloured by its verdict (a piece two statements
+  // share takes the worse tone; hover lists both), sentences with nothing to check greyed,
+  // and sentences no verdict covers marked unscored. Every piece is text, never markup.
+  function highlightedAnswer(answer, entry, onPick) {
     var box = el("div", { cls: "answer" });
     if (answer === null || answer === undefined || answer === "") { box.textContent = "—"; return box; }
-    var pos = 0;
-    var marks = entry ? entry.marks : [];
-    for (var i = 0; i < marks.length; i++) {
-      var start = marks[i][0], end = marks[i][1], v = entry.verdicts[marks[i][2]];
-      if (start > pos) box.appendChild(document.createTextNode(answer.slice(pos, start)));
-      var span = el("span", { cls: "stmt " + v.tone, title: verdictTitle(v), text: answer.slice(start, end) });
-      span.dataset.verdict = String(marks[i][2]);
-      span.dataset.tone = v.tone;
-      box.appendChild(span);
-      pos = end;
+    var marks = entry ? entry.marks : [], sentences = entry && entry.sentences ? entry.sentences : [];
+    var cuts = [0, answer.length];
+    marks.forEach(function (m) { cuts.push(m[0], m[1]); });
+    sentences.forEach(function (s) { cuts.push(s[0], s[1]); });
+    cuts = cuts.filter(function (c, i, all) { return all.indexOf(c) === i; }).sort(function (a, b) { return a - b; });
+    function covering(a, b) {
+      for (var i = 0; i < marks.length; i++) if (marks[i][0] <= a && b <= marks[i][1]) return marks[i][2];
+      return null;
     }
-    if (pos < answer.length) box.appendChild(document.createTextNode(answer.slice(pos)));
+    function sentenceOf(a, b) {
+      for (var i = 0; i < sentences.length; i++) if (sentences[i][0] <= a && b <= sentences[i][1]) return sentences[i];
+      return null;
+    }
+    function judgedAny(s) {
+      for (var i = 0; i < marks.length; i++) if (marks[i][0] < s[1] && marks[i][1] > s[0]) return true;
+      return false;
+    }
+    for (var k = 0; k + 1 < cuts.length; k++) {
+      var a = cuts[k], b = cuts[k + 1], piece = answer.slice(a, b), idx = covering(a, b), sent = sentenceOf(a, b);
+      if (idx) {
+        var tone = "ok", lines = [];
+        idx.forEach(function (i) {
+          var v = entry.verdicts[i];
+          if (TONE_ORDER[v.tone] > TONE_ORDER[tone]) tone = v.tone;
+          lines.push((MARK[v.tone] || String(v.value)) + " " + v.subject + (v.reason ? " — " + v.reason : ""));
+        });
+        if (sent && sent[2] === "judged_whole" && sent[3]) lines.push("judged as a whole sentence: " + sent[3]);
+        var span = el("span", { cls: "stmt " + tone, title: lines.join("\n"), text: piece });
+        span.dataset.verdict = idx.join(" ");
+        span.dataset.tone = tone;
+        span.tabIndex = 0;
+        (function (indexes) {
+          span.addEventListener("click", function () { onPick(indexes); });
+          span.addEventListener("keydown", function (event) { if (event.key === "Enter") onPick(indexes); });
+        })(idx);
+        box.appendChild(span);
+      } else if (sent && sent[2] === "not_checkable") {
+        box.appendChild(el("span", { cls: "skip", title: "not checked: " + (sent[3] || "nothing to check"), text: piece }));
+      } else if (sent && !judgedAny(sent)) {
+        box.appendChild(el("span", { cls: "stmt unjudged", title: "not judged: no verdict covers this sentence", text: piece }));
+      } else {
+        box.appendChild(document.createTextNode(piece));
+      }
+    }
+    return box;
+  }
+
+  // What became of the answer: checkable sentences judged, statements dropped and why.
+  function decompositionNote(entry) {
+    if (!entry || (!entry.sentences.length && !entry.dropped.length)) return null;
+    var checkable = entry.sentences.filter(function (s) { return s[2] !== "not_checkable"; }).length;
+    var whole = entry.sentences.filter(function (s) { return s[2] === "judged_whole"; }).length;
+    var skipped = entry.sentences.length - checkable;
+    var parts = [checkable + " of " + entry.sentences.length + " sentences checked"];
+    if (whole) parts.push(whole + " judged as a whole");
+    if (skipped) parts.push(skipped + " with nothing to check");
+    var box = el("div", { cls: "decomposition" }, el("div", { cls: "dim", text: parts.join(" · ") }));
+    if (entry.dropped.length) {
+      box.appendChild(el("div", { cls: "dim", text: "Dropped, not judged (" + entry.dropped.length + "):" }));
+      var ul = el("ul", { cls: "dropped" });
+      entry.dropped.forEach(function (d) {
+        ul.appendChild(el("li", {}, el("span", { cls: "subject", text: d.text }),
+          el("span", { cls: "reason", text: d.reason.replace(/_/g, " ") + (d.detail ? ": " + d.detail : "") })));
+      });
+      box.appendChild(ul);
+    }
     return box;
   }
 
@@ -331,7 +392,11 @@
     body.querySelectorAll("tr").forEach(function (tr) {
       tr.classList.toggle("selected", Number(tr.dataset.index) === index);
     });
+    document.body.classList.add("viewing");
     renderDetail(SAMPLES[index], 0, null);
+    panel.scrollTop = 0;
+    // A link to this sample (the run browser links here): report.html#sample=<id>
+    history.replaceState(null, "", "#sample=" + encodeURIComponent(SAMPLES[index].id));
   }
 
   function renderDetail(s, repeatIndex, entryName) {
@@ -361,7 +426,7 @@
         var d = s.delta[name];
         text += " · other run " + fmt(d.other) + ", Δ " + signed(d.delta) + (d.flip ? " (" + d.flip + ")" : "");
       }
-      var tone = st.mean === null ? "na" : st.mean >= THRESHOLD ? "ok" : "bad";
+      var tone = st.mean === null ? "na" : st.mean >= mark(name) ? "ok" : "bad";
       stats.appendChild(el("li", { cls: tone, text: text }));
     });
     root.appendChild(stats);
@@ -387,7 +452,14 @@
       });
       root.appendChild(tabs);
     }
-    root.appendChild(highlightedAnswer(s.answer, current));
+    var picked = el("div", { cls: "picked" });
+    root.appendChild(highlightedAnswer(s.answer, current, function (indexes) {
+      picked.textContent = "";
+      picked.appendChild(verdictList(current, indexes));
+    }));
+    root.appendChild(picked);
+    var note = decompositionNote(current);
+    if (note) root.appendChild(note);
     if (current && current.unplaced.length) {
       root.appendChild(el("div", { cls: "dim", text: "Statements not found verbatim in the answer (" + current.name + "):" }));
       var un = verdictList(current, current.unplaced);
@@ -451,4 +523,9 @@
     for (var i = 0; i < SAMPLES.length; i++) if (SAMPLES[i].id === id) { select(i); return true; }
     return false;
   };
+  // Opened as report.html#sample=<id> (a link from the run browser): show that sample.
+  if (location.hash.indexOf("#sample=") === 0) {
+    var wanted = decodeURIComponent(location.hash.slice("#sample=".length));
+    if (!window.assaySelect(wanted)) countEl.textContent += " · no sample " + JSON.stringify(wanted) + " in this run";
+  }
 })();
