@@ -49,9 +49,7 @@ def make_samples(n: int) -> list[Sample]:
     samples = []
     for i in range(n):
         claims = [CLAIMS[(i + k) % len(CLAIMS)] for k in range(1 + i % 3)]
-        samples.append(
-            Sample(id=f"s{i}", question=f"Sample {i}?", answer=" ".join(claims), contexts=(CONTEXT,))
-        )
+        samples.append(Sample(id=f"s{i}", question=f"Sample {i}?", answer=" ".join(claims), contexts=(CONTEXT,)))
     return samples
 
 

@@ -254,8 +254,9 @@ def test_a_dataframe_evaluated_into_a_store_reports_and_gates_from_the_cli(tmp_p
     code, out = invoke("report", result.run_id, "--store", str(tmp_path / "runs.sqlite"), "-o", "r.html")
     assert code == 0, out
     assert (tmp_path / "r.html").read_text().count("r5") >= 1
-    code, out = invoke("gate", "--latest", "--store", str(tmp_path / "runs.sqlite"), "--metric", "faithfulness",
-                       "--min", "0.3")
+    code, out = invoke(
+        "gate", "--latest", "--store", str(tmp_path / "runs.sqlite"), "--metric", "faithfulness", "--min", "0.3"
+    )
     assert code == 0, out
     assert result.run_id in out
     assert report_result(result, tmp_path / "again.html").exists()
@@ -281,8 +282,9 @@ def test_library_resume_continues_a_stored_run_and_refuses_other_data(tmp_path: 
     with pytest.raises(ResumeError, match="data changed"):
         evaluate(data[::-1], metric(), FunctionJudge(supported_when_sky), store=store, resume=first.run_id)
     with pytest.raises(ResumeError, match="metrics"):
-        evaluate(data, Faithfulness(strategy="batch"), FunctionJudge(supported_when_sky), store=store,
-                 resume=first.run_id)
+        evaluate(
+            data, Faithfulness(strategy="batch"), FunctionJudge(supported_when_sky), store=store, resume=first.run_id
+        )
 
 
 def cut_short_at(store: Path, run_id: str, keep: int) -> None:

@@ -8,6 +8,9 @@ from typing import Any
 import pytest
 
 from assay import Message, Sample, Score, ToolCall, UnscoredReason
+from assay.errors import ConfigError
+from assay.metrics._endstate import StateChanges
+from assay.metrics._matching import ArgumentMatch
 from assay.metrics._tools import ToolCallAccuracy, actual_tool_calls
 from assay.models import ScriptedJudge
 
@@ -138,7 +141,7 @@ def test_only_assistant_tool_calls_count() -> None:
 
 @pytest.mark.parametrize(
     "update",
-    [{"reference_tool_calls": ()}, {"trace": ()}],
+    [{"reference_tool_calls": None}, {"trace": ()}],
 )
 def test_missing_fields_are_unscored(update: dict[str, object]) -> None:
     s = sample([GET], [GET]).model_copy(update=update)
@@ -149,5 +152,91 @@ def test_missing_fields_are_unscored(update: dict[str, object]) -> None:
 def test_spec_and_required_fields() -> None:
     metric = ToolCallAccuracy(strict_order=False, ignore_extra_arguments=True)
     assert metric.required_fields == ("trace", "reference_tool_calls")
-    assert metric.spec().params == {"strict_order": False, "ignore_extra_arguments": True}
+    params = metric.spec().params
+    assert {k: params[k] for k in ("strict_order", "ignore_extra_arguments", "calls", "trajectory")} == {
+        "strict_order": False,
+        "ignore_extra_arguments": True,
+        "calls": "all",
+        "trajectory": "score",
+    }
+    assert params["arguments"] == {"mode": "exact", "ignore": [], "compare": {}, "normalize": False}
     assert metric.spec().name == "tool_call_accuracy"
+
+
+# --- trajectory modes and which calls count -------------------------------------------------------
+
+LOOKUP = call("get_user", user_id="mia")
+SEARCH = call("search_flights", city="SEA")
+CANCEL = call("cancel", order=7)
+
+
+@pytest.mark.parametrize(
+    ("trajectory", "actual", "value"),
+    [
+        # expected: [BOOK, CANCEL]
+        ("exact", [BOOK, CANCEL], 1.0),
+        ("exact", [CANCEL, BOOK], 0.0),
+        ("exact", [BOOK, PAY, CANCEL], 0.0),
+        ("unordered", [CANCEL, BOOK], 1.0),
+        ("unordered", [CANCEL, BOOK, PAY], 0.0),
+        ("unordered", [BOOK], 0.0),
+        ("in_order", [BOOK, PAY, CANCEL], 1.0),
+        ("in_order", [CANCEL, PAY, BOOK], 0.0),
+        ("superset", [CANCEL, PAY, BOOK], 1.0),
+        ("superset", [CANCEL, PAY], 0.0),
+        ("subset", [CANCEL], 1.0),
+        ("subset", [], 1.0),
+        ("subset", [CANCEL, PAY], 0.0),
+    ],
+)
+def test_binary_trajectory_modes_as_peers_name_them(trajectory: str, actual: list[ToolCall], value: float) -> None:
+    score = run([BOOK, CANCEL], actual, ToolCallAccuracy(trajectory=trajectory))  # type: ignore[arg-type]
+    assert score.value == value
+    assert (score.explanation or "").startswith(f"{trajectory} match {'holds' if value else 'fails'}")
+
+
+def test_read_calls_the_reference_leaves_out_are_free_when_asked() -> None:
+    # The case: the agent looks things up that the expected list does not name.
+    actual = [LOOKUP, SEARCH, BOOK, SEARCH]
+    assert run([BOOK], actual).value == pytest.approx(1 / 4)
+    free = run([BOOK], actual, ToolCallAccuracy(calls="ignore_extra_reads"))
+    assert free.value == 1.0
+    assert "(extra read calls not charged)" in (free.explanation or "")
+    # An expected read must still be made; an extra state change still costs.
+    assert run([LOOKUP, BOOK], [BOOK], ToolCallAccuracy(calls="ignore_extra_reads")).value == 0.5
+    assert run([BOOK], [BOOK, CANCEL], ToolCallAccuracy(calls="ignore_extra_reads")).value == 0.5
+
+
+def test_state_changing_scope_compares_only_state_changes_on_both_sides() -> None:
+    metric = ToolCallAccuracy(calls="state_changing", trajectory="unordered")
+    score = run([LOOKUP, BOOK, CANCEL], [SEARCH, CANCEL, LOOKUP, BOOK], metric)
+    assert score.value == 1.0
+    assert [v.subject for v in score.verdicts] == [
+        'book({"flight": "HAT136", "seats": 1})',
+        'cancel({"order": 7})',
+    ]
+    assert score.verdicts[0].reason == "matched call 4 of 4"  # the trace's call number
+    assert "2 of 2 expected state-changing calls matched; 2 state-changing calls made" in (score.explanation or "")
+    declared = ToolCallAccuracy(calls="state_changing", state=StateChanges(tools=("book",)))
+    assert run([BOOK], [BOOK, CANCEL], declared).value == 1.0
+
+
+def test_argument_modes_reach_tool_call_accuracy() -> None:
+    loose = ToolCallAccuracy(arguments=ArgumentMatch(mode="expected_keys"))
+    assert run([call("book", flight="HAT136")], [BOOK], loose).value == 1.0
+    assert (
+        run(
+            [BOOK], [call("book", flight="HAT136", seats=2)], ToolCallAccuracy(arguments=ArgumentMatch(mode="names"))
+        ).value
+        == 1.0
+    )
+    with pytest.raises(ConfigError, match="either ignore_extra_arguments or an arguments mode"):
+        ToolCallAccuracy(ignore_extra_arguments=True, arguments=ArgumentMatch(mode="names"))
+    with pytest.raises(ConfigError, match="trajectory must be"):
+        ToolCallAccuracy(trajectory="strict")  # type: ignore[arg-type]
+
+
+def test_expected_nothing_scores_one_when_nothing_is_called() -> None:
+    assert run([], []).value == 1.0
+    assert run([], [LOOKUP]).value == 0.0
+    assert run([], [LOOKUP], ToolCallAccuracy(calls="ignore_extra_reads")).value == 1.0

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 import assay
 from assay import Message, Sample, ToolCall
 from assay.errors import SampleError, TraceFormatError
-from assay.metrics._agent import AgentGoalAccuracy
+from assay.metrics._holistic import HolisticGoalAccuracy
 from assay.metrics._tools import ToolCallAccuracy
 from assay.metrics._trace import TraceFormatter
 from assay.models import ScriptedJudge
@@ -125,7 +125,7 @@ def test_agent_goal_accuracy_judges_the_same_question_for_every_format() -> None
     for fmt in FORMATS:
         judge = ScriptedJudge([inferred, verdict])
         sample = Sample(id=fmt, trace=fixture(fmt), reference="Cancel reservation ABC123 with a refund.")
-        score = asyncio.run(AgentGoalAccuracy(reference=True).score(sample, judge))
+        score = asyncio.run(HolisticGoalAccuracy(reference=True).score(sample, judge))
         assert judge.remaining == 0
         assert score.value == 1.0, fmt
         prompts[fmt] = [request.messages for request in judge.requests]
@@ -160,7 +160,7 @@ def test_tool_call_accuracy_is_the_same_for_every_format(reference: list[ToolCal
 
 BROKEN = {
     "openai_chat": "trace[2].tool_calls[0].function.arguments: tool call 'get_reservation_details': arguments "
-    "are not valid JSON",
+    "must be a JSON object, got a number",
     "openai_responses": "trace[3]: Responses function_call needs 'call_id'",
     "anthropic": "trace.messages[1].content[0]: Anthropic block of type 'tool_use' needs 'name'",
     "langchain": "trace[2].data.tool_calls[0]: LangChain tool call needs 'name'",
@@ -189,6 +189,17 @@ def test_a_broken_trace_in_a_row_is_a_row_error_with_its_line(fmt: str) -> None:
     assert text.startswith("agent.jsonl:7: ")
     assert BROKEN[fmt] in text
     assert "Value error" not in text and "input_value" not in text
+
+
+def test_an_agents_unparseable_argument_string_is_kept_as_a_call_not_a_broken_trace() -> None:
+    # What the agent wrote is data about the agent (issue 26): the call stays, with its raw text.
+    call = {"id": "c1", "type": "function", "function": {"name": "cancel", "arguments": '{"order": 7'}}
+    listed = {"id": "c2", "type": "function", "function": {"name": "cancel", "arguments": "[7]"}}
+    trace = assay.load_trace([{"role": "assistant", "content": None, "tool_calls": [call, listed]}])
+    assert [c.arguments for c in trace[0].tool_calls] == [
+        {"__invalid_arguments__": '{"order": 7'},
+        {"__invalid_arguments__": "[7]"},
+    ]
 
 
 def test_the_closest_format_is_the_one_whose_marks_the_trace_carries() -> None:

@@ -7,14 +7,27 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["Message", "ToolCall"]
+__all__ = ["INVALID_ARGUMENTS", "Message", "ToolCall"]
 
 
 class ToolCall(BaseModel):
-    """One tool call made by an assistant turn.
+    r"""One tool call: the tool's name and its arguments (a JSON object).
 
-    Also accepts OpenAI's shape, ``{"id", "type": "function", "function": {"name",
-    "arguments": "<JSON string>"}}``.
+    Accepted as people keep them:
+
+    - assay's shape, ``{"name", "arguments": {...}, "id"}``;
+    - arguments as a JSON string (``"arguments": "{\"order\": 7}"``), as OpenAI sends them;
+    - OpenAI's shape, ``{"id", "type": "function", "function": {"name", "arguments"}}``;
+    - Ragas' ``ToolCall``, ``{"name", "args": {...}}``;
+    - DeepEval's ``ToolCall``, ``{"name", "input_parameters": {...}}`` (its ``description``
+      and ``reasoning`` are dropped; its ``output``, the tool's result, is not part of a call
+      and is dropped too: calls are matched on name and arguments);
+    - Inspect's ``ToolCall``, ``{"id", "function": "name", "arguments": {...}}``.
+
+    Arguments that are not a JSON object (a string that does not parse, a list) are an
+    error naming the call: a reference call is the dataset's, and a guess would change what
+    it asks for. An agent's call with unreadable arguments is kept by the trace readers,
+    with the raw text under :data:`INVALID_ARGUMENTS` (the agent did call the tool, badly).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -25,17 +38,45 @@ class ToolCall(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _openai_shape(cls, value: object) -> object:
-        if isinstance(value, dict) and isinstance(value.get("function"), dict):
-            function = value["function"]
-            arguments = function.get("arguments") or {}
-            if isinstance(arguments, str):
-                try:
-                    arguments = json.loads(arguments) if arguments.strip() else {}
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"tool call arguments are not valid JSON: {exc.msg}") from None
-            return {"name": function.get("name"), "arguments": arguments, "id": value.get("id")}
-        return value
+    def _other_shapes(cls, value: object) -> object:
+        if not isinstance(value, dict):
+            return value
+        data = dict(value)
+        function = data.get("function")
+        if isinstance(function, dict):  # OpenAI
+            data = {"name": function.get("name"), "arguments": function.get("arguments"), "id": data.get("id")}
+        elif isinstance(function, str) and "name" not in data:  # Inspect (its parse_error and view are dropped)
+            data = {"name": function, "arguments": data.get("arguments"), "id": data.get("id")}
+        for key in ("args", "input_parameters"):  # Ragas, DeepEval
+            if key in data and "arguments" not in data:
+                data["arguments"] = data.pop(key)
+        for key in ("description", "reasoning", "output", "type"):  # DeepEval's and OpenAI's annotations
+            data.pop(key, None)
+        data["arguments"] = _arguments_object(data.get("arguments"))
+        return data
+
+
+INVALID_ARGUMENTS = "__invalid_arguments__"
+"""The argument key under which a trace keeps an agent's call whose arguments did not parse."""
+
+
+def _arguments_object(arguments: object) -> object:
+    """A JSON-string argument list parsed to its object; ``None`` or ``""`` is no arguments."""
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        if not arguments.strip():
+            return {}
+        try:
+            parsed = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"tool call arguments are not valid JSON ({exc.msg} at column {exc.colno}): {arguments[:80]!r}"
+            ) from None
+        if not isinstance(parsed, dict):
+            raise ValueError(f"tool call arguments must be a JSON object, got {type(parsed).__name__}")
+        return parsed
+    return arguments
 
 
 class Message(BaseModel):

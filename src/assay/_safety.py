@@ -56,9 +56,7 @@ def redact_url(url: str | None) -> str | None:
         query = parts.query
         if query:
             pairs = parse_qsl(query, keep_blank_values=True)
-            query = urlencode(
-                [(k, REDACTED if _SECRET_PARAM.search(k) else v) for k, v in pairs], safe="[]"
-            )
+            query = urlencode([(k, REDACTED if _SECRET_PARAM.search(k) else v) for k, v in pairs], safe="[]")
         return redact_secrets(urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)))
     except ValueError:
         return redact_secrets(url)

@@ -72,6 +72,9 @@ class Sample(BaseModel):
             :func:`assay.load_trace` reads (OpenAI chat or Responses, Anthropic,
             LangChain, OpenInference spans), it is converted to :class:`Message`.
         reference_tool_calls: The tool calls an agent was expected to make, in order.
+            ``None`` when the sample gives none; an empty list means the agent should call
+            nothing, and is judged as such. Calls are read in OpenAI's, Ragas', DeepEval's
+            and Inspect's shapes, arguments as an object or a JSON string (:class:`ToolCall`).
         metadata: Anything else from the row, kept and passed through to results.
     """
 
@@ -83,7 +86,7 @@ class Sample(BaseModel):
     contexts: tuple[_Context, ...] = ()
     reference: str | None = None
     trace: tuple[Message, ...] = ()
-    reference_tool_calls: tuple[ToolCall, ...] = ()
+    reference_tool_calls: tuple[ToolCall, ...] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("id", mode="before")
@@ -127,14 +130,16 @@ class Sample(BaseModel):
     def field_present(self, name: str) -> bool:
         """Whether the field ``name`` holds a usable value.
 
-        Empty text and empty lists count as absent, except the answer: an empty answer
-        (``""`` or only whitespace) is what the system under test said, so it is present
-        and metrics score it (faithfulness: unscored ``no_statements``).
+        Empty text and empty lists count as absent, except the answer and the reference
+        tool calls: an empty answer (``""`` or only whitespace) is what the system under test
+        said, so it is present and metrics score it (faithfulness: unscored
+        ``no_statements``); an empty list of reference tool calls says the agent should call
+        nothing.
         """
         value = getattr(self, name)
         if value is None:
             return False
-        if name == "answer":
+        if name in ("answer", "reference_tool_calls"):
             return True
         if isinstance(value, str | tuple):
             return len(value) > 0

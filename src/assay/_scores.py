@@ -75,6 +75,8 @@ class UnscoredReason(StrEnum):
     MISSING_FIELD = "missing_field"
     NOT_APPLICABLE = "not_applicable"
     METRIC_ERROR = "metric_error"
+    UNDECIDED = "undecided"
+    """The judge said a part of the question cannot be decided from the evidence (and no part failed)."""
 
 
 class Usage(BaseModel):
@@ -277,6 +279,9 @@ class Score(BaseModel):
     """A metric's result for one sample.
 
     ``value`` is NaN exactly when ``unscored_reason`` is set. In JSON, NaN is ``null``.
+    ``details`` holds what a metric found beyond its verdicts, as JSON-ready data (an agent
+    metric's end state: the state-changing calls and whether each succeeded); records keep
+    it only when a metric gives it.
     """
 
     model_config = ConfigDict(frozen=True, ser_json_inf_nan="null")
@@ -290,6 +295,7 @@ class Score(BaseModel):
     calls: tuple[JudgeCall, ...] = ()
     spec: MetricSpec | None = None
     parts: tuple[Score, ...] = ()
+    details: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
     decomposition: AnswerMap | None = Field(default=None, exclude_if=lambda value: value is None)
     """How the answer became the judged statements (faithfulness); records keep it only where set."""
 
@@ -309,6 +315,7 @@ class Score(BaseModel):
         calls: Iterable[JudgeCall] = (),
         spec: MetricSpec | None = None,
         parts: Iterable[Score] = (),
+        details: Mapping[str, Any] | None = None,
     ) -> Score:
         """A scored result. ``value`` must be a finite number.
 
@@ -324,6 +331,7 @@ class Score(BaseModel):
             calls=tuple(calls),
             spec=spec,
             parts=tuple(parts),
+            details=dict(details) if details is not None else None,
         )
 
     @classmethod
@@ -337,6 +345,7 @@ class Score(BaseModel):
         calls: Iterable[JudgeCall] = (),
         spec: MetricSpec | None = None,
         parts: Iterable[Score] = (),
+        details: Mapping[str, Any] | None = None,
     ) -> Score:
         """A result with no value (NaN) and a machine-readable reason.
 
@@ -351,6 +360,7 @@ class Score(BaseModel):
             calls=tuple(calls),
             spec=spec,
             parts=tuple(parts),
+            details=dict(details) if details is not None else None,
         )
 
     @property

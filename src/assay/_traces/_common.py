@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from assay._messages import Message, ToolCall
+from assay._messages import INVALID_ARGUMENTS, Message, ToolCall
 
 TRACE_FORMATS: Mapping[str, str] = {
     "openai_chat": "OpenAI Chat Completions messages",
@@ -102,16 +102,22 @@ def _opt_str(item: Mapping[str, Any], key: str, path: Path, what: str) -> str | 
 
 
 def _arguments(value: Any, path: Path, what: str) -> dict[str, Any]:
-    """Tool-call arguments as a JSON object: from a dict, or a string holding one."""
+    """Tool-call arguments as a JSON object: from a dict, or a string holding one.
+
+    A string that is not a JSON object is what the agent wrote, not a broken trace: the
+    call is kept with the raw text under ``INVALID_ARGUMENTS`` (it matches no expected
+    call, and says why). Anything else that is not an object is a format error.
+    """
     if value is None:
         return {}
     if isinstance(value, str):
         if not value.strip():
             return {}
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise _Invalid(path, f"{what}: arguments are not valid JSON ({exc.msg} at column {exc.colno})") from None
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            return {INVALID_ARGUMENTS: value}
+        return dict(parsed) if isinstance(parsed, Mapping) else {INVALID_ARGUMENTS: value}
     if not isinstance(value, Mapping):
         raise _Invalid(path, f"{what}: arguments must be a JSON object, got {_kind(value)}")
     return dict(value)

@@ -61,6 +61,8 @@ def _signals(data: Any) -> Counter[str]:
             marks["openinference"] += 10
         if isinstance(item.get("data"), Mapping) or (item.get("lc") == 1 and "kwargs" in item):
             marks["langchain"] += 2
+        elif kind in ("human", "ai", "tool") and "content" in item and "role" not in item:
+            marks["langchain"] += 2  # a flat LangChain dump, or Ragas' messages
         if kind in _RESPONSES_TYPES - {"message"} or (isinstance(kind, str) and kind.endswith("_call")):
             marks["openai_responses"] += 2
         if "tool_calls" in item or "tool_call_id" in item or "function_call" in item or item.get("role") == "tool":

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from assay._messages import ToolCall
+from assay._messages import INVALID_ARGUMENTS, ToolCall
 from assay._traces._chat import _CHAT_ROLES, _chat_call, _messages_of, _text_of
 from assay._traces._common import (
     _PLACEHOLDERS,
@@ -83,7 +83,7 @@ def _lc_calls(data: Mapping[str, Any], path: Path) -> list[ToolCall]:
         call = _obj(raw, here, "invalid tool call")
         # The model called a tool with arguments that did not parse: keep the call and its raw text.
         name = _opt_str(call, "name", here, "LangChain invalid tool call") or "(unnamed)"
-        calls.append(_call(name, {"__invalid_arguments__": call.get("args")}, call.get("id")))
+        calls.append(_call(name, {INVALID_ARGUMENTS: call.get("args")}, call.get("id")))
     if not calls:  # older dumps keep OpenAI's tool calls in additional_kwargs only
         extra = data.get("additional_kwargs") or {}
         if isinstance(extra, Mapping):
@@ -99,6 +99,19 @@ def _lc_calls(data: Mapping[str, Any], path: Path) -> list[ToolCall]:
     return calls
 
 
+_FLAT_TYPES = frozenset({"human", "ai", "tool", "system", "function", "chat"})
+
+
+def _ragas_content(item: Mapping[str, Any], path: Path) -> Mapping[str, Any]:
+    """A flat message; Ragas' ``AIMessage.to_dict()`` puts ``{"text", "tool_calls"}`` in the content."""
+    content = item.get("content")
+    if isinstance(content, Mapping) and "text" in content:
+        if item.get("tool_calls"):
+            raise _Invalid((*path, "content"), "a message gives tool calls both in its content and beside it")
+        return {**item, "content": content.get("text"), "tool_calls": content.get("tool_calls") or []}
+    return item
+
+
 def _langchain(data: Any, b: _Builder) -> None:
     items, root = _messages_of(data)
     for i, raw in enumerate(items):
@@ -109,6 +122,11 @@ def _langchain(data: Any, b: _Builder) -> None:
             kind = ids[-1] if isinstance(ids, list) and ids else None
             data_path: Path = (*path, "kwargs")
             fields = _obj(item["kwargs"], data_path, "LangChain kwargs")
+        elif "data" not in item and item.get("type") in _FLAT_TYPES:
+            # A flat message: LangChain's message.model_dump() or Ragas' messages (human, ai, tool).
+            kind = item.get("type")
+            data_path = path
+            fields = _ragas_content(item, path)
         else:
             kind = item.get("type")
             if "data" not in item:

@@ -27,6 +27,7 @@ from assay.cli._console import (
     EXIT_OK,
     EXIT_UNSCORED,
     EXIT_USAGE,
+    end_state_lines,
     err_console,
     fmt_score,
     out_console,
@@ -44,6 +45,7 @@ from assay.run._session import RunOptions
 from assay.run._summary import RunSummary
 
 __all__ = ["DEFAULT_MAX_UNSCORED", "build_metrics", "exit_code", "run"]
+
 
 def _parse_sets(sets: list[str]) -> dict[str, dict[str, str]]:
     options: dict[str, dict[str, str]] = defaultdict(dict)
@@ -108,9 +110,7 @@ def _culprit(name: str, given: dict[str, str]) -> tuple[str, str] | None:
     return None
 
 
-def _print_summary(
-    summary: RunSummary, run_id: str, judge: str, elapsed: float, store: Path, repeats: int = 1
-) -> None:
+def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float, store: Path, repeats: int = 1) -> None:
     """The run's summary, computed from every stored record (a resumed run's earlier part too)."""
     table = Table(title=f"run {run_id} · judge {printable(judge)} · {elapsed:.1f}s", title_justify="left")
     table.add_column("metric", no_wrap=True, min_width=max((len(n) for n in summary.metrics), default=6))
@@ -144,6 +144,9 @@ def _print_summary(
         for r in lowest:
             score = r.scores[name]
             failing = "\n".join(_failing_line(v) for v in score.failing)
+            end = end_state_lines(score.model_dump(mode="json", include={"details"}))
+            if end:  # an agent score: what was done, then the requirements not met
+                failing = "\n".join([*end, failing]) if failing else "\n".join(end)
             row: list[str | Text] = [str(r.line), printable(r.sample.id, breaks=False), fmt_score(score.value)]
             row.append(failing or "—")
             if anchored:
@@ -197,6 +200,9 @@ def _failing_line(verdict: Verdict) -> str:
         text = " ".join(cited.text.split())
         text = text if len(text) <= _EVIDENCE_CHARS else text[: _EVIDENCE_CHARS - 1] + "…"
         line += f"\n    closest, context {cited.context + 1}: {printable(repr(text), breaks=False)}"
+    calls = (verdict.details or {}).get("cited") or []
+    if calls:  # an agent requirement: the tool calls its verdict rests on
+        line += "\n    cites " + printable(" | ".join(str(c) for c in calls), breaks=False)
     return line + "[/dim]"
 
 

@@ -10,7 +10,16 @@ import typer
 from rich.table import Table
 
 from assay._safety import printable, redact_url, scrub, url_secrets
-from assay.cli._console import EXIT_OK, EXIT_USAGE, err_console, fmt_score, out_console, stdout
+from assay.cli._console import (
+    EXIT_OK,
+    EXIT_USAGE,
+    end_state_lines,
+    err_console,
+    fmt_score,
+    out_console,
+    stdout,
+    verdict_lines,
+)
 from assay.errors import AssayError
 from assay.run import RunStore
 from assay.run._cost import describe_cost
@@ -67,8 +76,21 @@ def list_runs(store: StoreOption = Path(".assay/runs.sqlite")) -> None:
 
 
 @runs_app.command("show")
-def show(run_id: str, store: StoreOption = Path(".assay/runs.sqlite")) -> None:
-    """One run's spec, summary, unscored samples and invalid rows."""
+def show(
+    run_id: str,
+    store: StoreOption = Path(".assay/runs.sqlite"),
+    sample: Annotated[
+        str | None,
+        typer.Option(
+            "--sample",
+            help="Show one sample's scores in full: verdicts with reasons and cited calls, an agent's end state.",
+        ),
+    ] = None,
+) -> None:
+    """One run's spec, summary, unscored samples and invalid rows (or, with --sample, one sample's scores)."""
+    if sample is not None:
+        _show_sample(run_id, sample, store)
+        return
     with _open(store) as runs:
         try:
             info = runs.info(run_id)
@@ -126,6 +148,37 @@ def show(run_id: str, store: StoreOption = Path(".assay/runs.sqlite")) -> None:
                 )
         for _line, message in runs.row_errors(run_id)[:20]:
             err_console.print(f"[red]invalid row[/red] {printable(scrub(message, secrets))}")
+
+
+def _show_sample(run_id: str, sample_id: str, store: Path) -> None:
+    """Every score of one sample (each repeat): value or unscored reason, explanation, end state, verdicts."""
+    with _open(store) as runs:
+        try:
+            records = [r for r in runs.records(run_id) if r["id"] == sample_id]
+            secrets = url_secrets(runs.info(run_id).spec.base_url)
+        except AssayError as exc:
+            err_console.print(f"[red]error:[/red] {printable(str(exc))}")
+            raise typer.Exit(EXIT_USAGE) from None
+    if not records:
+        err_console.print(f"[red]error:[/red] run {printable(run_id)} has no sample {printable(sample_id)!s}")
+        raise typer.Exit(EXIT_USAGE)
+    for record in records:
+        out_console.print(
+            f"[bold]{printable(sample_id, breaks=False)}[/bold] · line {record['line']} · repeat {record['repeat']}"
+        )
+        for metric, score in record["scores"].items():
+            value = score.get("value")
+            shown = fmt_score(float("nan") if value is None else float(value))
+            if score.get("unscored_reason"):
+                shown = f"unscored ({printable(score['unscored_reason'])})"
+            out_console.print(f"[bold]{printable(metric)}[/bold]: {shown}")
+            for text in (score.get("detail"), score.get("explanation")):
+                if text:
+                    out_console.print(f"  [dim]{printable(scrub(text, secrets))}[/dim]")
+            for line in end_state_lines(score):
+                out_console.print(line)
+            for line in verdict_lines(score):
+                out_console.print(line)
 
 
 class _Scrubbed(io.TextIOBase):

@@ -16,7 +16,9 @@ eval(task, model="openai/gpt-4o-mini")
 
 Each Inspect sample becomes an :class:`assay.Sample`: the input is the question, the
 model's completion the answer, the sample's ``metadata["contexts"]`` (or
-``retrieved_contexts``; see ``contexts_key``) the contexts and the target the reference.
+``retrieved_contexts``; see ``contexts_key``) the contexts, ``metadata["reference_tool_calls"]``
+the expected tool calls (for ``tool_call_accuracy`` and ``agent_state_match``) and the
+target the reference.
 The Inspect :class:`~inspect_ai.scorer.Score` carries the value, the explanation and, in
 its metadata, every verdict (subject, value, reason), the metric's spec, the judge and its
 token counts. An unscored assay result (the judge refused, its answer did not parse, the
@@ -32,6 +34,7 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from assay._messages import INVALID_ARGUMENTS
 from assay._samples import Message, Sample, ToolCall, context_text
 from assay._scores import Score, UnscoredReason
 from assay.errors import ConfigError, MissingExtraError, SampleError
@@ -45,10 +48,13 @@ if TYPE_CHECKING:
     from inspect_ai.scorer import Scorer, Target
     from inspect_ai.solver import TaskState
 
-__all__ = ["CONTEXTS_KEYS", "assay_scorer", "inspect_score", "to_sample"]
+__all__ = ["CONTEXTS_KEYS", "REFERENCE_TOOL_CALLS_KEY", "assay_scorer", "inspect_score", "to_sample"]
 
 CONTEXTS_KEYS: tuple[str, ...] = ("contexts", "retrieved_contexts")
 """The sample metadata keys read for contexts by default, first present wins."""
+
+REFERENCE_TOOL_CALLS_KEY = "reference_tool_calls"
+"""The sample metadata key read for the expected tool calls (agent metrics)."""
 
 # assay's reason -> Inspect's coarse reason (``inspect_ai.scorer.ScoreReason``). The
 # exact assay reason stays in the score's metadata under ``unscored``.
@@ -65,6 +71,7 @@ _INSPECT_REASON: dict[UnscoredReason, str] = {
     # Neither the model nor the judge failed: assay's own words say it best.
     UnscoredReason.NO_STATEMENTS: UnscoredReason.NO_STATEMENTS.value,
     UnscoredReason.NOT_APPLICABLE: UnscoredReason.NOT_APPLICABLE.value,
+    UnscoredReason.UNDECIDED: UnscoredReason.UNDECIDED.value,
 }
 
 
@@ -114,7 +121,7 @@ def assay_scorer(
     chosen = build_metric(metric) if isinstance(metric, str) else metric
     keys = (contexts_key,) if isinstance(contexts_key, str) else tuple(contexts_key)
     if base_url is not None and isinstance(judge, JudgeModel):
-        raise ConfigError("base_url applies to a judge string (\"openai:MODEL\"); this judge is already built")
+        raise ConfigError('base_url applies to a judge string ("openai:MODEL"); this judge is already built')
     built = judge if isinstance(judge, JudgeModel) else get_judge(judge, base_url=base_url)
     bridge = _Bridge(chosen, built, limits, cache)
 
@@ -187,6 +194,7 @@ def to_sample(
             contexts = _contexts(metadata.pop(key), key, where)
             break
     targets = [t for t in target.target if t]
+    reference_calls = metadata.pop(REFERENCE_TOOL_CALLS_KEY, None)
     return Sample(
         id=str(state.sample_id),
         question=state.input_text or None,
@@ -194,8 +202,28 @@ def to_sample(
         contexts=contexts,
         reference="\n".join(targets) or None,
         trace=_trace(state.messages) if trace else (),
+        reference_tool_calls=_reference_calls(reference_calls, where),
         metadata=metadata,
     )
+
+
+def _reference_calls(value: object, where: str) -> tuple[ToolCall, ...] | None:
+    """``metadata["reference_tool_calls"]`` as calls (assay's, OpenAI's, Ragas', DeepEval's or Inspect's shape)."""
+    if value is None:
+        return None
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        kind = type(value).__name__
+        raise SampleError(
+            f"metadata[{REFERENCE_TOOL_CALLS_KEY!r}] must be a list of tool calls, got {kind}", source=where
+        )
+    calls = []
+    for i, item in enumerate(value):
+        raw = item.model_dump() if hasattr(item, "model_dump") else item  # an inspect_ai ToolCall object
+        try:
+            calls.append(ToolCall.model_validate(raw))
+        except ValueError as exc:
+            raise SampleError(f"metadata[{REFERENCE_TOOL_CALLS_KEY!r}][{i}]: {exc}", source=where) from None
+    return tuple(calls)
 
 
 def _contexts(value: object, key: str, where: str) -> tuple[str, ...]:
@@ -221,13 +249,20 @@ def _trace(messages: Sequence[InspectMessage]) -> tuple[Message, ...]:
             Message(
                 role=message.role,
                 content=message.text or None,
-                tool_calls=tuple(ToolCall(name=c.function, arguments=c.arguments, id=c.id) for c in calls),
+                tool_calls=tuple(_inspect_call(c) for c in calls),
                 tool_call_id=getattr(message, "tool_call_id", None) if tool else None,
                 name=getattr(message, "function", None) if tool else None,
                 is_error=tool and getattr(message, "error", None) is not None,
             )
         )
     return tuple(turns)
+
+
+def _inspect_call(call: Any) -> ToolCall:
+    """An Inspect tool call; arguments that did not parse (``parse_error``) are kept as the agent's raw text."""
+    error = getattr(call, "parse_error", None)
+    arguments = {INVALID_ARGUMENTS: error} if error else dict(call.arguments or {})
+    return ToolCall(name=call.function, arguments=arguments, id=call.id)
 
 
 def _evidence(score: Score, keep_calls: bool) -> dict[str, Any]:
@@ -246,6 +281,8 @@ def _evidence(score: Score, keep_calls: bool) -> dict[str, Any]:
     }
     if score.unscored_reason is not None:
         evidence["unscored"] = {"reason": score.unscored_reason.value, "detail": score.detail}
+    if score.details is not None:
+        evidence["details"] = score.details
     if score.parts:
         evidence["parts"] = [_evidence(part, keep_calls) for part in score.parts]
     if keep_calls:
@@ -260,7 +297,8 @@ def inspect_score(
 
     Metadata keys: ``metric``, ``value``, ``verdicts`` (each ``subject``, ``value``,
     ``reason``), ``spec``, ``usage``, ``judge``, and when relevant ``unscored`` (assay's
-    ``reason`` and ``detail``), ``parts`` (a combined score's parts) and ``calls``.
+    ``reason`` and ``detail``), ``details`` (an agent metric's end state), ``parts`` (a
+    combined score's parts) and ``calls``.
 
     An unscored result is ``Score.unscored`` (NaN: Inspect's metrics skip it) with
     Inspect's coarse reason: ``grader_failed`` when the judge failed, ``no_response`` when

@@ -19,20 +19,27 @@ from assay.grounding._verify import StatementVerifier
 from assay.metrics._agent import AgentGoalAccuracy
 from assay.metrics._base import Metric, missing_fields, score_safely
 from assay.metrics._composite import Aggregate, CompositeMetric, CompositeRun, Outputs, SubMetric, SubResult
+from assay.metrics._endstate import Action, EndState, StateChanges, read_end_state
 from assay.metrics._faithfulness import Faithfulness
 from assay.metrics._graders import BinaryJudgeGrader, CombinedGrader, RangeJudgeGrader, Shot, TemplatedPromptJudgeGrader
+from assay.metrics._holistic import HolisticGoalAccuracy
+from assay.metrics._matching import ArgumentMatch
 from assay.metrics._rag import AnswerRelevancy, ContextPrecision, ContextRecall, FactualCorrectness
 from assay.metrics._registry import MetricEntry, build_metric, metric_entries, register_metric
 from assay.metrics._spec import metric_from_spec, spec_from_fields
+from assay.metrics._state import AgentStateMatch
 from assay.metrics._tools import ToolCallAccuracy
 from assay.metrics._trace import TraceFormatter
 
 __all__ = [
     "DETAIL_FEATURES",
+    "Action",
     "AddressedFinding",
     "AgentGoalAccuracy",
+    "AgentStateMatch",
     "Aggregate",
     "AnswerRelevancy",
+    "ArgumentMatch",
     "BinaryJudgeGrader",
     "CombinedGrader",
     "CompositeMetric",
@@ -43,8 +50,10 @@ __all__ = [
     "Decomposition",
     "DetailCombiner",
     "DetailFeatures",
+    "EndState",
     "FactualCorrectness",
     "Faithfulness",
+    "HolisticGoalAccuracy",
     "LLMDecomposer",
     "Metric",
     "MetricEntry",
@@ -52,6 +61,7 @@ __all__ = [
     "RangeJudgeGrader",
     "SentenceDecomposer",
     "Shot",
+    "StateChanges",
     "StatementVerifier",
     "SubMetric",
     "SubResult",
@@ -65,6 +75,7 @@ __all__ = [
     "metric_entries",
     "metric_from_spec",
     "missing_fields",
+    "read_end_state",
     "register_metric",
     "score_safely",
     "spec_from_fields",

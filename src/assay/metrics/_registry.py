@@ -173,15 +173,43 @@ def _bool(value: object) -> bool:
     raise ValueError(f"expected true or false, got {value!r}")
 
 
-def _goal(reference: bool | None) -> Callable[..., Metric]:
-    def build(max_chars: str | None = None) -> Metric:
-        from assay.metrics._agent import AgentGoalAccuracy
-        from assay.metrics._trace import TraceFormatter
+def _tools(value: str | None) -> tuple[str, ...]:
+    """A comma-separated list of tool names or patterns (``book_*,cancel_*``)."""
+    return tuple(part.strip() for part in (value or "").split(",") if part.strip())
 
-        formatter = TraceFormatter(max_chars=int(max_chars)) if max_chars else TraceFormatter()
-        return AgentGoalAccuracy(reference=reference, formatter=formatter)
+
+def _state(state_changing: str | None, read_only: str | None) -> Any:
+    from assay.metrics._endstate import StateChanges
+
+    return StateChanges(tools=_tools(state_changing), read_only=_tools(read_only))
+
+
+def _goal(reference: bool | None) -> Callable[..., Metric]:
+    def build(state_changing: str | None = None, read_only: str | None = None, include_policy: str = "true") -> Metric:
+        from assay.metrics._agent import AgentGoalAccuracy
+
+        return AgentGoalAccuracy(
+            reference=reference, state=_state(state_changing, read_only), include_policy=_bool(include_policy)
+        )
 
     return build
+
+
+def _state_match(
+    state_changing: str | None = None,
+    read_only: str | None = None,
+    arguments: str = "exact",
+    ignore: str | None = None,
+    strict_order: str = "false",
+) -> Metric:
+    from assay.metrics._matching import ArgumentMatch
+    from assay.metrics._state import AgentStateMatch
+
+    return AgentStateMatch(
+        state=_state(state_changing, read_only),
+        arguments=ArgumentMatch(mode=arguments, ignore=_tools(ignore)),  # type: ignore[arg-type]
+        strict_order=_bool(strict_order),
+    )
 
 
 def _answer_relevancy() -> Metric:
@@ -214,15 +242,39 @@ def _factual_correctness(
     return _with_verifier(metric, threshold, chunk_chars)
 
 
-def _tool_call_accuracy(strict_order: str = "true", ignore_extra_arguments: str = "false") -> Metric:
+def _tool_call_accuracy(
+    strict_order: str = "true",
+    ignore_extra_arguments: str = "false",
+    calls: str = "all",
+    trajectory: str = "score",
+    arguments: str | None = None,
+    state_changing: str | None = None,
+) -> Metric:
+    from assay.metrics._matching import ArgumentMatch
     from assay.metrics._tools import ToolCallAccuracy
 
-    return ToolCallAccuracy(strict_order=_bool(strict_order), ignore_extra_arguments=_bool(ignore_extra_arguments))
+    return ToolCallAccuracy(
+        strict_order=_bool(strict_order),
+        ignore_extra_arguments=_bool(ignore_extra_arguments),
+        calls=calls,  # type: ignore[arg-type]
+        trajectory=trajectory,  # type: ignore[arg-type]
+        arguments=ArgumentMatch(mode=arguments, normalize=False) if arguments else ArgumentMatch(normalize=False),  # type: ignore[arg-type]
+        state=_state(state_changing, None),
+    )
 
 
-register_metric("agent_goal_accuracy", _goal(None), "did the agent reach the user's goal (reference if present)")
-register_metric("agent_goal_accuracy_with_reference", _goal(True), "end state vs the reference goal (needs reference)")
-register_metric("agent_goal_accuracy_without_reference", _goal(False), "end state vs the goal the judge infers")
+register_metric(
+    "agent_goal_accuracy", _goal(None), "every requirement of the goal met by the tool calls (reference if present)"
+)
+register_metric(
+    "agent_goal_accuracy_with_reference", _goal(True), "the reference goal's requirements vs the calls (needs it)"
+)
+register_metric(
+    "agent_goal_accuracy_without_reference", _goal(False), "the requirements in the user's turns vs the calls"
+)
+register_metric(
+    "agent_state_match", _state_match, "the state-changing calls performed equal the expected ones (no LLM)"
+)
 register_metric("answer_relevancy", _answer_relevancy, "does the answer address the question (binary + noncommittal)")
 register_metric("context_precision", _context_precision(None), "average precision of useful context chunks")
 register_metric(

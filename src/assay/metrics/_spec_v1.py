@@ -116,6 +116,8 @@ def _schema_1(spec: MetricSpec) -> Metric | None:
     params = spec.params
     kind = params.get("kind")
     base = spec.name.removesuffix("_with_reference").removesuffix("_without_reference")
+    if kind is None and base in _REPLACED:
+        raise ConfigError(f"metric {spec.name!r} (version {spec.version}, spec schema 1): {_REPLACED[base]}")
     build = _GRADERS.get(kind) if isinstance(kind, str) else _BY_NAME.get(base)
     if build is None:
         return None
@@ -206,16 +208,6 @@ def _context_precision(name: str, p: Mapping[str, Any]) -> Metric:
     return ContextPrecision(reference=p["reference"], config=_config(p))
 
 
-def _agent_goal_accuracy(name: str, p: Mapping[str, Any]) -> Metric:
-    from assay.metrics._agent import AgentGoalAccuracy
-    from assay.metrics._trace import TraceFormatter
-
-    stored = dict(p["formatter"])
-    if stored.pop("version") != TraceFormatter().version:
-        raise ValueError("the trace formatter's version changed")
-    return AgentGoalAccuracy(reference=p["reference"], formatter=TraceFormatter(**stored), config=_config(p))
-
-
 def _tool_call_accuracy(name: str, p: Mapping[str, Any]) -> Metric:
     from assay.metrics._tools import ToolCallAccuracy
 
@@ -231,12 +223,20 @@ _GRADERS: dict[str, _Build] = {
     "combined_grader": _combined,
 }
 
+_REPLACED: dict[str, str] = {
+    "agent_goal_accuracy": (
+        "version 1 judged a summary of the trace holistically; version 2 checks the goal's atomic requirements "
+        "against the tool calls, so the scores are not comparable. Run the evaluation again, or reproduce version 1 "
+        "with assay.metrics.HolisticGoalAccuracy (named agent_goal_accuracy_holistic)"
+    ),
+}
+"""Built-ins whose schema 1 records describe a metric that no longer exists under that name."""
+
 _BY_NAME: dict[str, _Build] = {
     "faithfulness": _faithfulness,
     "context_recall": _context_recall,
     "factual_correctness": _factual_correctness,
     "answer_relevancy": _answer_relevancy,
     "context_precision": _context_precision,
-    "agent_goal_accuracy": _agent_goal_accuracy,
     "tool_call_accuracy": _tool_call_accuracy,
 }

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from assay._samples import Message, Sample, ToolCall
 from assay._scores import MetricSpec, Score, Verdict
+from assay.errors import ConfigError
 from assay.metrics._common import missing_field
+from assay.metrics._endstate import Action, StateChanges, read_end_state
+from assay.metrics._matching import ArgumentMatch, bipartite_pairs, lcs_pairs, same_json
 from assay.metrics._spec import spec_from_fields
 from assay.metrics._trace import format_tool_call
 from assay.models._protocol import JudgeModel
 
 __all__ = ["ToolCallAccuracy", "actual_tool_calls"]
+
+Trajectory = Literal["score", "exact", "unordered", "in_order", "superset", "subset"]
+CallScope = Literal["all", "ignore_extra_reads", "state_changing"]
 
 
 def actual_tool_calls(trace: Sequence[Message]) -> tuple[ToolCall, ...]:
@@ -22,155 +28,194 @@ def actual_tool_calls(trace: Sequence[Message]) -> tuple[ToolCall, ...]:
     return tuple(call for message in trace if message.role == "assistant" for call in message.tool_calls)
 
 
+def _shallow_difference(expected: ToolCall, actual: ToolCall) -> str | None:
+    """Version 1's ``ignore_extra_arguments``: the expected keys at the top level, values exactly equal."""
+    if expected.name != actual.name:
+        return f"{actual.name} is not {expected.name}"
+    parts = []
+    missing = [k for k in expected.arguments if k not in actual.arguments]
+    if missing:
+        parts.append("missing arguments " + ", ".join(missing))
+    for k, v in expected.arguments.items():
+        if k in actual.arguments and not same_json(v, actual.arguments[k]):
+            parts.append(f"{k}: expected {_json(v)}, got {_json(actual.arguments[k])}")
+    return "; ".join(parts) or None
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _same(a: Any, b: Any) -> bool:
-    # Exact JSON equality: 1 == 1.0 as in JSON, but True is not 1 and "1" is not 1.
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    return type(a) is type(b) and bool(a == b)
-
-
-def _lcs_pairs(n: int, m: int, match: Callable[[int, int], bool]) -> list[tuple[int, int]]:
-    """An order-preserving maximum matching (longest common subsequence); ties favour earlier expected calls."""
-    table = [[0] * (m + 1) for _ in range(n + 1)]
-    for i in range(n - 1, -1, -1):
-        for j in range(m - 1, -1, -1):
-            if match(i, j):
-                table[i][j] = table[i + 1][j + 1] + 1
-            else:
-                table[i][j] = max(table[i + 1][j], table[i][j + 1])
-    pairs: list[tuple[int, int]] = []
-    i = j = 0
-    while i < n and j < m:
-        if match(i, j) and table[i][j] == table[i + 1][j + 1] + 1:
-            pairs.append((i, j))
-            i += 1
-            j += 1
-        elif table[i][j + 1] >= table[i + 1][j]:  # on a tie, keep the earlier expected call in play
-            j += 1
-        else:
-            i += 1
-    return pairs
-
-
-def _bipartite_pairs(n: int, m: int, match: Callable[[int, int], bool]) -> list[tuple[int, int]]:
-    """A maximum matching ignoring order (Kuhn's augmenting paths; expected calls tried in order)."""
-    owner: dict[int, int] = {}
-
-    def place(i: int, seen: set[int]) -> bool:
-        for j in range(m):
-            if j in seen or not match(i, j):
-                continue
-            seen.add(j)
-            if j not in owner or place(owner[j], seen):
-                owner[j] = i
-                return True
-        return False
-
-    for i in range(n):
-        place(i, set())
-    return sorted((i, j) for j, i in owner.items())
-
-
 @dataclass(frozen=True)
 class ToolCallAccuracy:
-    """Share of tool calls that match: expected calls vs the calls the agent made. No judge.
+    """Expected tool calls vs the calls the agent made. No judge.
 
-    Expected calls are ``sample.reference_tool_calls``; actual calls are the tool calls of
-    the assistant messages of ``sample.trace``, in order. A pair matches when the names
-    are equal and the arguments are equal as JSON values (``1 == 1.0``; ``"1" != 1``;
+    Expected calls are ``sample.reference_tool_calls`` (an empty list: the agent should call
+    nothing); actual calls are the tool calls of the assistant messages of ``sample.trace``,
+    in order. A pair matches when the names are equal and the arguments match as
+    ``arguments`` says (default: exactly, as JSON values: ``1 == 1.0``, ``"1" != 1``,
     ``True != 1``). Calls are paired by a maximum matching: order-preserving (a longest
-    common subsequence) when ``strict_order``, else as multisets. Then::
+    common subsequence; other calls may sit between) or as multisets.
 
-        score = matched pairs / max(len(expected), len(actual))
+    ``trajectory`` says what is scored. ``"score"`` (the default) is a share::
 
-    so a missing call and an extra call each cost as much as a wrong one. This is stricter
-    than Ragas' ToolCallAccuracy, which averages per-argument matches over aligned calls
-    and does not penalise extra calls unless they break the order.
+        score = matched pairs / max(len(expected), len(actual charged))
+
+    (1 when both are empty) so a missing call and an extra call each cost as much as a wrong
+    one; pairing is order-preserving when ``strict_order``. The other modes are 1 or 0, as
+    peers name them:
+
+    =============  ===========================================  ==============================
+    ``exact``      the same calls in the same order, no others  Vertex ``trajectory_exact_
+                                                                match``, agentevals ``strict``
+    ``unordered``  the same calls in any order, no others       agentevals ``unordered``
+    ``in_order``   every expected call, in order; others may    Vertex ``trajectory_in_order_
+                   sit between                                  match``
+    ``superset``   every expected call, any order; others free  Vertex ``trajectory_any_order_
+                                                                match``, agentevals ``superset``
+    ``subset``     no call outside the expected ones; some      agentevals ``subset``
+                   expected calls may be missing
+    =============  ===========================================  ==============================
+
+    ``calls`` chooses which calls count:
+
+    - ``"all"``: every call, on both sides.
+    - ``"ignore_extra_reads"``: a read-only call (see :class:`StateChanges`) that pairs with
+      no expected call is not charged: looking things up is free, but expected reads must
+      still be made.
+    - ``"state_changing"``: only state-changing calls, on both sides (a reference that lists
+      reads is compared on its state-changing calls only). Failed calls still count here (this
+      metric is about the calls made); :class:`~assay.metrics.AgentStateMatch` compares
+      what was *done*.
 
     One verdict per expected call (subject ``name({...})``); a 0 says what differed (no
     call to that tool, which arguments were missing, extra or different, or that the
-    matching call was out of order). Extra actual calls are listed in the explanation.
+    matching call was out of order). Extra calls are listed in the explanation. This is
+    stricter than Ragas' ToolCallAccuracy, which averages per-argument matches over aligned
+    calls and does not penalise extra calls unless they break the order.
 
     Args:
-        strict_order: Expected calls must appear in order (other calls may sit between them).
-        ignore_extra_arguments: An actual call may pass arguments the expected call does not list.
+        strict_order: For ``trajectory="score"``: expected calls must appear in order.
+            (``exact`` and ``in_order`` are ordered; ``unordered``, ``superset`` and
+            ``subset`` are not, whatever this says.)
+        ignore_extra_arguments: Version 1's option: an actual call may pass top-level
+            arguments the expected call does not list (nested values compare exactly).
+            ``arguments=ArgumentMatch(mode="expected_keys")`` does this at every depth.
+        calls: Which calls count: ``all``, ``ignore_extra_reads`` or ``state_changing``.
+        trajectory: ``score`` or a binary mode (above).
+        arguments: How arguments are compared (:class:`ArgumentMatch`; by default exactly,
+            strings not normalised, as in version 1).
+        state: Which tools change state (for ``calls`` other than ``all``).
     """
 
     strict_order: bool = True
     ignore_extra_arguments: bool = False
+    calls: CallScope = "all"
+    trajectory: Trajectory = "score"
+    arguments: ArgumentMatch = field(default_factory=lambda: ArgumentMatch(normalize=False))
+    state: StateChanges = field(default_factory=StateChanges)
     name: str = field(default="tool_call_accuracy", init=False)
     version: str = field(default="1", init=False)
     required_fields: ClassVar[tuple[str, ...]] = ("trace", "reference_tool_calls")
     """The trace (where the actual calls are) and the expected calls."""
 
+    def __post_init__(self) -> None:
+        if self.calls not in ("all", "ignore_extra_reads", "state_changing"):
+            raise ConfigError(
+                f"tool_call_accuracy: calls must be all, ignore_extra_reads or state_changing, not {self.calls!r}"
+            )
+        if self.trajectory not in ("score", "exact", "unordered", "in_order", "superset", "subset"):
+            raise ConfigError(
+                "tool_call_accuracy: trajectory must be score, exact, unordered, in_order, superset or subset, "
+                f"not {self.trajectory!r}"
+            )
+        if self.ignore_extra_arguments and self.arguments.mode != "exact":
+            raise ConfigError(
+                "tool_call_accuracy: give either ignore_extra_arguments or an arguments mode, not both "
+                "(arguments=ArgumentMatch(mode='expected_keys') is the newer form)"
+            )
+
     def spec(self) -> MetricSpec:
         """Name, version and the matching options."""
         return spec_from_fields(self)
 
+    @property
+    def ordered(self) -> bool:
+        """Whether pairing keeps the order of the calls."""
+        if self.trajectory == "score":
+            return self.strict_order
+        return self.trajectory in ("exact", "in_order")
+
+    def difference(self, expected: ToolCall, actual: ToolCall) -> str | None:
+        """``None`` when ``actual`` satisfies ``expected``, else what differs."""
+        if self.ignore_extra_arguments:
+            return _shallow_difference(expected, actual)
+        return self.arguments.difference(expected, actual)
+
     def matches(self, expected: ToolCall, actual: ToolCall) -> bool:
         """Whether ``actual`` satisfies ``expected``: same name and (enough of) the same arguments."""
-        if expected.name != actual.name:
-            return False
-        if self.ignore_extra_arguments:
-            return all(k in actual.arguments and _same(v, actual.arguments[k]) for k, v in expected.arguments.items())
-        return _same(expected.arguments, actual.arguments)
-
-    def _difference(self, expected: Mapping[str, Any], actual: Mapping[str, Any]) -> str:
-        parts = []
-        missing = [k for k in expected if k not in actual]
-        if missing:
-            parts.append("missing arguments " + ", ".join(missing))
-        if not self.ignore_extra_arguments:
-            extra = [k for k in actual if k not in expected]
-            if extra:
-                parts.append("unexpected arguments " + ", ".join(extra))
-        for k, v in expected.items():
-            if k in actual and not _same(v, actual[k]):
-                parts.append(f"{k}: expected {_json(v)}, got {_json(actual[k])}")
-        return "; ".join(parts)
+        return self.difference(expected, actual) is None
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """Match expected calls to actual calls and count the matches (``judge`` is not used)."""
         spec = self.spec()
-        if not sample.reference_tool_calls:
+        if sample.reference_tool_calls is None:
             return missing_field(self.name, "sample has no reference_tool_calls", spec)
         if not sample.trace:
             return missing_field(self.name, "sample has no trace", spec)
-        expected = sample.reference_tool_calls
-        actual = actual_tool_calls(sample.trace)
-        pairing = _lcs_pairs if self.strict_order else _bipartite_pairs
-        pairs = pairing(len(expected), len(actual), lambda i, j: self.matches(expected[i], actual[j]))
+        end = read_end_state(sample.trace, self.state, sample.metadata)
+        n_calls = len(end.actions)
+        expected = list(sample.reference_tool_calls)
+        actual: list[Action] = list(end.actions)
+        if self.calls == "state_changing":
+            patterns, source = self.state.kinds(sample.metadata)
+            expected = [c for c in expected if self.state.changes_state(c.name, patterns, source)]
+            actual = [a for a in actual if a.state_changing]
+        calls = [a.call for a in actual]
+        pairing = lcs_pairs if self.ordered else bipartite_pairs
+        pairs = pairing(len(expected), len(actual), lambda i, j: self.matches(expected[i], calls[j]))
         matched = dict(pairs)
         used = set(matched.values())
+        free_reads = self.calls == "ignore_extra_reads"
+        extra = [j for j in range(len(actual)) if j not in used and not (free_reads and not actual[j].state_changing)]
         verdicts = []
         for i, call in enumerate(expected):
             if i in matched:
-                reason = f"matched call {matched[i] + 1} of {len(actual)}"
+                reason = f"matched call {actual[matched[i]].number} of {n_calls}"
             else:
                 reason = self._why_not(call, i, actual, used, matched)
             verdicts.append(Verdict(subject=format_tool_call(call), value=1 if i in matched else 0, reason=reason))
-        extra = [f"{j + 1}: {format_tool_call(c)}" for j, c in enumerate(actual) if j not in used]
-        explanation = f"{len(pairs)} of {len(expected)} expected calls matched; {len(actual)} calls made"
+        compared = {"all": "", "ignore_extra_reads": " (extra read calls not charged)", "state_changing": ""}[
+            self.calls
+        ]
+        what = "expected state-changing calls" if self.calls == "state_changing" else "expected calls"
+        made = f"{len(actual)} state-changing calls made" if self.calls == "state_changing" else f"{n_calls} calls made"
+        explanation = f"{len(pairs)} of {len(expected)} {what} matched; {made}{compared}"
         if extra:
-            explanation += "; unmatched calls made: " + " | ".join(extra)
-        value = len(pairs) / max(len(expected), len(actual))
+            explanation += "; unmatched calls made: " + " | ".join(
+                f"{actual[j].number}: {format_tool_call(calls[j])}" for j in extra
+            )
+        value = self._value(len(expected), len(pairs), len(extra))
+        if self.trajectory != "score":
+            explanation = f"{self.trajectory} match {'holds' if value else 'fails'}: {explanation}"
         return Score.scored(self.name, value, verdicts=verdicts, explanation=explanation, spec=spec)
+
+    def _value(self, n_expected: int, n_matched: int, n_extra: int) -> float:
+        missing = n_expected - n_matched
+        if self.trajectory == "score":
+            denominator = max(n_expected, n_matched + n_extra)
+            return n_matched / denominator if denominator else 1.0
+        if self.trajectory in ("exact", "unordered"):
+            return float(missing == 0 and n_extra == 0)
+        if self.trajectory in ("in_order", "superset"):
+            return float(missing == 0)
+        return float(n_extra == 0)  # subset
 
     def _why_not(
         self,
         call: ToolCall,
         i: int,
-        actual: Sequence[ToolCall],
+        actual: Sequence[Action],
         used: set[int],
         matched: Mapping[int, int],
     ) -> str:
@@ -181,13 +226,13 @@ class ToolCallAccuracy:
         free = [j for j in same_name if j not in used]
         if free:
             # Where an order-preserving partner would have to sit: after the previous match, before the next.
-            if self.strict_order:
+            if self.ordered:
                 lo = max((j for k, j in matched.items() if k < i), default=-1)
                 hi = min((j for k, j in matched.items() if k > i), default=len(actual))
                 in_place = [j for j in free if lo < j < hi]
-                if not in_place and any(self.matches(call, actual[j]) for j in free):
+                if not in_place and any(self.matches(call, actual[j].call) for j in free):
                     return f"a matching call to {call.name} was made, but out of order"
                 free = in_place or free
             j = free[0]
-            return f"call {j + 1} to {call.name} differs: {self._difference(call.arguments, actual[j].arguments)}"
+            return f"call {actual[j].number} to {call.name} differs: {self.difference(call, actual[j].call)}"
         return f"every call to {call.name} was already matched to another expected call"

@@ -21,6 +21,7 @@ from assay.errors import MissingExtraError
 
 __all__ = ["Encoder", "MiniLMEncoder"]
 
+
 class Encoder(Protocol):
     """Turns texts into L2-normalised embedding rows."""
 

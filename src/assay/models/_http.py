@@ -40,6 +40,8 @@ LOCAL_PLACEHOLDER_KEY = "not-needed"
 
 _LOCAL_NAMES = frozenset({"localhost", "host.docker.internal"})
 _EXCERPT_CHARS = 300
+
+
 class JudgeHTTPError(JudgeError):
     """An OpenAI-compatible or Anthropic server failed to answer.
 

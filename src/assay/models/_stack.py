@@ -32,6 +32,7 @@ from assay.models._wrapper import JudgeWrapper
 
 __all__ = ["Limits", "build_judge_stack", "same_in_every_repeat"]
 
+
 @dataclass(frozen=True)
 class Limits:
     """How hard the runner may push a judge.

@@ -171,24 +171,6 @@ def verdict_tone(value: object) -> str:
     return "info"
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 # --------------------------------------------------------------------------- charts
 
 
@@ -371,6 +353,25 @@ class Texts:
         return index
 
 
+def _end_state(score: Mapping[str, Any]) -> dict[str, Any] | None:
+    """An agent score's end state as the page shows it: each state-changing call and its outcome."""
+    end = (score.get("details") or {}).get("end_state")
+    if not isinstance(end, Mapping):
+        return None
+    changes = []
+    for change in end.get("state_changes") or ():
+        arguments = json.dumps(change.get("arguments") or {}, ensure_ascii=False, default=str)
+        changes.append(
+            {
+                "text": f"call {change.get('call')}: {change.get('tool')}({arguments})",
+                "outcome": str(change.get("outcome") or ""),
+                "tone": "bad" if change.get("outcome") == "failed" else "ok",
+                "result": str(change.get("result") or ""),
+            }
+        )
+    return {"changes": changes, "read_calls": end.get("read_calls"), "kinds": str(end.get("kinds") or "")}
+
+
 def _score_entries(
     name: str, score: Mapping[str, Any], answer: str, texts: Texts, depth: int = 0
 ) -> list[dict[str, Any]]:
@@ -390,6 +391,8 @@ def _score_entries(
                 for e in (v.get("evidence") or ())[:3]
             ],
             "flags": [str(f) for f in v.get("flags") or ()],
+            # An agent requirement's cited tool calls ("call 5: book(...)").
+            "cited": [str(c) for c in ((v.get("details") or {}).get("cited") or ())[:4]],
         }
         for v in score.get("verdicts") or ()
     ]
@@ -409,6 +412,7 @@ def _score_entries(
         "detail": score.get("detail"),
         "explanation": score.get("explanation"),
         "verdicts": verdicts,
+        "end_state": _end_state(score),
         "marks": to_utf16_segments(answer, marks),
         "unplaced": unplaced if answer else list(range(len(verdicts))),
         "sentences": sentence_marks(answer, decomposition),

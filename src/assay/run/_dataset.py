@@ -24,6 +24,7 @@ from assay.errors import ConfigError, DatasetError, SampleError, did_you_mean
 __all__ = [
     "ALIASES",
     "IDEAL_CONTEXT_COLUMNS",
+    "LIST_ALIASES",
     "MAX_NESTING",
     "MappedColumns",
     "Row",
@@ -55,12 +56,23 @@ ALIASES: Mapping[str, str] = {
     "ground_truth": "reference",
     "expected_output": "reference",
     "messages": "trace",
+    # Ragas: reference_tool_calls (same name); DeepEval: expected_tools.
+    "expected_tools": "reference_tool_calls",
 }
 """Column name -> sample field, for columns named as other tools name them.
 
 Every reader uses this one table. An explicit ``mapping`` always wins over it; two
 columns that would fill one field (``answer`` and ``response``) are a row error.
+A ``user_input`` that holds a list is Ragas' ``MultiTurnSample`` conversation and fills the
+trace (see :data:`LIST_ALIASES`); DeepEval's ``tools_called`` becomes a trace when the row
+has none (:func:`trace_from_tools_called`).
 """
+
+LIST_ALIASES: Mapping[str, str] = {"user_input": "trace"}
+"""Column name -> sample field when the column holds a list (Ragas' multi-turn ``user_input``)."""
+
+TOOLS_CALLED = "tools_called"
+"""DeepEval's column of the calls an agent made (``name``, ``input_parameters``, ``output``)."""
 
 IDEAL_CONTEXT_COLUMNS: Mapping[str, str] = {
     "context": "DeepEval's ideal context",
@@ -168,6 +180,9 @@ def sample_from_record(
     if problem is not None:
         raise error(problem)
     fields, columns, extra = _assign(record, explicit, error)
+    if extra.get(TOOLS_CALLED) is not None and "trace" not in fields:
+        fields["trace"] = trace_from_tools_called(fields, extra.pop(TOOLS_CALLED), error)
+        columns["trace"] = TOOLS_CALLED
     metadata = _metadata(fields.pop("metadata", None), columns.get("metadata", "metadata"), extra, error)
     if fields.get("id") is None or (isinstance(fields["id"], str) and not fields["id"].strip()):
         fields["id"] = f"line-{line}" if line is not None else None
@@ -206,7 +221,9 @@ def _assign(
     claims: dict[str, list[str]] = {}
     extra: dict[str, Any] = {}
     for key, value in record.items():
-        target = explicit.get(key) or ALIASES.get(key, key)
+        target = (
+            explicit.get(key) or (LIST_ALIASES.get(key) if isinstance(value, list) else None) or ALIASES.get(key, key)
+        )
         if target in _FIELDS:
             if value is not None:  # a null cell is an absent one
                 claims.setdefault(target, []).append(key)
@@ -225,6 +242,42 @@ def _assign(
         fields[target] = record[chosen[0]]
         extra.update((key, record[key]) for key in keys if key != chosen[0])
     return fields, columns, extra
+
+
+def trace_from_tools_called(
+    fields: Mapping[str, Any], tools_called: Any, error: Callable[[str], SampleError]
+) -> list[dict[str, Any]]:
+    """DeepEval's ``tools_called`` as a trace: the input, the calls with their outputs, the output.
+
+    Each call (``{"name", "input_parameters", "output"}``) becomes an assistant tool call
+    followed by its result (``output`` as text; a call without an output has no result, so
+    whether it succeeded is not known). The row's ``input`` opens the trace and its
+    ``actual_output`` closes it.
+    """
+    from assay._messages import ToolCall
+
+    if not isinstance(tools_called, list):
+        raise error(f"field '{TOOLS_CALLED}': expected a list of tool calls, got {type(tools_called).__name__}")
+    trace: list[dict[str, Any]] = []
+    if isinstance(fields.get("question"), str) and fields["question"].strip():
+        trace.append({"role": "user", "content": fields["question"]})
+    for i, raw in enumerate(tools_called):
+        try:
+            call = ToolCall.model_validate(raw)
+        except ValueError as exc:
+            problem = str(exc).split("\n", 1)[-1].strip()
+            raise error(f"field '{TOOLS_CALLED}[{i}]': {problem}") from None
+        call_id = call.id or f"{TOOLS_CALLED}-{i + 1}"
+        trace.append(
+            {"role": "assistant", "tool_calls": [{"id": call_id, "name": call.name, "arguments": call.arguments}]}
+        )
+        output = raw.get("output") if isinstance(raw, Mapping) else None
+        if output is not None:
+            content = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, default=str)
+            trace.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": content})
+    if isinstance(fields.get("answer"), str) and fields["answer"].strip():
+        trace.append({"role": "assistant", "content": fields["answer"]})
+    return trace
 
 
 def _metadata(given: Any, column: str, extra: Mapping[str, Any], error: Callable[[str], SampleError]) -> dict[str, Any]:

@@ -47,6 +47,7 @@ __all__ = ["DEFAULT_CACHE_PATH", "EvalResult", "SampleResult", "aevaluate", "eva
 DEFAULT_CACHE_PATH = Path(".assay/cache.sqlite")
 """Where ``cache=True`` (and ``assay run``) keep judge answers."""
 
+
 @dataclass(frozen=True)
 class SampleResult:
     """Every metric's score for one sample (and one repeat).
@@ -365,9 +366,7 @@ async def aevaluate(
     def stats() -> str:
         s = tally.summary()
         unscored = sum(m.n_unscored for m in s.metrics.values())
-        return (
-            f"scored {s.n_scored} unscored {unscored} · {s.cost.usage.total_tokens:,} tok · {_cost_text(s.cost)}"
-        )
+        return f"scored {s.n_scored} unscored {unscored} · {s.cost.usage.total_tokens:,} tok · {_cost_text(s.cost)}"
 
     def record(done_result: SampleResult) -> None:
         if run_store is not None and run_id is not None:

@@ -270,9 +270,7 @@ class RunStore:
         """The run's :class:`~assay.run.RunSummary`, computed from every stored record."""
         spec = self.spec(run_id)
         names = [m.name for m in spec.metrics]
-        return summarize_results(
-            self.results(run_id), names, n_row_errors=len(self.row_errors(run_id)), prices=prices
-        )
+        return summarize_results(self.results(run_id), names, n_row_errors=len(self.row_errors(run_id)), prices=prices)
 
     def runs(self) -> list[RunInfo]:
         """Every run, newest first."""
@@ -376,9 +374,7 @@ class RunStore:
         """
         return wide_rows(self.records(run_id), [m.name for m in self.spec(run_id).metrics])
 
-    def export(
-        self, run_id: str, out: IO[str], fmt: Literal["jsonl", "csv"] = "jsonl", *, wide: bool = False
-    ) -> int:
+    def export(self, run_id: str, out: IO[str], fmt: Literal["jsonl", "csv"] = "jsonl", *, wide: bool = False) -> int:
         """Write the run's results to ``out``; return how many rows were written.
 
         ``jsonl``: the full records. ``csv``: one row per (sample, repeat, metric), or with

@@ -314,6 +314,31 @@
     return box;
   }
 
+  // The tool calls an agent requirement's verdict cites, as text.
+  function citedCalls(cited) {
+    var box = el("span", { cls: "evidence" });
+    cited.forEach(function (c) { box.appendChild(el("q", { title: "cited call", text: c })); });
+    return box;
+  }
+
+  // An agent score's end state: every state-changing call and whether it succeeded.
+  function endStateView(end, depth) {
+    var box = el("div", { cls: "end-state" });
+    box.style.marginLeft = (depth * 16) + "px";
+    box.appendChild(el("div", { cls: "dim", text: "end state: " + end.changes.length + " state-changing call(s), " +
+      (end.read_calls || 0) + " read call(s); state-changing tools " + end.kinds }));
+    var ul = el("ul", { cls: "verdicts criteria" });
+    end.changes.forEach(function (c) {
+      var li = el("li", { cls: c.tone, title: c.result },
+        el("span", { cls: "mark", text: c.outcome }),
+        el("span", { cls: "subject", text: c.text }));
+      li.dataset.tone = c.tone;
+      ul.appendChild(li);
+    });
+    if (end.changes.length) box.appendChild(ul);
+    return box;
+  }
+
   function verdictList(entry, indexes) {
     var ul = el("ul", { cls: "verdicts" });
     indexes.forEach(function (i) {
@@ -323,7 +348,8 @@
         el("span", { cls: "subject", text: v.subject }),
         (v.flags || []).length ? el("span", { cls: "flag", text: v.flags.join(", ") }) : null,
         v.reason ? el("span", { cls: "reason", text: v.reason }) : null,
-        (v.evidence || []).length ? evidenceList(v.evidence) : null);
+        (v.evidence || []).length ? evidenceList(v.evidence) : null,
+        (v.cited || []).length ? citedCalls(v.cited) : null);
       li.dataset.tone = v.tone;
       ul.appendChild(li);
     });
@@ -460,6 +486,7 @@
       var detailText = withoutReason(e, e.detail), explanation = withoutReason(e, e.explanation);
       if (detailText) root.appendChild(el("div", { cls: "dim", text: detailText }));
       if (explanation && explanation !== detailText) root.appendChild(el("div", { cls: "dim", text: explanation }));
+      if (e.end_state) root.appendChild(endStateView(e.end_state, e.depth));
       if (e.verdicts.length) {
         var list = verdictList(e, e.verdicts.map(function (_, i) { return i; }));
         if (!e.marks.length) list.className += " criteria";
