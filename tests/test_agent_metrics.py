@@ -449,3 +449,35 @@ def test_dropping_an_expected_change_or_failing_its_call_breaks_the_match(
     # A failed attempt on top of the performed changes changes nothing.
     retried = [*calls, calls[changing[0]]]
     assert match(state_sample(expected, trace_of(retried, frozenset({len(calls)})))).value == 1.0
+
+
+class WindowedJudge(ScriptedJudge):
+    """A scripted judge with a fixed context window that counts a token per 4 characters (as the local judge)."""
+
+    n_ctx = 1500
+
+    def count_tokens(self, text: str) -> int:
+        return len(text) // 4 + 1
+
+
+def test_a_long_policy_is_cut_to_fit_a_judge_with_a_fixed_window_and_the_record_says_so() -> None:
+    # With the local judge's 4,096-token window, tau-bench's 6,000-character policy and the
+    # calls made every requirement prompt too long: each would be refused, the score unscored.
+    policy = "Rule one: economy fares are not refundable. " + "Another rule of the airline. " * 400
+    sample = SAMPLE.model_copy(update={"trace": (Message(role="system", content=policy), *TRACE[1:])})
+    metric = AgentGoalAccuracy(reference=True)
+    judge = WindowedJudge([requirements("Cancel ABC", "Do not book a new flight"), verdict("met", [2]), verdict("met")])
+    score = asyncio.run(metric.score(sample, judge))
+    assert score.value == 1.0
+    for request in judge.requests[1:]:
+        prompt = "\n".join(m["content"] for m in request.messages)
+        assert judge.count_tokens(prompt) <= WindowedJudge.n_ctx - metric.config.max_tokens
+        assert "<policy>\nRule one: economy fares are not refundable." in prompt  # its start is kept
+        assert "to fit the judge's window]" in prompt and "cancel_reservation" in prompt
+    fitted = (score.details or {})["fitted_to_window"]
+    assert fitted.startswith("policy cut to ") and "1500-token window" in fitted
+    assert fitted in (score.explanation or "")
+    # A judge that states no window gets the policy up to its cap, and no note.
+    score, judge = run(metric, [requirements("Cancel ABC"), verdict("met", [2])], sample)
+    assert "fitted_to_window" not in (score.details or {})
+    assert len(judge.requests[1].messages[1]["content"]) > 8000

@@ -130,6 +130,10 @@ USER_REQUIREMENTS_PROMPT: JudgePrompt[UserTurnsToSplit, Requirements] = JudgePro
 )
 
 
+WINDOW_MARGIN_TOKENS = 96
+"""The chat template's tokens and a safety margin, on top of the prompt and the answer."""
+
+
 class RequirementCheck(BaseModel):
     """Input of the requirement prompt: the shared evidence first, the requirement last."""
 
@@ -345,6 +349,9 @@ class AgentGoalAccuracy:
             final_reply=_excerpt(end.final_reply, self.reply_chars) if end.final_reply else "(no reply)",
             requirement="",
         )
+        evidence, fitted = self._fit_window(evidence, end, judge, max(300, *map(len, requirements)))
+        if fitted:
+            details["fitted_to_window"] = fitted
         numbers = {a.number: a for a in end.actions}
         verdicts: list[Verdict] = []
         failures: list[str] = []
@@ -382,6 +389,8 @@ class AgentGoalAccuracy:
         unmet = [v for v in verdicts if v.value == 0]
         undecided = [v for v in verdicts if v.value == "NA"]
         summary = f"{met} of {len(requirements)} requirements met ({details['requirements_from']}); {end.summary()}"
+        if fitted:
+            summary += f"; {fitted}"
         if unmet:
             explanation = summary + "; not met: " + " | ".join(v.subject for v in unmet)
             if failures:
@@ -404,6 +413,54 @@ class AgentGoalAccuracy:
         return Score.scored(
             self.name, 1.0, verdicts=verdicts, explanation=summary, calls=calls, spec=spec, details=details
         )
+
+    def _fit_window(
+        self, evidence: RequirementCheck, end: EndState, judge: JudgeModel, requirement_chars: int
+    ) -> tuple[RequirementCheck, str | None]:
+        """``evidence`` cut to fit a judge with a fixed context window, and what was cut.
+
+        A judge that says its window (``n_ctx``) and counts tokens (the local judge) would
+        refuse a longer prompt, every requirement unscored. The policy gives way first (its
+        end is cut), then the read calls' results. Other judges get ``evidence`` as it is.
+        """
+        window, count = getattr(judge, "n_ctx", None), getattr(judge, "count_tokens", None)
+        if not isinstance(window, int) or not callable(count):
+            return evidence, None
+        budget = window - self.config.max_tokens - WINDOW_MARGIN_TOKENS
+
+        def tokens(value: RequirementCheck) -> int:
+            probe = value.model_copy(update={"requirement": "x" * requirement_chars})
+            return int(count("\n".join(m["content"] for m in self.check_prompt.render(probe))))
+
+        over = tokens(evidence) - budget
+        if over <= 0:
+            return evidence, None
+        cut: list[str] = []
+        policy = evidence.policy
+        if self.include_policy and end.policy:
+            for _ in range(4):  # characters per token vary: measure again after each cut
+                keep = max(0, len(policy) - over * 4 - 200)
+                left_out = len(end.policy.strip()) - keep
+                note = f" … [{left_out} characters of policy left out to fit the judge's window]"
+                policy = end.policy.strip()[:keep] + note
+                evidence = evidence.model_copy(update={"policy": policy})
+                over = tokens(evidence) - budget
+                if over <= 0 or keep == 0:
+                    break
+            cut.append(f"policy cut to {keep} of {len(end.policy.strip())} characters")
+        if over > 0:
+            for chars in (3000, 1500, 600):
+                evidence = evidence.model_copy(
+                    update={"calls": render_actions(end, result_chars=min(self.result_chars, 120), max_chars=chars)}
+                )
+                over = tokens(evidence) - budget
+                if over <= 0:
+                    break
+            cut.append("tool results shortened")
+        note = f"{' and '.join(cut)} to fit the judge's {window}-token window"
+        if over > 0:
+            note += f" (still {over} tokens over: the judge will refuse)"
+        return evidence, note
 
     def _policy(self, end: EndState) -> str:
         if not self.include_policy or not end.policy:
