@@ -265,7 +265,13 @@ async def main() -> None:
         "time is printed as the plain variant's plus its own)",
     )
     parser.add_argument("--judge", default="local", help="local, local:/path.gguf or openai:MODEL")
-    parser.add_argument("--n-ctx", type=int, default=8192, help="context window of a local judge")
+    parser.add_argument(
+        "--n-ctx",
+        type=int,
+        default=4096,
+        help="context window of a local judge (default: the local judge's, as `assay run` uses it; "
+        "a longer policy is cut to fit and the record says so)",
+    )
     parser.add_argument("--max-chars", type=int, default=8000, help="holistic: trace formatter budget")
     parser.add_argument("--tool-chars", type=int, default=1500, help="holistic: cap per tool result")
     parser.add_argument("--json", type=Path, help="write every figure and every trajectory's result here")
