@@ -356,13 +356,61 @@ async def check(judge: HiddenStateJudge, k: int, seed: int) -> None:
         print(f"  callback errors: {_CAP.errors[:5]}")
 
 
+async def timing(samples: int, seed: int, rounds: int) -> None:
+    """The realistic RAG sample (``rag_speed.py``): today's judge and the capturing one, alternated.
+
+    Two model instances (the capturing one with a larger ``n_ctx`` so it is loaded apart,
+    with the graph callback); each keeps its own KV cache and saved prefixes, so both see
+    the same sequence of prompts. The order alternates every round, so a change in load
+    falls on both.
+    """
+    from rag_speed import build
+
+    plain = LocalJudge()
+    plain.load()  # before the patched load: no callback on this one
+    capture = HiddenStateJudge(mode="cb", n_ctx=plain.n_ctx + 256)
+    ways = {
+        "shared": StatementVerifier(evidence_chars=3000, whole_chars=2000, shared_evidence=True, reasons="none"),
+        "judged": StatementVerifier(evidence_chars=3000, whole_chars=2000, verbatim=False, reasons="none"),
+    }
+    for judge in (plain, capture):
+        await ways["shared"].verify(["Warm-up context."], ["Warm-up statement."], judge)
+    totals: dict[tuple[str, str], float] = {}
+    built = build(samples, seed)
+    for r in range(rounds):
+        for i, sample in enumerate(built):
+            statements = sample["supported"] + sample["unsupported"]
+            order = [("today", plain), ("hidden", capture)]
+            if (r + i) % 2:
+                order.reverse()
+            for way, verifier in ways.items():
+                for label, judge in order:
+                    started = time.perf_counter()
+                    await verifier.verify(sample["passages"], statements, judge)
+                    seconds = time.perf_counter() - started
+                    totals[(way, label)] = totals.get((way, label), 0.0) + seconds
+                    print(f"  round {r} sample {i} {way:6s} {label:6s} {seconds:6.1f} s", flush=True)
+    for way in ways:
+        a, b = totals[(way, "today")], totals[(way, "hidden")]
+        n = rounds * len(built)
+        print(f"{way}: today {a / n:.1f} s a sample, with hidden states {b / n:.1f} s ({b / a - 1:+.1%})")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", default="summedits,begin,wice")
     parser.add_argument("--n", default="500,300,150", help="items per set, in the order of --sets")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--first", default="", help="only the first K items of each set's sample (a prefix: a later run extends it)"
+    )
     parser.add_argument("--check", type=int, default=0, help="compare modes on K items instead of extracting")
+    parser.add_argument("--timing", type=int, default=0, help="alternate today/capture on N rag_speed samples")
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
+    if args.timing:
+        await timing(args.timing, 11, args.rounds)
+        return
     judge = HiddenStateJudge(mode="cb")
     if _LOADED:
         raise SystemExit("a model is already loaded without the graph callback")
@@ -377,8 +425,9 @@ async def main() -> None:
         )
     )
     sizes = [int(x) for x in args.n.split(",")]
-    for name, n in zip(args.sets.split(","), sizes, strict=True):
-        rows = load(name, n, args.seed)
+    firsts = [int(x) for x in args.first.split(",")] if args.first else sizes
+    for name, n, first in zip(args.sets.split(","), sizes, firsts, strict=True):
+        rows = load(name, n, args.seed)[:first]
         await extract(judge, name, rows, folder)
 
 
