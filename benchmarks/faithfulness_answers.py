@@ -25,9 +25,11 @@ What it prints, per set, with bootstrap 95% CIs (seeded):
 - decomposition fidelity: statements per answer; the share of judged statements anchored
   to the answer (``assay.grounding.anchor_statement``: every content word is the source
   sentence's or a referent's, and at least half of them are the sentence's own); judged
-  statements that come from the question (most content words in the question, few in the
-  answer) or from the decomposition prompt's own example; the share of checkable answer
-  sentences that yield a judged statement; seconds per answer.
+  statements that come from the question (not anchored, most content words the
+  question's) or from the decomposition prompt's own example (its words, absent from the
+  answer and the question); the share of checkable answer sentences that yield a judged
+  statement, and of those whose judged statements state every number, every capitalised
+  word and four fifths of the sentence's terms; seconds per answer.
 
 Every answer's record (statements, verdicts, spans, dropped statements, coverage, calls,
 seconds) is written to ``--out`` as JSONL, so fidelity can be recomputed from a run made
@@ -286,29 +288,39 @@ EXAMPLE_WORDS = {"relativity", "physicist", "german-born", "theoretical", "einst
 
 def fidelity(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Statements per answer, anchored share, leaks and coverage of one set's records."""
-    from assay.grounding import anchor_statement, checkable_sentences
+    from assay.grounding import anchor_statement, answer_sentences
+    from assay.grounding._anchor import _left_out
 
     statements = anchored = from_question = from_example = 0
-    sentences = covered = 0
+    sentences = covered = stated = 0
     for r in records:
+        question = r["question"] or ""
         judged = [v["subject"] for v in r["verdicts"]]
         statements += len(judged)
         answer_words = _content(r["answer"])
-        question_words = _content(r["question"] or "")
+        question_words = _content(question)
+        given = {w.lower() for w in re.findall(r"[A-Za-z-]+", r["answer"] + " " + question)}
+        anchors = {}
         for s in judged:
-            words = _content(s)
-            if anchor_statement(s, r["answer"], r["question"] or "") is not None:
+            found = anchor_statement(s, r["answer"], question)
+            anchors[s] = found
+            if found is not None:
                 anchored += 1
-            if words and len(words & question_words - answer_words) >= max(1, len(words) // 2):
+            words = _content(s)
+            # not what the answer says, and mostly the question's words
+            if found is None and words and len(words & question_words - answer_words) >= max(1, len(words) // 2):
                 from_question += 1
-            if {w.lower() for w in re.findall(r"[A-Za-z-]+", s)} & EXAMPLE_WORDS - {
-                w.lower() for w in re.findall(r"[A-Za-z-]+", r["answer"] + " " + (r["question"] or ""))
-            }:
+            if {w.lower() for w in re.findall(r"[A-Za-z-]+", s)} & (EXAMPLE_WORDS - given):
                 from_example += 1
-        for start, end in checkable_sentences(r["answer"]):
+        for index, sentence in enumerate(answer_sentences(r["answer"], question)):
+            if not sentence.checkable:
+                continue
             sentences += 1
-            if any(anchor_statement(s, r["answer"], r["question"] or "", within=(start, end)) for s in judged):
+            mine = [(s, a) for s, a in anchors.items() if a is not None and a.sentence == index]
+            if mine:
                 covered += 1
+                if _left_out(sentence, [a for _, a in mine], [s for s, _ in mine]) is None:
+                    stated += 1
     n = len(records)
     return {
         "statements_per_answer": statements / n if n else math.nan,
@@ -316,6 +328,7 @@ def fidelity(records: list[dict[str, Any]]) -> dict[str, Any]:
         "from_question": from_question,
         "from_example": from_example,
         "covered": covered / sentences if sentences else math.nan,
+        "fully_stated": stated / sentences if sentences else math.nan,
         "sentences": sentences,
         "seconds_per_answer": float(np.mean([r["seconds"] for r in records])) if records else math.nan,
     }
@@ -370,7 +383,8 @@ def show(figures: dict[str, Any]) -> None:
         print(
             f"{'':10} statements/answer {d['statements_per_answer']:.2f}; anchored {d['anchored']:.1%}; "
             f"from the question {d['from_question']}; from the prompt's example {d['from_example']}; "
-            f"answer sentences covered {d['covered']:.1%} of {d['sentences']}; "
+            f"answer sentences covered {d['covered']:.1%} of {d['sentences']} (every number, name and 4/5 of "
+            f"the words stated: {d['fully_stated']:.1%}); "
             f"{d['seconds_per_answer']:.1f} s/answer"
         )
 

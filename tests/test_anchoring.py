@@ -331,3 +331,34 @@ def test_the_terminal_summary_shows_the_unsupported_words_of_the_worst_answers(t
     flat = " ".join(result.output.split())
     assert "in the answer (unsupported in red)" in flat
     assert "It has [bold]20 million[/bold] inhabitants." in flat  # the answer's own text, shown, not styled
+
+
+def test_an_answer_with_no_word_of_its_own_is_the_question_answered() -> None:
+    question = "Are both The New Pornographers and Kings of Leon American rock bands?"
+    answered = "The New Pornographers and Kings of Leon are not both American rock bands."
+    found = anchor_statement(answered, "no", question)
+    assert found is not None and found.spans == ((0, 2),)
+    assert anchor_statement("Tiger Woods won the Masters.", "no", question) is None
+    genre = "What musical genre was the song that inspired the Britney Spears song Everytime?"
+    # "R&B" is a term (not two single letters that count for nothing), so its completion anchors
+    assert anchor_statement("R&B is the musical genre that inspired the song Everytime.", "R&B", genre) is not None
+    assert anchor_statement("Jazz is the musical genre that inspired the song Everytime.", "R&B", genre) is None
+
+
+@pytest.mark.parametrize("fixed", [True, False])
+def test_the_gate_says_whether_statements_were_fixed_across_repeats(tmp_path: Path, fixed: bool) -> None:
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    sample = Sample(id="a", question="Paris?", answer="Paris is the capital of France. It is big.", contexts=(CONTEXT,))
+    judge = judge_for({"It is big.": ["Paris is big."]}, {"Paris is the capital of France."})
+    store = tmp_path / "runs.sqlite"
+    metric = Faithfulness(strategy="per_statement", fixed_statements=fixed)
+    evaluate([sample], [metric], judge, store=store, repeats=2, temperature=0.7, progress=False)
+    result = CliRunner().invoke(app, ["gate", "--latest", "--store", str(store), "-m", "faithfulness=0.4"])
+    flat = " ".join(result.output.split())
+    if fixed:
+        assert "statements: the same in every repeat (decomposed once, at temperature 0)" in flat
+    else:
+        assert "statements: sampled with each repeat (fixed_statements=false)" in flat

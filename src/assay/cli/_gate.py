@@ -172,6 +172,18 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
             f"samples · scores moved in {report.n_scores_moved} ({report.n_moved_without_flip} with no verdict flip)",
             soft_wrap=True,
         )
+        fixed = {s.decomposition.fixed for sample in report.samples for s in sample.scores if s.decomposition}
+        if fixed == {True}:
+            out_console.print(
+                "statements: the same in every repeat (decomposed once, at temperature 0): the flake estimate is the "
+                "verdicts' noise, which is all that varied",
+                soft_wrap=True,
+            )
+        elif fixed:
+            out_console.print(
+                "statements: sampled with each repeat (fixed_statements=false): statement-set changes count as noise",
+                soft_wrap=True,
+            )
     if binary:
         out_console.print(
             f"[dim]{printable(result.metric)} is pass/fail per sample: its mean is the share of samples that pass, "

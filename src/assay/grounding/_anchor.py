@@ -102,9 +102,18 @@ def terms(text: str) -> tuple[Term, ...]:
     return _terms_uncached(text)
 
 
+_AMPERSAND = re.compile(r"\b[A-Za-z]{1,4}(?:&[A-Za-z]{1,4})+\b")
+"""Names written with an ampersand ("R&B", "AT&T"): one term, not single letters that count for nothing."""
+
+
 def _terms_uncached(text: str) -> tuple[Term, ...]:
     found: list[Term] = []
+    joined = [(m.start(), m.end()) for m in _AMPERSAND.finditer(text)]
+    for start, end in joined:
+        found.append(Term(text[start:end].lower(), start, end, True, False))
     for match in _TOKEN_RE.finditer(text):
+        if any(start <= match.start() < end for start, end in joined):
+            continue
         kind, piece = match.lastgroup, match.group()
         if kind == "num":
             digits = piece.replace(",", "").rstrip(".").lower()
@@ -115,7 +124,7 @@ def _terms_uncached(text: str) -> tuple[Term, ...]:
                 found.append(Term(lemma, match.start(), match.end(), piece[:1].isupper(), False))
             elif low.partition("-")[0] in _NUMBER_VOCABULARY and low != "and":
                 found.append(Term(low, match.start(), match.end(), False, True))
-    return tuple(found)
+    return tuple(sorted(found, key=lambda t: t.start))
 
 
 def content_lemmas(text: str) -> list[str]:
@@ -257,6 +266,10 @@ def _anchor_to(stated: tuple[Term, ...], read: _Read, index: int) -> Anchor | No
     if any(t.number or t.capitalised for t in novel) or len(novel) > _EXCUSED:
         return None
     own = [key for key in distinct if key in own_terms]
+    if not own_terms and len(read.sentences) == 1 and not novel:
+        # a whole answer with no term of its own ("No.", "Yes, both."): the statement is
+        # the question answered, and it may take only the question's words
+        return Anchor(index, ((sentence.start, sentence.end),), 0.0, tuple(distinct), ())
     share = len(own) / len(distinct)
     borrowed = tuple(key for key in distinct if key not in own_terms and key in referent_terms)
     # A sentence that leans on a referent ("She toured Japan.") may have its statement carry a
@@ -317,6 +330,8 @@ def anchor_statement(
         rare = [found for found in held if 0 < len(found) <= _RARE]
         pool = rare or [found for found in held if found][:1]
         candidates = sorted({i for found in pool for i in found[: _RARE * 4]})
+        if len(read.sentences) == 1 and not read.own[0] and read.sentences[0].checkable:
+            candidates = [0]  # a whole answer with no term of its own: the question answered
     best: Anchor | None = None
     for index in candidates:
         found = _anchor_to(stated, read, index)

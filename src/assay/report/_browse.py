@@ -30,8 +30,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from assay.analysis import bootstrap_mean_ci
-from assay.report._build import Interval, embed_json
+from assay.report._build import Interval, Texts, embed_json
 from assay.run import RunInfo
+from assay.run._frames import score_value
 
 __all__ = ["BROWSER_SAMPLES", "BrowserData", "RunEntry", "build_browser", "report_file"]
 
@@ -83,33 +84,8 @@ class BrowserData:
     generated_at: str = ""
 
 
-def _value(score: Mapping[str, Any]) -> float | None:
-    value = score.get("value")
-    if value is None or score.get("unscored_reason"):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-class _Texts:
-    """Each distinct text once: questions and contexts repeat across runs of one dataset."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-        self._index: dict[str, int] = {}
-
-    def __call__(self, text: object) -> int | None:
-        if text is None:
-            return None
-        key = str(text)
-        if key not in self._index:
-            self._index[key] = len(self.texts)
-            self.texts.append(key)
-        return self._index[key]
-
-
 def _samples(
-    records: Sequence[Mapping[str, Any]], names: Sequence[str], texts: _Texts, limit: int
+    records: Sequence[Mapping[str, Any]], names: Sequence[str], texts: Texts, limit: int
 ) -> tuple[list[dict[str, Any]], dict[str, Interval], int]:
     """Per sample (repeats grouped, in input order): id, question, answer, value and verdicts per metric."""
     groups: dict[int, list[Mapping[str, Any]]] = {}
@@ -123,7 +99,7 @@ def _samples(
         sample = first.get("sample") or {}
         scores: dict[str, Any] = {}
         for name in names:
-            values = [v for r in group if (v := _value((r.get("scores") or {}).get(name) or {})) is not None]
+            values = [v for r in group if (v := score_value((r.get("scores") or {}).get(name) or {})) is not None]
             mean = sum(values) / len(values) if values else None
             if mean is not None:
                 per_metric[name].append(mean)
@@ -174,7 +150,7 @@ def build_browser(
         store: The store's path, for the page's title.
         max_samples: Samples per run embedded for comparison (the rest are in its report).
     """
-    texts = _Texts()
+    texts = Texts()
     entries: list[RunEntry] = []
     metrics: list[str] = []
     payload_runs: list[dict[str, Any]] = []

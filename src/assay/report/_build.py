@@ -24,11 +24,9 @@ Conventions (also in ``docs/design/report.md``):
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import math
 import re
-from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,8 +43,16 @@ from assay.analysis import (
     is_pass_fail,
     paired_bootstrap_ci,
 )
+from assay.report._answer import (
+    answer_segments,
+    locate_statements,
+    sentence_marks,
+    to_utf16_offsets,
+    to_utf16_segments,
+)
 from assay.run import RunInfo
 from assay.run._cost import CostReport, PriceTable
+from assay.run._frames import score_value
 
 __all__ = [
     "CompareMetric",
@@ -165,131 +171,22 @@ def verdict_tone(value: object) -> str:
     return "info"
 
 
-_TRAILING = ".!?;:,"
 
 
-def _pattern(text: str) -> re.Pattern[str] | None:
-    words = text.split()
-    if not words:
-        return None
-    return re.compile(r"\s+".join(re.escape(w) for w in words), re.IGNORECASE)
 
 
-def _free(a: int, b: int, taken: list[tuple[int, int, int]]) -> bool:
-    return b > a and all(b <= s or a >= e for s, e, _ in taken)
 
 
-def _find(
-    candidate: str, answer: str, lowered: str | None, start: int, taken: list[tuple[int, int, int]]
-) -> tuple[int, int] | None:
-    """The first match of ``candidate`` at or after ``start`` that overlaps nothing taken.
-
-    The exact (lower-cased) text first, with ``str.find``; then a regular expression in
-    which any run of whitespace matches any other.
-    """
-    needle = candidate.lower()
-    if lowered is not None and needle and len(needle) == len(candidate):
-        at = lowered.find(needle, start)
-        while at >= 0:
-            if _free(at, at + len(needle), taken):
-                return at, at + len(needle)
-            at = lowered.find(needle, at + 1)
-    pattern = _pattern(candidate)
-    if pattern is None:
-        return None
-    for match in pattern.finditer(answer, start):
-        if _free(*match.span(), taken):
-            return match.span()
-    return None
 
 
-def locate_statements(answer: str, subjects: Sequence[str]) -> tuple[list[tuple[int, int, int]], list[int]]:
-    """Where each statement occurs in ``answer``: ``(marks, unplaced)``.
-
-    A statement is found by its text, case-insensitively, with any run of whitespace
-    matching any other (and, failing that, without its trailing punctuation). Statements
-    are searched from the end of the previous match first (they usually come in order),
-    then from the start; a match never overlaps an earlier one.
-
-    Returns:
-        ``marks``: ``(start, end, index)`` in Python string offsets, sorted by start, where
-        ``index`` is the statement's position in ``subjects``; ``unplaced``: the indexes of
-        statements not found verbatim (e.g. rewritten by the judge), in order.
-    """
-    marks: list[tuple[int, int, int]] = []
-    unplaced: list[int] = []
-    cursor = 0
-    lowered: str | None = answer.lower()
-    if lowered is not None and len(lowered) != len(answer):
-        lowered = None  # lower-casing changed offsets (e.g. "İ"): use the regular expression only
-    for index, subject in enumerate(subjects):
-        found: tuple[int, int] | None = None
-        stripped = subject.strip()
-        candidates = [stripped]
-        if stripped.rstrip(_TRAILING) != stripped:
-            candidates.append(stripped.rstrip(_TRAILING))
-        for candidate in candidates:
-            found = _find(candidate, answer, lowered, cursor, marks) or _find(candidate, answer, lowered, 0, marks)
-            if found is not None:
-                break
-        if found is None:
-            unplaced.append(index)
-        else:
-            marks.append((found[0], found[1], index))
-            cursor = found[1]
-    marks.sort()
-    return marks, unplaced
 
 
-def answer_segments(answer: str, spans: Sequence[Sequence[tuple[int, int]]]) -> list[tuple[int, int, list[int]]]:
-    """The answer cut where any verdict's span starts or ends: ``(start, end, verdict indexes)`` per covered piece.
-
-    Statements split from one sentence share words ("Her films include Luna, Mar"): a
-    piece covered by several verdicts lists them all, so the page can colour it by the
-    worst and show each on hover. Spans outside the answer are ignored.
-    """
-    cuts = {0, len(answer)}
-    for found in spans:
-        for start, end in found:
-            if 0 <= start < end <= len(answer):
-                cuts.update((start, end))
-    points = sorted(cuts)
-    segments: list[tuple[int, int, list[int]]] = []
-    for start, end in itertools.pairwise(points):
-        covering = [
-            i for i, found in enumerate(spans) if any(a <= start and end <= b and b <= len(answer) for a, b in found)
-        ]
-        if covering:
-            segments.append((start, end, covering))
-    return segments
 
 
-def _sentence_marks(answer: str, decomposition: Mapping[str, Any] | None) -> list[list[Any]]:
-    """``[start, end, status, note]`` (UTF-16 offsets) of the answer's sentences, from the score's decomposition."""
-    if not answer or not decomposition:
-        return []
-    found = []
-    for sentence in decomposition.get("sentences") or ():
-        start, end = int(sentence.get("start", 0)), int(sentence.get("end", 0))
-        if 0 <= start < end <= len(answer):
-            found.append((start, end, str(sentence.get("status") or ""), str(sentence.get("note") or "")))
-    offsets = to_utf16_offsets(answer, [(a, b, 0) for a, b, _, _ in found])
-    return [[a, b, status, note] for (a, b, _), (_, _, status, note) in zip(offsets, found, strict=True)]
 
 
-def to_utf16_segments(text: str, marks: Iterable[tuple[int, int, list[int]]]) -> list[list[Any]]:
-    """:func:`to_utf16_offsets` for pieces covered by several verdicts."""
-    marks = list(marks)
-    offsets = to_utf16_offsets(text, [(a, b, 0) for a, b, _ in marks])
-    return [[a, b, covering] for (a, b, _), (_, _, covering) in zip(offsets, marks, strict=True)]
 
 
-def to_utf16_offsets(text: str, marks: Iterable[tuple[int, int, int]]) -> list[list[int]]:
-    """Convert code-point offsets to UTF-16 code units (JavaScript string offsets)."""
-    astral = [i for i, ch in enumerate(text) if ord(ch) > 0xFFFF]
-    if not astral:
-        return [[a, b, i] for a, b, i in marks]
-    return [[a + bisect_left(astral, a), b + bisect_left(astral, b), i] for a, b, i in marks]
 
 
 # --------------------------------------------------------------------------- charts
@@ -450,22 +347,14 @@ class ReportData:
         }
 
 
-def _value(score: Mapping[str, Any]) -> float | None:
-    value = score.get("value")
-    if value is None or score.get("unscored_reason"):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
 def _calls(score: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
     yield from score.get("calls") or ()
     for part in score.get("parts") or ():
         yield from _calls(part)
 
 
-class _Texts:
-    """Interned strings: judge prompts repeat across samples, so the page stores each once."""
+class Texts:
+    """Interned strings: judge prompts, questions and contexts repeat, so a page stores each once."""
 
     def __init__(self) -> None:
         self.texts: list[str] = []
@@ -483,7 +372,7 @@ class _Texts:
 
 
 def _score_entries(
-    name: str, score: Mapping[str, Any], answer: str, texts: _Texts, depth: int = 0
+    name: str, score: Mapping[str, Any], answer: str, texts: Texts, depth: int = 0
 ) -> list[dict[str, Any]]:
     """One metric's score (and, flattened after it, its parts) as the page shows them.
 
@@ -515,14 +404,14 @@ def _score_entries(
     entry = {
         "name": name,
         "depth": depth,
-        "value": _value(score),
+        "value": score_value(score),
         "unscored_reason": score.get("unscored_reason"),
         "detail": score.get("detail"),
         "explanation": score.get("explanation"),
         "verdicts": verdicts,
         "marks": to_utf16_segments(answer, marks),
         "unplaced": unplaced if answer else list(range(len(verdicts))),
-        "sentences": _sentence_marks(answer, decomposition),
+        "sentences": sentence_marks(answer, decomposition),
         "dropped": [
             {
                 "text": str(d.get("text") or ""),
@@ -574,7 +463,7 @@ def _group(records: Iterable[Mapping[str, Any]]) -> dict[int, list[Mapping[str, 
 def _sample_values(group: Sequence[Mapping[str, Any]], metric: str) -> list[float]:
     values = []
     for record in group:
-        v = _value((record.get("scores") or {}).get(metric) or {})
+        v = score_value((record.get("scores") or {}).get(metric) or {})
         if v is not None:
             values.append(v)
     return values
@@ -612,7 +501,7 @@ def _metric_view(
             if score is None:
                 continue
             present = True
-            v = _value(score)
+            v = score_value(score)
             if v is None:
                 reason = str(score.get("unscored_reason") or "unscored")
                 reasons[reason] = reasons.get(reason, 0) + 1
@@ -723,7 +612,7 @@ def build_report(
                 means[name] = sum(values) / len(values) if values else None
             other_means[sid] = means
 
-    texts = _Texts()
+    texts = Texts()
     samples: list[dict[str, Any]] = []
     pairs: dict[str, list[tuple[float, float]]] = {name: [] for name in names if name in other_names}
     seen: set[str] = set()
@@ -736,7 +625,8 @@ def build_report(
         for name in names:
             values = _sample_values(group, name)
             s = spread(values)
-            n_unscored = sum(1 for r in group if name in (r.get("scores") or {}) and _value(r["scores"][name]) is None)
+            scores = [(r.get("scores") or {}).get(name) for r in group]
+            n_unscored = sum(1 for score in scores if score is not None and score_value(score) is None)
             stats[name] = {
                 "mean": _finite(s.mean),
                 "min": _finite(s.low),

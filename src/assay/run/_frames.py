@@ -30,7 +30,8 @@ def _reason(score: Mapping[str, Any]) -> str | None:
     return str(text) if text is not None else None
 
 
-def _value(score: Mapping[str, Any]) -> float | None:
+def score_value(score: Mapping[str, Any]) -> float | None:
+    """A stored score's value, or ``None`` when it is unscored (or not a finite number)."""
     value = score.get("value")
     if value is None or score.get("unscored_reason"):
         return None
@@ -68,7 +69,7 @@ def wide_rows(records: Iterable[Mapping[str, Any]], metrics: Sequence[str] = ())
         scores = record.get("scores") or {}
         for name in [*names, *(n for n in scores if n not in names)]:
             score = scores.get(name)
-            row[name] = _value(score) if score is not None else None
+            row[name] = score_value(score) if score is not None else None
             row[f"{name}_reason"] = _reason(score) if score is not None else None
             row[f"{name}_unscored"] = (score.get("unscored_reason") if score is not None else "missing") or None
         yield row

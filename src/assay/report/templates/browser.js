@@ -7,22 +7,7 @@
   var RUNS = DATA.runs, TEXTS = DATA.texts, THRESHOLD = DATA.threshold;
   var PAGE_SIZE = 50;
 
-  function el(tag, props) {
-    var node = document.createElement(tag);
-    if (props) {
-      for (var key in props) {
-        if (key === "text") node.textContent = props.text;
-        else if (key === "cls") node.className = props.cls;
-        else node[key] = props[key];
-      }
-    }
-    for (var i = 2; i < arguments.length; i++) {
-      var child = arguments[i];
-      if (child === null || child === undefined) continue;
-      node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
-    }
-    return node;
-  }
+  var el = assayEl;
   function text(i) { return i === null || i === undefined ? null : TEXTS[i]; }
   function fmt(v) { return v === null || v === undefined ? "—" : v.toFixed(3); }
   function signed(v) { return v === null || v === undefined ? "—" : (v > 0 ? "+" : "") + v.toFixed(3); }

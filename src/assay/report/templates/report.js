@@ -22,22 +22,7 @@
   var COMPARE = META.other_run_id !== null;
   var PAGE_SIZE = 50;
 
-  function el(tag, props) {
-    var node = document.createElement(tag);
-    if (props) {
-      for (var key in props) {
-        if (key === "text") node.textContent = props.text;
-        else if (key === "cls") node.className = props.cls;
-        else node[key] = props[key];
-      }
-    }
-    for (var i = 2; i < arguments.length; i++) {
-      var child = arguments[i];
-      if (child === null || child === undefined) continue;
-      node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
-    }
-    return node;
-  }
+  var el = assayEl;
 
   function fmt(v, digits) {
     if (v === null || v === undefined || typeof v !== "number" || !isFinite(v)) return "—";
