@@ -33,9 +33,21 @@ faithfulness does.
 Per variant and set it reports balanced accuracy with a seeded bootstrap 95% CI and the
 confusion counts:
 
-- at the argmax (threshold 0.5),
-- at one threshold chosen on half of every set (the tuning half) and scored on the other
-  half (held out), which is how the product's default threshold is chosen.
+- at the argmax (threshold 0.5), all items (the plain dev figure);
+- at a threshold chosen by grouped cross-validation (``grouped_cv.py``): the items are
+  dealt into folds with every item of one source document in one fold (SummEdits: the
+  document; BEGIN: the knowledge snippet and dialogue turn; WiCE: the article), the
+  threshold is chosen on the other folds and scored on each fold in turn. The same
+  threshold chosen on all items and scored on them is printed beside it: the gap between
+  the two is what choosing on the scored items adds. (Until issue 24 the threshold was
+  chosen on a random half, which put summaries of one document on both sides.)
+
+``--cv`` reports, from ``hidden_states.py``'s cache (the verdict-position hidden states
+and today's verifier's P, veto and flags, read once per item), today's verifier and every
+variant of issue 24 side by side, plain and grouped-CV, per set: P alone, P + the detail
+veto (today's default), the threshold and the veto chosen by CV, and linear probes on the
+hidden state (layer, regularisation and threshold chosen inside each training part),
+alone, with P, and with the veto.
 
 ``--speed`` measures statements per second on a quiet machine in the shape faithfulness
 runs: several statements (SummEdits summaries) against one document under 2,000
@@ -44,6 +56,7 @@ characters, and one response per fresh BEGIN snippet.
     python benchmarks/judge_agreement.py                       # 60 items a set, p1-v1 and p1-v2
     python benchmarks/judge_agreement.py --n 120 --variants p1-v2,atoms-v2 --sets wice
     python benchmarks/judge_agreement.py --speed
+    python benchmarks/judge_agreement.py --cv --json cv.json   # issue 24's table, no model needed
 """
 
 from __future__ import annotations
@@ -60,6 +73,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from grouped_cv import THRESHOLDS, Data, Probe, Threshold, document_groups, evaluate, folds_of, load_hidden, table
 
 from assay.grounding._decompose import LLMDecomposer
 from assay.grounding._verify import STATEMENT_PROMPT, STATEMENT_PROMPT_V1, StatementVerifier
@@ -248,7 +262,8 @@ def report_line(label: str, labels: np.ndarray, preds: np.ndarray, seed: int) ->
     lo, hi = bootstrap_ci(labels, preds, seed)
     counts = f"TP {tp:3d} FN {fn:3d} FP {fp:3d} TN {tn:3d}"
     tnr = tn / (tn + fp) if tn + fp else float("nan")
-    print(f"  {label:34s} n={len(labels):4d}  BA {ba:.3f} [{lo:.3f}-{hi:.3f}]  TNR {tnr:.3f}  {counts}")
+    tpr = tp / (tp + fn) if tp + fn else float("nan")
+    print(f"  {label:38s} n={len(labels):4d}  BA {ba:.3f} [{lo:.3f}-{hi:.3f}]  TNR {tnr:.3f}  TPR {tpr:.3f}  {counts}")
     return {
         "label": label,
         "n": len(labels),
@@ -259,21 +274,8 @@ def report_line(label: str, labels: np.ndarray, preds: np.ndarray, seed: int) ->
         "fp": fp,
         "tn": tn,
         "tnr": tnr,
+        "tpr": tpr,
     }
-
-
-def tune_threshold(items: list[tuple[str, int, float]]) -> float:
-    """The threshold maximising the mean balanced accuracy over the sets in ``items``."""
-    best, best_t = -1.0, 0.5
-    for t in np.round(np.arange(0.05, 0.96, 0.01), 2):
-        bas = []
-        for name in sorted({n for n, _, _ in items}):
-            labels = np.array([y for n, y, _ in items if n == name])
-            preds = np.array([int(p >= t) for n, _, p in items if n == name])
-            bas.append(balanced_accuracy(labels, preds))
-        if np.mean(bas) > best:
-            best, best_t = float(np.mean(bas)), float(t)
-    return best_t
 
 
 def entry_probability(entry: dict[str, Any]) -> float | None:
@@ -306,12 +308,28 @@ def report(
     if not scored:
         print("  (nothing judged yet)")
         return []
-    rng = random.Random(seed)
-    halves = {name: {r["id"]: rng.random() < 0.5 for r in rows[name]} for name in sets}
     graded = len({p for *_, p in scored} - {0.0, 1.0}) > 0
-    tuned = tune_threshold([(n, y, p) for n, i, y, p in scored if halves[n][i]]) if graded else None
-    if tuned is not None:
-        print(f"  threshold tuned on the tuning halves of {', '.join(sets)}: {tuned:.2f}")
+    cv = None
+    if graded:
+        # One threshold for all sets, chosen by grouped CV (folds of source documents).
+        group_of: dict[str, str] = {}
+        for name in sets:
+            group_of.update({i: f"{name}/{g}" for i, g in document_groups(name, rows[name]).items()})
+        data = Data(
+            np.array([n for n, *_ in scored]),
+            [i for _, i, *_ in scored],
+            np.array([y for *_, y, _ in scored], dtype=np.int64),
+            [group_of[i] for _, i, *_ in scored],
+            np.array([p for *_, p in scored], dtype=np.float64),
+            np.zeros(len(scored), dtype=bool),
+            np.full(len(scored), -1, dtype=np.int64),
+        )
+        try:
+            cv = evaluate(Threshold("t by CV", THRESHOLDS), data, folds_of(data, 5, seed), seed)
+        except SystemExit as exc:  # too few documents for five folds
+            print(f"  (no grouped CV: {exc})")
+        if cv is not None:
+            print(f"  threshold by grouped CV over {', '.join(sets)}: {'; '.join(cv.chosen)}")
     out: list[dict[str, Any]] = []
     for name in sets:
         mine = [x for x in scored if x[0] == name]
@@ -328,17 +346,49 @@ def report(
         base = {"variant": key, "set": name}
         argmax = np.array([int(p >= 0.5) for *_, p in mine])
         out.append({**base, "threshold": 0.5, **report_line("threshold 0.50, all items", labels, argmax, seed)})
-        if tuned is not None:
-            held = [x for x in mine if not halves[name][x[1]]]
-            preds = np.array([int(p >= tuned) for *_, p in held])
-            line = report_line(
-                f"threshold {tuned:.2f}, held-out half", np.array([y for _, _, y, _ in held]), preds, seed
-            )
-            out.append({**base, "threshold": tuned, "split": "held-out", **line})
-            preds_all = np.array([int(p >= tuned) for *_, p in mine])
-            line = report_line(f"threshold {tuned:.2f}, all items", labels, preds_all, seed)
-            out.append({**base, "threshold": tuned, "split": "all", **line})
+        if cv is not None:
+            mask = np.array([n == name for n, *_ in scored])
+            line = report_line("threshold chosen on all items", labels, cv.plain[mask], seed)
+            out.append({**base, "threshold": "all items", "split": "plain", **line})
+            line = report_line("threshold by grouped CV (out of fold)", labels, cv.cv[mask], seed)
+            out.append({**base, "threshold": "grouped CV", "split": "grouped-cv", **line})
     return out
+
+
+def cv_report(judge: JudgeModel, sets: list[str], seed: int, folds: int, layers: list[str]) -> list[dict[str, Any]]:
+    """Issue 24's table: today's verifier and its variants, plain and grouped-CV, from hidden_states.py's cache."""
+    folder = CACHE / f"hidden-{model_slug(judge)}-s{seed}"
+    if not (folder / "about.json").exists():
+        raise SystemExit(f"no hidden states in {folder}: run benchmarks/hidden_states.py first")
+    data = load_hidden(folder, [s for s in sets if s != "wicefull"])
+    if not len(data):
+        raise SystemExit(f"no items in {folder}")
+    wanted = layers or [n for n in data.layers if n not in ("l_out-0", "l_out-2")]
+    shared: dict[Any, Any] = {}
+    variants = [
+        Threshold("today: P >= 0.5, veto", vetoes=(True,)),
+        Threshold("P >= 0.5, no veto"),
+        Threshold("P, threshold by CV", THRESHOLDS),
+        Threshold("P + veto, threshold by CV", THRESHOLDS, (True,)),
+        Threshold("P, veto and threshold by CV", THRESHOLDS, (True, False)),
+        Probe("probe, last layer", ["result_norm"], shared=shared),
+        Probe("probe, layer by CV", wanted, shared=shared),
+        Probe("probe + P", wanted, with_p=True, shared=shared),
+        Probe("probe + veto", wanted, veto=True, shared=shared),
+        Probe("probe + P + veto", wanted, with_p=True, veto=True, shared=shared),
+    ]
+    fold = folds_of(data, folds, seed)
+    print(
+        f"judge {judge.model_id}; items from {folder.name}: "
+        + ", ".join(f"{s} {int((data.sets == s).sum())}" for s in dict.fromkeys(data.sets.tolist()))
+        + f"; {folds} folds grouped by source document (seed {seed}); probe layers {', '.join(wanted)}"
+    )
+    results = []
+    for variant in variants:
+        started = time.perf_counter()
+        results.append(evaluate(variant, data, fold, seed))
+        print(f"  {variant.name}: {'; '.join(results[-1].chosen)} ({time.perf_counter() - started:.0f} s)")
+    return table(results, data, seed, baseline=variants[0].name)
 
 
 async def speed(judge: JudgeModel, documents: int, per_document: int) -> None:
@@ -396,6 +446,13 @@ async def main() -> None:
     parser.add_argument("--documents", type=int, default=8, help="--speed: documents (and BEGIN snippets)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument(
+        "--cv",
+        action="store_true",
+        help="issue 24's grouped-CV table from hidden_states.py's cache (today's verifier, thresholds, veto, probes)",
+    )
+    parser.add_argument("--folds", type=int, default=5, help="--cv: folds grouped by source document")
+    parser.add_argument("--probe-layers", default="", help="--cv: layers a probe may choose from (default: l_out-4 on)")
+    parser.add_argument(
         "--same-items-as",
         default="",
         help="judge only the items that variant KEY already judged (before/after on the same items)",
@@ -410,6 +467,12 @@ async def main() -> None:
     )
     args = parser.parse_args()
     judge = get_judge(args.judge)
+    if args.cv:
+        layers = [x.strip() for x in args.probe_layers.split(",") if x.strip()]
+        rows_out = cv_report(judge, [s.strip() for s in args.sets.split(",")], args.seed, args.folds, layers)
+        if args.json:
+            args.json.write_text(json.dumps({"judge": judge.model_id, "seed": args.seed, "cv": rows_out}, indent=2))
+        return
     if args.speed:
         await speed(judge, args.documents, per_document=6)
         return

@@ -97,8 +97,17 @@ async def main() -> None:
         "--ways", default="before,windows,shared,judged", help="comma-separated: before, windows, shared, judged"
     )
     parser.add_argument("--shared-chars", type=int, default=3000, help="the shared window's budget")
+    parser.add_argument(
+        "--hidden",
+        default="",
+        help="cb, off, split or embd: the local judge also reading its hidden states (hidden_states.py)",
+    )
     args = parser.parse_args()
-    judge = get_judge(args.judge)
+    judge: Any = get_judge(args.judge)
+    if args.hidden:
+        from hidden_states import HiddenStateJudge
+
+        judge = HiddenStateJudge(mode=args.hidden)
     every = {
         "before": StatementVerifier(evidence_chars=None, verbatim=False, details=False, guard=False),
         "windows": StatementVerifier(evidence_chars=1200, whole_chars=2000, shared_evidence=False, verbatim=False),

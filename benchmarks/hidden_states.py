@@ -1,0 +1,435 @@
+"""The local judge's hidden states at the verdict position, read in the verdict's own forward pass (issue 24).
+
+The verifier reads P(supported) from the logits after ``{"verdict": ``. The same forward
+pass computes the residual stream of every layer at that position; this script keeps
+them, once per item, so that probes can be fitted and cross-validated offline
+(``fit_probe.py``, ``judge_agreement.py --cv``) without running the model again.
+
+How the hidden states are read. llama-cpp-python 0.3.36 exposes two ways:
+
+- ``llama_set_embeddings(ctx, True)`` with pooling NONE, then
+  ``llama_get_embeddings_ith(ctx, -1)``: the last layer after the output norm
+  (``result_norm``). But llama.cpp then marks *every* token of the batch as an output
+  ("embeddings required but some input tokens were not marked as outputs -> overriding"),
+  so it computes the vocabulary logits (151,936 of them) for every prompt token: slower,
+  and a 300 MB output buffer for a 512-token batch. Only the last token, decoded alone
+  with embeddings on, avoids that.
+- The graph callback ``cb_eval`` of the context parameters (``ggml_backend_sched_eval_callback``):
+  llama.cpp asks it, node by node, whether the caller wants a tensor, computes the graph
+  up to that node and hands it over. Every layer's output (``l_out-<i>``) and the final
+  norm (``result_norm``) are read there, in the same forward pass, with the same kernels
+  (the graph is computed in pieces, not changed). This is what this script uses. The
+  callback is fixed when the context is created, so ``HiddenStateJudge.load`` creates the
+  model with it; disarmed, it answers "no" to every node (a Python call per node, about
+  900 per decode).
+
+``--check K`` compares, on K items, P with the capture armed and disarmed (it must not
+change), the callback's ``result_norm`` with the embeddings path, and the seconds of each.
+
+Cache: ``benchmarks/.cache/hidden-<model>-s<seed>/<set>.jsonl`` (one line per item: label,
+document group, the verifier's P, veto, flags, detail features, and per judge call its P
+and the row of its vectors) and ``<set>-<k>.npy`` (float16, rows x layers x n_embd), one
+file per group of items judged together. A cut-off run keeps what it measured.
+
+    python benchmarks/hidden_states.py --sets summedits,begin,wice --n 500,300,150
+    python benchmarks/hidden_states.py --check 6
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ctypes
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from judge_agreement import CACHE, contexts_of, load
+
+from assay.grounding._verify import StatementVerifier
+from assay.models._local import _LOADED, _STATES, LocalJudge
+from assay.models._protocol import ChatMessage, ChoiceProbabilities
+from assay.models._weights import DEFAULT_MODEL_SHA256
+
+N_LAYERS = 28  # Qwen2.5-1.5B
+LAYERS = (*range(0, N_LAYERS, 2), N_LAYERS - 1)  # every other layer's output, and the last
+NAMES = (*(f"l_out-{i}" for i in LAYERS), "result_norm")
+FEATURE_VERSION = 1  # what a row is: NAMES at the verdict position (the token before the verdict digit)
+
+
+class _Capture:
+    """What the graph callback is asked for and what it read (module state: the C callback has no self)."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.wanted: frozenset[bytes] = frozenset(n.encode() for n in NAMES)
+        self.grabbed: dict[str, np.ndarray] = {}
+        self.errors: list[str] = []
+        self.asked = 0
+
+
+_CAP = _Capture()
+_GGML: Any = None
+
+
+def _ggml() -> Any:
+    global _GGML
+    if _GGML is None:
+        import llama_cpp
+
+        lib = ctypes.CDLL(str(Path(llama_cpp.__file__).parent / "lib" / "libggml-base.so"))
+        lib.ggml_get_name.argtypes = [ctypes.c_void_p]
+        lib.ggml_get_name.restype = ctypes.c_char_p
+        lib.ggml_backend_tensor_get.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t]
+        lib.ggml_backend_tensor_get.restype = None
+        _GGML = lib
+    return _GGML
+
+
+def _on_node(tensor: int, ask: bool, user_data: int) -> bool:
+    """ggml_backend_sched_eval_callback: ask=True, "do you want this node?"; ask=False, "here it is"."""
+    if not _CAP.armed:
+        return not ask
+    try:
+        lib = _GGML
+        name = lib.ggml_get_name(tensor)
+        if ask:
+            _CAP.asked += 1
+            return bool(name in _CAP.wanted)
+        # struct ggml_tensor: int32 type (+4 padding), buffer pointer, int64 ne[4], size_t nb[4], ...
+        kind = ctypes.c_int32.from_address(tensor).value
+        ne = (ctypes.c_int64 * 4).from_address(tensor + 16)
+        nb = (ctypes.c_size_t * 4).from_address(tensor + 48)
+        if kind != 0 or nb[0] != 4:  # GGML_TYPE_F32, contiguous rows
+            _CAP.errors.append(f"{name!r}: type {kind}, nb0 {nb[0]}")
+            return True
+        out = np.empty(int(ne[0]), dtype=np.float32)
+        lib.ggml_backend_tensor_get(tensor, out.ctypes.data, int((ne[1] - 1) * nb[1]), int(ne[0]) * 4)
+        _CAP.grabbed[name.decode()] = out  # the last column: the batch's last token
+    except Exception as exc:  # an exception in a C callback would abort the decode
+        _CAP.errors.append(repr(exc))
+    return True
+
+
+def _callback() -> Any:
+    import llama_cpp
+
+    return llama_cpp.ggml_backend_sched_eval_callback(_on_node)
+
+
+_CALLBACK: Any = None
+
+
+def messages_key(messages: Sequence[ChatMessage] | Sequence[dict[str, Any]]) -> str:
+    return hashlib.sha1(json.dumps([dict(m) for m in messages], sort_keys=True).encode()).hexdigest()
+
+
+class HiddenStateJudge(LocalJudge):
+    """``LocalJudge`` whose verdict calls also keep the hidden states at the verdict position.
+
+    ``mode``: ``cb`` reads every layer through the graph callback (same forward pass),
+    ``off`` disarms it (the callback still answers "no" per node), ``embd`` turns llama.cpp's
+    embedding output on for the whole verdict call (every token an output) and reads the
+    last token's, ``split`` decodes all but the last token as usual and the last alone with
+    embeddings on.
+    """
+
+    def __init__(self, *args: Any, mode: str = "cb", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.mode = mode
+        self.records: dict[str, tuple[float, np.ndarray | None]] = {}
+
+    def load(self, progress: Any = None) -> Any:
+        global _CALLBACK
+        import llama_cpp.llama_cpp as lib
+
+        _ggml()
+        if _CALLBACK is None:
+            _CALLBACK = _callback()
+        original = lib.llama_context_default_params
+
+        def with_callback() -> Any:
+            params = original()
+            params.cb_eval = _CALLBACK
+            params.cb_eval_user_data = None
+            return params
+
+        lib.llama_context_default_params = with_callback
+        try:
+            llama = super().load(progress)
+        finally:
+            lib.llama_context_default_params = original
+        return llama
+
+    def _choices_sync(
+        self, messages: Sequence[ChatMessage], prefix: str, choices: Sequence[str]
+    ) -> ChoiceProbabilities:
+        import llama_cpp
+
+        llama = self.load()
+        _CAP.grabbed = {}
+        vector: np.ndarray | None = None
+        if self.mode == "cb":
+            _CAP.armed = True
+            try:
+                result = super()._choices_sync(messages, prefix, choices)
+            finally:
+                _CAP.armed = False
+            missing = [n for n in NAMES if n not in _CAP.grabbed]
+            if missing:
+                raise RuntimeError(f"hidden states not read: {missing[:3]} (errors: {_CAP.errors[:3]})")
+            vector = np.stack([_CAP.grabbed[n] for n in NAMES])
+        elif self.mode == "embd":
+            llama_cpp.llama_set_embeddings(llama._ctx.ctx, True)
+            try:
+                result = super()._choices_sync(messages, prefix, choices)
+                n_embd = llama.n_embd()
+                pointer = llama_cpp.llama_get_embeddings_ith(llama._ctx.ctx, -1)
+                vector = np.ctypeslib.as_array(pointer, shape=(n_embd,)).astype(np.float32)[None, :]
+            finally:
+                llama_cpp.llama_set_embeddings(llama._ctx.ctx, False)
+        elif self.mode == "split":
+            result, vector = self._split(llama, messages, prefix, choices)
+        else:
+            result = super()._choices_sync(messages, prefix, choices)
+        self.records[messages_key(messages)] = (float(result["1"]), vector)
+        return result
+
+    def _split(
+        self, llama: Any, messages: Sequence[ChatMessage], prefix: str, choices: Sequence[str]
+    ) -> tuple[ChoiceProbabilities, np.ndarray]:
+        """All but the last token as usual; the last one alone with embeddings on."""
+        import llama_cpp
+
+        from assay._scores import Usage
+        from assay.models._local import _LOCKS, _common_prefix
+
+        tok = self._tokenizer(llama, messages)
+        base = tok(prefix)
+        first = {}
+        common = len(base)
+        for choice in choices:
+            ids = tok(prefix + choice)
+            common = _common_prefix(base, ids)
+            first[choice] = ids[common]
+        prompt = base[:common]
+        with _LOCKS[self._key]:
+            self._eval_with_prefix_reuse(llama, prompt[:-1])
+            llama_cpp.llama_set_embeddings(llama._ctx.ctx, True)
+            try:
+                llama.eval(prompt[-1:])
+                logits = np.ctypeslib.as_array(
+                    llama_cpp.llama_get_logits_ith(llama._ctx.ctx, -1), shape=(llama.n_vocab(),)
+                ).copy()
+                pointer = llama_cpp.llama_get_embeddings_ith(llama._ctx.ctx, -1)
+                vector = np.ctypeslib.as_array(pointer, shape=(llama.n_embd(),)).astype(np.float32)[None, :]
+            finally:
+                llama_cpp.llama_set_embeddings(llama._ctx.ctx, False)
+            _STATES[self._key].remember(llama)
+        picked = np.array([logits[first[c]] for c in choices], dtype=np.float64)
+        picked = np.exp(picked - picked.max())
+        picked /= picked.sum()
+        probs = {c: float(p) for c, p in zip(choices, picked, strict=True)}
+        return ChoiceProbabilities(probs, Usage(prompt_tokens=len(prompt))), vector
+
+
+def cold(judge: LocalJudge) -> None:
+    """Forget the KV cache and the saved prefixes: the next call reads its whole prompt."""
+    llama = judge.load()
+    llama.reset()
+    llama._ctx.kv_cache_clear()
+    _STATES[judge._key]._saved.clear()
+
+
+def groups_of_rows(name: str, rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault("\x00".join(contexts_of(name, row)), []).append(row)
+    return list(groups.values())
+
+
+async def extract(judge: HiddenStateJudge, name: str, rows: list[dict[str, Any]], folder: Path) -> None:
+    verifier = StatementVerifier(method="threshold", reasons="none")  # today's defaults otherwise
+    meta_path = folder / f"{name}.jsonl"
+    done = {json.loads(line)["id"] for line in meta_path.open()} if meta_path.exists() else set()
+    part = len(list(folder.glob(f"{name}-*.npy")))
+    todo = [[r for r in group if r["id"] not in done] for group in groups_of_rows(name, rows)]
+    todo = [g for g in todo if g]
+    total = sum(len(g) for g in todo)
+    finished = 0
+    started = time.perf_counter()
+    for group in todo:
+        judge.records.clear()
+        t0 = time.perf_counter()
+        outcomes = await verifier.verify(contexts_of(name, group[0]), [str(r["claim"]) for r in group], judge)
+        seconds = (time.perf_counter() - t0) / len(group)
+        vectors: list[np.ndarray] = []
+        lines = []
+        for row, outcome in zip(group, outcomes, strict=True):
+            calls = []
+            for call in outcome.calls:
+                if not call.purpose.endswith(".p1") or call.error:
+                    continue
+                p, vector = judge.records[messages_key(call.messages)]
+                assert vector is not None
+                calls.append({"p": p, "row": len(vectors)})
+                vectors.append(vector.astype(np.float16))
+            verdict = outcome.verdict
+            details = (verdict.details or {}) if verdict is not None else {}
+            lines.append(
+                {
+                    "id": row["id"],
+                    "label": int(row["label"]),
+                    "part": part,
+                    "v": None if verdict is None else int(verdict.value),
+                    "p": outcome.probability,
+                    "vetoed": details.get("vetoed_by", []),
+                    "flags": list(verdict.flags) if verdict is not None else [],
+                    "verbatim": bool(details.get("verbatim")),
+                    "features": outcome.features.values() if outcome.features is not None else None,
+                    "missing_counts": outcome.features.missing_counts if outcome.features is not None else 0,
+                    "calls": calls,
+                    "s": seconds,
+                    "failure": outcome.failure.detail if outcome.failure is not None else None,
+                }
+            )
+        if vectors:
+            np.save(folder / f"{name}-{part}.npy", np.stack(vectors))
+        else:
+            np.save(folder / f"{name}-{part}.npy", np.zeros((0, len(NAMES), 1), dtype=np.float16))
+        with meta_path.open("a") as out:
+            for line in lines:
+                out.write(json.dumps(line) + "\n")
+        part += 1
+        finished += len(group)
+        elapsed = time.perf_counter() - started
+        print(f"\r{name}: {finished}/{total} ({elapsed / finished:.1f} s an item)", end="", file=sys.stderr, flush=True)
+    if total:
+        print(file=sys.stderr)
+
+
+async def check(judge: HiddenStateJudge, k: int, seed: int) -> None:
+    """P with and without the capture, the callback's last layer against llama.cpp's embeddings, and seconds."""
+    rows = load("summedits", 40, seed)[: k // 2] + load("begin", 40, seed)[: k - k // 2]
+    verifier = StatementVerifier(method="threshold", reasons="none")
+    await verifier.verify(["Warm-up context."], ["Warm-up statement."], judge)
+    results: dict[str, list[tuple[float, np.ndarray | None]]] = {}
+    seconds: dict[str, float] = {}
+    for mode in ("off", "cb", "embd", "split", "off", "cb"):
+        judge.mode = mode
+        got: list[tuple[float, np.ndarray | None]] = []
+        t = 0.0
+        for row in rows:
+            name = "summedits" if row["id"].startswith("summedits") else "begin"
+            cold(judge)
+            judge.records.clear()
+            t0 = time.perf_counter()
+            await verifier.verify(contexts_of(name, row), [str(row["claim"])], judge)
+            t += time.perf_counter() - t0
+            got += list(judge.records.values())
+        seconds[mode] = seconds.get(mode, 0.0) + t
+        results.setdefault(mode, got)
+        print(f"  {mode:5s}: {t:6.1f} s for {len(rows)} items ({len(got)} verdict calls), asked {_CAP.asked}")
+    base = np.array([p for p, _ in results["off"]])
+    for mode in ("cb", "embd", "split"):
+        ps = np.array([p for p, _ in results[mode]])
+        print(f"  max |P({mode}) - P(off)| = {np.abs(ps - base).max():.6f} over {len(ps)} calls")
+    norm_cb = np.stack([v[-1] for _, v in results["cb"] if v is not None])
+    for mode in ("embd", "split"):
+        other = np.stack([v[-1] for _, v in results[mode] if v is not None])
+        cos = (norm_cb * other).sum(1) / np.linalg.norm(norm_cb, axis=1) / np.linalg.norm(other, axis=1)
+        print(
+            f"  result_norm (callback) vs {mode}: min cosine {cos.min():.6f}, "
+            f"max |diff| {np.abs(norm_cb - other).max():.5f}"
+        )
+    print(
+        f"  seconds: off {seconds['off'] / 2:.1f}, cb {seconds['cb'] / 2:.1f} "
+        f"({seconds['cb'] / seconds['off'] - 1:+.1%}), embd {seconds['embd']:.1f}, split {seconds['split']:.1f} "
+        "(each from a cold cache)"
+    )
+    if _CAP.errors:
+        print(f"  callback errors: {_CAP.errors[:5]}")
+
+
+async def timing(samples: int, seed: int, rounds: int) -> None:
+    """The realistic RAG sample (``rag_speed.py``): today's judge and the capturing one, alternated.
+
+    Two model instances (the capturing one with a larger ``n_ctx`` so it is loaded apart,
+    with the graph callback); each keeps its own KV cache and saved prefixes, so both see
+    the same sequence of prompts. The order alternates every round, so a change in load
+    falls on both.
+    """
+    from rag_speed import build
+
+    plain = LocalJudge()
+    plain.load()  # before the patched load: no callback on this one
+    capture = HiddenStateJudge(mode="cb", n_ctx=plain.n_ctx + 256)
+    ways = {
+        "shared": StatementVerifier(evidence_chars=3000, whole_chars=2000, shared_evidence=True, reasons="none"),
+        "judged": StatementVerifier(evidence_chars=3000, whole_chars=2000, verbatim=False, reasons="none"),
+    }
+    for judge in (plain, capture):
+        await ways["shared"].verify(["Warm-up context."], ["Warm-up statement."], judge)
+    totals: dict[tuple[str, str], float] = {}
+    built = build(samples, seed)
+    for r in range(rounds):
+        for i, sample in enumerate(built):
+            statements = sample["supported"] + sample["unsupported"]
+            order = [("today", plain), ("hidden", capture)]
+            if (r + i) % 2:
+                order.reverse()
+            for way, verifier in ways.items():
+                for label, judge in order:
+                    started = time.perf_counter()
+                    await verifier.verify(sample["passages"], statements, judge)
+                    seconds = time.perf_counter() - started
+                    totals[(way, label)] = totals.get((way, label), 0.0) + seconds
+                    print(f"  round {r} sample {i} {way:6s} {label:6s} {seconds:6.1f} s", flush=True)
+    for way in ways:
+        a, b = totals[(way, "today")], totals[(way, "hidden")]
+        n = rounds * len(built)
+        print(f"{way}: today {a / n:.1f} s a sample, with hidden states {b / n:.1f} s ({b / a - 1:+.1%})")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sets", default="summedits,begin,wice")
+    parser.add_argument("--n", default="500,300,150", help="items per set, in the order of --sets")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--first", default="", help="only the first K items of each set's sample (a prefix: a later run extends it)"
+    )
+    parser.add_argument("--check", type=int, default=0, help="compare modes on K items instead of extracting")
+    parser.add_argument("--timing", type=int, default=0, help="alternate today/capture on N rag_speed samples")
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    if args.timing:
+        await timing(args.timing, 11, args.rounds)
+        return
+    judge = HiddenStateJudge(mode="cb")
+    if _LOADED:
+        raise SystemExit("a model is already loaded without the graph callback")
+    if args.check:
+        await check(judge, args.check, args.seed)
+        return
+    folder = CACHE / f"hidden-{judge.model_id.replace(':', '_')}-s{args.seed}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "about.json").write_text(
+        json.dumps(
+            {"names": list(NAMES), "feature_version": FEATURE_VERSION, "model_sha256": DEFAULT_MODEL_SHA256}, indent=1
+        )
+    )
+    sizes = [int(x) for x in args.n.split(",")]
+    firsts = [int(x) for x in args.first.split(",")] if args.first else sizes
+    for name, n, first in zip(args.sets.split(","), sizes, firsts, strict=True):
+        rows = load(name, n, args.seed)[:first]
+        await extract(judge, name, rows, folder)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
