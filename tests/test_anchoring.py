@@ -392,3 +392,19 @@ def test_a_rewrite_that_loops_is_cut_near_the_sentences_length_and_the_sentence_
     statuses = [s.status for s in split.answer_map.sentences]
     assert statuses == ["judged", "judged_whole", "judged_whole"]
     assert long in split.statements and short in split.statements
+
+
+def test_an_opening_with_no_word_of_its_own_is_the_question_answered_and_a_bare_sentence_anchors_itself() -> None:
+    # BEGIN: "i have." opened a two-sentence reply; its completion from the question was
+    # dropped as not the answer's, and "yes" judged whole counted as anchored to nothing.
+    question = "have you ever invested in private equity before? you seem to know alot about it."
+    answer = "i have. some private equity investors have been in the biz for years."
+    found = anchor_statement("I have invested in private equity.", answer, question, within=(0, 7))
+    assert found is not None and found.sentence == 0 and found.spans == ((0, 7),)
+    # only the opening: a later term-less sentence is not the question answered
+    later = "Private equity is risky. I have."
+    assert anchor_statement("I have invested in private equity.", later, question, within=(25, 32)) is None
+    # a term-less statement anchors only to a checkable sentence it is word for word
+    assert anchor_statement("yes", "yes", "Are both in China?") == anchor_statement("Yes.", "yes", "Are both in China?")
+    assert anchor_statement("yes", "yes", "Are both in China?").spans == ((0, 3),)  # type: ignore[union-attr]
+    assert anchor_statement("Yes.", "Paris is big. It is old.", "") is None

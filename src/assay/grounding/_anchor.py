@@ -266,9 +266,10 @@ def _anchor_to(stated: tuple[Term, ...], read: _Read, index: int) -> Anchor | No
     if any(t.number or t.capitalised for t in novel) or len(novel) > _EXCUSED:
         return None
     own = [key for key in distinct if key in own_terms]
-    if not own_terms and len(read.sentences) == 1 and not novel:
-        # a whole answer with no term of its own ("No.", "Yes, both."): the statement is
-        # the question answered, and it may take only the question's words
+    if not own_terms and index == 0 and not novel:
+        # an answer, or its first sentence, with no term of its own ("No.", "Yes, both.",
+        # "I have. ..."): the statement is the question answered, and it may take only the
+        # question's words
         return Anchor(index, ((sentence.start, sentence.end),), 0.0, tuple(distinct), ())
     share = len(own) / len(distinct)
     borrowed = tuple(key for key in distinct if key not in own_terms and key in referent_terms)
@@ -318,9 +319,12 @@ def anchor_statement(
         The anchor to the checkable sentence the statement is most its own to, or ``None``.
     """
     stated = _terms_uncached(statement)
-    if not stated:
-        return None
     read = _read(answer, question)
+    if not stated:  # no term ("Yes.", "I have."): only a checkable sentence itself, word for word
+        same = read.exact.get(_key(statement))
+        if same is None or (within is not None and (read.sentences[same].start, read.sentences[same].end) != within):
+            return None
+        return Anchor(same, ((read.sentences[same].start, read.sentences[same].end),), 1.0)
     if within is not None:
         candidates = [i for i, s in enumerate(read.sentences) if (s.start, s.end) == within and s.checkable]
     elif (same := read.exact.get(_key(statement))) is not None:
@@ -330,8 +334,8 @@ def anchor_statement(
         rare = [found for found in held if 0 < len(found) <= _RARE]
         pool = rare or [found for found in held if found][:1]
         candidates = sorted({i for found in pool for i in found[: _RARE * 4]})
-        if len(read.sentences) == 1 and not read.own[0] and read.sentences[0].checkable:
-            candidates = [0]  # a whole answer with no term of its own: the question answered
+        if read.sentences and not read.own[0] and read.sentences[0].checkable:
+            candidates = [0, *candidates]  # an opening with no term of its own: the question answered
     best: Anchor | None = None
     for index in candidates:
         found = _anchor_to(stated, read, index)
