@@ -50,7 +50,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--measured", type=int, default=3, help="repeats the estimate is made from")
     parser.add_argument("--temperature", type=float, default=0.7)
-    parser.add_argument("--threshold", type=float, default=0.8)
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=0.8,
+        help="the run-mean gate's mark; the gate is also evaluated at the run's own mean, where a flake shows",
+    )
     parser.add_argument("--variants", default=",".join(VARIANTS))
     args = parser.parse_args()
     judge = get_judge("local")
@@ -67,13 +72,17 @@ def main() -> None:
             records = list(opened.records(result.run_id or ""))
         early = [r for r in records if int(r.get("repeat", 0)) < args.measured]
         print(f"== {name}: {len(records)} results, {seconds:.0f} s")
-        for per_sample in (False, True):
-            policy = GatePolicy(threshold=args.threshold, per_sample=per_sample)
+        report = analyze_repeats(records, "faithfulness")
+        means = [statistics.mean(s.value for s in r.scores if s.is_scored) for r in report.samples if r.scores]
+        at_mean = round(statistics.mean(means), 2) if means else args.threshold
+        gates = [(args.threshold, False), (at_mean, False), (args.threshold, True)]
+        for threshold, per_sample in gates:
+            policy = GatePolicy(threshold=threshold, per_sample=per_sample)
             estimate = evaluate_gate(analyze_repeats(early, "faithfulness"), policy)
             full = evaluate_gate(analyze_repeats(records, "faithfulness"), policy)
             passes = full.repeat_passes
             share = sum(passes) / len(passes) if passes else float("nan")
-            kind = "per-sample gate" if per_sample else "run-mean gate"
+            kind = f"per-sample gate >= {threshold}" if per_sample else f"run-mean gate >= {threshold}"
             print(
                 f"  {kind}: estimated from {args.measured} repeats P(pass) {estimate.p_pass:.3f} "
                 f"(flake {min(estimate.p_pass, 1 - estimate.p_pass):.3f}, outcome {estimate.outcome}); "
