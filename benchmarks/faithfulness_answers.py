@@ -300,9 +300,15 @@ def fidelity(records: list[dict[str, Any]]) -> dict[str, Any]:
         answer_words = _content(r["answer"])
         question_words = _content(question)
         given = {w.lower() for w in re.findall(r"[A-Za-z-]+", r["answer"] + " " + question)}
+        located = [(x.start, x.end) for x in answer_sentences(r["answer"], question)]
         anchors = {}
-        for s in judged:
-            found = anchor_statement(s, r["answer"], question)
+        for v in r["verdicts"]:
+            s = v["subject"]
+            # the sentence the record says it comes from (its spans), checked again here;
+            # records without spans (an older assay) are anchored wherever they fit best
+            start = (v.get("spans") or [[None]])[0][0]
+            within = next(((a, b) for a, b in located if start is not None and a <= start < b), None)
+            found = anchor_statement(s, r["answer"], question, within=within)
             anchors[s] = found
             if found is not None:
                 anchored += 1
