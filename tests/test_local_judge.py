@@ -266,3 +266,42 @@ def test_json_grammars_forbid_raw_control_characters_in_strings() -> None:
     assert json_string_grammar('root ::= "1" | "0"') == 'root ::= "1" | "0"'  # no strings, nothing to bound
     with pytest.raises(JudgeError, match="cannot bound"):
         json_string_grammar("char ::= [a-z]\nroot ::= char")
+
+
+def test_goal_accuracy_fits_a_long_policy_into_the_real_judges_window(tiny: LocalJudge) -> None:
+    # A policy and calls longer than the window made every requirement prompt a judge error
+    # (and the trajectory unscored); the evidence is now cut to fit, measured in real tokens.
+    from assay import Message, ToolCall
+    from assay.metrics import AgentGoalAccuracy
+    from assay.metrics._agent import Requirements
+    from assay.models import JudgeResponse
+    from assay.models._wrapper import JudgeWrapper
+
+    class FixedSplit(JudgeWrapper):
+        """The real model, except that the goal's split is given (SmolLM2 finds no requirement)."""
+
+        async def generate(self, messages, *, schema=None, config=None):  # type: ignore[no-untyped-def]
+            if schema is Requirements:
+                return JudgeResponse(text='{"requirements": ["Cancel reservation ABC"]}', model="fixed")
+            return await self.inner.generate(messages, schema=schema, config=config)
+
+    small = LocalJudge(smollm2_path(), n_ctx=1024)
+    policy = "Economy fares are not refundable unless the booking has insurance. " * 60  # ~800 tokens
+    trace = (
+        Message(role="system", content=policy),
+        Message(role="user", content="Please cancel reservation ABC."),
+        Message(
+            role="assistant",
+            tool_calls=(ToolCall(name="cancel_reservation", arguments={"reservation_id": "ABC"}, id="c1"),),
+        ),
+        Message(role="tool", tool_call_id="c1", content='{"status": "cancelled"}'),
+        Message(role="assistant", content="Reservation ABC is cancelled."),
+    )
+    sample = Sample(id="agent", trace=trace, reference="Cancel reservation ABC.")
+    metric = AgentGoalAccuracy(reference=True)
+    score = evaluate([sample], [metric], FixedSplit(small)).results[0].scores[metric.name]
+    assert score.unscored_reason is not UnscoredReason.JUDGE_ERROR, score.detail
+    assert "1024-token window" in (score.details or {})["fitted_to_window"]
+    checks = [c for c in score.calls if c.purpose.startswith("agent_goal.requirement") and c.model != "fixed"]
+    assert len(checks) == 1 and checks[0].error is None
+    assert 0 < checks[0].usage.prompt_tokens <= 1024 - metric.config.max_tokens
