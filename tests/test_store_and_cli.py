@@ -50,6 +50,8 @@ def rows(n: int) -> str:
 
 def sentence_judge(body: dict[str, object]) -> str:
     user = body["messages"][1]["content"]  # type: ignore[index]
+    if "<sentence>" in user:  # the anchored decomposer's rewrite of one sentence: keep it as it is
+        return json.dumps({"statements": [user.split("<sentence>\n")[1].split("\n</sentence>")[0]]})
     if "<answer>" in user:
         answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
         return json.dumps({"statements": [s.strip() + "." for s in answer.split(".") if s.strip()]})
