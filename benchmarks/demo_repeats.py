@@ -73,13 +73,14 @@ def main() -> None:
         early = [r for r in records if int(r.get("repeat", 0)) < args.measured]
         print(f"== {name}: {len(records)} results, {seconds:.0f} s")
         report = analyze_repeats(records, "faithfulness")
+        measured = analyze_repeats(early, "faithfulness")
         means = [statistics.mean(s.value for s in r.scores if s.is_scored) for r in report.samples if r.scores]
         at_mean = round(statistics.mean(means), 2) if means else args.threshold
         gates = [(args.threshold, False), (at_mean, False), (args.threshold, True)]
         for threshold, per_sample in gates:
             policy = GatePolicy(threshold=threshold, per_sample=per_sample)
-            estimate = evaluate_gate(analyze_repeats(early, "faithfulness"), policy)
-            full = evaluate_gate(analyze_repeats(records, "faithfulness"), policy)
+            estimate = evaluate_gate(measured, policy)
+            full = evaluate_gate(report, policy)
             passes = full.repeat_passes
             share = sum(passes) / len(passes) if passes else float("nan")
             kind = f"per-sample gate >= {threshold}" if per_sample else f"run-mean gate >= {threshold}"
@@ -89,7 +90,6 @@ def main() -> None:
                 f"observed over {len(passes)} repeats: pass share {share:.2f} (flake {min(share, 1 - share):.2f}), "
                 f"gate outcome {full.outcome}"
             )
-        report = analyze_repeats(records, "faithfulness")
         spreads = []
         changed = 0
         for sample in report.samples:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -143,6 +143,11 @@ class StateChanges:
         if any(fnmatch.fnmatchcase(lowered, p) for p in HANDOFF_PATTERNS):
             return False
         return _first_word(name) not in READ_ONLY_VERBS
+
+    def changing(self, calls: Iterable[ToolCall], metadata: Mapping[str, Any] | None = None) -> list[ToolCall]:
+        """The state-changing ones of ``calls`` (e.g. a sample's expected calls), under the kinds in force."""
+        patterns, source = self.kinds(metadata)
+        return [c for c in calls if self.changes_state(c.name, patterns, source)]
 
     def failed(self, message: Message) -> bool:
         """Whether a tool result says the call failed (see the module docstring)."""

@@ -66,8 +66,7 @@ class AgentStateMatch:
         if not sample.trace:
             return missing_field(self.name, "sample has no trace", spec)
         end = read_end_state(sample.trace, self.state, sample.metadata)
-        patterns, source = self.state.kinds(sample.metadata)
-        expected = [c for c in sample.reference_tool_calls if self.state.changes_state(c.name, patterns, source)]
+        expected = self.state.changing(sample.reference_tool_calls, sample.metadata)
         skipped = len(sample.reference_tool_calls) - len(expected)
         done = list(end.performed)
         pairing = lcs_pairs if self.strict_order else bipartite_pairs

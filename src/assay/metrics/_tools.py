@@ -168,8 +168,7 @@ class ToolCallAccuracy:
         expected = list(sample.reference_tool_calls)
         actual: list[Action] = list(end.actions)
         if self.calls == "state_changing":
-            patterns, source = self.state.kinds(sample.metadata)
-            expected = [c for c in expected if self.state.changes_state(c.name, patterns, source)]
+            expected = self.state.changing(expected, sample.metadata)
             actual = [a for a in actual if a.state_changing]
         calls = [a.call for a in actual]
         pairing = lcs_pairs if self.ordered else bipartite_pairs
