@@ -462,7 +462,8 @@ class WindowedJudge(ScriptedJudge):
 
 def test_a_long_policy_is_cut_to_fit_a_judge_with_a_fixed_window_and_the_record_says_so() -> None:
     # With the local judge's 4,096-token window, tau-bench's 6,000-character policy and the
-    # calls made every requirement prompt too long: each would be refused, the score unscored.
+    # calls made 6 of 100 dev trajectories' requirement prompts too long (refused, unscored)
+    # and left 17 no room for the answer.
     policy = "Rule one: economy fares are not refundable. " + "Another rule of the airline. " * 400
     sample = SAMPLE.model_copy(update={"trace": (Message(role="system", content=policy), *TRACE[1:])})
     metric = AgentGoalAccuracy(reference=True)

@@ -269,7 +269,7 @@ def test_json_grammars_forbid_raw_control_characters_in_strings() -> None:
 
 
 def test_goal_accuracy_fits_a_long_policy_into_the_real_judges_window(tiny: LocalJudge) -> None:
-    # A policy and calls longer than the window made every requirement prompt a judge error
+    # A policy and calls longer than the window made the requirement prompt a judge error
     # (and the trajectory unscored); the evidence is now cut to fit, measured in real tokens.
     from assay import Message, ToolCall
     from assay.metrics import AgentGoalAccuracy
