@@ -99,6 +99,11 @@ async def main() -> None:
         seconds = time.perf_counter() - started
         times.append(seconds)
         purposes = Counter(c.purpose for c in score.calls)
+        seconds_by = Counter()
+        tokens_out = Counter()
+        for c in score.calls:
+            seconds_by[c.purpose] += c.latency_s
+            tokens_out[c.purpose] += c.usage.completion_tokens
         whole = sum(
             1 for s in (score.decomposition.sentences if score.decomposition else ()) if s.status == "judged_whole"
         )
@@ -107,6 +112,8 @@ async def main() -> None:
             f"{len(score.verdicts)} statements, {whole} sentences judged whole · score {score.value:.3f} · "
             f"calls {dict(purposes)} · passages {[len(c) for c in item['contexts']]}"
         )
+        print("   seconds by purpose:", {k: round(v, 1) for k, v in seconds_by.items()},
+              "· tokens generated:", dict(tokens_out))  # fmt: skip
         print("   answer:", re.sub(r"\s+", " ", item["answer"])[:300])
     mean = statistics.mean(times)
     print(f"\nmean {mean:.1f} s/sample over {len(times)} (max {max(times):.1f}); target {TARGET_S:.0f} s: ratio "
