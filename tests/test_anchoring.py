@@ -79,6 +79,41 @@ def test_sentences_that_state_nothing_are_marked_and_the_rest_are_checkable() ->
 
 
 @pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        # seen in BEGIN: a statement, then a question, in one sentence; it was dropped whole
+        (
+            "i think it is for the best, do you watch the nfl?",
+            [("i think it is for the best", ""), ("do you watch the nfl?", "a question")],
+        ),
+        ("Paris is big, isn't it?", [("Paris is big", ""), ("isn't it?", "a question")]),
+        (
+            "The Seine flows through Paris; what else would you like to know?",
+            [("The Seine flows through Paris", ""), ("what else would you like to know?", "a question")],
+        ),
+        # questions that only open with a clause stay one question
+        ("Do you know, who won the cup?", [("Do you know, who won the cup?", "a question")]),
+        ("Well, do you like it?", [("Well, do you like it?", "a question")]),
+        ("If you like, which team do you support?", [("If you like, which team do you support?", "a question")]),
+    ],
+)
+def test_a_statement_before_a_question_in_one_sentence_is_checkable(answer: str, expected: list[Any]) -> None:
+    sentences = answer_sentences(answer)
+    assert [(s.text, s.why) for s in sentences] == expected
+    assert all(answer[s.start : s.end] == s.text for s in sentences)
+
+
+def test_the_statement_before_a_question_is_judged_and_the_question_is_not() -> None:
+    answer = "Paris is the capital of France, do you want to visit it?"
+    split, rewriter = _decompose(answer, "", {})
+    assert split.statements == ("Paris is the capital of France",)
+    assert rewriter.asked == []
+    statuses = [(answer[s.start : s.end], s.status) for s in split.answer_map.sentences]
+    assert statuses == [("Paris is the capital of France", "judged"), ("do you want to visit it?", "not_checkable")]
+    assert split.answer_map.coverage == 1.0
+
+
+@pytest.mark.parametrize(
     ("text", "fragment"),
     [
         ("Alan Smith is known for his roles in", True),  # the fragments of a quoted-title sentence

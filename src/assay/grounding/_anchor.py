@@ -151,15 +151,62 @@ class SentenceSpan:
         return not self.why
 
 
+_QUESTION_OPENER = (
+    r"(?:do|does|did|have|has|had|are|is|was|were|am|can|could|would|will|should|shall|may|might|"
+    r"don't|doesn't|didn't|haven't|hasn't|aren't|isn't|wasn't|weren't|can't|couldn't|won't|wouldn't|shouldn't|"
+    r"what|who|whom|whose|which|when|where|why|how|right|ok|okay)\b"
+)
+_TRAILING_QUESTION = re.compile(
+    r"[,;:\u2013\u2014]\s+(?:(?:and|but|so|or)\s+)?" + _QUESTION_OPENER + r"[^,;:]*\?\W*$", re.IGNORECASE
+)
+_OPENS_AS_QUESTION = re.compile(r"^\W*" + _QUESTION_OPENER, re.I)
+_OPENS_AS_CONDITION = re.compile(
+    r"^\W*(?:if|unless|when|whenever|while|because|although|though|since|before|after|as|once|in case)\b", re.I
+)
+
+
+def _statement_then_question(text: str) -> int | None:
+    """Where a sentence that states something and then asks ends its statement, or ``None``.
+
+    "I think it is for the best, do you watch the NFL?" and "It is big, isn't it?" end in a
+    question mark, but their opening clause is a statement; judged as one question they were
+    dropped whole. A sentence that opens as a question ("Do you know, who won?") or with a
+    condition of the question ("If you like, which team do you support?") stays one.
+    """
+    found = _TRAILING_QUESTION.search(text)
+    if found is None or _OPENS_AS_QUESTION.match(text) or _OPENS_AS_CONDITION.match(text):
+        return None
+    head = text[: found.start()]
+    if sum(1 for w in head.split() if any(c.isalnum() for c in w)) < 3:
+        return None
+    return found.start()
+
+
+def _split_questions(answer: str, located: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in located:
+        cut = _statement_then_question(answer[start:end]) if answer[start:end].rstrip().endswith("?") else None
+        if cut is None:
+            out.append((start, end))
+            continue
+        rest = start + cut + 1  # the question starts after the comma and its spaces
+        while rest < end and answer[rest].isspace():
+            rest += 1
+        out.extend([(start, start + cut), (rest, end)])
+    return out
+
+
 @lru_cache(maxsize=1024)
 def answer_sentences(answer: str, question: str = "") -> tuple[SentenceSpan, ...]:
     """The sentences of ``answer`` with exact offsets, each marked checkable or not (and why).
 
     A one-word sentence states nothing, except when it is the whole answer to a question
-    ("Paris."): that is an elliptical answer, completed from the question.
+    ("Paris."): that is an elliptical answer, completed from the question. A sentence that
+    states something and then asks ("It is for the best, do you watch the NFL?") is two: the
+    statement, checkable, and the question, which is not.
     """
     out: list[SentenceSpan] = []
-    located = located_sentences(answer)
+    located = _split_questions(answer, located_sentences(answer))
     for start, end in located:
         text = answer[start:end]
         words = sum(1 for w in text.split() if any(c.isalnum() for c in w))
