@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from assay import Faithfulness, Sample, UnscoredReason, evaluate
-from assay.errors import JudgeError, ModelWeightsError
+from assay.errors import ConfigError, JudgeError, ModelWeightsError
 from assay.metrics._faithfulness import STATEMENT_PROMPT, StatementCheck, StatementJudgement
 from assay.models import ChoiceProbabilities, GenerateConfig, LocalJudge, get_judge
 from assay.models import _weights as weights
@@ -81,6 +81,23 @@ def test_prompt_longer_than_the_context_window_is_a_judge_error(tiny: LocalJudge
     score = evaluate([huge], [Faithfulness(decomposer="sentences")], small).results[0].scores["faithfulness"]
     assert score.unscored_reason is UnscoredReason.JUDGE_ERROR
     assert math.isnan(score.value)
+
+
+def test_the_window_is_set_from_the_environment_for_judges_named_by_string(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `assay run --judge local` builds the judge from its string: ASSAY_LOCAL_N_CTX is how a
+    # CLI user widens (or here narrows) the window, and the loaded model must have it.
+    monkeypatch.setenv("ASSAY_LOCAL_N_CTX", "256")
+    judge = get_judge(f"local:{smollm2_path()}")
+    huge = SAMPLE.model_copy(update={"contexts": ("word " * 2000,)})
+    score = evaluate([huge], [Faithfulness(decomposer="sentences")], judge).results[0].scores["faithfulness"]
+    assert score.unscored_reason is UnscoredReason.JUDGE_ERROR
+    assert "context window (256)" in (score.detail or "")
+    monkeypatch.setenv("ASSAY_LOCAL_N_CTX", "8k")
+    with pytest.raises(ConfigError, match=r"ASSAY_LOCAL_N_CTX must be a number of tokens .*'8k'"):
+        get_judge("local")
+    monkeypatch.setenv("ASSAY_LOCAL_N_CTX", "100")
+    with pytest.raises(ConfigError, match="n_ctx must be at least 256, got 100"):
+        get_judge("local")
 
 
 def test_judge_strings_choose_the_backend(tmp_path: Path) -> None:

@@ -193,13 +193,29 @@ def _string_body_grammar(max_chars: int) -> Any:
     return llama_cpp.llama_grammar.LlamaGrammar.from_string(_STRING_BODY_GBNF % max_chars, verbose=False)
 
 
+DEFAULT_N_CTX = 4096
+
+
+def _window_from_environment() -> int:
+    """``$ASSAY_LOCAL_N_CTX`` as a number of tokens, else :data:`DEFAULT_N_CTX`."""
+    raw = os.environ.get("ASSAY_LOCAL_N_CTX", "").strip()
+    if not raw:
+        return DEFAULT_N_CTX
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"ASSAY_LOCAL_N_CTX must be a number of tokens (e.g. 8192), got {raw!r}") from None
+
+
 class LocalJudge(JudgeModel):
     """An in-process llama.cpp judge (extra ``local``).
 
     Args:
         model_path: A GGUF file; default ``$ASSAY_LOCAL_MODEL`` or the embedded
             Qwen2.5-Coder-1.5B-Instruct Q4_K_M.
-        n_ctx: Context window in tokens. Prompts longer than this fail with ``judge_error``.
+        n_ctx: Context window in tokens; default ``$ASSAY_LOCAL_N_CTX``, else 4096. Prompts
+            longer than this fail with ``judge_error`` (agent goal accuracy fits its
+            evidence to it instead, and says what it cut).
         n_threads: CPU threads (default: all cores).
         max_string_chars: Grammar bound on each free-text string in an answer.
         progress: Called with (bytes done, total) while the default weights are assembled.
@@ -209,11 +225,13 @@ class LocalJudge(JudgeModel):
         self,
         model_path: str | Path | None = None,
         *,
-        n_ctx: int = 4096,
+        n_ctx: int | None = None,
         n_threads: int | None = None,
         max_string_chars: int = 300,
         progress: Progress | None = None,
     ) -> None:
+        if n_ctx is None:
+            n_ctx = _window_from_environment()
         if n_ctx < 256:
             raise ConfigError(f"n_ctx must be at least 256, got {n_ctx}")
         self._model_path = model_path
