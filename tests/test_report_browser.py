@@ -463,3 +463,43 @@ def test_the_answer_view_colours_each_statements_words_and_marks_what_was_not_ju
     assert browser.evaluate("document.querySelector('#sample-view .answer').innerText") == answer
     assert browser.evaluate("typeof window.__xss") == "undefined"
     assert browser.evaluate("document.querySelectorAll('#sample-view .answer img, #sample-view .answer b').length") == 0
+
+
+def test_an_agent_samples_question_column_shows_the_users_first_turn_as_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, browser: Chromium
+) -> None:
+    # An agent sample has no question: the column showed "—" for every row. What the user first
+    # asked is the question; it is untrusted text like any other.
+    monkeypatch.chdir(tmp_path)
+    asked = "Cancel ABC <img src=x onerror=window.__xss=5> please."
+    row = {
+        "id": "trip",
+        "messages": [
+            {"role": "system", "content": "Policy: confirm first."},
+            {"role": "user", "content": asked},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "a", "type": "function",
+                 "function": {"name": "cancel_reservation", "arguments": '{"id": "ABC"}'}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "cancelled"},
+            {"role": "user", "content": "Thanks, that is all."},
+            {"role": "assistant", "content": "Done."},
+        ],
+        "reference_tool_calls": [{"name": "cancel_reservation", "arguments": {"id": "ABC"}}],
+    }  # fmt: skip
+    data = tmp_path / "agent.jsonl"
+    data.write_text(json.dumps(row) + "\n")
+    with FakeOpenAIServer(make_responder()) as server:
+        run_id = cli_run(tmp_path, data, server.base_url, "-m", "agent_state_match")
+    out = tmp_path / "report.html"
+    write_report(tmp_path / ".assay" / "runs.sqlite", run_id, out)
+
+    browser.navigate(out.as_uri())
+    browser.wait_for("window.assayReady === true")
+    cell = browser.evaluate("document.querySelector('#sample-body tr td.q').textContent")
+    assert cell == asked
+    browser.click("#sample-body tr:nth-child(1)")
+    browser.wait_for("document.getElementById('sample-view') !== null")
+    headings = browser.evaluate("[...document.querySelectorAll('#sample-view h3')].map(h => h.textContent)")
+    assert "Question (the user's first turn)" in headings
+    assert browser.evaluate("document.querySelectorAll('#sample-view img').length") == 0
+    assert browser.evaluate("window.__xss === undefined") is True

@@ -544,6 +544,16 @@ def _metric_view(
     )
 
 
+def first_user_turn(trace: Any) -> str | None:
+    """What the user first said in an agent's trace: an agent sample's question, where it has none."""
+    for message in trace or ():
+        if isinstance(message, Mapping) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str) and content.strip():
+                return content
+    return None
+
+
 def _sample_id(group: Sequence[Mapping[str, Any]]) -> str:
     first = group[0]
     return str(first.get("id") or (first.get("sample") or {}).get("id") or f"line-{first.get('line')}")
@@ -643,6 +653,7 @@ def build_report(
             "id": sid,
             "line": line,
             "question": sample.get("question"),
+            "first_user_turn": None if sample.get("question") else first_user_turn(sample.get("trace")),
             "answer": sample.get("answer"),
             "contexts": list(sample.get("contexts") or ()),
             "reference": sample.get("reference"),

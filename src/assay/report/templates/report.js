@@ -37,7 +37,8 @@
   for (var i = 0; i < SAMPLES.length; i++) {
     var s = SAMPLES[i];
     s._i = i;
-    s._search = [s.id, s.question || "", s.answer || ""].join("\n").toLowerCase();
+    s._asked = s.question || s.first_user_turn || "";  // an agent sample: what the user first said
+    s._search = [s.id, s._asked, s.answer || ""].join("\n").toLowerCase();
     var failing = false, unscored = false, flaky = false, flipped = false;
     for (var m = 0; m < METRICS.length; m++) {
       var st = s.stats[METRICS[m]];
@@ -56,7 +57,7 @@
   var COLUMNS = [
     { label: "line", num: true, key: function (s) { return s.line; }, cell: function (s) { return String(s.line); } },
     { label: "id", key: function (s) { return s.id; }, cell: function (s) { return s.id; }, cls: "id" },
-    { label: "question", key: function (s) { return s.question || ""; }, cell: function (s) { return s.question || "—"; }, cls: "q" },
+    { label: "question", key: function (s) { return s._asked; }, cell: function (s) { return s._asked || "—"; }, cls: "q" },
   ];
   METRICS.forEach(function (name) {
     COLUMNS.push({
@@ -184,7 +185,7 @@
         if (extra) td.appendChild(el("span", { cls: "sub", text: extra }));
         var cls = (col.num ? "num " : "") + (col.delta ? "delta " : "") + (col.cls || "") + " " + (col.tone ? col.tone(s) : "");
         td.className = cls.trim();
-        if (col.cls === "q") td.title = s.question || "";
+        if (col.cls === "q") td.title = s._asked;
         if (col.cls === "id") td.title = s.id;
         tr.appendChild(td);
       });
@@ -431,8 +432,9 @@
     });
     root.appendChild(stats);
 
-    root.appendChild(el("h3", { text: "Question" }));
-    root.appendChild(textBlock(s.question));
+    var firstTurn = !s.question && s.first_user_turn;
+    root.appendChild(el("h3", { text: firstTurn ? "Question (the user's first turn)" : "Question" }));
+    root.appendChild(textBlock(firstTurn ? s.first_user_turn : s.question));
 
     // Only entries whose verdicts are statements of the answer (some found in it) go with
     // the answer; a grader's criterion is not in the answer and is shown once, below.
