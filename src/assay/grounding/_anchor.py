@@ -72,11 +72,12 @@ _FILLER = re.compile(
     r"of course(?:[!,.]|$)|here (?:is|are) (?:a |the |some )?(?:summary|answer|overview|breakdown|details)\b)",
     re.IGNORECASE,
 )
-_AUXILIARY = re.compile(
-    r"\b(?:is|are|was|were|be|been|being|has|have|had|do|does|did|can|could|will|would|shall|should|may|might|"
-    r"must|won't|isn't|aren't|wasn't|weren't|hasn't|haven't|hadn't|doesn't|didn't|can't|couldn't)\b",
-    re.IGNORECASE,
+_AUXILIARIES = (
+    r"am|is|are|was|were|be|been|being|has|have|had|do|does|did|can|could|will|would|shall|should|may|might|"
+    r"must|won't|isn't|aren't|wasn't|weren't|hasn't|haven't|hadn't|don't|doesn't|didn't|can't|couldn't|"
+    r"wouldn't|shouldn't"
 )
+_AUXILIARY = re.compile(rf"\b(?:{_AUXILIARIES})\b", re.IGNORECASE)
 _DANGLING_END = frozenset(
     _split(
         "in of for to with by at on from as about into onto than the a an and or but nor that which who "
@@ -151,11 +152,7 @@ class SentenceSpan:
         return not self.why
 
 
-_QUESTION_OPENER = (
-    r"(?:do|does|did|have|has|had|are|is|was|were|am|can|could|would|will|should|shall|may|might|"
-    r"don't|doesn't|didn't|haven't|hasn't|aren't|isn't|wasn't|weren't|can't|couldn't|won't|wouldn't|shouldn't|"
-    r"what|who|whom|whose|which|when|where|why|how|right|ok|okay)\b"
-)
+_QUESTION_OPENER = rf"(?:{_AUXILIARIES}|what|who|whom|whose|which|when|where|why|how|right|ok|okay)\b"
 _TRAILING_QUESTION = re.compile(
     r"[,;:\u2013\u2014]\s+(?:(?:and|but|so|or)\s+)?" + _QUESTION_OPENER + r"[^,;:]*\?\W*$", re.IGNORECASE
 )
@@ -176,16 +173,17 @@ def _statement_then_question(text: str) -> int | None:
     found = _TRAILING_QUESTION.search(text)
     if found is None or _OPENS_AS_QUESTION.match(text) or _OPENS_AS_CONDITION.match(text):
         return None
-    head = text[: found.start()]
-    if sum(1 for w in head.split() if any(c.isalnum() for c in w)) < 3:
-        return None
-    return found.start()
+    return found.start() if _words(text[: found.start()]) >= 3 else None
+
+
+def _words(text: str) -> int:
+    return sum(1 for w in text.split() if any(c.isalnum() for c in w))
 
 
 def _split_questions(answer: str, located: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for start, end in located:
-        cut = _statement_then_question(answer[start:end]) if answer[start:end].rstrip().endswith("?") else None
+        cut = _statement_then_question(answer[start:end])
         if cut is None:
             out.append((start, end))
             continue
@@ -209,7 +207,7 @@ def answer_sentences(answer: str, question: str = "") -> tuple[SentenceSpan, ...
     located = _split_questions(answer, located_sentences(answer))
     for start, end in located:
         text = answer[start:end]
-        words = sum(1 for w in text.split() if any(c.isalnum() for c in w))
+        words = _words(text)
         why = ""
         if words < 2 and not (words == 1 and len(located) == 1 and question.strip()):
             why = "too short"

@@ -544,7 +544,7 @@ def _metric_view(
     )
 
 
-def first_user_turn(trace: Any) -> str | None:
+def _first_user_turn(trace: Any) -> str | None:
     """What the user first said in an agent's trace: an agent sample's question, where it has none."""
     for message in trace or ():
         if isinstance(message, Mapping) and message.get("role") == "user":
@@ -653,7 +653,7 @@ def build_report(
             "id": sid,
             "line": line,
             "question": sample.get("question"),
-            "first_user_turn": None if sample.get("question") else first_user_turn(sample.get("trace")),
+            "first_user_turn": None if sample.get("question") else _first_user_turn(sample.get("trace")),
             "answer": sample.get("answer"),
             "contexts": list(sample.get("contexts") or ()),
             "reference": sample.get("reference"),
