@@ -275,6 +275,12 @@ async def main() -> None:
     parser.add_argument("--max-chars", type=int, default=8000, help="holistic: trace formatter budget")
     parser.add_argument("--tool-chars", type=int, default=1500, help="holistic: cap per tool result")
     parser.add_argument("--json", type=Path, help="write every figure and every trajectory's result here")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        help="judge cache file, kept between runs: a stopped run resumes, and a larger --n reuses the calls "
+        "already made (default: a fresh temporary cache; seconds per trajectory count only calls not cached)",
+    )
     args = parser.parse_args()
 
     rows = load(args.n, args.seed)
@@ -309,7 +315,9 @@ async def main() -> None:
             inner = LocalJudge(args.judge.partition(":")[2] or None, n_ctx=args.n_ctx)
         else:
             inner = get_judge(args.judge)
-        cache = JudgeCache(Path(tempfile.mkdtemp()) / "goal-accuracy-cache.sqlite")
+        cache = JudgeCache(args.cache or Path(tempfile.mkdtemp()) / "goal-accuracy-cache.sqlite")
+        if args.cache:
+            print(f"judge cache: {args.cache} (answers already in it are not timed again)")
         judge = CachedJudge(inner, cache)
         model_variants: dict[str, Metric] = {}
         wanted = set(args.variants.split(","))
