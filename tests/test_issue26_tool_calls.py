@@ -50,6 +50,31 @@ def test_reference_tool_calls_with_ragas_args_are_read() -> None:
     assert score(sample).value == 1.0
 
 
+def test_tau_bench_actions_and_anthropic_tool_use_blocks_are_read_as_reference_calls(tmp_path: Path) -> None:
+    # tau-bench keeps a task's expected actions as {"name", "kwargs"}; every row of a tau-bench
+    # results file was refused ("Extra inputs are not permitted"), so nothing was judged.
+    taubench = {"name": "cancel", "kwargs": {"order": 7}}
+    anthropic = {"type": "tool_use", "id": "toolu_1", "name": "cancel", "input": {"order": 7}}
+    for call in (taubench, anthropic):
+        sample = Sample(id="s", trace=CHAT_TRACE, reference_tool_calls=[call])
+        assert sample.reference_tool_calls[0].name == "cancel"
+        assert sample.reference_tool_calls[0].arguments == {"order": 7}
+        assert score(sample).value == 1.0
+    path = tmp_path / "taubench.jsonl"
+    path.write_text(json.dumps({"id": "t", "messages": CHAT_TRACE, "reference_tool_calls": [taubench]}) + "\n")
+    assert [r.sample.id for r in read_jsonl(path, required=("trace", "reference_tool_calls"))] == ["t"]
+
+
+def test_a_tool_call_with_an_unknown_key_names_the_key_and_the_accepted_ones(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    row = {"id": "a", "messages": CHAT_TRACE, "reference_tool_calls": [{"name": "cancel", "params": {"order": 7}}]}
+    path.write_text(json.dumps(row) + "\n")
+    (error,) = list(read_jsonl(path))
+    message = str(error)
+    assert "rows.jsonl:1" in message and "reference_tool_calls[0]" in message
+    assert "unknown key 'params' in a tool call" in message and "'kwargs'" in message
+
+
 def test_a_dataset_row_with_string_and_args_reference_calls_is_not_refused(tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
     rows = [

@@ -22,7 +22,11 @@ class ToolCall(BaseModel):
     - DeepEval's ``ToolCall``, ``{"name", "input_parameters": {...}}`` (its ``description``
       and ``reasoning`` are dropped; its ``output``, the tool's result, is not part of a call
       and is dropped too: calls are matched on name and arguments);
-    - Inspect's ``ToolCall``, ``{"id", "function": "name", "arguments": {...}}``.
+    - Inspect's ``ToolCall``, ``{"id", "function": "name", "arguments": {...}}``;
+    - tau-bench's ``Action``, ``{"name", "kwargs": {...}}`` (its tasks' expected actions);
+    - Anthropic's ``tool_use`` block, ``{"type": "tool_use", "id", "name", "input": {...}}``.
+
+    Any other key is an error that names it and the keys accepted.
 
     Arguments that are not a JSON object (a string that does not parse, a list) are an
     error naming the call: a reference call is the dataset's, and a guess would change what
@@ -47,13 +51,25 @@ class ToolCall(BaseModel):
             data = {"name": function.get("name"), "arguments": function.get("arguments"), "id": data.get("id")}
         elif isinstance(function, str) and "name" not in data:  # Inspect (its parse_error and view are dropped)
             data = {"name": function, "arguments": data.get("arguments"), "id": data.get("id")}
-        for key in ("args", "input_parameters"):  # Ragas, DeepEval
+        for key in _ARGUMENT_KEYS:
             if key in data and "arguments" not in data:
                 data["arguments"] = data.pop(key)
         for key in ("description", "reasoning", "output", "type"):  # DeepEval's and OpenAI's annotations
             data.pop(key, None)
+        unknown = sorted(set(data) - {"name", "arguments", "id"})
+        if unknown:
+            raise ValueError(
+                f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in a tool call: "
+                "give 'name' and the arguments as 'arguments' (or "
+                + ", ".join(repr(k) for k in _ARGUMENT_KEYS)
+                + "), or OpenAI's {'function': {'name', 'arguments'}}"
+            )
         data["arguments"] = _arguments_object(data.get("arguments"))
         return data
+
+
+_ARGUMENT_KEYS = ("args", "input_parameters", "kwargs", "input")
+"""Other names of a tool call's arguments: Ragas', DeepEval's, tau-bench's, Anthropic's."""
 
 
 INVALID_ARGUMENTS = "__invalid_arguments__"
