@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import assay
-from assay import Sample, Score, UnscoredReason, Verdict
+from assay import JudgeCall, Sample, Score, UnscoredReason, Verdict
 from assay.errors import SampleError
 from assay.metrics import AnswerRelevancy, Faithfulness
 from assay.run import RunSpec, RunStore, SampleResult
@@ -24,6 +24,8 @@ from assay.run import RunSpec, RunStore, SampleResult
 SRC = Path(assay.__file__).resolve().parents[1]
 """The tree this test process imports assay from: subprocesses import the same one."""
 SPECS = {"faithfulness": Faithfulness().spec(), "answer_relevancy": AnswerRelevancy().spec()}
+CALL = JudgeCall(model="openai:fake", purpose="verdicts", messages=(), raw_output="{}")
+"""The judge call a judged score carries (the gate models verdict noise only where a judge spoke)."""
 
 Value = float | None | tuple[float, int]
 """A score: a value (a binary metric's 0/1 is one verdict, else four verdicts), ``None``
@@ -42,14 +44,14 @@ def score(metric: str, value: Value) -> Score:
             Verdict(subject="the question", value=int(value), reason="addressed" if value else "off topic"),
             Verdict(subject="the answer commits to a response (not evasive)", value=1, reason="commits"),
         ]
-        return Score.scored(metric, value, verdicts=verdicts, spec=SPECS[metric])
+        return Score.scored(metric, value, verdicts=verdicts, spec=SPECS[metric], calls=[CALL])
     value, n = value if isinstance(value, tuple) else (value, 1 if value in (0.0, 1.0) else 4)
     ones = round(value * n)
     verdicts = [
         Verdict(subject=f"statement {i} of {metric}", value=int(i < ones), reason="stated" if i < ones else "absent")
         for i in range(n)
     ]
-    return Score.scored(metric, ones / n, verdicts=verdicts, spec=SPECS.get(metric))
+    return Score.scored(metric, ones / n, verdicts=verdicts, spec=SPECS.get(metric), calls=[CALL])
 
 
 def make_run(

@@ -10,7 +10,7 @@ from xml.dom import minidom
 import numpy as np
 import pytest
 
-from assay import Score, UnscoredReason, Verdict
+from assay import JudgeCall, Score, UnscoredReason, Verdict
 from assay.analysis import (
     GatePolicy,
     analyze_repeats,
@@ -35,9 +35,14 @@ from assay.analysis import (
 # --- helpers -----------------------------------------------------------------------------
 
 
-def faith(*verdicts: tuple[str, int], reason: str = "r") -> Score:
+CALL = JudgeCall(model="m", purpose="verdicts", messages=(), raw_output="{}")
+
+
+def faith(*verdicts: tuple[str, int], reason: str = "r", judged: bool = True) -> Score:
+    """A faithfulness score; ``judged``: it carries the judge call that made it (as a real one does)."""
     vs = [Verdict(subject=s, value=v, reason=f"{reason}: {s}") for s, v in verdicts]
-    return Score.scored("faithfulness", sum(v for _, v in verdicts) / len(verdicts), verdicts=vs)
+    value = sum(v for _, v in verdicts) / len(verdicts)
+    return Score.scored("faithfulness", value, verdicts=vs, calls=[CALL] if judged else [])
 
 
 def record(line: int, repeat: int, score: Score, sample_id: str | None = None) -> dict[str, Any]:
@@ -325,3 +330,41 @@ def test_run_mean_gate_single_run_binomial_model() -> None:
     assert result.p_pass == pytest.approx(0.95**4, abs=4 * math.sqrt(0.8145 * 0.1855 / 40_000))
     assert result.outcome == "pass"  # observed; the estimate does not make a single run flaky
     assert evaluate_gate(analyze_repeats(records, "faithfulness"), GatePolicy(flip_rate=0.0)).outcome == "pass"
+
+
+def test_a_metric_no_judge_spoke_for_is_gated_on_what_it_computed_with_no_assumed_noise() -> None:
+    # A state match or a tool-call accuracy makes no judge call: the default 5% flip rate gave a
+    # deterministic 0.8 a 19% chance to fail "on a rerun", and told the user to measure judge noise.
+    records = [record(i, 0, faith(("A", 1), ("B", 1), ("C", 1), ("D", 1), ("E", 0), judged=False)) for i in (1, 2)]
+    report = analyze_repeats(records, "faithfulness", n_boot=100)
+    for policy in (GatePolicy(per_sample=True), GatePolicy(), GatePolicy(per_sample=True, flip_rate=0.2)):
+        result = evaluate_gate(report, policy)
+        assert (result.flip_rate, result.flip_rate_source) == (0.0, "no judge call")
+        assert result.p_pass == 1.0 and result.outcome == "pass"
+        assert [s.p_pass for s in result.samples] == [1.0, 1.0]
+        assert not any("assumed" in n or "--repeats" in n or "flipped" in n for n in result.notes)
+        assert any("no scored result of faithfulness came from a judge call" in n for n in result.notes)
+    failing = evaluate_gate(report, GatePolicy(threshold=0.9))
+    assert failing.p_pass == 0.0 and failing.outcome == "fail"
+
+
+def test_a_judged_run_models_noise_only_on_the_samples_a_judge_scored() -> None:
+    # Sample 1 was judged (its 4 verdicts can flip); sample 2's verdicts were computed (no call).
+    records = [
+        record(1, 0, faith(("A", 1), ("B", 1), ("C", 1), ("D", 1))),
+        record(2, 0, faith(("E", 1), ("F", 1), ("G", 1), ("H", 1), judged=False)),
+    ]
+    result = evaluate_gate(analyze_repeats(records, "faithfulness", n_boot=100), GatePolicy(per_sample=True))
+    assert result.flip_rate_source == "default"
+    first, second = result.samples
+    assert first.p_pass == pytest.approx(0.95**4)  # 0.8 of 4 statements needs all 4 to stay supported
+    assert second.p_pass == 1.0
+    assert result.p_pass == pytest.approx(first.p_pass)
+
+
+def test_a_combined_score_whose_calls_are_in_its_parts_counts_as_judged() -> None:
+    part = faith(("A", 1), ("B", 0))
+    combined = Score.scored("faithfulness", 0.5, verdicts=part.verdicts, parts=[part])
+    assert not combined.calls and combined.all_calls
+    result = evaluate_gate(analyze_repeats([record(1, 0, combined)], "faithfulness", n_boot=100), GatePolicy())
+    assert result.flip_rate_source == "default" and 0.0 < result.p_pass < 1.0

@@ -20,7 +20,7 @@ import typer
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
-from assay import Faithfulness, Sample, Verdict
+from assay import Faithfulness, JudgeCall, Sample, Verdict
 from assay.analysis import GatePolicy, analyze_repeats, evaluate_gate
 from assay.cli._gate import gate
 from assay.metrics._common import supported_share
@@ -32,6 +32,8 @@ app = typer.Typer(pretty_exceptions_enable=False)
 app.command("gate", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(gate)
 app.command("other")(lambda: None)  # two commands, so "gate" is a subcommand as in assay's app
 
+CALLS = (JudgeCall(model="function", purpose="verdicts", messages=(), raw_output="{}"),)
+"""The judge call each stored score carries, as a judged one does."""
 CONTEXT = "Paris is the capital of France. The Louvre is in Paris. The Seine flows through Paris."
 
 # answer -> statements per repeat (a repeat not listed uses the last entry).
@@ -91,7 +93,12 @@ def stored_run(
                     for s in statements
                 ]
                 score = supported_share(
-                    "faithfulness", verdicts, (), metric.spec(), counted="statements supported", rejected="unsupported"
+                    "faithfulness",
+                    verdicts,
+                    CALLS,
+                    metric.spec(),
+                    counted="statements supported",
+                    rejected="unsupported",
                 )
                 opened.record(run_id, SampleResult(sample, {"faithfulness": score}, line, repeat), repeat=repeat)
         opened.set_status(run_id, "finished")
@@ -316,3 +323,35 @@ def test_the_report_interval_is_the_analysis_interval(decomposition_run: tuple[P
         assert view.mean.low < view.mean.high  # a real interval, not a degenerate one
     gate_ci = evaluate_gate(analyze_repeats(records, "faithfulness"), GatePolicy()).ci
     assert gate_ci == analyze_repeats(records, "faithfulness").ci
+
+
+def test_gating_a_state_match_run_assumes_no_judge_noise_and_gives_no_judge_advice(tmp_path: Path) -> None:
+    import asyncio
+
+    from assay import Message, ToolCall
+    from assay.metrics import AgentStateMatch
+    from assay.models import ScriptedJudge
+
+    metric = AgentStateMatch()
+    trace = (
+        Message(role="user", content="Cancel ABC."),
+        Message(role="assistant", tool_calls=(ToolCall(name="cancel_reservation", arguments={"id": "ABC"}, id="1"),)),
+        Message(role="tool", tool_call_id="1", content="cancelled"),
+    )
+    store, run_id = tmp_path / "runs.sqlite", new_run_id()
+    with RunStore(store) as opened:
+        opened.create(RunSpec(run_id=run_id, judge="local", judge_model="local", metrics=(metric.spec(),)))
+        for line, expected in enumerate(["ABC", "ABC", "ABC", "ABC", "XYZ"], start=1):
+            expected_calls = [{"name": "cancel_reservation", "arguments": {"id": expected}}]
+            sample = Sample(id=f"t{line}", trace=trace, reference_tool_calls=expected_calls)
+            score = asyncio.run(metric.score(sample, ScriptedJudge([])))
+            assert not score.all_calls
+            opened.record(run_id, SampleResult(sample, {metric.name: score}, line, 0), repeat=0)
+        opened.set_status(run_id, "finished")
+    summary = tmp_path / "summary.md"
+    code, out = invoke(run_id, "--store", str(store), "-m", "agent_state_match=0.8", "--summary-md", str(summary))
+    assert code == 0, out  # 4 of 5 pass: the observed 0.8, and a rerun computes it again
+    flat = " ".join(out.split())
+    assert "no judge call: computed verdicts, a rerun gives the same outcome" in flat
+    assert "flip rate" not in flat and "--repeats" not in flat and "statements needed" not in flat
+    assert "No judge call" in summary.read_text()

@@ -345,7 +345,9 @@ class GateResult:
             run the binomial model's estimate.
         method: ``repeats`` or ``binomial`` (a single run; the noise model estimates P).
         flip_rate: ε used by the binomial model and the recommendation.
-        flip_rate_source: ``measured``, ``given`` or ``default``.
+        flip_rate_source: ``measured``, ``given`` or ``default``; ``no judge call`` (ε = 0)
+            when no scored result of the metric came from a judge call (state match,
+            tool-call accuracy, retrieval measures): computed verdicts cannot flip.
         mean: The run's mean (per-sample means averaged).
         ci: Its bootstrap CI.
         samples: Every sample's gate.
@@ -363,7 +365,7 @@ class GateResult:
     p_pass: float
     method: Literal["repeats", "binomial"]
     flip_rate: float
-    flip_rate_source: Literal["measured", "given", "default"]
+    flip_rate_source: Literal["measured", "given", "default", "no judge call"]
     mean: float
     ci: tuple[float, float]
     samples: tuple[SampleGate, ...]
@@ -439,7 +441,13 @@ def _sinkers(failing_scores: Sequence[Score], scored: Sequence[Score]) -> tuple[
 
 
 def _model_bits(score: Score) -> list[int] | None:
-    """The verdicts as 0/1, or None when the score is not (verdicts that are 1) / (verdicts)."""
+    """The verdicts as 0/1, or None when the score is not (verdicts that are 1) / (verdicts).
+
+    None too when no judge call made the score: its verdicts were computed (a state match,
+    a verbatim sentence) and a rerun gives them again, so the noise model must not flip them.
+    """
+    if not score.all_calls:
+        return None
     bits = [_binary(v.value) for v in score.verdicts]
     clean = [b for b in bits if b is not None]
     if not bits or len(clean) != len(bits) or abs(sum(clean) / len(clean) - score.value) > 1e-6:
@@ -592,8 +600,16 @@ def evaluate_gate(report: RepeatReport, policy: GatePolicy) -> GateResult:
     has_repeats = any(s.n_scored >= 2 for s in report.samples)
     method: Literal["repeats", "binomial"] = "repeats" if has_repeats else "binomial"
     measured = report.flip_rate
-    source: Literal["measured", "given", "default"]
-    if policy.flip_rate is not None:
+    source: Literal["measured", "given", "default", "no judge call"]
+    scored_results = [score for sample in report.samples for score in sample.scored]
+    judge_free = bool(scored_results) and not any(score.all_calls for score in scored_results)
+    if judge_free:
+        flip, source = 0.0, "no judge call"
+        notes.append(
+            f"no scored result of {report.metric} came from a judge call: its verdicts are computed and "
+            "cannot flip on a rerun (ε = 0, P(pass) is the observed outcome)"
+        )
+    elif policy.flip_rate is not None:
         flip, source = policy.flip_rate, "given"
     elif not math.isnan(measured):
         flip, source = measured, "measured"
@@ -618,14 +634,15 @@ def evaluate_gate(report: RepeatReport, policy: GatePolicy) -> GateResult:
             notes.append(f"some samples have fewer than {policy.min_statements} statements: the gate fails")
         observed = bool(gated) and report.mean >= policy.threshold - _EPS and enough
         p_pass = _simulate_run_mean(report.samples, policy, method, flip)
-        notes.append(
-            f"P(pass) of the run mean: {policy.simulations:,} simulated runs (seed {policy.seed}), "
-            + (
-                "each drawing one scored repeat per sample"
-                if method == "repeats"
-                else "each statement's verdict flipped with probability ε"
+        if not judge_free:
+            notes.append(
+                f"P(pass) of the run mean: {policy.simulations:,} simulated runs (seed {policy.seed}), "
+                + (
+                    "each drawing one scored repeat per sample"
+                    if method == "repeats"
+                    else "each statement's verdict flipped with probability ε"
+                )
             )
-        )
     repeat_passes = _repeat_outcomes(report.samples, policy) if method == "repeats" else ()
     if method == "repeats" and report.n_sets_changed:
         notes.append(
@@ -639,10 +656,11 @@ def evaluate_gate(report: RepeatReport, policy: GatePolicy) -> GateResult:
         outcome = "unscored"
     elif method == "binomial":
         outcome = "pass" if observed else "fail"
-        notes.append(
-            "a single run decides on what it observed; P(pass) is the binomial model's estimate, not a measurement "
-            "(measure the judge's noise with 'assay run --repeats 3')"
-        )
+        if not judge_free:
+            notes.append(
+                "a single run decides on what it observed; P(pass) is the binomial model's estimate, not a "
+                "measurement (measure the judge's noise with 'assay run --repeats 3')"
+            )
     elif observed and all(repeat_passes) and p_pass >= 1 - policy.max_flake - _EPS:
         outcome = "pass"
     elif not observed and not any(repeat_passes) and p_pass <= policy.max_flake + _EPS:

@@ -92,6 +92,8 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
             f"{passing}/{len(result.repeat_passes)} of them) · flake probability {_pct(result.flake_probability)} "
             f"(max {policy.max_flake:g})"
         )
+    elif result.flip_rate_source == "no judge call":
+        noise = "no judge call: computed verdicts, a rerun gives the same outcome"
     else:
         noise = (
             f"single run: decided on what it observed · estimated P(pass) {_pct(result.p_pass)} (binomial model, "
@@ -190,7 +192,7 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
             "so the statement-count advice of graded metrics does not apply; more samples narrow its interval[/dim]",
             soft_wrap=True,
         )
-    else:
+    elif result.flip_rate_source != "no judge call":  # computed verdicts: no statement count makes them steadier
         _print_advice(result, report)
     for note in result.notes:
         out_console.print(f"[dim]note: {printable(note)}[/dim]", soft_wrap=True)

@@ -153,6 +153,8 @@ def gate_line(result: GateResult) -> str:
     source = (
         f"from {result.n_repeats} repeats"
         if result.method == "repeats"
+        else "no judge call: computed verdicts"
+        if result.flip_rate_source == "no judge call"
         else f"binomial model, flip rate {result.flip_rate:g} ({result.flip_rate_source})"
     )
     mean = "—" if math.isnan(result.mean) else f"{result.mean:.3f}"

@@ -79,6 +79,8 @@ def _noise_line(result: GateResult) -> str:
             f" of them) · P(pass) {_num(result.p_pass, 4)} · flake probability "
             f"{_num(result.flake_probability, 4)} (max {policy.max_flake:g})"
         )
+    if result.flip_rate_source == "no judge call":
+        return "**No judge call:** the metric's verdicts are computed; a rerun gives the same outcome."
     return (
         f"**Single run: decided on what it observed.** Estimated P(pass) {_num(result.p_pass, 4)} and flip "
         f"probability {_num(result.reversal_probability, 4)} (binomial model, statement flip rate "
