@@ -655,3 +655,54 @@ def test_assert_scores_gates_several_metrics_and_lists_every_failure() -> None:
 
     with pytest.raises(ConfigError, match="did you mean 'faithfulness'"):
         assert_scores(good, ["faithfulnes"], judge=_rag_judge())
+
+
+# --- a run whose judge calls another model answered says so everywhere ----------------------------
+
+
+def test_a_run_answered_by_two_models_says_its_scores_mix_judges(tmp_path: Path) -> None:
+    # A proxy that falls back to another model for some calls: every score looked like the
+    # asked judge's, and nothing in the summary, the stored run, the gate or the report said otherwise.
+    pytest.importorskip("openai")
+    import html
+
+    from assay.report import write_report
+    from assay.testing import FakeOpenAIServer
+    from first_hour import word_judge
+
+    fallback = "fallback-<b>model</b>"
+
+    def answered_as(body: Any, call: int) -> str:
+        return fallback if call % 2 == 0 else str(body["model"])
+
+    data = _write_rows(tmp_path / "data.jsonl", ROWS)
+    store = tmp_path / "runs.sqlite"
+    with FakeOpenAIServer(word_judge, answered_as=answered_as) as server:
+        code, out = invoke("run", str(data), "--judge", "openai:fake", "--base-url", server.base_url,
+                           "--store", str(store), "--no-cache")  # fmt: skip
+        calls = server.calls
+    assert code == 0, out
+    assert calls >= 2
+    flat = " ".join(out.split())
+    assert "warning: judge calls were answered by 2 models: openai:fake (" in flat
+    assert f"openai:{fallback} (" in flat and "the run asked for openai:fake: the scores mix judges" in flat
+    run_id = flat.split("stored in ")[1].split(" as run ")[1].split()[0]
+    code, shown = invoke("runs", "show", run_id, "--store", str(store))
+    assert code == 0 and "the scores mix judges" in " ".join(shown.split())
+    code, gated = invoke("gate", run_id, "--store", str(store), "--min", "0.0")
+    assert "faithfulness: judge calls were answered by 2 models" in " ".join(gated.split())
+    write_report(store, run_id, tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text()
+    assert "the scores mix judges" in page and html.escape(f"openai:{fallback}") in page
+    assert fallback not in page  # the server's text is escaped on the page
+
+
+def test_a_run_answered_by_the_model_asked_for_or_its_snapshot_says_nothing_of_models() -> None:
+    from assay.analysis import judge_models_note
+
+    assert judge_models_note({"openai:gpt-4o-mini-2024-07-18": 12}, "openai:gpt-4o-mini") is None
+    assert judge_models_note({"openai:fake": 3}, "openai:fake") is None
+    assert judge_models_note({}, "openai:fake") is None
+    assert judge_models_note({"openai:gpt-4o": 3}, "openai:gpt-4o-mini") == (
+        "every judge call was answered by openai:gpt-4o, not openai:gpt-4o-mini as asked"
+    )

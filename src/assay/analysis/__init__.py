@@ -53,6 +53,7 @@ from assay.analysis._gates import (
     recommend_threshold,
     score_pass_probability,
 )
+from assay.analysis._judges import answered_by, judge_models_note
 from assay.analysis._repeats import (
     RepeatReport,
     SampleRepeats,
@@ -86,6 +87,7 @@ __all__ = [
     "StatementFlips",
     "agreement",
     "analyze_repeats",
+    "answered_by",
     "balanced_accuracy",
     "binomial_pass_probability",
     "bootstrap_ci",
@@ -98,6 +100,7 @@ __all__ = [
     "flake_probability",
     "flip_rate",
     "is_pass_fail",
+    "judge_models_note",
     "metrics_in",
     "min_passing",
     "observed_rate",

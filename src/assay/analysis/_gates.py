@@ -42,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from assay._scores import Score
+from assay.analysis._judges import answered_by, judge_models_note
 from assay.analysis._repeats import RepeatReport, SampleRepeats, statement_key
 from assay.analysis._stats import wilson_interval
 
@@ -603,6 +604,9 @@ def evaluate_gate(report: RepeatReport, policy: GatePolicy) -> GateResult:
     source: Literal["measured", "given", "default", "no judge call"]
     scored_results = [score for sample in report.samples for score in sample.scored]
     judge_free = bool(scored_results) and not any(score.all_calls for score in scored_results)
+    mixed = judge_models_note(answered_by(c for score in scored_results for c in score.all_calls))
+    if mixed:
+        notes.append(f"{report.metric}: {mixed}")
     if judge_free:
         flip, source = 0.0, "no judge call"
         notes.append(

@@ -20,7 +20,7 @@ from rich.text import Text
 import assay
 from assay._safety import REDACTED, printable, redact_url
 from assay._scores import Score, Verdict
-from assay.analysis import DEFAULT_MAX_UNSCORED
+from assay.analysis import DEFAULT_MAX_UNSCORED, judge_models_note
 from assay.cli._console import (
     EXIT_BAD_ROWS,
     EXIT_INTERRUPTED,
@@ -127,6 +127,9 @@ def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float,
         f"{cost.failed_calls}) · tokens {cost.usage.prompt_tokens:,} in / {cost.usage.completion_tokens:,} out · "
         f"cost {printable(cost.describe())}"
     )
+    models = judge_models_note(cost.models, judge)
+    if models:
+        err_console.print(f"[bold yellow]warning[/bold yellow]: {printable(models)}", soft_wrap=True)
     for name in summary.metrics:
         lowest = [r for r in summary.lowest.get(name, ())[:5] if r.scores[name].value < 1.0]
         if not lowest:

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from assay._safety import printable, redact_url, scrub, url_secrets
+from assay.analysis import judge_models_note
 from assay.cli._console import (
     EXIT_OK,
     EXIT_USAGE,
@@ -133,6 +134,9 @@ def show(
                     f"judge calls {cost['calls']} (cached {cost['cached_calls']}) · tokens "
                     f"{cost['prompt_tokens']:,} in / {cost['completion_tokens']:,} out · cost {printable(spent)}"
                 )
+                models = judge_models_note(cost.get("models") or {}, spec.judge_model)
+                if models:
+                    out_console.print(f"[bold yellow]warning[/bold yellow]: {printable(models)}", soft_wrap=True)
         unscored = [
             (r["line"], r["id"], m, s["unscored_reason"], s.get("detail"))
             for r in runs.records(run_id)

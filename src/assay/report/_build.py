@@ -41,6 +41,7 @@ from assay.analysis import (
     bootstrap_mean_ci,
     evaluate_gate,
     is_pass_fail,
+    judge_models_note,
     paired_bootstrap_ci,
 )
 from assay.report._answer import (
@@ -280,6 +281,8 @@ class CostView:
     usd: float
     unpriced_models: tuple[str, ...]
     description: str
+    models_note: str | None = None
+    """Said when several models answered the judge calls, or one that was not asked for."""
 
 
 @dataclass(frozen=True)
@@ -473,7 +476,7 @@ def _sample_values(group: Sequence[Mapping[str, Any]], metric: str) -> list[floa
     return values
 
 
-def _cost(records: Iterable[Mapping[str, Any]], prices: PriceTable) -> CostView:
+def _cost(records: Iterable[Mapping[str, Any]], prices: PriceTable, asked: str | None) -> CostView:
     report = CostReport(prices=prices)
     for record in records:
         for score in (record.get("scores") or {}).values():
@@ -487,6 +490,7 @@ def _cost(records: Iterable[Mapping[str, Any]], prices: PriceTable) -> CostView:
         usd=report.usd,
         unpriced_models=tuple(sorted(report.unpriced_models)),
         description=report.describe(),
+        models_note=judge_models_note(report.models, asked),
     )
 
 
@@ -711,7 +715,7 @@ def build_report(
         threshold=threshold,
         repeats=repeats,
         metrics=metrics,
-        cost=_cost(records, prices or PriceTable()),
+        cost=_cost(records, prices or PriceTable(), info.spec.judge_model),
         row_errors=tuple(row_errors),
         samples=samples,
         texts=texts.texts,

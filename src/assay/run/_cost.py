@@ -89,10 +89,14 @@ class CostReport:
     usd: float = 0.0
     unpriced_models: set[str] = field(default_factory=set)
     priced_calls: int = 0
+    models: dict[str, int] = field(default_factory=dict)
+    """Calls (cached ones too) per model that answered them, as each response named it
+    (:func:`~assay.analysis.judge_models_note` says what a reader must be told of them)."""
 
     def add(self, calls: Iterable[JudgeCall]) -> None:
         """Count these calls (cached ones count as calls made, at no cost)."""
         for call in calls:
+            self.models[call.model] = self.models.get(call.model, 0) + 1
             if call.cached:
                 self.cached_calls += 1
                 continue

@@ -86,6 +86,7 @@ class RunSummary:
             "priced_calls": self.cost.priced_calls,
             "prompt_tokens": self.cost.usage.prompt_tokens,
             "completion_tokens": self.cost.usage.completion_tokens,
+            "models": dict(self.cost.models),
         }
         out["_counts"] = {"results": self.n_results, "row_errors": self.n_row_errors}
         return out

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from assay.testing._fake_server import FakeHandler, FakeServer, Responder
@@ -267,6 +267,9 @@ class FakeOpenAIServer(FakeServer[_Handler]):
         include_usage: Whether responses carry a ``usage`` object.
         model: The model name reported by ``GET /v1/models`` (chat responses echo the
             requested model).
+        answered_as: Request body and 1-based call number -> the model name a chat
+            response reports (default: the requested one), to play a proxy that falls
+            back to another model for some calls.
     """
 
     handler_class = _Handler
@@ -285,6 +288,7 @@ class FakeOpenAIServer(FakeServer[_Handler]):
         require_api_key: str | None = None,
         include_usage: bool = True,
         model: str = "fake-judge",
+        answered_as: Callable[[Mapping[str, Any], int], str] | None = None,
     ) -> None:
         super().__init__(
             responder or default_responder,
@@ -298,6 +302,7 @@ class FakeOpenAIServer(FakeServer[_Handler]):
         )
         self.rejects_json_schema = rejects_json_schema
         self.rejects_max_tokens = rejects_max_tokens
+        self.answered_as = answered_as
 
     @property
     def base_url(self) -> str:
@@ -379,7 +384,7 @@ class FakeOpenAIServer(FakeServer[_Handler]):
             "id": f"chatcmpl-fake-{self.calls}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": str(body.get("model", self.model)),
+            "model": self.answered_as(body, self.calls) if self.answered_as else str(body.get("model", self.model)),
             "system_fingerprint": "fp_fake",
             "choices": [
                 {
