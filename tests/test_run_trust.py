@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -374,3 +375,74 @@ def test_a_run_cancelled_mid_way_is_interrupted_even_if_closing_the_judge_fails(
     asyncio.run(main())
     (info,) = RunStore(store).runs()
     assert info.status == "interrupted" and 1 <= info.n_results < 20
+
+
+# --- progress moves with every judge call -------------------------------------------------------
+
+
+class _Recorder:
+    """A progress reporter that keeps what the runner told it."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[int, str]] = []
+
+    def start(self, description: str, total: int | None, done: int) -> None:
+        pass
+
+    def advance(self, n: int, stats: str) -> None:
+        self.events.append((n, stats))
+
+    def note(self, message: str) -> None:
+        pass
+
+    def bytes(self, description: str, done: int, total: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_progress_line_moves_with_each_judge_call_not_only_each_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An agent trace takes ~7 judge calls and minutes on two cores: the progress said nothing
+    # until the whole sample was done.
+    import assay.run._evaluate as runner
+
+    recorder = _Recorder()
+    monkeypatch.setattr(runner, "make_reporter", lambda progress: recorder)
+    data = [
+        {"id": f"a{i}", "question": "Colour?", "answer": "Grass is green. Snow is white.", "contexts": ["Sky."]}
+        for i in range(2)
+    ]
+    metric = Faithfulness(strategy="per_statement", decomposer="sentences")
+    result = evaluate(data, metric, FunctionJudge(supported_when_sky_one), progress="plain")
+    calls = sum(len(s.all_calls) for r in result.results for s in r.scores.values())
+    assert calls == 4
+    first_sample = next(i for i, (n, _) in enumerate(recorder.events) if n == 1)
+    assert first_sample >= 2 and all(n == 0 for n, _ in recorder.events[:first_sample])
+    assert "1 judge call ·" in recorder.events[0][1] and "2 judge calls" in recorder.events[1][1]
+    assert f"{calls} judge calls" in recorder.events[-1][1]
+
+
+def supported_when_sky_one(messages: list[dict[str, str]], schema: type | None) -> str:
+    statement = messages[-1]["content"].split("<statement>\n")[1].split("\n</statement>")[0]
+    return json.dumps({"reason": "r", "verdict": int("sky" in statement)})
+
+
+def test_a_counted_judge_counts_scored_choices_and_keeps_exactly_the_inner_capabilities() -> None:
+    import asyncio
+
+    from assay.models import ChoiceScorer
+    from assay.models._stack import CountedJudge
+
+    class Scorer(FunctionJudge):
+        async def choice_probabilities(self, messages: Any, *, prefix: str, choices: Any, config: Any = None) -> Any:
+            return {c: 1 / len(choices) for c in choices}
+
+    seen: list[int] = []
+    plain = CountedJudge(FunctionJudge(lambda m, s: "{}"), lambda: seen.append(1))
+    assert not isinstance(plain, ChoiceScorer)
+    scorer = CountedJudge(Scorer(lambda m, s: "{}"), lambda: seen.append(1))
+    assert isinstance(scorer, ChoiceScorer)
+    asyncio.run(scorer.choice_probabilities([], prefix="", choices=["1", "0"]))
+    asyncio.run(plain.generate([{"role": "user", "content": "x"}]))
+    assert len(seen) == 2

@@ -17,7 +17,8 @@ the temperature are part of its key.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, Judg
 from assay.models._resilient import RateLimiter, ResilientJudge, RetryPolicy
 from assay.models._wrapper import JudgeWrapper
 
-__all__ = ["Limits", "build_judge_stack", "same_in_every_repeat"]
+__all__ = ["CountedJudge", "Limits", "build_judge_stack", "same_in_every_repeat"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,47 @@ def same_in_every_repeat() -> Iterator[None]:
         yield
     finally:
         _SAME_IN_EVERY_REPEAT.reset(token)
+
+
+class CountedJudge(JudgeWrapper):
+    """Calls ``on_call`` after every answer of the judge (generated, or choices and strings scored).
+
+    The runner's progress moves with each judge call this way, not only when a sample is
+    done. The optional capabilities (``choice_probabilities``, ``complete_string``) are
+    counted too, and stay present exactly when the inner judge has them.
+    """
+
+    _COUNTED = ("choice_probabilities", "complete_string")
+
+    def __init__(self, inner: JudgeModel, on_call: Callable[[], None]) -> None:
+        super().__init__(inner)
+        self.on_call = on_call
+
+    def __getattr__(self, name: str) -> Any:
+        found = super().__getattr__(name)
+        if name not in self._COUNTED or not callable(found):
+            return found
+
+        @functools.wraps(found)
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await found(*args, **kwargs)
+            finally:
+                self.on_call()
+
+        return counted
+
+    async def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        schema: type[BaseModel] | None = None,
+        config: GenerateConfig | None = None,
+    ) -> JudgeResponse:
+        try:
+            return await self.inner.generate(messages, schema=schema, config=config)
+        finally:
+            self.on_call()
 
 
 class _RepeatJudge(JudgeWrapper):

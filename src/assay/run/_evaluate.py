@@ -28,7 +28,7 @@ from assay.metrics._base import Metric, score_safely
 from assay.models._cache import JudgeCache
 from assay.models._protocol import JudgeModel, close_judge
 from assay.models._registry import get_judge
-from assay.models._stack import _REPEAT, Limits, build_judge_stack
+from assay.models._stack import _REPEAT, CountedJudge, Limits, build_judge_stack
 from assay.prompts import REASKS
 from assay.run._cost import CostReport, PriceTable
 from assay.run._dataset import Row, sample_from_record
@@ -363,10 +363,22 @@ async def aevaluate(
         for earlier in run_store.results(run_id):  # a resumed run's progress counts what is stored
             tally.add(earlier)
 
+    calls_made = 0
+
     def stats() -> str:
         s = tally.summary()
         unscored = sum(m.n_unscored for m in s.metrics.values())
-        return f"scored {s.n_scored} unscored {unscored} · {s.cost.usage.total_tokens:,} tok · {_cost_text(s.cost)}"
+        calls = f" · {calls_made:,} judge call{'s' if calls_made != 1 else ''}" if calls_made else ""
+        return (
+            f"scored {s.n_scored} unscored {unscored}{calls} · {s.cost.usage.total_tokens:,} tok · {_cost_text(s.cost)}"
+        )
+
+    def call_done() -> None:
+        # A sample of a long agent trace or RAG answer takes minutes on a small CPU: the line
+        # moves with every judge call, not only when a sample finishes.
+        nonlocal calls_made
+        calls_made += 1
+        reporter.advance(0, stats())
 
     def record(done_result: SampleResult) -> None:
         if run_store is not None and run_id is not None:
@@ -436,6 +448,7 @@ async def aevaluate(
                 skip=done,
                 on_result=record,
                 on_error=record_error,
+                on_call=call_done,
             )
         status = "finished"
         # Workers finish in any order; results come back in input order, whatever the input.
@@ -491,10 +504,13 @@ async def _run_local(
     skip: Collection[tuple[str, int]],
     on_result: Callable[[SampleResult], None],
     on_error: Callable[[SampleError], None],
+    on_call: Callable[[], None] | None = None,
 ) -> None:
-    """The in-process engine: a bounded queue feeding a pool of workers."""
+    """The in-process engine: a bounded queue feeding a pool of workers (``on_call``: after each judge call)."""
     workers = max(1, concurrency or limits.concurrency or judge_model.max_concurrency)
     stacked = build_judge_stack(judge_model, limits=limits, cache=cache, temperature=temperature, workers=workers)
+    if on_call is not None:
+        stacked = CountedJudge(stacked, on_call)
     queue: asyncio.Queue[tuple[Row, int] | None] = asyncio.Queue(maxsize=2 * workers)
     reasks_token = REASKS.set(reasks) if reasks is not None else None
 
