@@ -126,6 +126,8 @@ def test_two_runs_side_by_side_show_both_answers_and_verdicts(site: dict[str, An
     # The two newest runs are preselected: A the older, B the newer.
     title = browser.evaluate("document.getElementById('compare-title').textContent")
     assert title == f"{site['old']} (A) and {site['new']} (B)"
+    # Same judge, same settings (repeats are not a setting of the metric): nothing to warn about.
+    assert "warning" not in browser.evaluate("document.getElementById('compare-note').textContent")
     row = browser.evaluate(
         "(() => { const tr = document.querySelector('#compare-body tr[data-sample-id=\"s0\"]');"
         " return [...tr.children].map(td => td.textContent); })()"
@@ -212,3 +214,37 @@ def test_the_report_sample_table_uses_the_page_and_shows_every_delta(runs: dict[
         )
         browser.send("Input.dispatchKeyEvent", {"type": "keyDown", "key": "Escape", "code": "Escape"})
         browser.wait_for("!document.body.classList.contains('viewing')")
+
+
+def test_runs_judged_by_different_judges_or_settings_are_compared_with_a_warning(
+    tmp_path: Path, browser: Chromium
+) -> None:
+    # Δ between two runs is read as "what my change did"; a different judge or metric setting
+    # moves scores by itself, and neither the report nor the browser said so.
+    store = tmp_path / "runs.sqlite"
+    data = tmp_path / "v1.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows(1)))
+    ids = []
+    with FakeOpenAIServer(word_judge) as server:
+        for judge, extra in (("openai:fake", ()), ("openai:other", ("--set", "faithfulness.threshold=0.7"))):
+            invoke("run", str(data), "-m", "faithfulness", "--judge", judge, "--base-url", server.base_url,
+                   "--store", str(store), "--no-cache", *extra)  # fmt: skip
+            with RunStore(store) as opened:
+                ids.append(opened.latest())
+            time.sleep(1.05)
+    result = CliRunner().invoke(app, ["report", ids[1], "--compare", ids[0], "--store", str(store), "-o",
+                                      str(tmp_path / "r.html")], env={"COLUMNS": "250"})  # fmt: skip
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.output.split())
+    assert "warning: the runs differ in more than the system judged" in flat
+    assert "judged by different judges (openai:other here, openai:fake there)" in flat
+    assert "faithfulness is set differently (verifier.threshold)" in flat
+    page = (tmp_path / "r.html").read_text()
+    assert "judged by different judges (openai:other here, openai:fake there)" in page
+    invoke("browse", "--store", str(store), "-o", str(tmp_path / "site"))
+    browser.navigate((tmp_path / "site" / "index.html").as_uri())
+    browser.wait_for("window.assayBrowserReady === true")
+    note = browser.evaluate("document.getElementById('compare-note').textContent")
+    assert "warning: the runs differ in more than the system judged" in note
+    assert "judged by different judges (openai:fake, openai:other)" in note
+    assert "faithfulness is set differently" in note

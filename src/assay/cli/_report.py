@@ -136,6 +136,12 @@ def report(
     except OSError as exc:
         err_console.print(f"[red]error:[/red] cannot write {printable(str(out))}: {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
+    if data.caveats:
+        err_console.print(
+            f"[bold yellow]warning[/bold yellow]: the runs differ in more than the system judged, so Δ does not "
+            f"measure it alone: {printable('; '.join(data.caveats))}",
+            soft_wrap=True,
+        )
     compared = f", compared with {compare}" if compare else ""
     if len(data.gate_results) == 1:
         verdict = f", gate {data.gate_results[0].outcome}"

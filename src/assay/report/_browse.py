@@ -22,6 +22,7 @@ data.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -173,6 +174,12 @@ def build_browser(
                 "status": info.status,
                 "dataset": info.spec.dataset,
                 "judge": info.spec.judge_model,
+                # What a comparison must match besides the data: each metric's version and settings.
+                "settings": {
+                    m.name: f"version {m.version} " + json.dumps(m.params, sort_keys=True, default=str)
+                    for m in info.spec.metrics
+                },
+                "temperature": info.spec.options.get("temperature"),
                 "file": entry.file,
                 "metrics": names,
                 "n_samples": n_samples,

@@ -310,6 +310,8 @@ class ReportData:
     only_other: int = 0
     seed: int = 0
     gate_results: tuple[GateResult, ...] = ()
+    caveats: tuple[str, ...] = ()
+    """What differs between the compared runs besides the system judged (the judge, a metric's settings)."""
 
     @property
     def gate_result(self) -> GateResult | None:
@@ -330,6 +332,45 @@ class ReportData:
             "samples": self.samples,
             "texts": self.texts,
         }
+
+
+def comparison_caveats(here: RunInfo, other: RunInfo) -> tuple[str, ...]:
+    """What differs between two runs besides the system judged, so a Δ would not measure it alone.
+
+    A different judge, a metric of the same name with another version, prompts or options,
+    or another sampling temperature: each moves scores by itself. The data may differ (a
+    new version of the system answers differently); that is what a comparison is for.
+    """
+    a, b = here.spec, other.spec
+    caveats = []
+    if a.judge_model != b.judge_model:
+        caveats.append(f"judged by different judges ({a.judge_model} here, {b.judge_model} there)")
+    theirs = {m.name: m for m in b.metrics}
+    for mine in a.metrics:
+        that = theirs.get(mine.name)
+        if that is None:
+            continue
+        if mine.version != that.version:
+            caveats.append(f"{mine.name} is version {mine.version} here, {that.version} there")
+        elif mine.params != that.params:
+            caveats.append(f"{mine.name} is set differently ({', '.join(_differing(mine.params, that.params))})")
+    t_here, t_there = a.options.get("temperature"), b.options.get("temperature")
+    if t_here != t_there:
+        caveats.append(f"sampled at temperature {t_here if t_here is not None else 'default'} here, "
+                       f"{t_there if t_there is not None else 'default'} there")  # fmt: skip
+    return tuple(caveats)
+
+
+def _differing(a: Mapping[str, Any], b: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """The dotted keys whose values differ between two nested settings (``verifier.threshold``)."""
+    keys = []
+    for key in sorted({*a, *b}):
+        x, y = a.get(key), b.get(key)
+        if isinstance(x, Mapping) and isinstance(y, Mapping):
+            keys.extend(_differing(x, y, f"{prefix}{key}."))
+        elif x != y:
+            keys.append(f"{prefix}{key}")
+    return keys
 
 
 def _calls(score: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
@@ -720,6 +761,7 @@ def build_report(
         samples=samples,
         texts=texts.texts,
         other=other,
+        caveats=comparison_caveats(info, other) if other is not None else (),
         compare=tuple(compare),
         n_paired=len(in_both),
         only_here=len(here_ids - in_both),

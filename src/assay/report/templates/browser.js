@@ -63,6 +63,16 @@
       if (run && run.n_shown < run.n_samples) note.push("run " + run.id + ": the first " + run.n_shown + " of its " + run.n_samples + " samples are shown here; its report has every one");
     });
     if (a && b && a.dataset !== b.dataset) note.push("the runs judged different data (" + (a.dataset || "?") + ", " + (b.dataset || "?") + "): samples are paired by id");
+    if (a && b) {
+      // Scores move with the judge and the metric's settings too: say so before anyone reads a difference.
+      var differ = [];
+      if (a.judge !== b.judge) differ.push("judged by different judges (" + a.judge + ", " + b.judge + ")");
+      Object.keys(a.settings || {}).forEach(function (m) {
+        if (b.settings && m in b.settings && a.settings[m] !== b.settings[m]) differ.push(m + " is set differently");
+      });
+      if (a.temperature !== b.temperature) differ.push("sampled at different temperatures");
+      if (differ.length) note.push("warning: the runs differ in more than the system judged: " + differ.join("; "));
+    }
     document.getElementById("compare-note").textContent = note.join(" · ");
     var metrics = [];
     [a, b].forEach(function (run) { if (run) run.metrics.forEach(function (m) { if (metrics.indexOf(m) < 0) metrics.push(m); }); });
