@@ -706,3 +706,24 @@ def test_a_run_answered_by_the_model_asked_for_or_its_snapshot_says_nothing_of_m
     assert judge_models_note({"openai:gpt-4o": 3}, "openai:gpt-4o-mini") == (
         "every judge call was answered by openai:gpt-4o, not openai:gpt-4o-mini as asked"
     )
+
+
+def test_a_priced_judge_whose_server_sends_no_token_counts_costs_unknown_not_zero(tmp_path: Path) -> None:
+    # A proxy that omits `usage`: every call read as 0 tokens, and a paid gpt-4o-mini run
+    # was summarised as costing $0.0000.
+    pytest.importorskip("openai")
+    from assay.testing import FakeOpenAIServer
+    from first_hour import word_judge
+
+    data = _write_rows(tmp_path / "data.jsonl", ROWS)
+    store = tmp_path / "runs.sqlite"
+    with FakeOpenAIServer(word_judge, include_usage=False) as server:
+        code, out = invoke("run", str(data), "--judge", "openai:gpt-4o-mini", "--base-url", server.base_url,
+                           "--store", str(store), "--no-cache")  # fmt: skip
+    assert code == 0, out
+    flat = " ".join(out.split())
+    assert "cost unknown (openai:gpt-4o-mini reported no token counts)" in flat
+    assert "$0.0000" not in flat
+    run_id = flat.split("stored in ")[1].split(" as run ")[1].split()[0]
+    code, shown = invoke("runs", "show", run_id, "--store", str(store))
+    assert "cost unknown (openai:gpt-4o-mini reported no token counts)" in " ".join(shown.split())

@@ -129,7 +129,9 @@ def show(
                 # A model without a price makes the cost unknown, never $0.0000. (Runs stored
                 # before priced calls were counted say "+ unknown" when some model had none.)
                 priced = cost.get("priced_calls", cost["calls"] if not cost.get("unpriced_models") else 1)
-                spent = describe_cost(cost["usd"], cost.get("unpriced_models") or (), priced)
+                spent = describe_cost(
+                    cost["usd"], cost.get("unpriced_models") or (), priced, cost.get("uncounted_models") or ()
+                )
                 out_console.print(
                     f"judge calls {cost['calls']} (cached {cost['cached_calls']}) · tokens "
                     f"{cost['prompt_tokens']:,} in / {cost['completion_tokens']:,} out · cost {printable(spent)}"

@@ -89,6 +89,8 @@ class CostReport:
     usd: float = 0.0
     unpriced_models: set[str] = field(default_factory=set)
     priced_calls: int = 0
+    uncounted_models: set[str] = field(default_factory=set)
+    """Priced models that answered without token counts (a server that omits ``usage``): their cost is unknown."""
     models: dict[str, int] = field(default_factory=dict)
     """Calls (cached ones too) per model that answered them, as each response named it
     (:func:`~assay.analysis.judge_models_note` says what a reader must be told of them)."""
@@ -107,30 +109,38 @@ class CostReport:
             cost = self.prices.cost(call.model, call.usage)
             if cost is None:
                 self.unpriced_models.add(call.model)
+            elif call.error is None and call.usage.total_tokens == 0 and any(self.prices.rate(call.model) or ()):
+                self.uncounted_models.add(call.model)  # an answer read from no tokens: not free, uncounted
             else:
                 self.usd += cost
                 self.priced_calls += 1
 
     def describe(self) -> str:
         """``"$0.0123"``; ``"unknown (m has no price; ...)"`` when no call had a price (never ``$0.0000``)."""
-        return describe_cost(self.usd, self.unpriced_models, self.priced_calls)
+        return describe_cost(self.usd, self.unpriced_models, self.priced_calls, self.uncounted_models)
 
     def brief(self) -> str:
         """``"$0.0123"``, ``"$0.0123 + unknown"`` or ``"unknown"``: for progress lines."""
-        if not self.unpriced_models:
+        if not self.unpriced_models and not self.uncounted_models:
             return f"${self.usd:.4f}"
         return f"${self.usd:.4f} + unknown" if self.priced_calls else "unknown"
 
 
-def describe_cost(usd: float, unpriced: Iterable[str], priced_calls: int) -> str:
+def describe_cost(usd: float, unpriced: Iterable[str], priced_calls: int, uncounted: Iterable[str] = ()) -> str:
     """A cost in words: what is known, and which models have no price (``assay runs show`` and the summary).
 
     A model without a price makes the cost unknown, never $0: ``$0.0123 + unknown (m has
     no price; see --prices)``, or ``unknown (m has no price; see --prices)`` when no call
-    had a price at all.
+    had a price at all. So does a priced model whose server sent no token counts
+    (``uncounted``): ``unknown (m reported no token counts)``.
     """
-    models = sorted(unpriced)
-    if not models:
+    models, silent = sorted(unpriced), sorted(uncounted)
+    if not models and not silent:
         return f"${usd:.4f}"
-    which = f"{', '.join(models)} {'has' if len(models) == 1 else 'have'} no price; see --prices"
+    why = []
+    if models:
+        why.append(f"{', '.join(models)} {'has' if len(models) == 1 else 'have'} no price; see --prices")
+    if silent:
+        why.append(f"{', '.join(silent)} reported no token counts")
+    which = "; ".join(why)
     return f"${usd:.4f} + unknown ({which})" if priced_calls else f"unknown ({which})"

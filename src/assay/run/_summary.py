@@ -83,6 +83,7 @@ class RunSummary:
             "failed_calls": self.cost.failed_calls,
             "usd": self.cost.usd,
             "unpriced_models": sorted(self.cost.unpriced_models),
+            "uncounted_models": sorted(self.cost.uncounted_models),
             "priced_calls": self.cost.priced_calls,
             "prompt_tokens": self.cost.usage.prompt_tokens,
             "completion_tokens": self.cost.usage.completion_tokens,
