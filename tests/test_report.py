@@ -390,3 +390,31 @@ def test_cli_writes_the_report_and_explains_mistakes(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "no run 'nope'" in result.output
     result = runner.invoke(cli(), ["r1", "--store", str(tmp_path / "missing.sqlite")])
     assert result.exit_code == 1 and "no run store" in result.output
+
+
+def test_a_comparison_names_what_differs_besides_the_system_judged() -> None:
+    from assay.report._build import comparison_caveats
+    from assay.run import RunInfo
+
+    def info(
+        judge: str = "openai:m", url: str | None = None, threshold: str | None = None, **options: object
+    ) -> RunInfo:
+        from assay.metrics import build_metric
+
+        metric = build_metric("faithfulness", {"threshold": threshold} if threshold else {})
+        spec = RunSpec(run_id="r", judge=judge, judge_model=judge, base_url=url, metrics=(metric.spec(),),
+                       options=options)  # fmt: skip
+        return RunInfo(run_id="r", created_at="", updated_at="", status="finished", n_results=0, n_errors=0,
+                       spec=spec, summary=None)  # fmt: skip
+
+    assert comparison_caveats(info(), info(repeats=3)) == ()  # repeats are not a metric setting
+    assert comparison_caveats(info("openai:a"), info("openai:b")) == (
+        "judged by different judges (openai:a here, openai:b there)",
+    )
+    assert comparison_caveats(info(url="http://a/v1"), info(url="http://b/v1")) == (
+        "openai:m was served from http://a/v1 here, http://b/v1 there",
+    )
+    assert comparison_caveats(info(threshold="0.7"), info()) == (
+        "faithfulness is set differently (verifier.threshold)",
+    )
+    assert comparison_caveats(info(temperature=0.7), info()) == ("sampled at temperature 0.7 here, default there",)

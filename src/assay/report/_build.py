@@ -345,6 +345,9 @@ def comparison_caveats(here: RunInfo, other: RunInfo) -> tuple[str, ...]:
     caveats = []
     if a.judge_model != b.judge_model:
         caveats.append(f"judged by different judges ({a.judge_model} here, {b.judge_model} there)")
+    elif (a.base_url or None) != (b.base_url or None):  # one model name, two servers (another quantisation...)
+        caveats.append(f"{a.judge_model} was served from {a.base_url or 'its default endpoint'} here, "
+                       f"{b.base_url or 'its default endpoint'} there")  # fmt: skip
     theirs = {m.name: m for m in b.metrics}
     for mine in a.metrics:
         that = theirs.get(mine.name)
