@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from assay import Sample, Score
+from assay.errors import JudgeError
 from assay.metrics import (
     AgentGoalAccuracy,
     AgentStateMatch,
@@ -53,7 +54,8 @@ from assay.metrics import (
     ToolCallAccuracy,
     TraceFormatter,
 )
-from assay.models import JudgeModel, LocalJudge, ScriptedJudge, get_judge
+from assay.models import JudgeModel, JudgeResponse, LocalJudge, ScriptedJudge, get_judge
+from assay.models._wrapper import JudgeWrapper
 from assay.run import CachedJudge, JudgeCache
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "agents" / "taubench_airline_dev.jsonl"
@@ -238,6 +240,13 @@ def record(score: Score) -> dict[str, Any]:
     }
 
 
+class CacheOnly(JudgeWrapper):
+    """The judge's identity (so the cache keys match) without the judge: a call the cache misses fails."""
+
+    async def generate(self, messages: Any, *, schema: Any = None, config: Any = None) -> JudgeResponse:
+        raise JudgeError("not in the cache (--cached-only)")
+
+
 def no_model_variants() -> dict[str, Metric]:
     """The deterministic metrics compared (name -> metric)."""
     return {
@@ -281,7 +290,15 @@ async def main() -> None:
         help="judge cache file, kept between runs: a stopped run resumes, and a larger --n reuses the calls "
         "already made (default: a fresh temporary cache; seconds per trajectory count only calls not cached)",
     )
+    parser.add_argument(
+        "--cached-only",
+        action="store_true",
+        help="with --cache: answer only from the cache, never run the judge (a trajectory whose calls are not all "
+        "cached is unscored judge_error): the figures of a run stopped part way, on the trajectories it finished",
+    )
     args = parser.parse_args()
+    if args.cached_only and not args.cache:
+        parser.error("--cached-only needs --cache")
 
     rows = load(args.n, args.seed)
     print(
@@ -315,6 +332,8 @@ async def main() -> None:
             inner = LocalJudge(args.judge.partition(":")[2] or None, n_ctx=args.n_ctx)
         else:
             inner = get_judge(args.judge)
+        if args.cached_only:
+            inner = CacheOnly(inner)
         cache = JudgeCache(args.cache or Path(tempfile.mkdtemp()) / "goal-accuracy-cache.sqlite")
         if args.cache:
             print(f"judge cache: {args.cache} (answers already in it are not timed again)")
