@@ -248,3 +248,25 @@ def test_runs_judged_by_different_judges_or_settings_are_compared_with_a_warning
     assert "warning: the runs differ in more than the system judged" in note
     assert "judged by different judges (openai:fake, openai:other)" in note
     assert "faithfulness is set differently" in note
+
+
+def test_one_judge_served_from_two_endpoints_is_compared_with_a_warning(tmp_path: Path, browser: Chromium) -> None:
+    store = tmp_path / "runs.sqlite"
+    data = tmp_path / "v1.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows(1)))
+    ids = []
+    for _ in range(2):
+        with FakeOpenAIServer(word_judge) as server:  # a new server, a new port: another endpoint
+            invoke("run", str(data), "-m", "faithfulness", "--judge", "openai:fake", "--base-url", server.base_url,
+                   "--store", str(store), "--no-cache")  # fmt: skip
+        with RunStore(store) as opened:
+            ids.append(opened.latest())
+        time.sleep(1.05)
+    result = CliRunner().invoke(app, ["report", ids[1], "--compare", ids[0], "--store", str(store), "-o",
+                                      str(tmp_path / "r.html")], env={"COLUMNS": "250"})  # fmt: skip
+    assert "openai:fake was served from http://127.0.0.1:" in " ".join(result.output.split())
+    invoke("browse", "--store", str(store), "-o", str(tmp_path / "site"))
+    browser.navigate((tmp_path / "site" / "index.html").as_uri())
+    browser.wait_for("window.assayBrowserReady === true")
+    note = browser.evaluate("document.getElementById('compare-note').textContent")
+    assert "openai:fake was served from two endpoints" in note

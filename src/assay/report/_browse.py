@@ -180,6 +180,7 @@ def build_browser(
                     for m in info.spec.metrics
                 },
                 "temperature": info.spec.options.get("temperature"),
+                "endpoint": info.spec.base_url,
                 "file": entry.file,
                 "metrics": names,
                 "n_samples": n_samples,

@@ -67,6 +67,7 @@
       // Scores move with the judge and the metric's settings too: say so before anyone reads a difference.
       var differ = [];
       if (a.judge !== b.judge) differ.push("judged by different judges (" + a.judge + ", " + b.judge + ")");
+      else if ((a.endpoint || null) !== (b.endpoint || null)) differ.push(a.judge + " was served from two endpoints");
       Object.keys(a.settings || {}).forEach(function (m) {
         if (b.settings && m in b.settings && a.settings[m] !== b.settings[m]) differ.push(m + " is set differently");
       });
