@@ -23,13 +23,15 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from assay._schema import schema_of
 from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError, MissingExtraError, ModelWeightsError
+from assay.models._amx import LibraryChoice, choose_library
+from assay.models._decode import DRAFT_MAX, greedy_decode
 from assay.models._protocol import ChatMessage, ChoiceProbabilities, GenerateConfig, JudgeModel, JudgeResponse
 from assay.models._weights import DEFAULT_MODEL_FILE, DEFAULT_MODEL_SHA256, Progress, default_model_path
 
@@ -218,6 +220,13 @@ class LocalJudge(JudgeModel):
             evidence to it instead, and says what it cut).
         n_threads: CPU threads (default: all cores).
         max_string_chars: Grammar bound on each free-text string in an answer.
+        draft_tokens: At temperature 0, tokens drafted from the prompt and checked in one
+            batch per step (0: one token per forward pass); the answer is the same either way.
+        decode_loop: ``assay``: greedy answers come from our loop
+            (:func:`~assay.models._decode.greedy_decode`); ``llama_cpp``: from
+            llama-cpp-python's own (slower; kept to measure against). Default
+            ``$ASSAY_LOCAL_DECODE_LOOP``, else ``assay``. Sampling at a temperature always
+            uses llama-cpp-python's.
         progress: Called with (bytes done, total) while the default weights are assembled.
     """
 
@@ -228,6 +237,8 @@ class LocalJudge(JudgeModel):
         n_ctx: int | None = None,
         n_threads: int | None = None,
         max_string_chars: int = 300,
+        draft_tokens: int = DRAFT_MAX,
+        decode_loop: Literal["assay", "llama_cpp"] | None = None,
         progress: Progress | None = None,
     ) -> None:
         if n_ctx is None:
@@ -240,6 +251,16 @@ class LocalJudge(JudgeModel):
         self.max_string_chars = max_string_chars
         self._progress = progress
         self._grammars: dict[type[BaseModel], Any] = {}
+        if decode_loop is None:
+            decode_loop = os.environ.get("ASSAY_LOCAL_DECODE_LOOP", "").strip() or "assay"  # type: ignore[assignment]
+            if decode_loop not in ("assay", "llama_cpp"):
+                raise ConfigError(f"ASSAY_LOCAL_DECODE_LOOP must be 'assay' or 'llama_cpp', got {decode_loop!r}")
+        if decode_loop not in ("assay", "llama_cpp"):
+            raise ConfigError(f"decode_loop must be 'assay' or 'llama_cpp', not {decode_loop!r}")
+        self.draft_tokens = draft_tokens
+        self.decode_loop = decode_loop
+        self.library: LibraryChoice | None = None  # which llama.cpp build runs it, once loaded
+        self.decode_stats = {"steps": 0, "drafted": 0, "accepted": 0, "generated": 0}
         chosen = model_path or os.environ.get("ASSAY_LOCAL_MODEL")
         self._name = Path(chosen).stem if chosen else Path(DEFAULT_MODEL_FILE).stem
 
@@ -291,6 +312,7 @@ class LocalJudge(JudgeModel):
             progress: Called with (bytes done, total) if the default weights must be
                 assembled first (overrides the constructor's ``progress``).
         """
+        self.library = choose_library()  # before llama_cpp is first imported: it loads its build then
         try:
             import llama_cpp
         except ImportError as exc:
@@ -330,19 +352,37 @@ class LocalJudge(JudgeModel):
         started = time.perf_counter()
         with _LOCKS[self._key]:
             _STATES[self._key].restore(llama, prompt)
-            try:
-                result = llama.create_chat_completion(
-                    messages=[dict(m) for m in messages],
-                    grammar=grammar,
-                    temperature=config.temperature,
-                    max_tokens=config.max_tokens,
-                    seed=config.seed + config.repeat,
-                )
-            except ValueError as exc:  # llama-cpp-python raises ValueError for context overflow
-                raise JudgeError(f"local model rejected the prompt: {exc}") from exc
+            if config.temperature == 0 and self.decode_loop == "assay":
+                text, choice, result = self._greedy(llama, prompt, grammar, config)
+            else:
+                try:
+                    result = llama.create_chat_completion(
+                        messages=[dict(m) for m in messages],
+                        grammar=grammar,
+                        temperature=config.temperature,
+                        max_tokens=config.max_tokens,
+                        seed=config.seed + config.repeat,
+                    )
+                except ValueError as exc:  # llama-cpp-python raises ValueError for context overflow
+                    raise JudgeError(f"local model rejected the prompt: {exc}") from exc
+                choice = result["choices"][0]
+                text = choice["message"].get("content") or ""
             _STATES[self._key].remember(llama)
-        choice = result["choices"][0]
-        return self._response(choice["message"].get("content") or "", choice, result, started)
+        return self._response(text, choice, result, started)
+
+    def _greedy(
+        self, llama: Any, prompt: list[int], grammar: Any, config: GenerateConfig
+    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """Temperature 0: our own decoding loop (:func:`~assay.models._decode.greedy_decode`), same answer, faster."""
+        max_tokens = config.max_tokens if config.max_tokens > 0 else self.n_ctx
+        decoded = greedy_decode(llama, prompt, grammar, max_tokens, draft=self.draft_tokens)
+        text = llama.detokenize(decoded.tokens, prev_tokens=prompt).decode("utf-8", errors="ignore")
+        self.decode_stats["steps"] += decoded.steps
+        self.decode_stats["drafted"] += decoded.drafted
+        self.decode_stats["accepted"] += decoded.accepted
+        self.decode_stats["generated"] += len(decoded.tokens)
+        usage = {"prompt_tokens": len(prompt), "completion_tokens": len(decoded.tokens)}
+        return text, {"finish_reason": decoded.finish_reason}, {"usage": usage}
 
     async def generate(
         self,
@@ -468,16 +508,20 @@ class LocalJudge(JudgeModel):
         started = time.perf_counter()
         with _LOCKS[self._key]:
             _STATES[self._key].restore(llama, tokens)
-            result = llama.create_completion(
-                prompt=tokens,
-                grammar=grammar,
-                temperature=config.temperature,
-                max_tokens=config.max_tokens,
-                seed=config.seed + config.repeat,
-            )
+            if config.temperature == 0 and self.decode_loop == "assay":
+                text, choice, result = self._greedy(llama, tokens, grammar, config)
+            else:
+                result = llama.create_completion(
+                    prompt=tokens,
+                    grammar=grammar,
+                    temperature=config.temperature,
+                    max_tokens=config.max_tokens,
+                    seed=config.seed + config.repeat,
+                )
+                choice = result["choices"][0]
+                text = str(choice.get("text") or "")
             _STATES[self._key].remember(llama)
-        choice = result["choices"][0]
-        return self._response(str(choice.get("text") or "").removesuffix('"'), choice, result, started)
+        return self._response(text.removesuffix('"'), choice, result, started)
 
     async def complete_string(
         self,
