@@ -134,7 +134,7 @@ def demo(config: str) -> dict[str, Any]:
             if done.returncode in (0, 2, 3)
             else []
         )
-    values = {r.get("sample_id") or r.get("id"): r.get("value") for r in records}
+    values = {r["id"]: r["scores"]["faithfulness"]["value"] for r in records if "scores" in r}
     return {"seconds": seconds, "exit": done.returncode, "values": values, "stderr": done.stderr[-300:]}
 
 

@@ -124,7 +124,7 @@ def _choose() -> LibraryChoice:
     granted, said = probe_amx(directory / PROBE_FILE)
     if not granted:
         return LibraryChoice("default", said)
-    return LibraryChoice("amx", "AMX tiles granted (probed in a child process)", str(directory))
+    return LibraryChoice("amx", "AMX tiles granted: probed in a child process", str(directory))
 
 
 # The install-time check: does a candidate build compute what the default build computes?

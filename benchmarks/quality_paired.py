@@ -1,0 +1,112 @@
+"""Before and after a change that can move verdicts: balanced accuracy on the same items, and the paired difference.
+
+Reads what the two quality benchmarks wrote, once before a change and once after (no
+model is run here):
+
+- verdict level: ``judge_agreement.py``'s per-item caches (``benchmarks/.cache/agreement-*.json``
+  of the two trees), each item's final verdict ``v`` against the human label in
+  ``../shared/data/grounding``;
+- answer level: ``faithfulness_answers.py --out`` records, "faithful iff every statement
+  is supported" (score == 1) against the answer's label, on the answers scored in both
+  runs (that benchmark leaves unscored answers out of its balanced accuracy too).
+
+Per set, on the items present in both runs: balanced accuracy before and after, and a
+seeded bootstrap 95% CI of after minus before, resampling items (so both figures move
+together); the items whose verdict changed are counted.
+
+    python benchmarks/quality_paired.py --verdicts-before A.json --verdicts-after B.json \\
+        --answers-before before.jsonl --answers-after after.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "grounding"
+
+
+def balanced_accuracy(labels: np.ndarray, preds: np.ndarray) -> float:
+    """Mean of TPR and TNR (a class with no items counts as its other half)."""
+    pos, neg = labels == 1, labels == 0
+    tpr = float((preds[pos] == 1).mean()) if pos.any() else float("nan")
+    tnr = float((preds[neg] == 0).mean()) if neg.any() else float("nan")
+    return float(np.nanmean([tpr, tnr]))
+
+
+def paired(labels: np.ndarray, before: np.ndarray, after: np.ndarray, seed: int = 7, n: int = 2000) -> dict[str, float]:
+    """BA before and after, and a bootstrap 95% CI of the difference, resampling items together."""
+    rng = np.random.default_rng(seed)
+    diffs = []
+    for _ in range(n):
+        idx = rng.integers(0, len(labels), len(labels))
+        if len(set(labels[idx])) < 2:
+            continue
+        diffs.append(balanced_accuracy(labels[idx], after[idx]) - balanced_accuracy(labels[idx], before[idx]))
+    low, high = np.percentile(diffs, [2.5, 97.5])
+    b, a = balanced_accuracy(labels, before), balanced_accuracy(labels, after)
+    return {"n": len(labels), "before": b, "after": a, "diff": a - b, "low": float(low), "high": float(high),
+            "changed": int((before != after).sum())}  # fmt: skip
+
+
+def verdict_level(before: Path, after: Path) -> dict[str, dict[str, float]]:
+    a, b = json.loads(before.read_text()), json.loads(after.read_text())
+    out = {}
+    for key in sorted(set(a) & set(b)):
+        name = key.split("/")[0]
+        labels = {}
+        for line in (DATA / f"{name}_dev.jsonl").open():
+            row = json.loads(line)
+            labels[row["id"]] = int(row["label"])
+        ids = sorted(set(a[key]) & set(b[key]))
+        ids = [i for i in ids if a[key][i].get("v") is not None and b[key][i].get("v") is not None]
+        y = np.array([labels[i] for i in ids])
+        out[key] = paired(y, np.array([a[key][i]["v"] for i in ids]), np.array([b[key][i]["v"] for i in ids]))
+    return out
+
+
+def answer_level(before: Path, after: Path) -> dict[str, dict[str, float]]:
+    def load(path: Path) -> dict[tuple[str, str], dict]:
+        return {(r["set"], r["id"]): r for r in map(json.loads, path.read_text().splitlines())}
+
+    a, b = load(before), load(after)
+    out = {}
+    for name in sorted({k[0] for k in set(a) & set(b)}):
+        keys = sorted(
+            k for k in set(a) & set(b) if k[0] == name and a[k]["value"] is not None and b[k]["value"] is not None
+        )
+        y = np.array([a[k]["label"] for k in keys])
+
+        def faithful(r: dict) -> int:
+            return int(r["value"] == 1.0)
+
+        out[name] = paired(y, np.array([faithful(a[k]) for k in keys]), np.array([faithful(b[k]) for k in keys]))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--verdicts-before", type=Path)
+    parser.add_argument("--verdicts-after", type=Path)
+    parser.add_argument("--answers-before", type=Path)
+    parser.add_argument("--answers-after", type=Path)
+    args = parser.parse_args()
+    print("| level | set | items | before | after | after - before [95% CI] | items changed |")
+    print("|---|---|---|---|---|---|---|")
+    rows = []
+    if args.verdicts_before and args.verdicts_after:
+        rows += [("verdict", k, v) for k, v in verdict_level(args.verdicts_before, args.verdicts_after).items()]
+    if args.answers_before and args.answers_after:
+        rows += [("answer", k, v) for k, v in answer_level(args.answers_before, args.answers_after).items()]
+    for level, name, f in rows:
+        print(
+            f"| {level} | {name} | {f['n']} | {f['before']:.3f} | {f['after']:.3f} | "
+            f"{f['diff']:+.3f} [{f['low']:+.3f}, {f['high']:+.3f}] | {f['changed']} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
