@@ -114,14 +114,15 @@ def numpy_figures(threads: int) -> dict[str, float]:
 
 
 def judge_figures(lengths: list[int], batches: list[int]) -> dict[str, Any]:
-    import llama_cpp
     import numpy as np
 
     from assay.models._local import LocalJudge
 
     judge = LocalJudge()
-    llama = judge.load()
+    llama = judge.load()  # chooses the llama.cpp build: llama_cpp must not be imported before this
     assert judge.library is not None
+    import llama_cpp
+
     text = (HERE.parents[1] / "shared" / "data" / "grounding" / "wice_dev.jsonl").read_text()[:60000]
     tokens = llama.tokenize(text.encode(), add_bos=False)
     out: dict[str, Any] = {
