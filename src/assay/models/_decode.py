@@ -33,7 +33,7 @@ import numpy as np
 
 from assay.errors import JudgeError
 
-__all__ = ["Decoded", "draft_from_context", "greedy_decode"]
+__all__ = ["Decoded", "common_prefix", "draft_from_context", "eval_prompt", "greedy_decode"]
 
 DRAFT_MAX = 8
 """Tokens proposed per step: past about this many, a batch costs noticeably more than one token."""
@@ -74,6 +74,34 @@ def draft_from_context(tokens: Sequence[int], limit: int, ngram: Sequence[int] =
                 if follow:
                     return follow
     return []
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading token ids ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def eval_prompt(llama: Any, tokens: Sequence[int]) -> None:
+    """Evaluate ``tokens``, re-using the KV cache of the longest prefix already in it.
+
+    At least the last token is evaluated, so its logits are fresh. (Restoring a saved
+    prefix first is the caller's: ``assay.models._local._PrefixStates``.)
+    """
+    n_ctx = llama.n_ctx()
+    if len(tokens) > n_ctx:
+        raise JudgeError(f"prompt of {len(tokens)} tokens exceeds the context window ({n_ctx})")
+    common = min(common_prefix(llama._input_ids.tolist(), tokens), len(tokens) - 1)
+    if common > 0 and llama._ctx.kv_cache_seq_rm(-1, common, -1):
+        llama.n_tokens = common
+    else:
+        llama.reset()
+        common = 0
+    llama.eval(list(tokens[common:]))
 
 
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
@@ -170,18 +198,7 @@ def greedy_decode(
     import llama_cpp
 
     vocab = llama._model.vocab
-    common = 0
-    for a, b in zip(llama._input_ids.tolist(), prompt, strict=False):
-        if a != b:
-            break
-        common += 1
-    common = min(common, len(prompt) - 1)  # always evaluate one token for fresh logits
-    if common > 0 and llama._ctx.kv_cache_seq_rm(-1, common, -1):
-        llama.n_tokens = common
-    else:
-        llama.reset()
-        common = 0
-    llama.eval(list(prompt[common:]))
+    eval_prompt(llama, prompt)
     check = _GrammarCheck(llama, grammar) if grammar is not None else None
     context = list(prompt)
     out: list[int] = []

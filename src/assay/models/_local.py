@@ -31,7 +31,8 @@ from assay._schema import schema_of
 from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError, MissingExtraError, ModelWeightsError
 from assay.models._amx import LibraryChoice, choose_library
-from assay.models._decode import DRAFT_MAX, greedy_decode
+from assay.models._decode import DRAFT_MAX, eval_prompt, greedy_decode
+from assay.models._decode import common_prefix as _common_prefix
 from assay.models._protocol import ChatMessage, ChoiceProbabilities, GenerateConfig, JudgeModel, JudgeResponse
 from assay.models._weights import DEFAULT_MODEL_FILE, DEFAULT_MODEL_SHA256, Progress, default_model_path
 
@@ -105,16 +106,6 @@ def json_string_grammar(gbnf: str) -> str:
             raise JudgeError("unexpected JSON grammar from llama-cpp-python: cannot bound its string characters")
         return gbnf
     return gbnf.replace(_LOOSE_CHAR, _JSON_CHAR)
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many leading token ids ``a`` and ``b`` share."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 class _PrefixStates:
@@ -251,14 +242,12 @@ class LocalJudge(JudgeModel):
         self.max_string_chars = max_string_chars
         self._progress = progress
         self._grammars: dict[type[BaseModel], Any] = {}
-        if decode_loop is None:
-            decode_loop = os.environ.get("ASSAY_LOCAL_DECODE_LOOP", "").strip() or "assay"  # type: ignore[assignment]
-            if decode_loop not in ("assay", "llama_cpp"):
-                raise ConfigError(f"ASSAY_LOCAL_DECODE_LOOP must be 'assay' or 'llama_cpp', got {decode_loop!r}")
-        if decode_loop not in ("assay", "llama_cpp"):
-            raise ConfigError(f"decode_loop must be 'assay' or 'llama_cpp', not {decode_loop!r}")
+        source = "decode_loop" if decode_loop is not None else "ASSAY_LOCAL_DECODE_LOOP"
+        loop = decode_loop or os.environ.get("ASSAY_LOCAL_DECODE_LOOP", "").strip() or "assay"
+        if loop not in ("assay", "llama_cpp"):
+            raise ConfigError(f"{source} must be 'assay' or 'llama_cpp', got {loop!r}")
         self.draft_tokens = draft_tokens
-        self.decode_loop = decode_loop
+        self.decode_loop = loop
         self.library: LibraryChoice | None = None  # which llama.cpp build runs it, once loaded
         self.decode_stats = {"steps": 0, "drafted": 0, "accepted": 0, "generated": 0}
         chosen = model_path or os.environ.get("ASSAY_LOCAL_MODEL")
@@ -437,17 +426,7 @@ class LocalJudge(JudgeModel):
     def _eval_with_prefix_reuse(self, llama: Any, tokens: list[int]) -> None:
         """Evaluate ``tokens``, re-using the KV cache of the longest prefix already evaluated (or saved)."""
         _STATES[self._key].restore(llama, tokens)
-        common = min(
-            _common_prefix(llama._input_ids.tolist(), tokens), len(tokens) - 1
-        )  # always evaluate one token for fresh logits
-        if common > 0 and llama._ctx.kv_cache_seq_rm(-1, common, -1):
-            llama.n_tokens = common
-        else:
-            llama.reset()
-            common = 0
-        if len(tokens) > self.n_ctx:
-            raise JudgeError(f"prompt of {len(tokens)} tokens exceeds the context window ({self.n_ctx})")
-        llama.eval(tokens[common:])
+        eval_prompt(llama, tokens)
         _STATES[self._key].remember(llama)
 
     def _choices_sync(
