@@ -42,13 +42,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from judge_limit import machine_line
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 DATA = HERE.parents[1] / "shared" / "data"
 TARGETS = {"rag": 15.0, "summary": 10.0, "agent": 30.0, "demo": 30.0}
-CONFIGS = {
-    "old": {"env": {"ASSAY_AMX": "off"}, "decode_loop": "llama_cpp"},
-    "new": {"env": {}, "decode_loop": "assay"},
+CONFIGS = {  # the environment each configuration's processes run in
+    "old": {"ASSAY_AMX": "off", "ASSAY_LOCAL_DECODE_LOOP": "llama_cpp"},
+    "new": {"ASSAY_LOCAL_DECODE_LOOP": "assay"},
 }
 
 
@@ -74,7 +76,7 @@ async def child(config: str, args: argparse.Namespace) -> dict[str, Any]:
     from assay.metrics import AgentGoalAccuracy, Faithfulness
     from assay.models import LocalJudge
 
-    judge = LocalJudge(decode_loop=CONFIGS[config]["decode_loop"])  # type: ignore[arg-type]
+    judge = LocalJudge()  # the build and the decoding loop come from CONFIGS' environment
     judge.load()
     assert judge.library is not None
     out: dict[str, Any] = {"library": judge.library.library, "library_reason": judge.library.reason, "runs": {}}
@@ -119,9 +121,7 @@ async def child(config: str, args: argparse.Namespace) -> dict[str, Any]:
 def demo(config: str) -> dict[str, Any]:
     assay = Path(sys.executable).parent / "assay"
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, **CONFIGS[config]["env"]}
-        if config == "old":
-            env["ASSAY_LOCAL_DECODE_LOOP"] = "llama_cpp"
+        env = {**os.environ, **CONFIGS[config]}
         command = [
             str(assay), "run", str(HERE.parent / "examples" / "rag.jsonl"), "--out", f"{tmp}/out.jsonl",
             "--no-cache", "--store", f"{tmp}/runs.sqlite", "--progress", "none",
@@ -138,17 +138,6 @@ def demo(config: str) -> dict[str, Any]:
     return {"seconds": seconds, "exit": done.returncode, "values": values, "stderr": done.stderr[-300:]}
 
 
-def machine() -> str:
-    model, flags = "unknown CPU", set()
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name") and model == "unknown CPU":
-            model = line.split(":", 1)[1].strip()
-        elif line.startswith("flags") and not flags:
-            flags = set(line.split(":", 1)[1].split())
-    shown = " ".join(f for f in ("avx2", "avx_vnni", "avx512f", "avx512_vnni", "avx512_bf16", "amx_int8") if f in flags)
-    return f"{model}, {os.cpu_count()} cores, {shown}"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rag", type=int, default=3)
@@ -162,10 +151,10 @@ def main() -> None:
     if args.child:
         print(json.dumps(asyncio.run(child(args.child, args))))
         return
-    print(f"machine: {machine()}; load average at start {os.getloadavg()[0]:.2f}")
+    print(f"machine: {machine_line()} (at start)")
     results: dict[str, Any] = {}
     for config in args.configs.split(","):
-        env = {**os.environ, **CONFIGS[config]["env"]}
+        env = {**os.environ, **CONFIGS[config]}
         passed = ["--rag", str(args.rag), "--summaries", str(args.summaries), "--agents", str(args.agents)]
         done = subprocess.run(
             [sys.executable, __file__, "--child", config, *passed],

@@ -22,19 +22,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from judge_agreement import balanced_accuracy
+
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "grounding"
-
-
-def balanced_accuracy(labels: np.ndarray, preds: np.ndarray) -> float:
-    """Mean of TPR and TNR (a class with no items counts as its other half)."""
-    pos, neg = labels == 1, labels == 0
-    tpr = float((preds[pos] == 1).mean()) if pos.any() else float("nan")
-    tnr = float((preds[neg] == 0).mean()) if neg.any() else float("nan")
-    return float(np.nanmean([tpr, tnr]))
 
 
 def paired(labels: np.ndarray, before: np.ndarray, after: np.ndarray, seed: int = 7, n: int = 2000) -> dict[str, float]:
