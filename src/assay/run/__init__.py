@@ -12,10 +12,12 @@ from assay.run._dataset import (
     read_jsonl,
     sample_from_record,
 )
-from assay.run._evaluate import EvalResult, SampleResult, aevaluate, evaluate
+from assay.run._evaluate import aevaluate, evaluate
+from assay.run._outcome import EvalResult
 from assay.run._progress import ProgressMode
 from assay.run._ray import aevaluate_ray
 from assay.run._readers import from_dataframe, from_hf_dataset, read_csv, read_dataset, read_parquet
+from assay.run._results import SampleResult
 from assay.run._session import DatasetSource, ResumeError, RunOptions, open_dataset
 from assay.run._store import SCHEMA_VERSION, RunInfo, RunSpec, RunStatus, RunStore, new_run_id
 from assay.run._summary import RunSummary, summarize_results

@@ -33,8 +33,8 @@ from assay.metrics._spec import fields_json
 from assay.models import JudgeModel, LocalJudge, close_judge, get_judge
 from assay.models._stack import Limits, build_judge_stack
 from assay.run._dataset import json_lines
-from assay.run._evaluate import SampleResult
 from assay.run._progress import ProgressMode, load_local_judge, make_reporter
+from assay.run._results import SampleResult
 from assay.run._store import RunSpec, RunStore, new_run_id
 
 __all__ = ["Calibration", "CalibrationItem", "CalibrationOutcome", "calibrate", "judge_item", "read_items"]

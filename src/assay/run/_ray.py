@@ -44,7 +44,8 @@ from assay.models._resilient import RateLimiter
 from assay.models._stack import _REPEAT, Limits, build_judge_stack
 from assay.prompts import REASKS
 from assay.run._dataset import Row, sample_from_record
-from assay.run._evaluate import EvalResult, SampleResult
+from assay.run._outcome import EvalResult
+from assay.run._results import SampleResult
 
 __all__ = ["GlobalLimiter", "RayEngineError", "RayRunStats", "aevaluate_ray"]
 

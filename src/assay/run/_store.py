@@ -33,12 +33,11 @@ from assay._scores import MetricSpec
 from assay.errors import AssayError, SampleError
 from assay.run._cost import PriceTable
 from assay.run._frames import wide_rows
+from assay.run._results import SampleResult
 from assay.run._summary import RunSummary, summarize_results
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from assay.run._evaluate import SampleResult
 
 __all__ = ["SCHEMA_VERSION", "RunInfo", "RunSpec", "RunStatus", "RunStore", "new_run_id"]
 
@@ -261,8 +260,6 @@ class RunStore:
 
     def results(self, run_id: str) -> Iterator[SampleResult]:
         """Each stored result as a :class:`~assay.run.SampleResult`, in input order."""
-        from assay.run._evaluate import SampleResult
-
         for record in self.records(run_id):
             yield SampleResult.from_record(record)
 

@@ -17,7 +17,7 @@ from assay._scores import Summary, SummaryBuilder, UnscoredReason, Usage
 from assay.run._cost import CostReport, PriceTable
 
 if TYPE_CHECKING:
-    from assay.run._evaluate import SampleResult
+    from assay.run._results import SampleResult
 
 __all__ = ["NOT_COUNTED_AS_UNSCORED", "RunSummary", "RunTally", "summarize_results"]
 

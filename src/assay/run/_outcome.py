@@ -1,0 +1,174 @@
+"""What :func:`~assay.run.evaluate` returns: the results, the bad rows, and the run's summary.
+
+Below both runners (``_evaluate`` and ``_ray``), so neither imports the other for it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assay._scores import Score, Summary, Usage, summarize
+from assay.errors import ConfigError, SampleError
+from assay.run._cost import PriceTable
+from assay.run._results import SampleResult
+from assay.run._store import RunStore
+from assay.run._summary import RunSummary, RunTally, summarize_results
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from assay.analysis import GateResult
+
+__all__ = ["EvalResult"]
+
+
+@dataclass
+class EvalResult:
+    """The outcome of :func:`evaluate`: per-sample results, bad input rows, and the run's summary.
+
+    A run evaluated with ``store=`` knows its :attr:`run_id`, and its summary covers every
+    result stored for that run (including those judged before a resume), computed from
+    the stored records. Without a store, the summary covers this call's results. With
+    ``keep_results=False`` (streaming huge inputs), ``results`` stays empty while
+    :meth:`summary` and :meth:`lowest` still cover every sample.
+    """
+
+    metrics: tuple[str, ...]
+    judge: str
+    results: list[SampleResult] = field(default_factory=list)
+    errors: list[SampleError] = field(default_factory=list)
+    skipped: int = 0
+    n_samples: int = 0
+    run_id: str | None = None
+    store_path: Path | None = None
+    _tally: RunTally | None = field(default=None, repr=False)
+
+    def _add(self, result: SampleResult, keep: bool) -> None:
+        self.n_samples += 1
+        if keep:
+            self.results.append(result)
+        if self._tally is None:
+            self._tally = RunTally(self.metrics)
+        self._tally.add(result)
+
+    def run_summary(self, prices: PriceTable | None = None) -> RunSummary:
+        """The whole run's :class:`~assay.run.RunSummary` (from the store when the run has one)."""
+        if self.run_id is not None and self.store_path is not None:
+            with RunStore(self.store_path) as store:
+                return store.summary(self.run_id, prices)
+        if prices is not None:
+            return summarize_results(self.results, self.metrics, n_row_errors=len(self.errors), prices=prices)
+        tally = self._tally or RunTally(self.metrics)
+        tally.n_row_errors = len(self.errors)
+        return tally.summary()
+
+    def scores(self, metric: str) -> list[Score]:
+        """All kept scores of one metric, in input order."""
+        return [r.scores[metric] for r in self.results if metric in r.scores]
+
+    def summary(self) -> dict[str, Summary]:
+        """Per metric: mean over scored samples, unscored counts by reason, tokens."""
+        summaries = self.run_summary().metrics
+        return {m: summaries.get(m) or summarize(m, ()) for m in self.metrics}
+
+    def usage(self) -> Usage:
+        """Tokens over every metric and sample."""
+        total = Usage()
+        for s in self.summary().values():
+            total = total + s.usage
+        return total
+
+    def lowest(self, metric: str, n: int = 5) -> list[SampleResult]:
+        """The ``n`` (at most 10) scored samples with the lowest value of ``metric``."""
+        return list(self.run_summary().lowest.get(metric, ()))[:n]
+
+    def _all_results(self) -> Iterable[SampleResult]:
+        if self.run_id is not None and self.store_path is not None:
+            with RunStore(self.store_path) as store:
+                yield from store.results(self.run_id)
+        else:
+            yield from self.results
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One flat row per (sample, repeat, metric): id, question, answer, value, reasons, failing statements.
+
+        For a stored run, every stored result (a resumed run's earlier part too).
+        """
+        rows = []
+        for result in self._all_results():
+            for name, score in result.scores.items():
+                rows.append(
+                    {
+                        "id": result.sample.id,
+                        "line": result.line,
+                        "repeat": result.repeat,
+                        "question": result.sample.question,
+                        "answer": result.sample.answer,
+                        "metric": name,
+                        "value": score.value,
+                        "unscored_reason": score.unscored_reason.value if score.unscored_reason else None,
+                        "n_verdicts": len(score.verdicts),
+                        "n_failing": len(score.failing),
+                        "failing": [v.subject for v in score.failing],
+                        "explanation": score.explanation or score.detail,
+                        "prompt_tokens": score.usage.prompt_tokens,
+                        "completion_tokens": score.usage.completion_tokens,
+                        "judge_calls": len(score.all_calls),
+                    }
+                )
+        return rows
+
+    def to_wide_records(self) -> list[dict[str, Any]]:
+        """One row per (sample, repeat), in input order, with a column per metric (the wide frame).
+
+        Columns: id, line, repeat, question, answer, reference, and per metric its value
+        (``None`` when unscored), ``<metric>_reason`` and ``<metric>_unscored``: the shape of
+        Ragas' ``to_pandas()``. For a stored run, every stored result.
+        """
+        from assay.run._frames import wide_rows
+
+        return list(wide_rows((r.to_record() for r in self._all_results()), self.metrics))
+
+    def to_pandas(self, *, wide: bool = False) -> pd.DataFrame:
+        """The results as a DataFrame (needs pandas), in input order.
+
+        One row per (sample, metric) (:meth:`to_records`), or with ``wide=True`` one row per
+        sample and a column per metric (:meth:`to_wide_records`).
+        """
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            from assay.errors import MissingExtraError
+
+            raise MissingExtraError("pandas", "pandas", "EvalResult.to_pandas()") from exc
+        return pd.DataFrame(self.to_wide_records() if wide else self.to_records())
+
+    def _stored(self, what: str) -> tuple[str, Path]:
+        if self.run_id is None or self.store_path is None:
+            raise ConfigError(f"{what} needs a stored run: evaluate(..., store='.assay/runs.sqlite')")
+        return self.run_id, self.store_path
+
+    def gate(self, metric: str | None = None, **policy: Any) -> GateResult:
+        """Gate the stored run as ``assay gate`` does: ``result.gate("faithfulness", threshold=0.8)``.
+
+        ``policy`` takes :class:`~assay.analysis.GatePolicy`'s fields.
+        """
+        from assay.analysis import GatePolicy, analyze_repeats, evaluate_gate
+
+        run_id, store_path = self._stored("gate()")
+        name = metric or self.metrics[0]
+        with RunStore(store_path) as store:
+            report = analyze_repeats(list(store.records(run_id)), name)
+        return evaluate_gate(report, GatePolicy(**policy))
+
+    def __repr__(self) -> str:
+        parts = []
+        for name, s in self.summary().items():
+            mean = "nan" if math.isnan(s.mean) else f"{s.mean:.3f}"
+            parts.append(f"{name}={mean} (scored {s.n_scored}, unscored {s.n_unscored})")
+        run = f"run {self.run_id}, " if self.run_id else ""
+        return f"EvalResult({run}{self.n_samples} samples, {len(self.errors)} bad rows; {', '.join(parts)})"
