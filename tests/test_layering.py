@@ -23,6 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "assay._version",
         "assay.errors",
+        "assay._sqlite",
         "assay._safety",
         "assay._schema",
         "assay._scores",

@@ -31,6 +31,7 @@ __all__ = [
     "MissingExtraError",
     "ModelWeightsError",
     "SampleError",
+    "StorageError",
     "TraceFormatError",
     "did_you_mean",
 ]
@@ -126,6 +127,14 @@ class TraceFormatError(SampleError):
         self.problem = problem or message
         self.format = format
         super().__init__(message)
+
+
+class StorageError(AssayError):
+    """A file assay writes (the run store, the call cache, ``--out``) cannot be opened or written.
+
+    The message names the file, what it is and the cause (a lock held too long, a full
+    disk, a read-only directory). Whatever was already committed stays committed.
+    """
 
 
 class ModelWeightsError(AssayError):

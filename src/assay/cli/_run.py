@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -20,6 +21,7 @@ from rich.text import Text
 import assay
 from assay._safety import REDACTED, printable, redact_url
 from assay._scores import Score, Verdict
+from assay._sqlite import storage_error
 from assay.analysis import DEFAULT_MAX_UNSCORED, judge_models_note
 from assay.cli._console import (
     EXIT_BAD_ROWS,
@@ -32,7 +34,8 @@ from assay.cli._console import (
     fmt_score,
     out_console,
 )
-from assay.errors import AssayError, ConfigError, did_you_mean
+from assay.cli._runs import write_export
+from assay.errors import AssayError, ConfigError, StorageError, did_you_mean
 from assay.metrics import Metric, metric_from_spec
 from assay.metrics._registry import build_metric
 from assay.models import JUDGE_FORMS, get_judge
@@ -501,18 +504,32 @@ def run(
     limits = Limits(
         concurrency=concurrency, rpm=rpm, tpm=tpm, timeout_s=options.timeout_s, max_attempts=options.max_attempts
     )
-    sink: IO[str] | None = None
     started = time.perf_counter()
+    # --out is written from the store when the run ends (finished, interrupted or failed), so it
+    # holds the whole run: a resumed run's earlier part, and a line lost to a kill. While the run
+    # goes, a regular file also gets each result as it finishes (for `tail -f`).
+    sink: IO[str] | None = None
 
     def write_out(sample_result: SampleResult) -> None:
-        if sink is not None:
+        nonlocal sink
+        if sink is None:
+            return
+        try:
             sink.write(json.dumps(sample_result.to_record(), ensure_ascii=False) + "\n")
             sink.flush()
+        except OSError as exc:
+            _close_quietly(sink)
+            sink = None
+            failure = storage_error(exc, Path(str(out)), "the output file", "write")
+            err_console.print(
+                f"[yellow]warning[/yellow]: {printable(str(failure))}; judging goes on (every result is in the store)"
+            )
 
+    code: int | None = None
     try:
-        if out is not None:
+        if out is not None and not (out.exists() and not out.is_file()):
             out.parent.mkdir(parents=True, exist_ok=True)
-        sink = out.open("a" if resume else "w", encoding="utf-8") if out else None
+            sink = out.open("a" if resume else "w", encoding="utf-8")
         with _bounded_interrupt(lambda: _give_up(store_path, run_id)):
             result = assay.evaluate(
                 data,
@@ -538,20 +555,33 @@ def run(
             )
     except KeyboardInterrupt:
         _mark_interrupted(store_path, run_id)
-        err_console.print(
-            f"[yellow]interrupted[/yellow]: every finished sample is stored. Continue with "
-            f"[bold]assay run --resume {run_id}[/bold]"
-        )
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        code = EXIT_INTERRUPTED
+    except StorageError as exc:  # the store or the cache failed mid-run: what was committed stays
+        err_console.print(f"[red]error:[/red] {printable(str(exc))}")
+        code = EXIT_USAGE
     except AssayError as exc:
         err_console.print(f"[red]error:[/red] {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
-    except OSError as exc:
-        err_console.print(f"[red]error:[/red] cannot write {printable(str(out))}: {printable(exc.strerror or exc)}")
+    except OSError as exc:  # --out could not be opened: nothing was judged
+        err_console.print(
+            f"[red]error:[/red] {printable(str(storage_error(exc, Path(str(out)), 'the output file', 'open')))}"
+        )
         raise typer.Exit(EXIT_USAGE) from None
     finally:
-        if sink is not None:
-            sink.close()
+        _close_quietly(sink)
+    out_ok = _write_out_from_store(store, run_id, out)
+    if code is not None:
+        if code == EXIT_INTERRUPTED:
+            err_console.print(
+                f"[yellow]interrupted[/yellow]: every finished sample is stored. Continue with "
+                f"[bold]assay run --resume {run_id}[/bold]"
+            )
+        else:
+            err_console.print(
+                f"every result committed before the failure is kept; continue with [bold]assay run --resume "
+                f"{run_id}[/bold] --store {printable(str(store_path))}"
+            )
+        raise typer.Exit(code)
     summary = store.summary(run_id, price_table)
     _print_summary(summary, run_id, result.judge, time.perf_counter() - started, store_path, options.repeats)
     for _line, message in store.row_errors(run_id)[:20]:
@@ -559,6 +589,36 @@ def run(
     if summary.n_row_errors > 20:
         err_console.print(f"  … and {summary.n_row_errors - 20} more ('assay runs show {run_id}')")
     code, why = exit_code(summary, max_unscored)
+    if not out_ok and code == EXIT_OK:
+        code, why = EXIT_USAGE, f"--out {out} was not written (see above); the run itself is complete in the store"
     if why:
         err_console.print(f"[yellow]exit {code}[/yellow]: {printable(why)}")
     raise typer.Exit(code)
+
+
+def _close_quietly(sink: IO[str] | None) -> None:
+    """Close a stream whose buffered lines may not fit (a full disk): the store has them all anyway."""
+    if sink is None:
+        return
+    with contextlib.suppress(OSError):
+        sink.close()
+
+
+def _write_out_from_store(store: RunStore, run_id: str, out: Path | None) -> bool:
+    """Write ``--out`` from the store (every result of the run); say so, or say in one line why not."""
+    if out is None:
+        return True
+    try:
+        store.spec(run_id)
+    except AssayError:
+        return True  # the run was never created: there is nothing to write
+    try:
+        n = write_export(store, run_id, out)
+    except AssayError as exc:
+        err_console.print(
+            f"[red]error:[/red] {printable(str(exc))}; the results are in the store: "
+            f"'assay runs export {run_id} --out FILE'"
+        )
+        return False
+    err_console.print(f"--out {printable(str(out))}: {n} result{'s' if n != 1 else ''}, the whole run, from the store")
+    return True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 from typing import IO, Annotated, Literal, cast
 
@@ -10,6 +11,7 @@ import typer
 from rich.table import Table
 
 from assay._safety import printable, redact_url, scrub, url_secrets
+from assay._sqlite import storage_error
 from assay.analysis import judge_models_note
 from assay.cli._console import (
     EXIT_OK,
@@ -204,6 +206,37 @@ def _scrubbing(handle: IO[str], secrets: tuple[str, ...]) -> IO[str]:
     return cast(IO[str], _Scrubbed(handle, secrets)) if secrets else handle
 
 
+def write_export(
+    runs: RunStore, run_id: str, out: Path | None, kind: Literal["jsonl", "csv"] = "jsonl", *, wide: bool = False
+) -> int:
+    """Write every stored result of ``run_id`` to ``out`` (standard output if ``None``); return the rows.
+
+    The store is the source: what is written is the whole run, whatever was judged in which
+    process. A regular file is replaced atomically (written beside it, then renamed), so a
+    reader never sees half of it and a failed write leaves the old file; a pipe or device
+    is written directly. Credentials of the run's URL are masked.
+
+    Raises:
+        StorageError: ``out`` cannot be written (one message naming it and the cause).
+    """
+    secrets = url_secrets(runs.spec(run_id).base_url)
+    if out is None:
+        return runs.export(run_id, _scrubbing(cast(IO[str], stdout), secrets), kind, wide=wide)
+    direct = out.exists() and not out.is_file()  # /dev/stdout, a FIFO: cannot be replaced
+    target = out if direct else out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("w", encoding="utf-8", newline="") as handle:
+            n = runs.export(run_id, _scrubbing(handle, secrets), kind, wide=wide)
+        if not direct:
+            os.replace(target, out)
+    except OSError as exc:
+        if not direct:
+            target.unlink(missing_ok=True)
+        raise storage_error(exc, out, "the output file", "write") from None
+    return n
+
+
 @runs_app.command("export")
 def export(
     run_id: str,
@@ -228,17 +261,8 @@ def export(
     kind: Literal["jsonl", "csv"] = "jsonl" if fmt == "jsonl" else "csv"
     with _open(store) as runs:
         try:
-            secrets = url_secrets(runs.spec(run_id).base_url)
-            if out is None:
-                n = runs.export(run_id, _scrubbing(cast(IO[str], stdout), secrets), kind, wide=wide)
-            else:
-                out.parent.mkdir(parents=True, exist_ok=True)
-                with out.open("w", encoding="utf-8", newline="") as handle:
-                    n = runs.export(run_id, _scrubbing(handle, secrets), kind, wide=wide)
+            n = write_export(runs, run_id, out, kind, wide=wide)
         except AssayError as exc:
             err_console.print(f"[red]error:[/red] {printable(str(exc))}")
-            raise typer.Exit(EXIT_USAGE) from None
-        except OSError as exc:
-            err_console.print(f"[red]error:[/red] cannot write {printable(str(out))}: {printable(str(exc))}")
             raise typer.Exit(EXIT_USAGE) from None
     err_console.print(f"exported {n} rows")

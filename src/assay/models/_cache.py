@@ -35,7 +35,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from assay._schema import schema_json
-from assay.errors import ConfigError
+from assay._sqlite import open_sqlite, storage_error
+from assay.errors import ConfigError, StorageError
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
 from assay.models._wrapper import JudgeWrapper
 from assay.parsing import Unparsed, looks_like_refusal, parse_output
@@ -44,6 +45,19 @@ __all__ = ["CacheInfo", "CachedJudge", "JudgeCache", "cache_key", "is_cacheable"
 
 _KEY_VERSION = 2
 """Bumped whenever what a key covers or what may be stored changes (2: identity, validated only)."""
+
+_SCHEMA_VERSION = 1
+"""The file's layout (``PRAGMA user_version``); 0 is a file from before versions were kept."""
+
+_DDL = "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, response TEXT, created REAL, identity TEXT)"
+
+
+def _migrate(db: sqlite3.Connection, found: int) -> None:
+    """Files written before the key held the judge's identity lack its column."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(calls)")}
+    if "identity" not in columns:
+        db.execute("ALTER TABLE calls ADD COLUMN identity TEXT")
+
 
 _INCOMPLETE = frozenset({"length", "refusal", "content_filter"})
 
@@ -133,21 +147,18 @@ class JudgeCache:
         self.path = Path(path)
         if not create:
             _check_existing(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, response TEXT, created REAL)"
+        self._db = open_sqlite(
+            self.path, what="the judge-call cache", version=_SCHEMA_VERSION, schema=[_DDL], migrate=_migrate
         )
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(calls)")}
-        if "identity" not in columns:  # files written before the key held the judge's identity
-            self._db.execute("ALTER TABLE calls ADD COLUMN identity TEXT")
         self.hits = 0
         self.misses = 0
         self.rejected = 0
         """Answers not stored because they were invalid, refused or truncated."""
+        self.failed_writes = 0
+        """Valid answers the file would not take (a full disk, a lock held too long)."""
+        self.write_error: StorageError | None = None
+        """The first of those failures, for the run to report once."""
 
     def get(self, key: str) -> JudgeResponse | None:
         """The cached answer for ``key``, if any."""
@@ -174,10 +185,17 @@ class JudgeCache:
         """
         stored = response.model_copy(update={"latency_s": 0.0, "attempts": 1, "cached": False})
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO calls (key, model, response, created, identity) VALUES (?, ?, ?, ?, ?)",
-                (key, model or response.model, stored.model_dump_json(), time.time(), identity),
-            )
+            try:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO calls (key, model, response, created, identity) VALUES (?, ?, ?, ?, ?)",
+                    (key, model or response.model, stored.model_dump_json(), time.time(), identity),
+                )
+            except sqlite3.Error as exc:
+                # The answer itself is good and is used; only the next run's saving is lost.
+                # Kept (once) for the run to report, never raised into a judge call.
+                self.failed_writes += 1
+                if self.write_error is None:
+                    self.write_error = storage_error(exc, self.path, "the judge-call cache", "write to")
 
     def info(self) -> CacheInfo:
         """Entries, entries per model, the oldest and newest entry, and the size on disk."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from assay._safety import printable, redact_url
 from assay._samples import Sample
 from assay._version import __version__
-from assay.errors import ConfigError, SampleError
+from assay.errors import ConfigError, SampleError, StorageError
 from assay.metrics._base import Metric, score_safely
 from assay.models._cache import JudgeCache
 from assay.models._protocol import JudgeModel, close_judge
@@ -28,7 +29,7 @@ from assay.models._registry import get_judge
 from assay.models._stack import _REPEAT, CountedJudge, Limits, build_judge_stack
 from assay.prompts import REASKS
 from assay.run._cost import CostReport, PriceTable
-from assay.run._dataset import Row, sample_from_record
+from assay.run._dataset import DEFAULT_MAX_FIELD_CHARS, DEFAULT_MAX_ROW_CHARS, Row, SizeLimits, sample_from_record
 from assay.run._outcome import EvalResult
 from assay.run._progress import ProgressMode, load_local_judge, make_reporter
 from assay.run._results import SampleResult
@@ -85,6 +86,8 @@ async def aevaluate(
     on_result: Callable[[SampleResult], None] | None = None,
     on_error: Callable[[SampleError], None] | None = None,
     keep_results: bool = True,
+    max_field_chars: int = DEFAULT_MAX_FIELD_CHARS,
+    max_row_chars: int = DEFAULT_MAX_ROW_CHARS,
 ) -> EvalResult:
     """Score every sample with every metric; see :func:`evaluate`."""
     metric_list: list[Metric] = [metrics] if isinstance(metrics, Metric) else list(metrics)
@@ -100,6 +103,7 @@ async def aevaluate(
     if resume is not None and store is None:
         raise ConfigError("resume= needs the store the run is in: evaluate(..., store=PATH, resume=RUN_ID)")
     limits = limits or Limits()
+    size_limits = SizeLimits(max_field_chars, max_row_chars)  # checked before the judge is built
     judge_string = judge if isinstance(judge, str) else None
     judge_model = judge if not isinstance(judge, str | None) else get_judge(judge, base_url=base_url)
     run_options = RunOptions(
@@ -110,6 +114,8 @@ async def aevaluate(
         cache=cache is not None and cache is not False,
         timeout_s=limits.timeout_s,
         max_attempts=limits.max_attempts,
+        max_field_chars=max_field_chars,
+        max_row_chars=max_row_chars,
     )
 
     # The data: read once to check it (and fingerprint it) unless it is a one-shot stream
@@ -119,7 +125,7 @@ async def aevaluate(
     if streaming:
         rows: Iterable[Any] = data
     else:
-        source = open_dataset(data, mapping=mapping)
+        source = open_dataset(data, mapping=mapping, limits=size_limits)
         if source.path is not None:
             source.check_fields(metric_list)
         required = sorted({f for m in metric_list for f in m.required_fields}) if source.path is not None else []
@@ -153,6 +159,7 @@ async def aevaluate(
                     run_id=run_id,
                     dataset=source.description,
                     dataset_fingerprint=source.fingerprint,
+                    n_rows=source.n_rows,
                     judge=redact_url(judge_string) or judge_model.model_id,
                     judge_model=judge_model.model_id,
                     base_url=redact_url(base_url),
@@ -170,6 +177,10 @@ async def aevaluate(
         store_path=run_store.path if run_store is not None else None,
     )
     reporter = make_reporter(progress)
+    if source is not None:
+        result.notes = source.note_messages()
+        for note in result.notes:  # what was taken on trust, said once for the run, before any judging
+            reporter.note(f"note: {printable(note, markup=False)}")
     tally = RunTally(names, prices)
     if run_store is not None and run_id is not None and done:
         for earlier in run_store.results(run_id):  # a resumed run's progress counts what is stored
@@ -261,6 +272,7 @@ async def aevaluate(
                 on_result=record,
                 on_error=record_error,
                 on_call=call_done,
+                size_limits=size_limits,
             )
         status = "finished"
         # Workers finish in any order; results come back in input order, whatever the input.
@@ -273,9 +285,17 @@ async def aevaluate(
             status = "interrupted"
         raise
     finally:
+        if judge_cache is not None and judge_cache.write_error is not None:
+            n = judge_cache.failed_writes
+            reporter.note(
+                f"warning: {judge_cache.write_error}; {n} answer{'s were' if n != 1 else ' was'} not cached "
+                "(the results are unaffected; the next run asks again)"
+            )
         reporter.close()
         if run_store is not None and run_id is not None:
-            run_store.set_status(run_id, status)
+            # If the store failed, the error being raised says so; the run stays resumable.
+            with contextlib.suppress(StorageError):
+                run_store.set_status(run_id, status)
             if own_store:
                 run_store.close()
         if own_cache and judge_cache is not None:
@@ -317,8 +337,13 @@ async def _run_local(
     on_result: Callable[[SampleResult], None],
     on_error: Callable[[SampleError], None],
     on_call: Callable[[], None] | None = None,
+    size_limits: SizeLimits | None = None,
 ) -> None:
-    """The in-process engine: a bounded queue feeding a pool of workers (``on_call``: after each judge call)."""
+    """The in-process engine: a bounded queue feeding a pool of workers (``on_call``: after each judge call).
+
+    Dicts in a streamed input are checked here (``size_limits`` included); rows from a
+    reader were checked when read.
+    """
     workers = max(1, concurrency or limits.concurrency or judge_model.max_concurrency)
     stacked = build_judge_stack(judge_model, limits=limits, cache=cache, temperature=temperature, workers=workers)
     if on_call is not None:
@@ -351,7 +376,7 @@ async def _run_local(
                 await put(Row(item, index))
             else:
                 try:
-                    await put(Row(sample_from_record(dict(item), line=index), index))
+                    await put(Row(sample_from_record(dict(item), line=index, limits=size_limits), index))
                 except SampleError as exc:
                     on_error(exc)
         for _ in tasks:
@@ -395,6 +420,8 @@ def evaluate(
     on_result: Callable[[SampleResult], None] | None = None,
     on_error: Callable[[SampleError], None] | None = None,
     keep_results: bool = True,
+    max_field_chars: int = DEFAULT_MAX_FIELD_CHARS,
+    max_row_chars: int = DEFAULT_MAX_ROW_CHARS,
 ) -> EvalResult:
     """Score every sample with every metric, optionally as a stored, resumable run.
 
@@ -432,6 +459,10 @@ def evaluate(
         on_result: Called with each sample's result as it finishes.
         on_error: Called with each invalid input row.
         keep_results: Keep every result in memory (``False`` for huge streamed inputs).
+        max_field_chars: Longest text one field of a row may hold, in characters (default
+            200,000); a row with a longer one is an invalid row (in ``errors``, naming the
+            field, its size and the limit) and the others are judged.
+        max_row_chars: Most text one row may hold in all (default 1,000,000).
 
     Returns:
         An :class:`EvalResult`: ``.summary()``, ``.to_pandas()``, ``.lowest(metric)``,
@@ -440,7 +471,7 @@ def evaluate(
 
     Raises:
         DatasetError: the data cannot be read or holds no rows.
-        ConfigError: a bad option, or a metric needs a field no row has.
+        ConfigError: a bad option (a size limit below 1 too), or a metric needs a field no row has.
         ResumeError: ``resume`` names a run whose data, metrics, judge or options differ.
 
     Judge failures never raise: they become unscored scores with a reason. Works inside a
@@ -469,10 +500,16 @@ def evaluate(
         on_result=on_result,
         on_error=on_error,
         keep_results=keep_results,
+        max_field_chars=max_field_chars,
+        max_row_chars=max_row_chars,
     )
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        in_loop = False  # run outside the except block, so an error of the run is not chained to this one
+    else:
+        in_loop = True
+    if not in_loop:
         return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coro).result()

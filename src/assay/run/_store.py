@@ -22,7 +22,7 @@ import json
 import secrets
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
@@ -30,7 +30,8 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay._scores import MetricSpec
-from assay.errors import AssayError, SampleError
+from assay._sqlite import open_sqlite, storage_error
+from assay.errors import SampleError, StorageError
 from assay.run._cost import PriceTable
 from assay.run._frames import wide_rows
 from assay.run._results import SampleResult
@@ -38,6 +39,8 @@ from assay.run._summary import RunSummary, summarize_results
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from assay.analysis import RunCoverage
 
 __all__ = ["SCHEMA_VERSION", "RunInfo", "RunSpec", "RunStatus", "RunStore", "new_run_id"]
 
@@ -60,6 +63,10 @@ class RunSpec(BaseModel):
     created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     dataset: str | None = None
     dataset_fingerprint: str | None = None
+    n_rows: int | None = None
+    """Rows the input held when the run started, valid and invalid: what a finished run judged or
+    reported invalid, so a gate can say how many an interrupted run never judged (``None``: not
+    recorded, by runs stored before it was)."""
     judge: str
     judge_model: str
     base_url: str | None = None
@@ -93,6 +100,20 @@ class RunInfo(BaseModel):
         """Results per sample (1 for a single run; the most any sample has)."""
         return max(1, round(self.n_results / self.n_samples)) if self.n_samples else 1
 
+    def coverage(self, invalid_lines: Sequence[int] = ()) -> RunCoverage:
+        """How much of the run's input was judged, for a gate (``invalid_lines``: the invalid rows' lines)."""
+        from assay.analysis import RunCoverage
+
+        return RunCoverage(
+            run_id=self.run_id,
+            status=self.status,
+            n_judged=self.n_samples,
+            n_rows=self.spec.n_rows,
+            n_invalid=self.n_errors,
+            invalid_lines=tuple(invalid_lines),
+            resumable=self.spec.engine != "pytest",
+        )
+
 
 _DDL = [
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
@@ -105,7 +126,15 @@ _DDL = [
 ]
 
 
-class StoreError(AssayError):
+def _migrate(db: sqlite3.Connection, found: int) -> None:
+    """Inside the opener's schema transaction: the ``meta`` row (files from before ``user_version`` have it).
+
+    Older layouts would be upgraded here, one explicit step per version.
+    """
+    db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+
+class StoreError(StorageError):
     """The run store cannot be used (unknown run, newer schema)."""
 
 
@@ -114,24 +143,23 @@ class RunStore:
 
     def __init__(self, path: str | Path = ".assay/runs.sqlite") -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=10000")
-        with self._lock:
-            for statement in _DDL:
-                self._db.execute(statement)
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if row is None:
-                self._db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            elif int(row[0]) > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path} was written by a newer assay (schema {row[0]}, this one reads up to "
-                    f"{SCHEMA_VERSION}); upgrade assay to read it"
-                )
-            # Older schemas would be upgraded here, one explicit step per version.
+        self._db = open_sqlite(self.path, what="the run store", version=SCHEMA_VERSION, schema=_DDL, migrate=_migrate)
+        row = self._execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is not None and int(row[0]) > SCHEMA_VERSION:  # a newer writer that kept only meta
+            self._db.close()
+            raise StoreError(
+                f"{self.path} was written by a newer assay (schema {row[0]}, this one reads up to "
+                f"{SCHEMA_VERSION}); upgrade assay to read it"
+            )
+
+    def _execute(self, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
+        """Run one statement; a SQLite failure (full disk, lock held too long) names the store and the cause."""
+        try:
+            return self._db.execute(sql, params)
+        except sqlite3.Error as exc:
+            doing = "read" if sql.lstrip().upper().startswith("SELECT") else "write to"
+            raise storage_error(exc, self.path, "the run store", doing) from None
 
     def close(self) -> None:
         """Close the database."""
@@ -150,7 +178,7 @@ class RunStore:
     def create(self, spec: RunSpec) -> None:
         """Register a new run as ``running``."""
         with self._lock:
-            self._db.execute(
+            self._execute(
                 "INSERT INTO runs VALUES (?, ?, ?, 'running', ?, NULL)",
                 (spec.run_id, spec.created_at, self._now(), spec.model_dump_json()),
             )
@@ -162,7 +190,7 @@ class RunStore:
             StoreError: no such run.
         """
         with self._lock:
-            row = self._db.execute("SELECT spec FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            row = self._execute("SELECT spec FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
             raise StoreError(f"no run {run_id!r} in {self.path}; see 'assay runs list'")
         return RunSpec.model_validate_json(row[0])
@@ -183,7 +211,7 @@ class RunStore:
                 f"cannot store the result: its text is not valid Unicode ({exc.reason} at character {exc.start})"
             ) from None
         with self._lock:
-            self._db.execute(
+            self._execute(
                 "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (run_id, key, repeat, result.line, result.sample.id, record, self._now()),
             )
@@ -191,27 +219,23 @@ class RunStore:
     def record_error(self, run_id: str, error: SampleError) -> None:
         """Keep an invalid input row's message with its line."""
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO row_errors VALUES (?, ?, ?)", (run_id, error.line or 0, str(error))
-            )
+            self._execute("INSERT OR REPLACE INTO row_errors VALUES (?, ?, ?)", (run_id, error.line or 0, str(error)))
 
     def finished(self, run_id: str) -> set[tuple[str, int]]:
         """(row key, repeat) of every sample already committed for ``run_id``."""
         with self._lock:
-            rows = self._db.execute("SELECT row_key, repeat FROM results WHERE run_id = ?", (run_id,)).fetchall()
+            rows = self._execute("SELECT row_key, repeat FROM results WHERE run_id = ?", (run_id,)).fetchall()
         return {(str(k), int(r)) for k, r in rows}
 
     def set_status(self, run_id: str, status: RunStatus) -> None:
         """Mark the run's status (its summary is always computed from its records)."""
         with self._lock:
-            self._db.execute(
-                "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?", (status, self._now(), run_id)
-            )
+            self._execute("UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?", (status, self._now(), run_id))
 
     def mark_interrupted(self, run_id: str) -> None:
         """Mark ``run_id`` interrupted if it is still ``running`` (a finished or failed run keeps its status)."""
         with self._lock:
-            self._db.execute(
+            self._execute(
                 "UPDATE runs SET status = 'interrupted', updated_at = ? WHERE run_id = ? AND status = 'running'",
                 (self._now(), run_id),
             )
@@ -225,12 +249,12 @@ class RunStore:
         if not key.startswith("_"):
             raise StoreError(f"annotation keys start with '_' (metric summaries are computed), got {key!r}")
         with self._lock:
-            row = self._db.execute("SELECT summary FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            row = self._execute("SELECT summary FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
                 raise StoreError(f"no run {run_id!r} in {self.path}; see 'assay runs list'")
             notes = self._annotations(row[0])
             notes[key] = data
-            self._db.execute("UPDATE runs SET summary = ? WHERE run_id = ?", (json.dumps(notes), run_id))
+            self._execute("UPDATE runs SET summary = ? WHERE run_id = ?", (json.dumps(notes), run_id))
 
     @staticmethod
     def _annotations(stored: str | None) -> dict[str, Any]:
@@ -253,7 +277,7 @@ class RunStore:
         """
         with self._lock:
             # rowid: the order runs were created in (created_at has one-second resolution).
-            row = self._db.execute("SELECT run_id FROM runs ORDER BY rowid DESC LIMIT 1").fetchone()
+            row = self._execute("SELECT run_id FROM runs ORDER BY rowid DESC LIMIT 1").fetchone()
         if row is None:
             raise StoreError(f"no run in {self.path} yet; 'assay run' creates one")
         return str(row[0])
@@ -272,7 +296,7 @@ class RunStore:
     def runs(self) -> list[RunInfo]:
         """Every run, newest first."""
         with self._lock:
-            rows = self._db.execute(
+            rows = self._execute(
                 """SELECT r.run_id, r.created_at, r.updated_at, r.status, r.spec, r.summary,
                    (SELECT COUNT(*) FROM results s WHERE s.run_id = r.run_id),
                    (SELECT COUNT(*) FROM row_errors e WHERE e.run_id = r.run_id),
@@ -298,14 +322,14 @@ class RunStore:
         """One run's :class:`RunInfo`."""
         spec = self.spec(run_id)
         with self._lock:
-            created, updated, status, stored = self._db.execute(
+            created, updated, status, stored = self._execute(
                 "SELECT created_at, updated_at, status, summary FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone()
-            n_results = self._db.execute("SELECT COUNT(*) FROM results WHERE run_id = ?", (run_id,)).fetchone()[0]
-            n_samples = self._db.execute(
+            n_results = self._execute("SELECT COUNT(*) FROM results WHERE run_id = ?", (run_id,)).fetchone()[0]
+            n_samples = self._execute(
                 "SELECT COUNT(DISTINCT row_key) FROM results WHERE run_id = ?", (run_id,)
             ).fetchone()[0]
-            n_errors = self._db.execute("SELECT COUNT(*) FROM row_errors WHERE run_id = ?", (run_id,)).fetchone()[0]
+            n_errors = self._execute("SELECT COUNT(*) FROM row_errors WHERE run_id = ?", (run_id,)).fetchone()[0]
         return RunInfo(
             run_id=run_id,
             created_at=created,
@@ -322,7 +346,7 @@ class RunStore:
         """Each stored sample record (as written by ``SampleResult.to_record``), in input order."""
         self.spec(run_id)
         with self._lock:
-            rows = self._db.execute(
+            rows = self._execute(
                 "SELECT record, repeat FROM results WHERE run_id = ? ORDER BY line, repeat", (run_id,)
             ).fetchall()
         for record, repeat in rows:
@@ -335,10 +359,18 @@ class RunStore:
         with self._lock:
             return [
                 (int(line), str(msg))
-                for line, msg in self._db.execute(
+                for line, msg in self._execute(
                     "SELECT line, message FROM row_errors WHERE run_id = ? ORDER BY line", (run_id,)
                 )
             ]
+
+    def coverage(self, run_id: str) -> RunCoverage:
+        """How much of the run's input was judged: its status, rows judged, rows in the input, invalid rows.
+
+        Every gate on a stored run takes it (:func:`assay.analysis.evaluate_gate`): a run that
+        is not finished, or has invalid rows, is not passed unless the gate allows it.
+        """
+        return self.info(run_id).coverage([line for line, _ in self.row_errors(run_id)])
 
     def flat_rows(self, run_id: str) -> Iterator[dict[str, Any]]:
         """One flat row per (sample, repeat, metric): for CSV and DataFrames (the *long* frame)."""
