@@ -77,6 +77,8 @@ class UnscoredReason(StrEnum):
     METRIC_ERROR = "metric_error"
     UNDECIDED = "undecided"
     """The judge said a part of the question cannot be decided from the evidence (and no part failed)."""
+    TOO_MANY_STATEMENTS = "too_many_statements"
+    """More statements than the metric's ``max_statements``: not judged, so no row surprises the bill."""
 
 
 class Usage(BaseModel):

@@ -41,6 +41,7 @@ from assay.metrics._registry import build_metric
 from assay.models import JUDGE_FORMS, get_judge
 from assay.run import Limits, RunSpec, RunStore, SampleResult, new_run_id
 from assay.run._cost import PriceTable
+from assay.run._dataset import DEFAULT_MAX_FIELD_CHARS, DEFAULT_MAX_ROW_CHARS, check_data_file
 from assay.run._dryrun import EstimatingJudge
 from assay.run._evaluate import DEFAULT_CACHE_PATH
 from assay.run._readers import read_dataset
@@ -300,12 +301,12 @@ def _dry_run(
     mapping: dict[str, str],
     repeats: int,
     prices: PriceTable,
+    options: RunOptions,
 ) -> None:
     required = sorted({f for m in metrics for f in m.required_fields})
     estimator = EstimatingJudge(judge_id, per_statement=per_statement)
-    result = assay.evaluate(
-        read_dataset(data, required=required, mapping=mapping), metrics, estimator, repeats=repeats, reasks=0
-    )
+    rows = read_dataset(data, required=required, mapping=mapping, limits=options.size_limits)
+    result = assay.evaluate(rows, metrics, estimator, repeats=repeats, reasks=0)
     usd = prices.cost(judge_id, estimator.usage)
     table = Table(title=f"dry run · {data} · judge {judge_id} · nothing was called", title_justify="left")
     for column in ("samples", "invalid rows", "judge calls", "prompt tokens", "completion tokens", "cost"):
@@ -344,6 +345,8 @@ _RESULT_OPTIONS = (
     "temperature",
     "cache",
     "engine",
+    "max_field_chars",
+    "max_row_chars",
 )
 
 
@@ -433,6 +436,15 @@ def run(
     progress: Annotated[
         str, typer.Option(help="auto (a bar on a terminal, plain lines in logs), bar, plain or none.")
     ] = "auto",
+    max_field_chars: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Longest text a field may hold (characters); a row with a longer one is an invalid row."
+        ),
+    ] = DEFAULT_MAX_FIELD_CHARS,
+    max_row_chars: Annotated[
+        int, typer.Option(min=1, help="Most text a row may hold in all (characters); a row with more is invalid.")
+    ] = DEFAULT_MAX_ROW_CHARS,
 ) -> None:
     """Evaluate DATA with the chosen metrics and judge; every sample is committed to the run store.
 
@@ -446,8 +458,11 @@ def run(
             raise ConfigError(f"--engine is local or ray, got {engine!r}")
         if progress not in ("auto", "bar", "plain", "none"):
             raise ConfigError(f"--progress is auto, bar, plain or none, got {progress!r}")
-        store = RunStore(store_path)
+        # Nothing is created until every option and the data path are checked: a mistyped
+        # path or option must not leave an empty run store (.assay/runs.sqlite) behind.
+        store: RunStore | None = None
         if resume:
+            store = RunStore(store_path)
             clashing = _given(ctx, _RESULT_OPTIONS)
             if clashing:
                 raise ConfigError(
@@ -465,6 +480,7 @@ def run(
         else:
             if data is None:
                 raise ConfigError("give a DATA file to evaluate (or --resume RUN_ID)")
+            check_data_file(data)
             names = metric or ["faithfulness"]
             sets = _parse_sets(set_ or [])
             if strategy is not None:
@@ -479,6 +495,8 @@ def run(
                 cache=cache,
                 timeout_s=timeout,
                 max_attempts=retries + 1,
+                max_field_chars=max_field_chars,
+                max_row_chars=max_row_chars,
             )
             metrics = build_metrics(names, sets)
         price_table = PriceTable.load(prices)
@@ -494,8 +512,11 @@ def run(
                 options.mapping,
                 options.repeats,
                 price_table,
+                options,
             )
             raise typer.Exit(EXIT_OK)
+        if store is None:
+            store = RunStore(store_path)
     except AssayError as exc:
         err_console.print(f"[red]error:[/red] {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
@@ -552,6 +573,8 @@ def run(
                 prices=price_table,
                 on_result=write_out,
                 keep_results=False,
+                max_field_chars=options.max_field_chars,
+                max_row_chars=options.max_row_chars,
             )
     except KeyboardInterrupt:
         _mark_interrupted(store_path, run_id)

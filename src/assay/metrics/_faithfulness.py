@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from assay._samples import Sample
 from assay._scores import AnswerMap, Binary, JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
 from assay.errors import ConfigError
+from assay.grounding._anchor import answer_sentences
 from assay.grounding._decompose import SENTENCE_PROMPT, STATEMENTS_PROMPT, Decomposition, anchored
 from assay.grounding._verify import STATEMENT_PROMPT, StatementCheck, StatementJudgement, StatementVerifier
 from assay.metrics._common import (
@@ -29,6 +30,7 @@ from assay.prompts import JudgePrompt, call_and_parse
 
 __all__ = [
     "BATCH_PROMPT",
+    "DEFAULT_MAX_STATEMENTS",
     "STATEMENT_PROMPT",
     "Faithfulness",
     "StatementCheck",
@@ -78,6 +80,14 @@ BATCH_PROMPT: JudgePrompt[StatementsCheck, VerdictList] = JudgePrompt(
 )
 
 
+DEFAULT_MAX_STATEMENTS = 200
+"""Most statements one answer may hold before it is left unscored (``too_many_statements``), unjudged.
+
+A RAG answer holds 3-30 sentences, a long report rarely 100; 200 statements is already
+200 verdict calls for one row (per statement), or 19,200 output tokens in one batch call
+(96 a statement), above the 16,384 that common API judges can write at all.
+"""
+
 FaithfulnessStrategy = Literal["auto", "per_statement", "batch"]
 DecomposerName = Literal["anchored", "llm", "sentences", "hybrid"]
 
@@ -108,6 +118,11 @@ class Faithfulness:
             run-wide temperature), so ``--repeats`` measures the verdicts' noise, which is
             what the gate's flake estimate models. ``False``: the decomposition is sampled
             with each repeat.
+        max_statements: An answer with more statements than this is unscored
+            (``too_many_statements``) and costs no verdict call: its checkable sentences are
+            counted before any judge call (each gives at least one statement), and its
+            statements again once split, before any verdict is asked. Raise it with
+            ``--set faithfulness.max_statements=N``.
         verifier: How per-statement verdicts are read (logit threshold or generated JSON),
             chunking of long contexts, and which statements get reasons.
         config: Decoding settings for the batch verdict call.
@@ -118,6 +133,7 @@ class Faithfulness:
     verifier: StatementVerifier = field(default_factory=StatementVerifier)
     config: GenerateConfig = field(default_factory=lambda: GenerateConfig(max_tokens=256))
     fixed_statements: bool = True
+    max_statements: int = DEFAULT_MAX_STATEMENTS
     name: str = field(default="faithfulness", init=False)
     version: str = field(default="2", init=False)
     required_fields: ClassVar[tuple[str, ...]] = ("answer", "contexts")
@@ -130,6 +146,9 @@ class Faithfulness:
             raise ConfigError(
                 f"faithfulness decomposer must be anchored, llm, sentences or hybrid, not {self.decomposer!r}"
             )
+        most = self.max_statements
+        if isinstance(most, bool) or not isinstance(most, int) or most < 1:
+            raise ConfigError(f"faithfulness max_statements must be a whole number, at least 1, not {most!r}")
 
     def spec(self) -> MetricSpec:
         """Name, version, every field, and the prompt versions (the verifier's included)."""
@@ -144,6 +163,9 @@ class Faithfulness:
         if not sample.answer.strip():  # the system answered nothing: there is nothing to check
             return Score.unscored(self.name, UnscoredReason.NO_STATEMENTS, "the answer is empty", spec=spec)
         question = sample.question or ""
+        sentences = sum(1 for s in answer_sentences(sample.answer, question) if s.checkable)
+        if sentences > self.max_statements:
+            return self._too_many(f"the answer has {sentences:,} sentences to check", "no judge call was made", spec)
         decomposer = make_decomposer(self.decomposer)
         if self.fixed_statements:
             with same_in_every_repeat():
@@ -157,6 +179,10 @@ class Faithfulness:
         calls = list(split.calls)
         if (unusable := unusable_split(self.name, split, spec, text="answer", calls=calls)) is not None:
             return unusable.model_copy(update={"decomposition": answer_map})
+        if len(split.statements) > self.max_statements:
+            made = f"{len(calls)} judge call{'s' if len(calls) != 1 else ''} split it; no verdict was asked"
+            too_many = self._too_many(f"the answer split into {len(split.statements):,} statements", made, spec, calls)
+            return too_many.model_copy(update={"decomposition": answer_map})
         per_statement = self.strategy == "per_statement" or (self.strategy == "auto" and judge.prefers_per_statement)
         if per_statement:
             verdicts, failure = await self.verifier.check(sample.contexts, split.statements, judge, calls)
@@ -173,6 +199,14 @@ class Faithfulness:
         return score.model_copy(
             update={"decomposition": answer_map, "explanation": _with_decomposition(score.explanation, answer_map)}
         )
+
+    def _too_many(self, what: str, cost: str, spec: MetricSpec, calls: list[JudgeCall] | None = None) -> Score:
+        """Unscored ``too_many_statements``: ``what`` is above :attr:`max_statements`, and what it cost."""
+        detail = (
+            f"{what}, above max_statements={self.max_statements}: not judged ({cost}); raise it with "
+            f"--set {self.name}.max_statements=N (Python: Faithfulness(max_statements=N))"
+        )
+        return Score.unscored(self.name, UnscoredReason.TOO_MANY_STATEMENTS, detail, calls=calls or (), spec=spec)
 
     async def _all_at_once(
         self,

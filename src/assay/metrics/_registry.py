@@ -106,11 +106,13 @@ def _faithfulness(
     threshold: str | None = None,
     chunk_chars: str | None = None,
     fixed_statements: str = "true",
+    max_statements: str | None = None,
 ) -> Metric:
-    from assay.metrics._faithfulness import Faithfulness
+    from assay.metrics._faithfulness import DEFAULT_MAX_STATEMENTS, Faithfulness
 
     fixed = _flag("faithfulness.fixed_statements", fixed_statements)
-    metric = Faithfulness(strategy=strategy, decomposer=decomposer, fixed_statements=fixed)  # type: ignore[arg-type]
+    most = int(max_statements) if max_statements is not None else DEFAULT_MAX_STATEMENTS
+    metric = Faithfulness(strategy=strategy, decomposer=decomposer, fixed_statements=fixed, max_statements=most)  # type: ignore[arg-type]
     return _with_verifier(metric, threshold, chunk_chars)
 
 

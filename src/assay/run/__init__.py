@@ -5,9 +5,12 @@ from assay.models._stack import Limits, build_judge_stack
 from assay.run._calibrate import Calibration, CalibrationItem, CalibrationOutcome, calibrate
 from assay.run._dataset import (
     ALIASES,
+    DEFAULT_MAX_FIELD_CHARS,
+    DEFAULT_MAX_ROW_CHARS,
     IDEAL_CONTEXT_COLUMNS,
     MAX_NESTING,
     Row,
+    SizeLimits,
     count_rows,
     read_jsonl,
     sample_from_record,
@@ -24,6 +27,8 @@ from assay.run._summary import RunSummary, summarize_results
 
 __all__ = [
     "ALIASES",
+    "DEFAULT_MAX_FIELD_CHARS",
+    "DEFAULT_MAX_ROW_CHARS",
     "IDEAL_CONTEXT_COLUMNS",
     "MAX_NESTING",
     "SCHEMA_VERSION",
@@ -46,6 +51,7 @@ __all__ = [
     "RunStore",
     "RunSummary",
     "SampleResult",
+    "SizeLimits",
     "aevaluate",
     "aevaluate_ray",
     "build_judge_stack",

@@ -2,17 +2,21 @@
 
 One path builds every sample, whatever the reader: :func:`sample_from_record`. It maps
 column names to fields (:data:`ALIASES`, then the caller's ``mapping``), refuses text that
-would break later (lone surrogates, nesting deeper than :data:`MAX_NESTING`), refuses two
-columns for one field and a reused id, and checks the required fields, each as a
-:class:`~assay.errors.SampleError` naming the row. ``docs/design/input.md`` explains the
-choices.
+would break later (lone surrogates, nesting deeper than :data:`MAX_NESTING`, text above the
+:class:`SizeLimits`), refuses two columns for one field and a reused id, and checks the
+required fields, each as a :class:`~assay.errors.SampleError` naming the row. What it
+takes on trust (``contexts`` given as one string) it says, as a note on the row
+(:data:`NOTES`). ``docs/design/input.md`` explains the choices.
 """
 
 from __future__ import annotations
 
+import ast
 import codecs
 import json
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -23,23 +27,97 @@ from assay.errors import ConfigError, DatasetError, SampleError, did_you_mean
 
 __all__ = [
     "ALIASES",
+    "DATASET_SUFFIXES",
+    "DEFAULT_MAX_FIELD_CHARS",
+    "DEFAULT_MAX_ROW_CHARS",
     "IDEAL_CONTEXT_COLUMNS",
     "LIST_ALIASES",
     "MAX_NESTING",
+    "NOTES",
     "MappedColumns",
     "Row",
+    "SizeLimits",
+    "check_data_file",
     "check_mapped_columns",
+    "contexts_from_text",
     "count_rows",
     "read_jsonl",
     "sample_from_record",
+    "size_problem",
 ]
 
 
 class Row(NamedTuple):
-    """A sample with the line (or item, or row) it was read from."""
+    """A sample with the line (or item, or row) it was read from.
+
+    ``notes`` name what the reader took on trust in this row (keys of :data:`NOTES`);
+    :func:`~assay.run.open_dataset` counts them and the run says each once.
+    """
 
     sample: Sample
     line: int
+    notes: tuple[str, ...] = ()
+
+
+NOTES: Mapping[str, str] = {
+    "contexts_string": "contexts was one string, not a list, in {rows}; each was taken as one context "
+    "(give a list to pass several)",
+    "contexts_list_text": "contexts was a list written as text in {rows}; each was read as the list it holds "
+    "(give the list itself to avoid the guess)",
+}
+"""Row note -> what the run says once about the rows that have it (``{rows}``: "12 rows of data.jsonl").
+
+A CSV cell can only hold text, so a list in it is the normal form and no note; a JSON
+string holding a list is a guess, and said.
+"""
+
+DATASET_SUFFIXES: Mapping[str, str] = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+"""File suffix (lower case) -> the reader :func:`~assay.run.read_dataset` uses for it."""
+
+DEFAULT_MAX_FIELD_CHARS = 200_000
+"""Longest text one field of a row may hold (characters), unless raised.
+
+About 50,000 tokens: far above a retrieved chunk (typically 500-4,000 characters), a whole
+long article or report given as one context, and any answer a model writes (16,000 output
+tokens, the most common ceiling, are about 64,000 characters). Above it, the text is
+almost always a mistake (a file pasted into a cell, a log, a base64 blob) that would be
+split, judged and stored at a cost nobody asked for.
+"""
+
+DEFAULT_MAX_ROW_CHARS = 1_000_000
+"""Most text one row may hold in all (characters, every string counted, keys and metadata too).
+
+About 250,000 tokens: more than the whole window of any judge (128,000-200,000 tokens),
+so twenty long contexts of 50,000 characters still fit, while one row can no longer fill
+the run store with hundreds of megabytes.
+"""
+
+
+@dataclass(frozen=True)
+class SizeLimits:
+    """How much text a row may hold before it is a row error (``assay run --max-field-chars``, ``--max-row-chars``).
+
+    Attributes:
+        max_field_chars: Longest single text (an answer, a question, one context, a
+            trace message, a metadata value), in characters.
+        max_row_chars: Most text of the whole row, every string counted.
+    """
+
+    max_field_chars: int = DEFAULT_MAX_FIELD_CHARS
+    max_row_chars: int = DEFAULT_MAX_ROW_CHARS
+
+    def __post_init__(self) -> None:
+        for name in ("max_field_chars", "max_row_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a whole number of characters, at least 1, not {value!r}")
 
 
 ALIASES: Mapping[str, str] = {
@@ -145,6 +223,8 @@ def sample_from_record(
     mapping: Mapping[str, str] | None = None,
     unit: str = "line",
     seen_ids: MutableMapping[str, int] | None = None,
+    limits: SizeLimits | None = None,
+    notes: list[str] | None = None,
 ) -> Sample:
     """Build a :class:`Sample` from one dict, naming the row in any error.
 
@@ -159,11 +239,16 @@ def sample_from_record(
         unit: What ``line`` counts (``line``, ``item`` or ``row``), for errors.
         seen_ids: Id -> number of the row that used it, shared by all rows of one read; a
             row reusing an id is an error, and a good row's id is added.
+        limits: How much text the row may hold (default: :class:`SizeLimits`'s defaults).
+        notes: Where to add what was taken on trust (keys of :data:`NOTES`): ``contexts``
+            given as one string is one context, or the list a JSON or Python list literal
+            in it holds.
 
     Raises:
-        SampleError: the row is not an object, holds text that is not valid Unicode or is
-            nested too deep, gives one field in two columns, has a field of the wrong
-            type, lacks a required field, or reuses an id.
+        SampleError: the row is not an object, holds a text longer than
+            ``limits.max_field_chars`` or more text than ``limits.max_row_chars``, holds
+            text that is not valid Unicode or is nested too deep, gives one field in two
+            columns, has a field of the wrong type, lacks a required field, or reuses an id.
         ConfigError: ``mapping`` names a target that is not a sample field.
     """
 
@@ -176,10 +261,18 @@ def sample_from_record(
     unknown = sorted(target for target in explicit.values() if target not in _FIELDS)
     if unknown:
         raise ConfigError(f"--map target {unknown[0]!r} is not a sample field; use one of {', '.join(sorted(_FIELDS))}")
-    problem = text_problem(record)
+    problem = size_problem(record, limits or _DEFAULT_LIMITS) or text_problem(record)
     if problem is not None:
         raise error(problem)
     fields, columns, extra = _assign(record, explicit, error)
+    if isinstance(fields.get("contexts"), str):
+        try:
+            contexts = contexts_from_text(fields["contexts"])
+        except ValueError as exc:
+            raise error(f"field '{columns['contexts']}': {exc}") from None
+        if notes is not None:
+            notes.append("contexts_list_text" if isinstance(contexts, list) else "contexts_string")
+        fields["contexts"] = contexts if isinstance(contexts, list) else [contexts]
     if extra.get(TOOLS_CALLED) is not None and "trace" not in fields:
         fields["trace"] = trace_from_tools_called(fields, extra.pop(TOOLS_CALLED), error)
         columns["trace"] = TOOLS_CALLED
@@ -301,6 +394,79 @@ def _describe(err: Any, columns: Mapping[str, str]) -> str:
     return f"field '{path}': {message}"
 
 
+_DEFAULT_LIMITS = SizeLimits()
+
+
+def size_problem(record: Any, limits: SizeLimits) -> str | None:
+    """What makes ``record`` too big to judge, or ``None``: a text above either limit.
+
+    Every string counts (keys, metadata and trace messages too): a field is one string,
+    the row all of them. The first text above ``max_field_chars`` in row order is named by
+    its place (``contexts[2]``, ``metadata.blob``); a row above ``max_row_chars`` names its
+    largest columns. Iterative, so no input can exhaust the stack.
+    """
+    total = 0
+    per_column: dict[str, int] = {}
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(record, ())]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            size = len(item)
+            if size > limits.max_field_chars:
+                return (
+                    f"field '{_path(path) or 'the row'}' is {size:,} characters, above the limit of "
+                    f"{limits.max_field_chars:,} per field (raise it with --max-field-chars, or max_field_chars= "
+                    "in Python)"
+                )
+        elif isinstance(item, dict):
+            size = sum(len(key) for key in item if isinstance(key, str))
+            stack.extend((value, (*path, key)) for key, value in reversed(item.items()))
+        elif isinstance(item, list | tuple):
+            size = 0
+            stack.extend((value, (*path, i)) for i, value in reversed(list(enumerate(item))))
+        else:
+            continue
+        total += size
+        if path:
+            per_column[str(path[0])] = per_column.get(str(path[0]), 0) + size
+    if total > limits.max_row_chars:
+        largest = sorted(per_column.items(), key=lambda kv: -kv[1])[:3]
+        shown = ", ".join(f"{name} {size:,}" for name, size in largest)
+        return (
+            f"the row holds {total:,} characters of text, above the limit of {limits.max_row_chars:,} per row "
+            f"(largest: {shown}; raise it with --max-row-chars, or max_row_chars= in Python)"
+        )
+    return None
+
+
+def contexts_from_text(text: str) -> str | list[Any]:
+    """The contexts one text holds: a list written as JSON or as a Python literal, else the text itself.
+
+    A JSON list (raw newlines allowed) or a Python list literal (``['a', 'b']``, as pandas
+    writes lists to CSV) is the list; any other text is one context, except text that
+    starts and ends like a list of strings but is neither.
+
+    Raises:
+        ValueError: the text looks like a list of strings but parses as neither, or is
+            nested too deep.
+    """
+    stripped = text.strip()
+    if not stripped.startswith("["):
+        return text
+    try:
+        value = parse_json(stripped, strict=False)
+    except ValueError as exc:
+        if "nested too deep" in str(exc):
+            raise
+        if not (stripped[1:].lstrip().startswith(("'", '"')) and stripped.endswith("]")):
+            return text  # "[1] A citation-style passage": text, not a list
+        try:
+            value = ast.literal_eval(stripped)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            raise ValueError(f"looks like a list but is neither JSON nor a Python list ({exc})") from None
+    return value if isinstance(value, list) else text
+
+
 def text_problem(value: Any) -> str | None:
     r"""What makes ``value`` unusable as row data, or ``None``.
 
@@ -390,11 +556,59 @@ def require_rows(items: Iterator[Row | SampleError], empty: str) -> Iterator[Row
         raise DatasetError(empty)
 
 
-def _open(path: Path) -> Any:
+_SCAN_ENTRIES = 2000
+_SHOWN_FILES = 5
+
+
+def check_data_file(path: Path) -> None:
+    """Raise unless ``path`` is an existing file: said before anything is opened or created.
+
+    A directory is answered with the data files in it (and in its subfolders, one level
+    down), so ``assay run data/`` says which file to give rather than "cannot tell the
+    format"; the scan stops after a few thousand entries, so a huge folder costs nothing.
+
+    Raises:
+        DatasetError: ``"X: no such file"`` or ``"X: is a directory; give a file (...)"``.
+    """
+    if path.is_dir():
+        known = ", ".join(DATASET_SUFFIXES)
+        found = _data_files_in(path)
+        listed = ""
+        if found:
+            more = f" and {len(found) - _SHOWN_FILES} more" if len(found) > _SHOWN_FILES else ""
+            listed = "; it holds " + ", ".join(str(f) for f in found[:_SHOWN_FILES]) + more
+        raise DatasetError(f"{path}: is a directory; give a data file ({known}){listed}")
     if not path.exists():
         raise DatasetError(f"{path}: no such file")
-    if path.is_dir():
-        raise DatasetError(f"{path}: is a directory, expected a dataset file")
+
+
+def _data_files_in(folder: Path) -> list[Path]:
+    """Files with a data suffix in ``folder`` and its immediate subfolders, sorted (a bounded scan)."""
+    found: list[Path] = []
+    scanned = 0
+    pending = [(folder, 0)]
+    while pending and scanned < _SCAN_ENTRIES:
+        current, depth = pending.pop(0)
+        try:
+            entries = sorted(os.scandir(current), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            scanned += 1
+            if scanned > _SCAN_ENTRIES:
+                break
+            try:
+                if entry.is_file() and Path(entry.name).suffix.lower() in DATASET_SUFFIXES:
+                    found.append(Path(entry.path))
+                elif entry.is_dir() and depth == 0 and not entry.name.startswith("."):
+                    pending.append((Path(entry.path), 1))
+            except OSError:
+                continue
+    return found
+
+
+def _open(path: Path) -> Any:
+    check_data_file(path)
     try:
         return path.open("rb")
     except OSError as exc:
@@ -406,11 +620,13 @@ def read_jsonl(
     *,
     required: Iterable[str] = (),
     mapping: Mapping[str, str] | None = None,
+    limits: SizeLimits | None = None,
 ) -> Iterator[Row | SampleError]:
     """Stream samples from a JSONL file; a bad row yields a :class:`SampleError`, not a stop.
 
     Blank lines are skipped and a UTF-8 byte-order mark is allowed. Memory stays bounded:
-    one line at a time (plus the set of ids seen, to refuse a reused one).
+    one line at a time (plus the set of ids seen, to refuse a reused one). A row with more
+    text than ``limits`` allows (default :class:`SizeLimits`) is a row error.
 
     Raises:
         DatasetError: the file does not exist or cannot be opened, or it holds no rows
@@ -418,7 +634,7 @@ def read_jsonl(
     """
     path = Path(path)
     return require_rows(
-        _jsonl_rows(path, tuple(required), mapping),
+        _jsonl_rows(path, tuple(required), mapping, limits),
         f"{path}: no rows (the file is empty or holds only blank lines)",
     )
 
@@ -452,7 +668,7 @@ def json_lines(path: Path) -> Iterator[tuple[int, Any] | SampleError]:
 
 
 def _jsonl_rows(
-    path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None
+    path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None, limits: SizeLimits | None = None
 ) -> Iterator[Row | SampleError]:
     source = str(path)
     seen: dict[str, int] = {}
@@ -465,14 +681,22 @@ def _jsonl_rows(
         number, record = item
         columns.see(record)
         n_rows += 1
+        notes: list[str] = []
         try:
             sample = sample_from_record(
-                record, line=number, source=source, required=required, mapping=mapping, seen_ids=seen
+                record,
+                line=number,
+                source=source,
+                required=required,
+                mapping=mapping,
+                seen_ids=seen,
+                limits=limits,
+                notes=notes,
             )
         except SampleError as exc:
             yield exc
             continue
-        yield Row(sample, number)
+        yield Row(sample, number, tuple(notes))
     columns.check(n_rows)
 
 

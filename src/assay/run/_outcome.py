@@ -45,6 +45,8 @@ class EvalResult:
     n_samples: int = 0
     run_id: str | None = None
     store_path: Path | None = None
+    notes: list[str] = field(default_factory=list)
+    """What was taken on trust in the data, each said once (``contexts was one string ... in 12 rows``)."""
     _tally: RunTally | None = field(default=None, repr=False)
 
     def _add(self, result: SampleResult, keep: bool) -> None:

@@ -23,12 +23,16 @@ Cells are normalised the same way everywhere:
 - ``contexts`` given as a string holding a JSON list (``'["a", "b"]'``, raw newlines
   allowed) or a Python list literal (``"['a', 'b']"``, as pandas writes lists) is that
   list; text that starts like a list of strings but is neither is a row error; any other
-  string is one context;
+  string is one context (:func:`~assay.run._dataset.contexts_from_text`, which
+  :func:`~assay.run.sample_from_record` applies to JSON rows too, with a note);
 - ``trace``, ``reference_tool_calls`` and ``metadata`` given as strings are parsed as JSON;
 - numpy scalars and arrays become plain Python values.
 
 ``mapping`` renames columns (``{"my_answer": "answer"}``) and wins over the standard
 :data:`~assay.run.ALIASES`; columns that are no sample field go to ``metadata``.
+``limits`` (:class:`~assay.run.SizeLimits`) caps the text of a field and of a row: a
+row above either is a row error naming the field, its size, the limit and the option
+that raises it.
 
 Parquet needs the ``parquet`` extra (pyarrow), DataFrames the ``pandas`` extra and
 Hugging Face datasets the ``datasets`` extra; each is imported only when used.
@@ -36,7 +40,6 @@ Hugging Face datasets the ``datasets`` extra; each is imported only when used.
 
 from __future__ import annotations
 
-import ast
 import codecs
 import csv
 import importlib
@@ -48,10 +51,14 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from assay.errors import DatasetError, MissingExtraError, SampleError
 from assay.run._dataset import (
     ALIASES,
+    DATASET_SUFFIXES,
     MappedColumns,
     Row,
+    SizeLimits,
     _jsonl_rows,
+    check_data_file,
     check_mapped_columns,
+    contexts_from_text,
     parse_json,
     read_jsonl,
     require_rows,
@@ -70,16 +77,6 @@ __all__ = [
     "read_parquet",
 ]
 
-DATASET_SUFFIXES: Mapping[str, str] = {
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".json": "jsonl",
-    ".csv": "csv",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-}
-"""File suffix (lower case) -> the reader :func:`read_dataset` uses for it."""
-
 PARQUET_BATCH_ROWS = 1024
 """Rows per Parquet record batch: the most a Parquet reader holds in memory at once."""
 
@@ -92,6 +89,7 @@ def read_dataset(
     *,
     required: Iterable[str] = (),
     mapping: Mapping[str, str] | None = None,
+    limits: SizeLimits | None = None,
 ) -> Iterator[Row | SampleError]:
     """Stream samples from a file, choosing the reader by its suffix.
 
@@ -104,17 +102,19 @@ def read_dataset(
         path: The dataset file.
         required: Fields that must be present and non-empty in every row.
         mapping: Column renames (``{"my_answer": "answer"}``), applied before the aliases.
+        limits: The text a field and a row may hold (default :class:`~assay.run.SizeLimits`).
 
     Returns:
         An iterator of rows and per-row errors.
 
     Raises:
-        DatasetError: The suffix is not one of the above (raised at once); the file is
-            missing or unreadable, or a JSON array file is not valid JSON (raised when
-            iteration starts); it holds no rows and no row errors (raised when iteration
-            ends).
+        DatasetError: The path does not exist or is a directory (naming the data files in
+            it), or the suffix is not one of the above (raised at once); the file is
+            unreadable, or a JSON array file is not valid JSON (raised when iteration
+            starts); it holds no rows and no row errors (raised when iteration ends).
     """
     path = Path(path)
+    check_data_file(path)
     kind = DATASET_SUFFIXES.get(path.suffix.lower())
     if kind is None:
         known = ", ".join(DATASET_SUFFIXES)
@@ -124,30 +124,32 @@ def read_dataset(
             "(or call read_jsonl / read_csv / read_parquet directly)"
         )
     if kind == "csv":
-        return read_csv(path, required=required, mapping=mapping)
+        return read_csv(path, required=required, mapping=mapping, limits=limits)
     if kind == "parquet":
-        return read_parquet(path, required=required, mapping=mapping)
+        return read_parquet(path, required=required, mapping=mapping, limits=limits)
     if path.suffix.lower() == ".json":
-        return _read_json_lines(path, required=tuple(required), mapping=mapping)
-    return read_jsonl(path, required=required, mapping=mapping)
+        return _read_json_lines(path, required=tuple(required), mapping=mapping, limits=limits)
+    return read_jsonl(path, required=required, mapping=mapping, limits=limits)
 
 
 def _read_json_lines(
-    path: Path, *, required: tuple[str, ...], mapping: Mapping[str, str] | None
+    path: Path, *, required: tuple[str, ...], mapping: Mapping[str, str] | None, limits: SizeLimits | None
 ) -> Iterator[Row | SampleError]:
     """A ``.json`` file: one JSON array of objects, or JSON lines."""
     return require_rows(
-        _json_rows(path, required, mapping),
+        _json_rows(path, required, mapping, limits),
         f"{path}: no rows (the file is empty, holds only blank lines, or an empty array)",
     )
 
 
-def _json_rows(path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None) -> Iterator[Row | SampleError]:
-    _check_file(path, "a JSON file")
+def _json_rows(
+    path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None, limits: SizeLimits | None
+) -> Iterator[Row | SampleError]:
+    check_data_file(path)
     with path.open("rb") as handle:
         head = handle.read(4096).removeprefix(codecs.BOM_UTF8).lstrip()
     if not head.startswith(b"["):
-        yield from _jsonl_rows(path, required, mapping)
+        yield from _jsonl_rows(path, required, mapping, limits)
         return
     data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
     try:
@@ -168,14 +170,23 @@ def _json_rows(path: Path, required: tuple[str, ...], mapping: Mapping[str, str]
     columns = MappedColumns(mapping, source)
     for number, item in enumerate(items, start=1):
         columns.see(item)
+        notes: list[str] = []
         try:
             sample = sample_from_record(
-                item, line=number, source=source, required=required, mapping=mapping, unit="item", seen_ids=seen
+                item,
+                line=number,
+                source=source,
+                required=required,
+                mapping=mapping,
+                unit="item",
+                seen_ids=seen,
+                limits=limits,
+                notes=notes,
             )
         except SampleError as exc:
             yield exc
             continue
-        yield Row(sample, number)
+        yield Row(sample, number, tuple(notes))
     columns.check(len(items))
 
 
@@ -187,6 +198,7 @@ def read_csv(
     *,
     required: Iterable[str] = (),
     mapping: Mapping[str, str] | None = None,
+    limits: SizeLimits | None = None,
 ) -> Iterator[Row | SampleError]:
     """Stream samples from a CSV file with a header row (standard library ``csv``).
 
@@ -204,6 +216,9 @@ def read_csv(
         path: The CSV file.
         required: Fields that must be present and non-empty in every row.
         mapping: Column renames (``{"my_answer": "answer"}``); they win over the aliases.
+        limits: The text a field and a row may hold (default :class:`~assay.run.SizeLimits`).
+            A cell is also bounded by ``csv.field_size_limit()`` (131,072 characters by
+            default), which assay leaves as it is.
 
     Yields:
         A :class:`Row` per good record, a :class:`SampleError` per bad one.
@@ -215,15 +230,17 @@ def read_csv(
     """
     path = Path(path)
     return require_rows(
-        _csv_rows(path, tuple(required), mapping),
+        _csv_rows(path, tuple(required), mapping, limits),
         f"{path}: no rows (the file is empty or holds only a header)",
     )
 
 
-def _csv_rows(path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None) -> Iterator[Row | SampleError]:
+def _csv_rows(
+    path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None, limits: SizeLimits | None
+) -> Iterator[Row | SampleError]:
     renames = _renames(mapping)
     source = str(path)
-    _check_file(path, "a CSV file")
+    check_data_file(path)
     try:
         handle = path.open("rb")
     except OSError as exc:
@@ -288,7 +305,14 @@ def _csv_rows(path: Path, required: tuple[str, ...], mapping: Mapping[str, str] 
                 continue
             record = {name: cell for name, cell in zip(header, cells, strict=False) if name}
             yield _row(
-                record, line=start, source=source, required=required, mapping=mapping, renames=renames, seen=seen
+                record,
+                line=start,
+                source=source,
+                required=required,
+                mapping=mapping,
+                renames=renames,
+                seen=seen,
+                limits=limits,
             )
 
 
@@ -388,6 +412,7 @@ def read_parquet(
     required: Iterable[str] = (),
     mapping: Mapping[str, str] | None = None,
     batch_rows: int = PARQUET_BATCH_ROWS,
+    limits: SizeLimits | None = None,
 ) -> Iterator[Row | SampleError]:
     """Stream samples from a Parquet file, one record batch at a time (pyarrow).
 
@@ -399,6 +424,7 @@ def read_parquet(
         required: Fields that must be present and non-empty in every row.
         mapping: Column renames (``{"my_answer": "answer"}``), applied before the aliases.
         batch_rows: Rows per record batch held in memory.
+        limits: The text a field and a row may hold (default :class:`~assay.run.SizeLimits`).
 
     Yields:
         A :class:`Row` per good row, a :class:`SampleError` per bad one.
@@ -409,18 +435,22 @@ def read_parquet(
             cannot be read past some row; it has no rows (raised when iteration ends).
     """
     path = Path(path)
-    return require_rows(_parquet_rows(path, tuple(required), mapping, batch_rows), f"{path}: no rows (0 rows)")
+    return require_rows(_parquet_rows(path, tuple(required), mapping, batch_rows, limits), f"{path}: no rows (0 rows)")
 
 
 def _parquet_rows(
-    path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None, batch_rows: int
+    path: Path,
+    required: tuple[str, ...],
+    mapping: Mapping[str, str] | None,
+    batch_rows: int,
+    limits: SizeLimits | None,
 ) -> Iterator[Row | SampleError]:
     renames = _renames(mapping)
     source = str(path)
     seen: dict[str, int] = {}
     if batch_rows < 1:
         raise DatasetError(f"batch_rows must be at least 1, got {batch_rows}")
-    _check_file(path, "a Parquet file")
+    check_data_file(path)
     parquet = _import_optional("pyarrow.parquet", "pyarrow", "parquet", "Reading Parquet files")
     try:
         parquet_file = parquet.ParquetFile(path)
@@ -449,6 +479,7 @@ def _parquet_rows(
                     renames=renames,
                     seen=seen,
                     unit="row",
+                    limits=limits,
                 )
     finally:
         parquet_file.close()
@@ -463,6 +494,7 @@ def from_dataframe(
     required: Iterable[str] = (),
     mapping: Mapping[str, str] | None = None,
     source: str | None = "<dataframe>",
+    limits: SizeLimits | None = None,
 ) -> Iterator[Row | SampleError]:
     """Stream samples from a pandas DataFrame, one row at a time.
 
@@ -474,6 +506,7 @@ def from_dataframe(
         required: Fields that must be present and non-empty in every row.
         mapping: Column renames (``{"my_answer": "answer"}``), applied before the aliases.
         source: How errors name the table.
+        limits: The text a field and a row may hold (default :class:`~assay.run.SizeLimits`).
 
     Yields:
         A :class:`Row` per good row, a :class:`SampleError` per bad one.
@@ -483,11 +516,17 @@ def from_dataframe(
         DatasetError: ``df`` is not a DataFrame or names a column twice; it has no rows
             (raised when iteration ends).
     """
-    return require_rows(_dataframe_rows(df, tuple(required), mapping, source), f"{source or 'the DataFrame'}: no rows")
+    return require_rows(
+        _dataframe_rows(df, tuple(required), mapping, source, limits), f"{source or 'the DataFrame'}: no rows"
+    )
 
 
 def _dataframe_rows(
-    df: pd.DataFrame, required: tuple[str, ...], mapping: Mapping[str, str] | None, source: str | None
+    df: pd.DataFrame,
+    required: tuple[str, ...],
+    mapping: Mapping[str, str] | None,
+    source: str | None,
+    limits: SizeLimits | None,
 ) -> Iterator[Row | SampleError]:
     pandas = _import_optional("pandas", "pandas", "pandas", "Reading a pandas DataFrame")
     if not isinstance(df, pandas.DataFrame):
@@ -508,6 +547,7 @@ def _dataframe_rows(
             renames=renames,
             seen=seen,
             unit="row",
+            limits=limits,
         )
 
 
@@ -517,6 +557,7 @@ def from_hf_dataset(
     required: Iterable[str] = (),
     mapping: Mapping[str, str] | None = None,
     source: str | None = "<dataset>",
+    limits: SizeLimits | None = None,
 ) -> Iterator[Row | SampleError]:
     """Stream samples from a Hugging Face ``datasets.Dataset`` (or ``IterableDataset``).
 
@@ -529,6 +570,7 @@ def from_hf_dataset(
         required: Fields that must be present and non-empty in every row.
         mapping: Column renames (``{"my_answer": "answer"}``), applied before the aliases.
         source: How errors name the dataset.
+        limits: The text a field and a row may hold (default :class:`~assay.run.SizeLimits`).
 
     Yields:
         A :class:`Row` per good row, a :class:`SampleError` per bad one.
@@ -538,11 +580,11 @@ def from_hf_dataset(
         DatasetError: ``ds`` is a ``DatasetDict`` (pick a split) or not a dataset; it has
             no rows (raised when iteration ends).
     """
-    return require_rows(_hf_rows(ds, tuple(required), mapping, source), f"{source or 'the dataset'}: no rows")
+    return require_rows(_hf_rows(ds, tuple(required), mapping, source, limits), f"{source or 'the dataset'}: no rows")
 
 
 def _hf_rows(
-    ds: Any, required: tuple[str, ...], mapping: Mapping[str, str] | None, source: str | None
+    ds: Any, required: tuple[str, ...], mapping: Mapping[str, str] | None, source: str | None, limits: SizeLimits | None
 ) -> Iterator[Row | SampleError]:
     datasets = _import_optional("datasets", "datasets", "datasets", "Reading a Hugging Face dataset")
     if isinstance(ds, datasets.DatasetDict | datasets.IterableDatasetDict):
@@ -574,6 +616,7 @@ def _hf_rows(
             renames=renames,
             seen=seen,
             unit="row",
+            limits=limits,
         )
     columns.check(number)
 
@@ -591,17 +634,27 @@ def _row(
     renames: Mapping[str, str],
     seen: MutableMapping[str, int],
     unit: str = "line",
+    limits: SizeLimits | None = None,
 ) -> Row | SampleError:
+    notes: list[str] = []
     try:
         cleaned = _clean_record(record, renames)
         sample = sample_from_record(
-            cleaned, line=line, source=source, required=required, mapping=mapping, unit=unit, seen_ids=seen
+            cleaned,
+            line=line,
+            source=source,
+            required=required,
+            mapping=mapping,
+            unit=unit,
+            seen_ids=seen,
+            limits=limits,
+            notes=notes,
         )
     except _CellError as exc:
         return SampleError(str(exc), source=source, line=line, unit=unit)
     except SampleError as exc:
         return exc
-    return Row(sample, line)
+    return Row(sample, line, tuple(notes))
 
 
 class _CellError(ValueError):
@@ -654,29 +707,11 @@ def _is_empty(value: Any) -> bool:
 
 
 def _contexts(column: str, cell: str) -> Any:
-    """The contexts in one text cell.
-
-    A JSON list (raw newlines allowed) or a Python list literal (``['a', 'b']``, as pandas
-    writes lists to CSV) is the list; any other text is one context, except text that
-    starts and ends like a list of strings but is neither (a row error, not a context).
-    """
-    text = cell.strip()
-    if not text.startswith("["):
-        return cell
+    """The contexts in one text cell (:func:`~assay.run._dataset.contexts_from_text`)."""
     try:
-        value = parse_json(text, strict=False)
+        return contexts_from_text(cell)
     except ValueError as exc:
-        if "nested too deep" in str(exc):
-            raise _CellError(f"column '{column}': {exc}") from None
-        if not (text[1:].lstrip().startswith(("'", '"')) and text.endswith("]")):
-            return cell  # "[1] A citation-style passage": text, not a list
-        try:
-            value = ast.literal_eval(text)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            raise _CellError(
-                f"column '{column}': looks like a list but is neither JSON nor a Python list ({exc})"
-            ) from None
-    return value if isinstance(value, list) else cell
+        raise _CellError(f"column '{column}': {exc}") from None
 
 
 def _json_cell(column: str, cell: str, *, want_object: bool) -> Any:
@@ -687,13 +722,6 @@ def _json_cell(column: str, cell: str, *, want_object: bool) -> Any:
     if want_object and not isinstance(value, dict):
         raise _CellError(f"column '{column}': expected a JSON object, got {type(value).__name__}")
     return value
-
-
-def _check_file(path: Path, what: str) -> None:
-    if not path.exists():
-        raise DatasetError(f"{path}: no such file")
-    if path.is_dir():
-        raise DatasetError(f"{path}: is a directory, expected {what}")
 
 
 def _check_unique(columns: list[str], source: str) -> None:

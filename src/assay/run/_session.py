@@ -28,7 +28,15 @@ from assay._samples import Sample
 from assay._scores import MetricSpec
 from assay.errors import AssayError, ConfigError, DatasetError, SampleError
 from assay.metrics._base import Metric
-from assay.run._dataset import MappedColumns, Row, sample_from_record
+from assay.run._dataset import (
+    DEFAULT_MAX_FIELD_CHARS,
+    DEFAULT_MAX_ROW_CHARS,
+    NOTES,
+    MappedColumns,
+    Row,
+    SizeLimits,
+    sample_from_record,
+)
 from assay.run._readers import from_dataframe, from_hf_dataset, read_dataset
 from assay.run._store import RunSpec
 
@@ -53,6 +61,8 @@ class RunOptions(BaseModel):
         cache: Whether judge calls were answered from the call cache.
         timeout_s: Per-call timeout.
         max_attempts: Tries per call for transient failures.
+        max_field_chars: Longest text a field may hold; a longer one makes its row invalid.
+        max_row_chars: Most text a row may hold in all.
 
     The metrics themselves are stored as their specs (``RunSpec.metrics``), from which
     :func:`~assay.metrics.metric_from_spec` rebuilds them.
@@ -67,6 +77,13 @@ class RunOptions(BaseModel):
     cache: bool = False
     timeout_s: float | None = 120.0
     max_attempts: int = 6
+    max_field_chars: int = DEFAULT_MAX_FIELD_CHARS
+    max_row_chars: int = DEFAULT_MAX_ROW_CHARS
+
+    @property
+    def size_limits(self) -> SizeLimits:
+        """The :class:`~assay.run.SizeLimits` these options set."""
+        return SizeLimits(self.max_field_chars, self.max_row_chars)
 
     @classmethod
     def from_stored(cls, options: Mapping[str, Any]) -> RunOptions:
@@ -99,6 +116,16 @@ class DatasetSource:
     """Ideal-context column (DeepEval's ``context``...) -> valid rows that have it (kept in metadata)."""
     errors: tuple[SampleError, ...] = ()
     """The first few invalid rows, for errors that must say why rows are missing."""
+    notes: Mapping[str, int] = field(default_factory=dict)
+    """Row note (a key of :data:`~assay.run._dataset.NOTES`) -> valid rows that have it."""
+
+    def note_messages(self) -> list[str]:
+        """What was taken on trust in the data, each said once (``contexts was one string ... in 12 rows``)."""
+        return [
+            NOTES[key].format(rows=f"{n} row{'s' if n != 1 else ''} of {self.description}")
+            for key, n in self.notes.items()
+            if key in NOTES
+        ]
 
     def rows(self, required: Sequence[str] = ()) -> Iterator[Row | SampleError]:
         """Read the rows again (a bad row is a :class:`~assay.errors.SampleError`, not a stop)."""
@@ -155,16 +182,26 @@ def _file_sha256(path: Path) -> str:
     return f"sha256:{digest.hexdigest()}"
 
 
-def _reader(data: Any, mapping: Mapping[str, str]) -> tuple[str, Path | None, Callable[..., Iterator[Any]]]:
+def _reader(
+    data: Any, mapping: Mapping[str, str], limits: SizeLimits | None = None
+) -> tuple[str, Path | None, Callable[..., Iterator[Any]]]:
     """What the data is, its path if any, and a function that reads it (again) as rows."""
     if isinstance(data, str | Path):
         path = Path(data)
-        return str(path), path, lambda required: read_dataset(path, required=required, mapping=mapping)
+        return str(path), path, lambda required: read_dataset(path, required=required, mapping=mapping, limits=limits)
     kind = f"{type(data).__module__}.{type(data).__qualname__}"
     if kind.split(".")[0] == "pandas" and kind.endswith("DataFrame"):
-        return "<dataframe>", None, lambda required: from_dataframe(data, required=required, mapping=mapping)
+        return (
+            "<dataframe>",
+            None,
+            lambda required: from_dataframe(data, required=required, mapping=mapping, limits=limits),
+        )
     if kind.startswith("datasets."):
-        return "<dataset>", None, lambda required: from_hf_dataset(data, required=required, mapping=mapping)
+        return (
+            "<dataset>",
+            None,
+            lambda required: from_hf_dataset(data, required=required, mapping=mapping, limits=limits),
+        )
     if isinstance(data, Mapping):
         raise DatasetError("evaluate() takes a list of samples or dicts, a file path, or a table; got one dict")
     if not isinstance(data, Sequence):
@@ -180,6 +217,7 @@ def _reader(data: Any, mapping: Mapping[str, str]) -> tuple[str, Path | None, Ca
                 continue
             record = item.model_dump(mode="python", exclude_defaults=True) if isinstance(item, Sample) else item
             columns.see(record)
+            notes: list[str] = []
             try:
                 sample = sample_from_record(
                     dict(record) if isinstance(record, Mapping) else record,
@@ -188,17 +226,21 @@ def _reader(data: Any, mapping: Mapping[str, str]) -> tuple[str, Path | None, Ca
                     required=required,
                     mapping=mapping,
                     seen_ids=seen,
+                    limits=limits,
+                    notes=notes,
                 )
             except SampleError as exc:
                 yield exc
             else:
-                yield Row(sample, index)
+                yield Row(sample, index, tuple(notes))
         columns.check(len(items))
 
     return f"<{len(items)} samples>", None, read_items
 
 
-def open_dataset(data: Any, *, mapping: Mapping[str, str] | None = None) -> DatasetSource:
+def open_dataset(
+    data: Any, *, mapping: Mapping[str, str] | None = None, limits: SizeLimits | None = None
+) -> DatasetSource:
     """Check ``data`` in one pass and return a re-readable source with its fingerprint.
 
     Args:
@@ -206,12 +248,15 @@ def open_dataset(data: Any, *, mapping: Mapping[str, str] | None = None) -> Data
             Hugging Face ``Dataset``, or a sequence of :class:`~assay.Sample` objects or
             dicts (a generator is read into a list).
         mapping: Column renames (``{"my_answer": "answer"}``).
+        limits: The text a field and a row may hold (default :class:`~assay.run.SizeLimits`);
+            a row above either is a row error, found here, before any judge call.
 
     Raises:
-        DatasetError: the data cannot be read, or holds no row at all.
+        DatasetError: the data cannot be read (a missing path, a directory), or holds no
+            row at all.
     """
     mapping = dict(mapping or {})
-    description, path, read = _reader(data, mapping)
+    description, path, read = _reader(data, mapping, limits)
     from assay.run._dataset import IDEAL_CONTEXT_COLUMNS
 
     digest = hashlib.sha256()
@@ -219,12 +264,15 @@ def open_dataset(data: Any, *, mapping: Mapping[str, str] | None = None) -> Data
     present: dict[str, int] = {}
     ideal: dict[str, int] = {}
     errors: list[SampleError] = []
+    notes: dict[str, int] = {}
     for item in read(()):
         n_rows += 1
         if isinstance(item, SampleError) and len(errors) < _ERRORS_KEPT:
             errors.append(item)
         if isinstance(item, Row):
             n_valid += 1
+            for note in item.notes:
+                notes[note] = notes.get(note, 0) + 1
             for name in Sample.model_fields:
                 if item.sample.field_present(name):
                     present[name] = present.get(name, 0) + 1
@@ -239,7 +287,7 @@ def open_dataset(data: Any, *, mapping: Mapping[str, str] | None = None) -> Data
     if n_rows == 0:
         raise DatasetError(f"{description}: holds no rows; nothing to evaluate")
     fingerprint = _file_sha256(path) if path is not None else f"sha256:{digest.hexdigest()}"
-    return DatasetSource(description, fingerprint, n_rows, n_valid, present, path, read, ideal, tuple(errors))
+    return DatasetSource(description, fingerprint, n_rows, n_valid, present, path, read, ideal, tuple(errors), notes)
 
 
 def _differences(stored: Mapping[str, Any], given: Mapping[str, Any]) -> list[str]:
