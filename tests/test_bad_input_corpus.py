@@ -293,16 +293,47 @@ CASES: dict[str, Case] = {
     ),
     "jsonl-ragas-columns": Case("d.jsonl", jsonl(ragas(1), ragas(2)), 0, ("g1", "g2")),
     "jsonl-extra-columns-are-metadata": Case("d.jsonl", jsonl(good(1, topic="geo", score=0.5, tags=["a"])), 0, ("g1",)),
+    # -- size limits: 200,000 characters a field, 1,000,000 a row (issue 33) -------------------
     "jsonl-1mb-context": Case(
-        "d.jsonl", jsonl(good(1, contexts=[CONTEXT + " Filler." * 130_000]), good(2)), 0, ("g1", "g2")
+        "d.jsonl",
+        jsonl(good(1, contexts=[CONTEXT + " Filler." * 130_000]), good(2)),
+        2,
+        ("g2",),
+        errors=((":1:", "field 'contexts[0]' is 1,040,053 characters, above the limit of 200,000 per field"),),
+    ),
+    "jsonl-context-at-the-field-limit": Case(
+        "d.jsonl", jsonl(good(1, contexts=[CONTEXT, CONTEXT.ljust(200_000, "x")]), good(2)), 0, ("g1", "g2")
+    ),
+    "jsonl-question-above-the-field-limit": Case(
+        "d.jsonl",
+        jsonl(good(1), good(2, question="Where? " * 30_000)),
+        2,
+        ("g1",),
+        errors=((":2:", "field 'question' is 210,000 characters, above the limit of 200,000 per field (raise it"),),
+    ),
+    "jsonl-row-above-the-row-limit": Case(
+        "d.jsonl",
+        jsonl(good(1, contexts=[CONTEXT + " Filler." * 18_000] * 7), good(2)),
+        2,
+        ("g2",),
+        errors=((":1:", "characters of text, above the limit of 1,000,000 per row (largest: contexts 1,008,371"),),
     ),
     "jsonl-5000-sentence-answer": Case(
         "d.jsonl",
         jsonl(good(1, answer=" ".join(f"Paris has bridge number {i}." for i in range(5000)))),  # pysbd's worst case
-        0,
-        ("g1",),
+        3,
+        unscored=(("g1", "too_many_statements"),),  # above faithfulness.max_statements: no verdict asked
     ),
-    "jsonl-10mb-line": Case("d.jsonl", jsonl(good(1, metadata={"blob": "x" * 10_000_000}), good(2)), 0, ("g1", "g2")),
+    "jsonl-10mb-line": Case(
+        "d.jsonl",
+        jsonl(good(1, metadata={"blob": "x" * 10_000_000}), good(2)),
+        2,
+        ("g2",),
+        errors=((":1:", "field 'metadata.blob' is 10,000,000 characters"),),
+    ),
+    "jsonl-contexts-a-json-list-in-a-string": Case(
+        "d.jsonl", jsonl(good(1, contexts=json.dumps([CONTEXT, "It has bridges."]))), 0, ("g1",)
+    ),
     "jsonl-invalid-utf8": Case(
         "d.jsonl",
         jsonl(good(1)) + b'{"id": "x", "answer": "caf\xe9"}\n' + jsonl(good(3)),
@@ -325,6 +356,9 @@ CASES: dict[str, Case] = {
     "jsonl-emoji": Case("d.jsonl", jsonl(good(1, answer=EMOJI)), 0, ("g1",), same_text=(("g1", EMOJI),)),
     # -- paths ------------------------------------------------------------------------------
     "path-is-a-directory": Case("adir.jsonl", None, 1, message=("adir.jsonl: is a directory",)),
+    "path-is-a-directory-without-a-suffix": Case(
+        "adir", None, 1, message=("adir: is a directory; give a data file (.jsonl, .ndjson, .json, .csv",)
+    ),
     "path-unknown-suffix": Case("d.txt", jsonl(good(1)), 1, message=("cannot tell the format",)),
     # -- JSON array -------------------------------------------------------------------------
     "json-array": Case("d.json", json.dumps([good(1), good(2)], indent=2).encode(), 0, ("g1", "g2")),
@@ -408,6 +442,13 @@ CASES: dict[str, Case] = {
         errors=((": row 1:", "field 'contexts[0]'"), (": row 2:", "field 'contexts[0]'")),
     ),
     "parquet-float-ids": Case("d.parquet", parquet(pq_good([1.0, 2.0])), 0, ("1", "2")),
+    "parquet-answer-above-the-field-limit": Case(
+        "d.parquet",
+        parquet({**pq_good(["g1", "g2"]), "answer": [ANSWER, "Paris. " * 30_000]}),
+        2,
+        ("g1",),
+        errors=((": row 2:", "field 'answer' is 210,000 characters, above the limit of 200,000 per field"),),
+    ),
     "parquet-null-answer": Case(
         "d.parquet",
         parquet({**pq_good(["g1", "g2"]), "answer": [ANSWER, None]}),

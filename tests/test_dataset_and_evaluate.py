@@ -145,3 +145,64 @@ def test_unscored_json_value_is_null_and_round_trips() -> None:
     assert math.isnan(back.value) and back.unscored_reason is UnscoredReason.REFUSAL
     with pytest.raises(ValueError, match="finite"):
         Score.scored("x", math.nan)
+
+
+# -- size limits, contexts as one string, paths: the Python door (issue 33) ----------------------
+
+
+def test_evaluate_reports_an_oversized_row_judges_the_others_and_a_raised_limit_lets_it_through(
+    tmp_path: Path,
+) -> None:
+    from assay.run import ResumeError
+
+    rows = [ROW, {**ROW, "id": "long", "question": "Why? " * 50_000}, {**ROW, "id": "b"}]  # 250,000 characters
+    result = evaluate(rows, Faithfulness(), verdict_judge())
+    assert sorted(r.sample.id for r in result.results) == ["a", "b"]
+    (error,) = result.errors
+    assert str(error) == (
+        "<samples>:2: field 'question' is 250,000 characters, above the limit of 200,000 per field "
+        "(raise it with --max-field-chars, or max_field_chars= in Python)"
+    )
+    data, store = write(tmp_path, "".join(json.dumps(row) + "\n" for row in rows)), tmp_path / "runs.sqlite"
+    raised = evaluate(data, Faithfulness(), verdict_judge(), store=store, max_field_chars=250_000)
+    assert raised.errors == [] and len(raised.results) == 3
+    # the limits are kept with the run: a resume with others would judge one run two ways
+    with pytest.raises(ResumeError, match="max_field_chars: stored 250000, given 200000"):
+        evaluate(data, Faithfulness(), verdict_judge(), store=store, resume=raised.run_id)
+
+
+def test_evaluate_refuses_a_limit_below_one() -> None:
+    from assay.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="max_row_chars must be a whole number of characters, at least 1, not 0"):
+        evaluate([ROW], Faithfulness(), verdict_judge(), max_row_chars=0)
+
+
+def test_contexts_given_as_one_string_is_said_once_for_the_run(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [{**ROW, "contexts": "The sky is blue."}, {**ROW, "id": "b", "contexts": "The sky is blue."}]
+    result = evaluate([*rows, {**ROW, "id": "c"}], Faithfulness(), verdict_judge(), progress="plain")
+    said = (
+        "contexts was one string, not a list, in 2 rows of <3 samples>; each was taken as one context "
+        "(give a list to pass several)"
+    )
+    assert result.notes == [said]
+    assert capsys.readouterr().err.count("note: contexts was one string") == 1
+    assert [r.sample.contexts for r in result.results] == [("The sky is blue.",)] * 3
+    listed = evaluate([{**ROW, "contexts": '["The sky is blue.", "It rains."]'}], Faithfulness(), verdict_judge())
+    assert listed.results[0].sample.contexts == ("The sky is blue.", "It rains.")
+    assert listed.notes == [
+        "contexts was a list written as text in 1 row of <1 samples>; each was read as the list it holds "
+        "(give the list itself to avoid the guess)"
+    ]
+    assert evaluate([ROW], Faithfulness(), verdict_judge()).notes == []
+
+
+def test_evaluate_on_a_missing_path_or_a_directory_creates_no_store(tmp_path: Path) -> None:
+    store = tmp_path / ".assay" / "runs.sqlite"
+    with pytest.raises(DatasetError, match=r"nope\.jsonl: no such file$"):
+        evaluate(tmp_path / "nope.jsonl", Faithfulness(), verdict_judge(), store=store)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "rag.jsonl").write_text(json.dumps(ROW) + "\n")
+    with pytest.raises(DatasetError, match=r"data: is a directory; give a data file \(.*\); it holds .*rag\.jsonl$"):
+        evaluate(tmp_path / "data", Faithfulness(), verdict_judge(), store=store)
+    assert not (tmp_path / ".assay").exists()

@@ -251,3 +251,58 @@ def test_sentence_split_drops_interjections_too() -> None:
 def test_an_answer_of_only_interjections_is_unscored() -> None:
     s = score([json.dumps({"statements": ["Yes.", "Okay"]})], sample=SAMPLE.model_copy(update={"answer": "Yes. Okay."}))
     assert s.unscored_reason is UnscoredReason.NO_STATEMENTS
+
+
+# -- max_statements: no answer surprises the bill (issue 33) ------------------------------------
+
+
+def long_answer(n: int) -> Sample:
+    answer = " ".join(f"The bridge number {i} crosses the Seine." for i in range(n))
+    return Sample(id="long", question="Which bridges?", answer=answer, contexts=("Paris has many bridges.",))
+
+
+@pytest.mark.parametrize("decomposer", ["anchored", "llm", "sentences", "hybrid"])
+def test_an_answer_above_max_statements_is_unscored_before_any_judge_call(decomposer: str) -> None:
+    metric = Faithfulness(decomposer=decomposer)  # type: ignore[arg-type]
+    s = score([], metric, long_answer(201))  # no call scripted: any call would be a metric_error
+    assert s.unscored_reason is UnscoredReason.TOO_MANY_STATEMENTS and math.isnan(s.value)
+    assert s.calls == () and s.verdicts == ()
+    assert s.detail == (
+        "the answer has 201 sentences to check, above max_statements=200: not judged (no judge call was made); "
+        "raise it with --set faithfulness.max_statements=N (Python: Faithfulness(max_statements=N))"
+    )
+
+
+def test_an_answer_at_max_statements_is_judged_and_a_raised_limit_lets_a_longer_one_through() -> None:
+    at_limit = score([verdict(1)] * 12, Faithfulness(decomposer="sentences", max_statements=12), long_answer(12))
+    assert at_limit.value == 1.0 and len(at_limit.verdicts) == 12
+    raised = score([verdict(1)] * 13, Faithfulness(decomposer="sentences", max_statements=13), long_answer(13))
+    assert raised.value == 1.0
+    above = score([], Faithfulness(decomposer="sentences", max_statements=12), long_answer(13))
+    assert above.unscored_reason is UnscoredReason.TOO_MANY_STATEMENTS
+
+
+def test_a_split_into_more_statements_than_the_limit_asks_no_verdict() -> None:
+    # three sentences pass the count before any call; the judge then splits them into six statements
+    answer = " ".join(f"Bridge {i} is old and bridge {i} is long." for i in range(3))
+    sample = Sample(id="packed", question="Which bridges?", answer=answer, contexts=("Paris has bridges.",))
+    six = json.dumps({"statements": [f"Bridge {i} is {w}." for i in range(3) for w in ("old", "long")]})
+    s = score([six], Faithfulness(decomposer="llm", max_statements=5), sample)
+    assert s.unscored_reason is UnscoredReason.TOO_MANY_STATEMENTS
+    assert [c.purpose for c in s.calls] == ["faithfulness.statements"]  # the split, recorded and billed; no verdict
+    assert (s.detail or "").startswith("the answer split into 6 statements, above max_statements=5: not judged ")
+    assert "(1 judge call split it; no verdict was asked)" in (s.detail or "")
+
+
+def test_max_statements_is_a_metric_option_recorded_in_the_spec() -> None:
+    from assay.cli._run import build_metrics
+    from assay.metrics import build_metric, metric_from_spec
+
+    metric = build_metric("faithfulness", {"max_statements": "500"})
+    assert isinstance(metric, Faithfulness) and metric.max_statements == 500
+    assert Faithfulness().max_statements == 200 and metric.spec().params["max_statements"] == 500
+    assert metric_from_spec(metric.spec()) == metric
+    with pytest.raises(ConfigError, match=r"--set faithfulness.max_statements=abc: "):
+        build_metrics(["faithfulness"], {"faithfulness": {"max_statements": "abc"}})
+    with pytest.raises(ConfigError, match="max_statements must be a whole number, at least 1, not 0"):
+        Faithfulness(max_statements=0)

@@ -414,6 +414,7 @@ def test_read_dataset_passes_mapping_through(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["data.txt", "data.xlsx", "data", "data.csv.gz"])
 def test_read_dataset_rejects_unknown_suffixes_at_once(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).write_text("{}\n")  # a missing file is "no such file", whatever its suffix
     with pytest.raises(DatasetError, match=r"cannot tell the format .* use one of \.jsonl"):
         read_dataset(tmp_path / name)
 
@@ -760,3 +761,134 @@ def test_csv_rows_read_again_after_an_unclosed_quote_need_every_cell(tmp_path: P
     assert [row.sample.id for row in rows] == ["z"]
     assert [(error.line, error.end_line) for error in errors] == [(2, 3), (3, None)]
     assert "read into an unclosed quote above" in errors[1].detail
+
+
+# -- size limits, contexts given as text, paths (issue 33) --------------------------------------
+
+
+def _jsonl(path: Path, *records: dict[str, Any]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_a_field_above_the_default_limit_is_a_row_error_naming_it_and_how_to_raise_it(tmp_path: Path) -> None:
+    base = {"answer": "Paris is in France.", "contexts": ["Paris is in France."]}
+    path = _jsonl(
+        tmp_path / "d.jsonl",
+        {"id": "a", **base},
+        {"id": "b", **base, "contexts": ["short", "y" * (200_001)]},  # one item of the list
+        {"id": "c", **base, "question": "q" * 200_000},  # exactly at the limit: read
+        {"id": "d", **base, "user_input": "q" * 250_000},  # named as the file names it
+    )
+    rows, errors = split(read_jsonl(path))
+    assert [row.sample.id for row in rows] == ["a", "c"]
+    assert [error.line for error in errors] == [2, 4]
+    assert str(errors[0]) == (
+        f"{path}:2: field 'contexts[1]' is 200,001 characters, above the limit of 200,000 per field "
+        "(raise it with --max-field-chars, or max_field_chars= in Python)"
+    )
+    assert "field 'user_input' is 250,000 characters" in errors[1].detail
+
+
+def test_a_row_above_the_row_limit_names_its_largest_columns_and_a_raised_limit_lets_it_through(
+    tmp_path: Path,
+) -> None:
+    from assay.run import SizeLimits
+
+    record = {"id": "a", "answer": "Short.", "contexts": ["c" * 190_000] * 5, "metadata": {"doc": "m" * 150_000}}
+    path = _jsonl(tmp_path / "d.jsonl", record)
+    _, (error,) = split(read_jsonl(path))
+    assert "the row holds 1,100,0" in error.detail and "above the limit of 1,000,000 per row" in error.detail
+    assert "largest: contexts 950,000, metadata 150,00" in error.detail and "--max-row-chars" in error.detail
+    (row,), errors = split(read_jsonl(path, limits=SizeLimits(max_row_chars=2_000_000)))
+    assert errors == [] and len(row.sample.contexts) == 5
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet", "dataframe", "json-array"])
+def test_every_reader_applies_the_limits(tmp_path: Path, kind: str) -> None:
+    from assay.run import SizeLimits
+
+    limits = SizeLimits(max_field_chars=40, max_row_chars=100)
+    table = {"id": ["a", "b", "c"], "answer": ["ok.", "x" * 41, "ok."], "contexts": ["fine", "fine", "y" * 39]}
+    table["question"] = ["q", "q", "z" * 39]  # row c: every field under 40, the row (keys too) above 100
+    records = [dict(zip(table, values, strict=True)) for values in zip(*table.values(), strict=True)]
+    if kind == "csv":
+        items = read_csv(
+            write_csv(tmp_path / "d.csv", [list(table), *[list(r.values()) for r in records]]), limits=limits
+        )
+    elif kind == "json-array":
+        (tmp_path / "d.json").write_text(json.dumps(records))
+        items = read_dataset(tmp_path / "d.json", limits=limits)
+    elif kind == "parquet":
+        pq = pytest.importorskip("pyarrow.parquet")
+        pa = pytest.importorskip("pyarrow")
+        pq.write_table(pa.table(table), tmp_path / "d.parquet")
+        items = read_parquet(tmp_path / "d.parquet", limits=limits)
+    else:
+        pd = pytest.importorskip("pandas")
+        items = from_dataframe(pd.DataFrame(table), limits=limits)
+    rows, errors = split(items)
+    assert [row.sample.id for row in rows] == ["a"]
+    assert "field 'answer' is 41 characters, above the limit of 40 per field" in errors[0].detail
+    assert "above the limit of 100 per row" in errors[1].detail and "--max-row-chars" in errors[1].detail
+
+
+def test_a_limit_below_one_is_refused() -> None:
+    from assay.errors import ConfigError
+    from assay.run import SizeLimits
+
+    with pytest.raises(ConfigError, match="max_field_chars must be a whole number of characters, at least 1"):
+        SizeLimits(max_field_chars=0)
+
+
+def test_contexts_as_text_holding_a_list_is_the_list_in_jsonl_as_in_a_csv_cell(tmp_path: Path) -> None:
+    listed = json.dumps(["Paris is in France.", "It is big."])
+    python_literal = str(["Lyon is in France.", "It is smaller."])
+    jsonl_path = _jsonl(
+        tmp_path / "d.jsonl",
+        {"id": "a", "answer": "x y.", "contexts": listed},
+        {"id": "b", "answer": "x y.", "contexts": python_literal},
+        {"id": "c", "answer": "x y.", "contexts": "One plain passage."},
+        {"id": "d", "answer": "x y.", "contexts": ["already", "a list"]},
+    )
+    csv_path = write_csv(
+        tmp_path / "d.csv",
+        [
+            ["id", "answer", "contexts"],
+            ["a", "x y.", listed],
+            ["b", "x y.", python_literal],
+            ["c", "x y.", "One plain passage."],
+        ],
+    )
+    from_jsonl, _ = split(read_jsonl(jsonl_path))
+    from_csv, _ = split(read_csv(csv_path))
+    assert [r.sample.contexts for r in from_jsonl[:3]] == [r.sample.contexts for r in from_csv]
+    assert from_jsonl[0].sample.contexts == ("Paris is in France.", "It is big.")
+    # what was taken on trust travels with the row: a list written as text in JSON is a guess,
+    # one string is one context; a CSV cell can only hold text, so a list in it is no guess
+    assert [r.notes for r in from_jsonl] == [("contexts_list_text",), ("contexts_list_text",), ("contexts_string",), ()]
+    assert [r.notes for r in from_csv] == [(), (), ("contexts_string",)]
+
+
+def test_contexts_text_that_looks_like_a_list_but_is_not_is_a_row_error_in_jsonl_too(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "d.jsonl", {"id": "a", "answer": "x y.", "retrieved_contexts": "['a', 'b'" + "]]"})
+    _, (error,) = split(read_jsonl(path))
+    assert "field 'retrieved_contexts': looks like a list but is neither JSON nor a Python list" in error.detail
+
+
+def test_a_directory_names_the_data_files_in_it_and_a_missing_path_says_so(tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    (folder / "split").mkdir(parents=True)
+    for name in ("b.csv", "a.jsonl", "notes.txt", "split/test.parquet"):
+        (folder / name).write_text("")
+    with pytest.raises(DatasetError) as caught:
+        read_dataset(folder)  # raised at once, before any suffix is looked at
+    assert str(caught.value) == (
+        f"{folder}: is a directory; give a data file (.jsonl, .ndjson, .json, .csv, .parquet, .pq); it holds "
+        f"{folder / 'a.jsonl'}, {folder / 'b.csv'}, {folder / 'split' / 'test.parquet'}"
+    )
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DatasetError, match=r"empty: is a directory; give a data file \(.*\)$"):
+        read_dataset(tmp_path / "empty")
+    with pytest.raises(DatasetError, match=r"nowhere: no such file$"):
+        read_dataset(tmp_path / "nowhere")  # no suffix: it is missing, not of an unknown format

@@ -220,3 +220,70 @@ def test_ctrl_c_arms_a_watchdog_that_gives_up_on_a_hung_wind_down(monkeypatch: p
     assert not gave_up.is_set(), "the watchdog waits for the grace period"
     assert gave_up.wait(2), "a run that does not wind down is given up on"
     assert signal.getsignal(signal.SIGINT) is before, "the previous handler is restored"
+
+
+# -- paths, size limits and notes on the command line (issue 33) --------------------------------
+
+
+def test_a_directory_or_a_missing_path_exits_1_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    (tmp_path / "exports" / "june").mkdir(parents=True)
+    (tmp_path / "exports" / "june" / "rag.jsonl").write_text(rows(1))
+    (tmp_path / "exports" / "README.md").write_text("not data")
+    code, out = invoke("run", "exports")
+    assert code == 1
+    assert (
+        "error: exports: is a directory; give a data file (.jsonl, .ndjson, .json, .csv, .parquet, .pq); it holds "
+        "exports/june/rag.jsonl" in " ".join(out.split())
+    )
+    code, out = invoke("run", "nope.jsonl", "--store", "runs/store.sqlite")
+    assert code == 1 and "error: nope.jsonl: no such file" in out
+    code, out = invoke("run", "missing-folder/")
+    assert code == 1 and "error: missing-folder: no such file" in out
+    # a usage error and a dry run create nothing either: the store is opened once all is checked
+    (tmp_path / "data.jsonl").write_text(rows(1))
+    code, out = invoke("run", "data.jsonl", "-m", "vibes")
+    assert code == 1 and "unknown metric 'vibes'" in out
+    code, out = invoke("run", "data.jsonl", "--judge", "openai:gpt-4o-mini", "--dry-run", "--no-cache")
+    assert code == 0, out
+    assert not (tmp_path / ".assay").exists() and not (tmp_path / "runs").exists()
+
+
+def test_size_limits_on_the_command_line_make_a_row_invalid_and_can_be_raised(tmp_path: Path) -> None:
+    big = {"id": "big", "question": "Colour?", "answer": "The sky is blue.", "contexts": ["Sky. " * 60_000]}
+    (tmp_path / "data.jsonl").write_text(rows(2) + json.dumps(big) + "\n")
+    with FakeOpenAIServer(sentence_judge) as server:
+        judge = ("--judge", "openai:fake", "--base-url", server.base_url)
+        code, out = invoke("run", "data.jsonl", *judge)
+        assert code == 2, out
+        flat = " ".join(out.split())
+        assert (
+            "data.jsonl:3: field 'contexts[0]' is 300,000 characters, above the limit of 200,000 per field "
+            "(raise it with --max-field-chars, or max_field_chars= in Python)" in flat
+        )
+        code, out = invoke("run", "data.jsonl", *judge, "--max-field-chars", "300000")
+        assert code == 0, out
+        with RunStore(".assay/runs.sqlite") as store:
+            run_id = store.latest()
+            assert {r["id"] for r in store.records(run_id)} == {"r0", "r1", "big"}
+            assert store.spec(run_id).options["max_field_chars"] == 300_000
+        code, out = invoke("run", "--resume", run_id, "--max-row-chars", "10")
+        assert code == 1 and "drop --max-row-chars" in out
+        code, out = invoke("run", "data.jsonl", *judge, "--max-row-chars", "0")
+        assert code != 0 and "--max-row-chars" in out
+
+
+def test_contexts_given_as_one_string_is_said_once_on_the_command_line(tmp_path: Path) -> None:
+    one = [
+        {"id": f"s{i}", "question": "Colour?", "answer": "The sky is blue.", "contexts": "The sky is blue."}
+        for i in range(3)
+    ]
+    (tmp_path / "data.jsonl").write_text(rows(1) + "".join(json.dumps(r) + "\n" for r in one))
+    with FakeOpenAIServer(sentence_judge) as server:
+        code, out = invoke("run", "data.jsonl", "--judge", "openai:fake", "--base-url", server.base_url)
+    assert code == 0, out
+    flat = " ".join(out.split())
+    assert flat.count("contexts was one string") == 1
+    assert (
+        "note: contexts was one string, not a list, in 3 rows of data.jsonl; each was taken as one context "
+        "(give a list to pass several)" in flat
+    )
