@@ -247,4 +247,5 @@ def test_the_runner_store_and_summary_form_no_import_circle_counting_every_impor
             graph[i.source].add(i.target)
     cycle = find_cycle(graph)
     assert cycle is None, "import circle (any kind of import): " + " -> ".join(cycle or [])
-    assert "assay.run._evaluate" not in graph["assay.run._store"] | graph["assay.run._summary"] | graph["assay.run._ray"]
+    users = graph["assay.run._store"] | graph["assay.run._summary"] | graph["assay.run._ray"]
+    assert "assay.run._evaluate" not in users

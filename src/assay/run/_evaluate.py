@@ -365,8 +365,7 @@ async def _run_local(
                 continue
             await queue.put((row, repeat))
 
-    tasks = [asyncio.create_task(work()) for _ in range(workers)]
-    try:
+    async def produce() -> None:
         for index, item in enumerate(rows, start=1):
             if isinstance(item, SampleError):
                 on_error(item)
@@ -381,11 +380,22 @@ async def _run_local(
                     on_error(exc)
         for _ in tasks:
             await queue.put(None)
-        await asyncio.gather(*tasks)
+
+    tasks = [asyncio.create_task(work()) for _ in range(workers)]
+    producer = asyncio.create_task(produce())
+    try:
+        # A worker that fails (the store cannot be written, an on_result callback raises)
+        # ends the run with its error: waiting on the producer alone would block forever on
+        # a full queue that no worker drains.
+        done, _ = await asyncio.wait([producer, *tasks], return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            if not task.cancelled() and (error := task.exception()) is not None:
+                raise error
+        await asyncio.gather(producer, *tasks)
     finally:
-        for task in tasks:
+        for task in (producer, *tasks):
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(producer, *tasks, return_exceptions=True)
         try:
             await close_judge(stacked)
         except Exception:
