@@ -470,3 +470,25 @@ def test_a_result_that_cannot_be_kept_ends_the_run_with_its_error_instead_of_han
     thread.join(60)
     assert not thread.is_alive(), "the run hung after its results could not be kept"
     assert isinstance(outcome[0], Full)
+
+
+def test_resume_with_a_store_that_does_not_exist_creates_nothing(tmp_path: Path) -> None:
+    done = subprocess.run(
+        assay_cmd("run", "--resume", "20260101-000000-abcd", "--store", str(tmp_path / "typo" / "runs.sqlite")),
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and "no run store at" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "typo").exists()
+
+
+def test_notes_are_said_in_the_summary_when_progress_is_off(tmp_path: Path, server: FakeOpenAIServer) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"question": "Colour?", "answer": "It is blue.", "contexts": "It is blue."}) + "\n")
+    done = subprocess.run(
+        run_args(server, data, tmp_path / "s.sqlite", tmp_path / "c.sqlite"), env=ENV, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert " ".join(done.stderr.split()).count("contexts was one string") == 1

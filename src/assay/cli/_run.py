@@ -462,6 +462,8 @@ def run(
         # path or option must not leave an empty run store (.assay/runs.sqlite) behind.
         store: RunStore | None = None
         if resume:
+            if not store_path.is_file():  # a mistyped --store must not create an empty one
+                raise ConfigError(f"no run store at {store_path} (--store); 'assay runs list --store PATH' shows runs")
             store = RunStore(store_path)
             clashing = _given(ctx, _RESULT_OPTIONS)
             if clashing:
@@ -607,6 +609,9 @@ def run(
         raise typer.Exit(code)
     summary = store.summary(run_id, price_table)
     _print_summary(summary, run_id, result.judge, time.perf_counter() - started, store_path, options.repeats)
+    if progress == "none":  # otherwise the progress output said it before judging began
+        for note in result.notes:  # what was taken on trust (contexts given as text)
+            err_console.print(f"[yellow]note[/yellow]: {printable(note)}")
     for _line, message in store.row_errors(run_id)[:20]:
         err_console.print(f"[red]invalid row[/red] {printable(message)}")
     if summary.n_row_errors > 20:
