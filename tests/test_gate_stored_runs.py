@@ -9,6 +9,8 @@ one across a 0.8 pass mark (0.5 / 1.0 / 1.0).
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 import time
 from collections.abc import Sequence
@@ -20,13 +22,14 @@ import typer
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
-from assay import Faithfulness, JudgeCall, Sample, Verdict
+from assay import Faithfulness, JudgeCall, Sample, Verdict, aevaluate, evaluate
 from assay.analysis import GatePolicy, analyze_repeats, evaluate_gate
 from assay.cli._gate import gate
 from assay.metrics._common import supported_share
+from assay.models import FunctionJudge
 from assay.models._protocol import ChatMessage
 from assay.report import build_report, gate_summary_markdown, md_text
-from assay.run import RunSpec, RunStore, SampleResult, new_run_id
+from assay.run import EvalResult, RunSpec, RunStore, SampleResult, new_run_id
 
 app = typer.Typer(pretty_exceptions_enable=False)
 app.command("gate", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(gate)
@@ -355,3 +358,233 @@ def test_gating_a_state_match_run_assumes_no_judge_noise_and_gives_no_judge_advi
     assert "no judge call: computed verdicts, a rerun gives the same outcome" in flat
     assert "flip rate" not in flat and "--repeats" not in flat and "statements needed" not in flat
     assert "No judge call" in summary.read_text()
+
+
+# --- 6. a gate never passes a partial run (issue 33) ----------------------------------------
+#
+# A 30-row run stopped after 2 rows used to print "GATE PASS ... samples 2" and exit 0, a green
+# check for an evaluation that did not happen; so did a run whose invalid rows were never judged.
+# The runs below are made by the runner itself (evaluate, a FunctionJudge, the real store).
+
+SKY = "The sky is blue."
+SENTENCES = Faithfulness(strategy="batch", decomposer="sentences")
+
+
+def sky_rows(n: int) -> list[dict[str, object]]:
+    return [{"id": f"r{i}", "question": "Colour?", "answer": SKY, "contexts": [SKY]} for i in range(n)]
+
+
+def every_statement_supported(messages: Sequence[ChatMessage], request: object) -> str:
+    items = _user(messages).split("<statements>\n")[1].split("\n</statements>")[0].splitlines()
+    verdicts = [{"statement": i.split("] ", 1)[1], "reason": "stated", "verdict": 1} for i in items]
+    return json.dumps({"verdicts": verdicts})
+
+
+def interrupted_run(store: Path, n: int = 30, keep: int = 2) -> str:
+    """A run of ``n`` rows cancelled after ``keep`` were judged: what Ctrl-C does to ``assay run``."""
+    judged = 0
+
+    async def slow(messages: Sequence[ChatMessage], request: object) -> str:
+        nonlocal judged
+        judged += 1
+        if judged > keep:
+            await asyncio.sleep(60)
+        return every_statement_supported(messages, request)
+
+    async def main() -> None:
+        judge = FunctionJudge(slow, concurrency=1)
+        task = asyncio.create_task(aevaluate(sky_rows(n), SENTENCES, judge, store=store, progress=False))
+        while judged <= keep:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    with RunStore(store) as opened:
+        run_id = opened.latest()
+        info = opened.info(run_id)
+    assert (info.status, info.n_samples, info.spec.n_rows) == ("interrupted", keep, n)
+    return run_id
+
+
+def invalid_rows_run(tmp_path: Path) -> str:
+    """A finished run of 10 input rows, 2 of them invalid (line 4 is not JSON, line 9 has no answer)."""
+    lines = [json.dumps(row) for row in sky_rows(10)]
+    lines[3] = '{"id": "r3", "question": '
+    lines[8] = json.dumps({"id": "r8", "question": "Colour?", "contexts": [SKY]})
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    result = evaluate(data, SENTENCES, FunctionJudge(every_statement_supported), store=tmp_path / "runs.sqlite",
+                      progress=False)  # fmt: skip
+    assert result.run_id is not None and [e.line for e in result.errors] == [4, 9]
+    return result.run_id
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_an_interrupted_run_does_not_pass_and_says_how_many_rows_were_never_judged(tmp_path: Path) -> None:
+    store = tmp_path / "runs.sqlite"
+    run_id = interrupted_run(store)
+    summary = tmp_path / "summary.md"
+    code, out = invoke("--latest", "-m", "faithfulness=0.8", "--store", str(store), "--summary-md", str(summary))
+    assert code == 2, out  # the rows judged all pass; 28 were never judged
+    out = flat(out)
+    assert "GATE INCOMPLETE: faithfulness >= 0.8 on the run mean" in out and "GATE PASS" not in out
+    assert "observed pass on the 2 samples judged" in out
+    assert (
+        f"not gated: run {run_id} is interrupted: 2 of 30 rows judged, 28 never judged; resume it with "
+        f"'assay run --resume {run_id}', or pass --allow-partial" in out
+    )
+    text = summary.read_text().replace("\\", "")
+    assert text.startswith("### ⚠️ assay gate: INCOMPLETE")
+    assert "Not gated: the run is not the whole evaluation." in text and "2 of 30 rows judged, 28 never judged" in text
+
+
+def test_allow_partial_gates_the_rows_judged_and_says_it_gated_a_partial_run(tmp_path: Path) -> None:
+    store = tmp_path / "runs.sqlite"
+    run_id = interrupted_run(store)
+    summary = tmp_path / "summary.md"
+    code, out = invoke(run_id, "--store", str(store), "--allow-partial", "--summary-md", str(summary))
+    assert code == 0, out
+    out = flat(out)
+    assert "GATE PASS (partial run): faithfulness >= 0.8" in out
+    assert (
+        f"gated a partial run (--allow-partial): run {run_id} is interrupted: 2 of 30 rows judged, 28 never "
+        f"judged; resume it with 'assay run --resume {run_id}'" in out
+    )
+    assert "or pass --allow-partial" not in out  # it was passed
+    text = summary.read_text().replace("\\", "")
+    assert text.startswith("### ✅ assay gate: PASS (partial run)") and "Gated a partial run" in text
+
+
+def test_a_failed_run_does_not_pass(tmp_path: Path) -> None:
+    store = tmp_path / "runs.sqlite"
+    seen: list[int] = []
+
+    def full_disk(result: SampleResult) -> None:
+        seen.append(result.line)
+        if len(seen) == 2:
+            raise RuntimeError("the disk is full")
+
+    judge = FunctionJudge(every_statement_supported, concurrency=1)
+    with pytest.raises(RuntimeError, match="disk is full"):
+        evaluate(sky_rows(30), SENTENCES, judge, store=store, progress=False, on_result=full_disk)
+    code, out = invoke("--latest", "--store", str(store))
+    assert code == 2, out
+    run_id = RunStore(store).latest()
+    assert (
+        f"not gated: run {run_id} failed (an error stopped it): 2 of 30 rows judged, 28 never judged; resume it "
+        f"with 'assay run --resume {run_id}', or pass --allow-partial" in flat(out)
+    )
+
+
+def test_a_run_still_running_is_not_gated_until_it_finishes(tmp_path: Path) -> None:
+    store = tmp_path / "runs.sqlite"
+    during: list[tuple[int, str]] = []
+
+    def gate_now(result: SampleResult) -> None:  # CI gating a run another job has not finished
+        if result.line == 2:
+            during.append(invoke("--latest", "--store", str(store)))
+
+    judge = FunctionJudge(every_statement_supported, concurrency=1)
+    result = evaluate(sky_rows(30), SENTENCES, judge, store=store, progress=False, on_result=gate_now)
+    ((code, out),) = during
+    assert code == 2, out
+    assert (
+        f"run {result.run_id} is still running (or its process died before it could say so): 2 of 30 rows judged, "
+        f"28 never judged; let it finish (if its process is gone, resume it with 'assay run --resume "
+        f"{result.run_id}'), or pass --allow-partial" in flat(out)
+    )
+    code, out = invoke("--latest", "--store", str(store))  # finished now: every row judged
+    assert code == 0 and "GATE PASS: faithfulness >= 0.8" in out and "not gated" not in out, out
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "said"),
+    [
+        (
+            (),
+            2,
+            "not gated: 2 input rows were invalid (lines 4, 9) and not judged; fix them and run again, or pass "
+            "--max-invalid-rows 2",
+        ),
+        (
+            ("--max-invalid-rows", "1"),
+            2,
+            "not gated: 2 input rows were invalid (lines 4, 9) and not judged (the limit is 1); fix them and run "
+            "again, or pass --max-invalid-rows 2",
+        ),
+        (
+            ("--allow-partial",),  # for runs that did not finish; invalid rows have their own option
+            2,
+            "not gated: 2 input rows were invalid (lines 4, 9) and not judged",
+        ),
+        (
+            ("--max-invalid-rows", "2"),
+            0,
+            "note: 2 input rows were invalid (lines 4, 9) and not judged: tolerated by --max-invalid-rows 2; the "
+            "gate covers the 8 rows judged",
+        ),
+    ],
+)
+def test_invalid_rows_beyond_the_tolerance_do_not_pass(
+    tmp_path: Path, args: tuple[str, ...], code: int, said: str
+) -> None:
+    run_id = invalid_rows_run(tmp_path)
+    exit_code, out = invoke(run_id, "--store", str(tmp_path / "runs.sqlite"), *args)
+    assert exit_code == code, out
+    assert said in flat(out)
+    assert ("GATE PASS: faithfulness >= 0.8" in out) == (code == 0)
+    assert "samples 8 (scored 8)" in out
+
+
+def test_a_whole_run_passes_with_nothing_said_of_partial_runs(tmp_path: Path) -> None:
+    store = tmp_path / "runs.sqlite"
+    result = evaluate(sky_rows(5), SENTENCES, FunctionJudge(every_statement_supported), store=store, progress=False)
+    code, out = invoke("--latest", "--store", str(store), "--max-invalid-rows", "0")
+    assert code == 0 and "GATE PASS: faithfulness >= 0.8" in out, out
+    assert "not gated" not in out and "partial" not in out and "invalid" not in out
+    assert result.gate("faithfulness").outcome == "pass"
+
+
+def test_a_run_that_did_not_record_its_size_says_so(tmp_path: Path) -> None:
+    """Runs stored before the input's size was recorded: the rows judged, and that the rest is unknown."""
+    judged = evaluate(sky_rows(2), SENTENCES, FunctionJudge(every_statement_supported), progress=False)
+    store, run_id = tmp_path / "runs.sqlite", new_run_id()
+    with RunStore(store) as opened:
+        opened.create(RunSpec(run_id=run_id, judge="function", judge_model="function", metrics=(SENTENCES.spec(),)))
+        for result in judged.results:
+            opened.record(run_id, result)
+        opened.set_status(run_id, "interrupted")
+    code, out = invoke(run_id, "--store", str(store))
+    assert code == 2, out
+    assert f"run {run_id} is interrupted: 2 rows judged; the input's size was not recorded; resume it" in flat(out)
+
+
+def test_the_python_gate_refuses_a_partial_run_as_the_cli_does(tmp_path: Path) -> None:
+    run_id = invalid_rows_run(tmp_path)
+    result = EvalResult(metrics=("faithfulness",), judge="function", run_id=run_id, store_path=tmp_path / "runs.sqlite")
+    gated = result.gate("faithfulness", threshold=0.8)
+    assert (gated.outcome, gated.observed_pass) == ("incomplete", True)
+    assert gated.partial == (
+        "2 input rows were invalid (lines 4, 9) and not judged; fix them and run again, or pass --max-invalid-rows 2",
+    )
+    tolerated = result.gate("faithfulness", threshold=0.8, max_invalid_rows=2)
+    assert (tolerated.outcome, tolerated.partial) == ("pass", ())
+    assert any("tolerated by --max-invalid-rows 2" in note for note in tolerated.notes)
+
+    store = tmp_path / "interrupted.sqlite"
+    interrupted = interrupted_run(store)
+    with RunStore(store) as opened:
+        report = analyze_repeats(list(opened.records(interrupted)), "faithfulness")
+        coverage = opened.coverage(interrupted)
+    assert (coverage.n_judged, coverage.n_rows, coverage.n_never_judged) == (2, 30, 28)
+    refused = evaluate_gate(report, GatePolicy(), coverage)
+    assert refused.outcome == "incomplete" and not refused.gated_partial
+    assert "2 of 30 rows judged, 28 never judged" in refused.partial[0]
+    allowed = evaluate_gate(report, GatePolicy(allow_partial=True), coverage)
+    assert allowed.outcome == "pass" and allowed.gated_partial
+    assert evaluate_gate(report, GatePolicy()).outcome == "pass"  # without the run's coverage nothing is known

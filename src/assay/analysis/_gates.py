@@ -29,6 +29,14 @@ Padding defence (see ``docs/design/variance.md``): ``strict`` makes any unsuppor
 statement fail its sample (the gate becomes per-sample); ``min_statements`` = K makes a
 sample with fewer than K statements *fail* (not unscored, so it cannot hide under the
 unscored budget). Every failing sample carries the statements that sank it.
+
+A gate never passes a run that was not finished (issue 33): given the run's
+:class:`RunCoverage` (``RunStore.coverage``), a run that is ``interrupted``, ``failed`` or
+still ``running``, or that has more invalid input rows than ``max_invalid_rows`` (default
+0), is ``incomplete`` whatever its judged rows show, and :func:`partial_run_reasons` says
+how many rows were never judged and why. Only ``allow_partial`` gates a run that is not
+finished, and the result then says it gated a partial run (:attr:`GateResult.gated_partial`);
+invalid rows are admitted only by ``max_invalid_rows`` (:func:`refuses_partial_run`).
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ __all__ = [
     "GatePolicy",
     "GateResult",
     "Recommendation",
+    "RunCoverage",
     "SampleGate",
     "Sinker",
     "Stability",
@@ -64,9 +73,11 @@ __all__ = [
     "is_pass_fail",
     "min_passing",
     "observed_rate",
+    "partial_run_reasons",
     "poisson_binomial_pmf",
     "recommend_statements",
     "recommend_threshold",
+    "refuses_partial_run",
     "score_pass_probability",
 ]
 
@@ -85,7 +96,7 @@ bootstrap CI of a 100-sample run with a typical spread (SD 0.3: +-0.06)."""
 _EPS = 1e-9
 
 Stability = Literal["stable_pass", "stable_fail", "flaky"]
-GateOutcome = Literal["pass", "fail", "flaky", "unscored"]
+GateOutcome = Literal["pass", "fail", "flaky", "unscored", "incomplete"]
 
 
 def poisson_binomial_pmf(probs: Sequence[float]) -> npt.NDArray[np.float64]:
@@ -245,6 +256,12 @@ class GatePolicy:
             :data:`DEFAULT_FLIP_RATE`).
         simulations: Simulated runs for the run-mean P(pass).
         seed: Seed of those simulations.
+        allow_partial: Gate a run that is not finished (interrupted, failed, still
+            running) on the rows it judged, instead of calling it ``incomplete``; the result
+            says it gated a partial run (``assay gate --allow-partial``). Invalid rows are
+            ``max_invalid_rows``' business.
+        max_invalid_rows: The most invalid input rows (never judged) a run may have and
+            still be gated (``assay gate --max-invalid-rows``; default 0).
     """
 
     threshold: float = 0.8
@@ -256,6 +273,8 @@ class GatePolicy:
     flip_rate: float | None = None
     simulations: int = 10_000
     seed: int = 0
+    allow_partial: bool = False
+    max_invalid_rows: int = 0
 
     def __post_init__(self) -> None:
         for name in ("threshold", "max_flake", "max_unscored"):
@@ -268,11 +287,141 @@ class GatePolicy:
             raise ValueError(f"min_statements must be >= 0, got {self.min_statements}")
         if self.simulations < 1:
             raise ValueError(f"simulations must be >= 1, got {self.simulations}")
+        if self.max_invalid_rows < 0:
+            raise ValueError(f"max_invalid_rows must be >= 0, got {self.max_invalid_rows}")
 
     @property
     def gates_samples(self) -> bool:
         """Whether every sample is gated (``per_sample`` or ``strict``)."""
         return self.per_sample or self.strict
+
+
+@dataclass(frozen=True)
+class RunCoverage:
+    """How much of a stored run's input was judged: what a gate needs to refuse a partial run.
+
+    Built from the store (``RunStore.coverage(run_id)``); the gate's rule is
+    :func:`partial_run_reasons`.
+
+    Attributes:
+        run_id: The run.
+        status: The store's status: ``finished``, ``interrupted``, ``failed`` or ``running``.
+        n_judged: Input rows with a stored result (a row counts once, whatever its repeats).
+        n_rows: Rows the input held when the run started, valid and invalid (``RunSpec.n_rows``);
+            ``None`` when the run did not record it (stored by an older assay, or a pytest
+            session cut short).
+        n_invalid: Input rows that were invalid and never judged.
+        invalid_lines: Their lines (all of them, or the first few when fewer are known).
+        resumable: Whether ``assay run --resume`` can continue the run (a pytest session cannot).
+    """
+
+    run_id: str
+    status: str
+    n_judged: int
+    n_rows: int | None = None
+    n_invalid: int = 0
+    invalid_lines: tuple[int, ...] = ()
+    resumable: bool = True
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run ran to its end."""
+        return self.status == "finished"
+
+    @property
+    def n_never_judged(self) -> int | None:
+        """Rows neither judged nor invalid: what an unfinished run left out (``None``: the input's size is unknown)."""
+        if self.n_rows is None:
+            return None
+        return max(0, self.n_rows - self.n_judged - self.n_invalid)
+
+
+_LINES_SHOWN = 10
+
+
+def _lines(lines: Sequence[int], n: int) -> str:
+    shown = ", ".join(str(line) for line in lines[:_LINES_SHOWN])
+    if not shown:
+        return ""
+    more = f", … ({n} in all)" if n > min(len(lines), _LINES_SHOWN) else ""
+    return f" ({'line' if n == 1 else 'lines'} {shown}{more})"
+
+
+def _rows(n: int) -> str:
+    return f"{n} row{'s' if n != 1 else ''}"
+
+
+def _unfinished(run: RunCoverage, allowed: bool) -> str | None:
+    """Why a run that is not ``finished`` is partial: its rows judged and never judged, and what to do."""
+    if run.finished:
+        return None
+    if run.n_rows is None:
+        counts = f"{_rows(run.n_judged)} judged; the input's size was not recorded"
+    else:
+        counts = f"{run.n_judged} of {_rows(run.n_rows)} judged, {run.n_never_judged} never judged"
+        if run.n_invalid:
+            counts += f", {run.n_invalid} invalid"
+    resume = f"resume it with 'assay run --resume {run.run_id}'" if run.resumable else "run it again"
+    state, advice = {
+        "interrupted": ("is interrupted", resume),
+        "failed": ("failed (an error stopped it)", resume),
+        "running": (
+            "is still running (or its process died before it could say so)",
+            f"let it finish (if its process is gone, {resume})",
+        ),
+    }.get(run.status, (f"is {run.status}, not finished", resume))
+    return f"run {run.run_id} {state}: {counts}; {advice}{'' if allowed else ', or pass --allow-partial'}"
+
+
+def _invalid(run: RunCoverage, max_invalid_rows: int) -> str | None:
+    """Why a run with more invalid rows than tolerated is partial."""
+    n = run.n_invalid
+    if n <= max_invalid_rows:
+        return None
+    were = "input row was" if n == 1 else "input rows were"
+    limit = f" (the limit is {max_invalid_rows})" if max_invalid_rows else ""
+    return (
+        f"{n} {were} invalid{_lines(run.invalid_lines, n)} and not judged{limit}; fix {'it' if n == 1 else 'them'} "
+        f"and run again, or pass --max-invalid-rows {n}"
+    )
+
+
+def partial_run_reasons(run: RunCoverage, policy: GatePolicy | None = None) -> tuple[str, ...]:
+    """Why ``run`` is not the whole evaluation (empty: it is), each reason with its counts and what to do.
+
+    A run that is not ``finished`` (interrupted, failed, still running): how many rows it
+    judged of how many, and how many it never judged (or that the input's size was not
+    recorded). More invalid input rows than ``policy.max_invalid_rows`` (default 0): how
+    many, on which lines. The option names are ``assay gate``'s (:class:`GatePolicy`'s
+    ``allow_partial`` and ``max_invalid_rows``). Whether a gate refuses the run is
+    :func:`refuses_partial_run`.
+    """
+    policy = policy or GatePolicy()
+    reasons = (_unfinished(run, policy.allow_partial), _invalid(run, policy.max_invalid_rows))
+    return tuple(reason for reason in reasons if reason)
+
+
+def refuses_partial_run(run: RunCoverage, policy: GatePolicy | None = None) -> bool:
+    """Whether a gate under ``policy`` refuses ``run`` (its outcome is ``incomplete``, whatever was judged).
+
+    It does when the run is not finished (unless ``allow_partial``) or has more invalid
+    rows than ``max_invalid_rows`` (``allow_partial`` does not admit those: only the
+    option named for them does).
+    """
+    policy = policy or GatePolicy()
+    return (not run.finished and not policy.allow_partial) or run.n_invalid > policy.max_invalid_rows
+
+
+def _tolerated_rows(run: RunCoverage, max_invalid_rows: int) -> str | None:
+    """The note for invalid rows within ``max_invalid_rows``: tolerated, never silent."""
+    n = run.n_invalid
+    if not n or n > max_invalid_rows:
+        return None
+    were = "input row was" if n == 1 else "input rows were"
+    return (
+        f"{n} {were} invalid{_lines(run.invalid_lines, n)} and not judged: tolerated by --max-invalid-rows "
+        f"{max_invalid_rows}; the gate covers the {_rows(run.n_judged)} judged"
+    )
 
 
 @dataclass(frozen=True)
@@ -339,8 +488,10 @@ class GateResult:
         policy: The policy applied.
         outcome: ``pass`` or ``fail``: the observed outcome (with repeats: every repeat
             agrees and the outcome recurs with P >= 1 - max_flake); ``flaky``: repeats
-            disagree, or the observed outcome recurs with P < 1 - max_flake; or
-            ``unscored``: unscored share above ``max_unscored``, or nothing scored.
+            disagree, or the observed outcome recurs with P < 1 - max_flake;
+            ``unscored``: unscored share above ``max_unscored``, or nothing scored; or
+            ``incomplete``: the run is not the whole evaluation (``partial``) and the
+            policy does not ``allow_partial``, whatever its judged rows show.
         observed_pass: What this run shows (per-sample: every sample's observed outcome).
         p_pass: P(the gate passes on a rerun): from the repeats' scores, or for a single
             run the binomial model's estimate.
@@ -357,6 +508,10 @@ class GateResult:
         notes: Things a reader should know (assumptions, defaults used).
         repeat_passes: Per repeat index (ascending), whether the gate passes on that
             repeat's results alone (empty for a single run).
+        partial: Why the run is not the whole evaluation (:func:`partial_run_reasons`):
+            the outcome is then ``incomplete`` (:func:`refuses_partial_run`), unless the
+            policy allows it (``allow_partial``, for a run that is not finished).
+        coverage: The run's coverage the gate was given (``None``: not checked).
     """
 
     metric: str
@@ -374,6 +529,13 @@ class GateResult:
     n_repeats: int
     notes: tuple[str, ...]
     repeat_passes: tuple[bool, ...] = ()
+    partial: tuple[str, ...] = ()
+    coverage: RunCoverage | None = None
+
+    @property
+    def gated_partial(self) -> bool:
+        """Whether this verdict was given on a partial run because the policy allowed it."""
+        return bool(self.partial) and self.outcome != "incomplete"
 
     @property
     def flake_probability(self) -> float:
@@ -579,8 +741,8 @@ def _repeat_outcomes(samples: Sequence[SampleRepeats], policy: GatePolicy) -> tu
     return tuple(outcomes)
 
 
-def evaluate_gate(report: RepeatReport, policy: GatePolicy) -> GateResult:
-    """Apply ``policy`` to a run's :class:`RepeatReport`.
+def evaluate_gate(report: RepeatReport, policy: GatePolicy, run: RunCoverage | None = None) -> GateResult:
+    """Apply ``policy`` to a run's :class:`RepeatReport` (and, given its :class:`RunCoverage`, to the run).
 
     Method: ``repeats`` when some sample has 2+ scored repeats, else ``binomial`` with ε
     = ``policy.flip_rate``, else the run's measured flip rate, else
@@ -596,6 +758,13 @@ def evaluate_gate(report: RepeatReport, policy: GatePolicy) -> GateResult:
     ``fail``, with P(pass) as the model's estimate. With repeats: ``pass`` if observed
     pass, every repeat passes and P(pass) >= 1 - max_flake; ``fail`` if observed fail,
     every repeat fails and P(pass) <= max_flake; else ``flaky``.
+
+    ``run`` (``RunStore.coverage(run_id)``): a run that is not finished, or has more invalid
+    rows than ``max_invalid_rows``, is ``incomplete`` whatever the rows judged show (the
+    verdict they would give stays in ``observed_pass``); with ``allow_partial`` a run that
+    is not finished is gated on those rows and the result says so (``gated_partial``).
+    Every door that gates a stored run passes it; without it, nothing is known of rows
+    never judged and nothing is checked.
     """
     notes: list[str] = []
     has_repeats = any(s.n_scored >= 2 for s in report.samples)
@@ -671,6 +840,12 @@ def evaluate_gate(report: RepeatReport, policy: GatePolicy) -> GateResult:
         outcome = "fail"
     else:
         outcome = "flaky"
+    partial = () if run is None else partial_run_reasons(run, policy)
+    if run is not None and refuses_partial_run(run, policy):
+        outcome = "incomplete"
+    tolerated = _tolerated_rows(run, policy.max_invalid_rows) if run is not None else None
+    if tolerated:
+        notes.append(tolerated)
     return GateResult(
         metric=report.metric,
         policy=policy,
@@ -687,17 +862,20 @@ def evaluate_gate(report: RepeatReport, policy: GatePolicy) -> GateResult:
         n_repeats=report.n_repeats,
         notes=tuple(notes),
         repeat_passes=repeat_passes,
+        partial=partial,
+        coverage=run,
     )
 
 
-_SEVERITY: dict[GateOutcome, int] = {"pass": 0, "flaky": 1, "unscored": 2, "fail": 3}
+_SEVERITY: dict[GateOutcome, int] = {"pass": 0, "flaky": 1, "unscored": 2, "incomplete": 3, "fail": 4}
 
 
 def combined_outcome(outcomes: Sequence[GateOutcome]) -> GateOutcome:
     """The outcome of several gates on one run (one per metric): the worst of them.
 
-    Worst first: ``fail`` (a metric was seen to fail), ``unscored`` (a metric could not
-    be decided), ``flaky``, ``pass``. No gate at all is ``unscored``: nothing passed.
+    Worst first: ``fail`` (a metric was seen to fail), ``incomplete`` (the run is partial),
+    ``unscored`` (a metric could not be decided), ``flaky``, ``pass``. No gate at all is
+    ``unscored``: nothing passed.
     """
     if not outcomes:
         return "unscored"

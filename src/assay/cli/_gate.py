@@ -5,7 +5,9 @@ Exit codes (documented in the command's help and ``docs/design/variance.md``)::
     0  pass      observed pass, and a rerun passes with P >= 1 - max_flake
     1  fail      observed fail, and a rerun passes with P <= max_flake
     2  flaky     the observed outcome recurs with P < 1 - max_flake,
-       or unscored: unscored results above --max-unscored (or nothing scored)
+       or unscored: unscored results above --max-unscored (or nothing scored),
+       or incomplete: the run is interrupted, failed or still running, or has more
+       invalid input rows than --max-invalid-rows (default 0), unless --allow-partial
     3  usage     unknown run or metric, bad option, unreadable store
 """
 
@@ -34,6 +36,7 @@ from assay.analysis import (
     is_pass_fail,
     metrics_in,
     observed_rate,
+    partial_run_reasons,
     recommend_statements,
     recommend_threshold,
 )
@@ -48,7 +51,8 @@ EXIT_PASS: Final = 0
 EXIT_FAIL: Final = 1
 EXIT_FLAKY: Final = 2
 EXIT_USAGE_GATE: Final = 3
-_EXIT = {"pass": EXIT_PASS, "fail": EXIT_FAIL, "flaky": EXIT_FLAKY, "unscored": EXIT_FLAKY}
+_EXIT = {"pass": EXIT_PASS, "fail": EXIT_FAIL, "flaky": EXIT_FLAKY, "unscored": EXIT_FLAKY, "incomplete": EXIT_FLAKY}
+_COLOUR = {"pass": "green", "fail": "red", "flaky": "yellow", "unscored": "yellow", "incomplete": "yellow"}
 
 
 class _GateUsageError(typer.BadParameter):
@@ -84,7 +88,7 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
     policy = result.policy
     unit = "every sample" if policy.gates_samples else "the run mean"
     rule = "no unsupported statement" if policy.strict else f"{result.metric} >= {policy.threshold:g}"
-    colour = {"pass": "green", "fail": "red", "flaky": "yellow", "unscored": "yellow"}[result.outcome]
+    colour = _COLOUR[result.outcome]
     if result.method == "repeats":
         passing = sum(result.repeat_passes)
         noise = (
@@ -109,11 +113,16 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
         level = f"pass rate {fmt_score(result.mean)} ({n_pass} of {n_scored} samples pass) {interval}"
     else:
         level = f"mean {fmt_score(result.mean)} {interval}"
+    partial = " (partial run)" if result.gated_partial else ""
+    observed = "pass" if result.observed_pass else "fail"
+    if result.outcome == "incomplete":
+        observed = f"{observed} on the {len(result.samples)} samples judged"
     out_console.print(
-        f"[bold {colour}]GATE {result.outcome.upper()}[/bold {colour}]: {printable(rule)} on {unit} · run {run} · "
-        f"observed {'pass' if result.observed_pass else 'fail'} · {level} · {noise}",
+        f"[bold {colour}]GATE {result.outcome.upper()}{partial}[/bold {colour}]: {printable(rule)} on {unit} · "
+        f"run {run} · observed {observed} · {level} · {noise}",
         soft_wrap=True,
     )
+    print_partial(result)
     n_scored = sum(s.is_scored for s in result.samples)
     out_console.print(
         f"samples {len(result.samples)} (scored {n_scored}) · unscored results {report.n_unscored}/{report.n_records} "
@@ -196,6 +205,18 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
         _print_advice(result, report)
     for note in result.notes:
         out_console.print(f"[dim]note: {printable(note)}[/dim]", soft_wrap=True)
+
+
+def print_partial(result: GateResult) -> None:
+    """Under the verdict line: why the run is partial, and whether the gate was refused or allowed for it."""
+    if result.outcome == "incomplete":
+        for reason in result.partial:
+            out_console.print(f"[bold yellow]not gated:[/bold yellow] {printable(reason)}", soft_wrap=True)
+    elif result.partial:
+        for reason in result.partial:
+            out_console.print(
+                f"[bold yellow]gated a partial run (--allow-partial):[/bold yellow] {printable(reason)}", soft_wrap=True
+            )
 
 
 def _print_advice(result: GateResult, report: RepeatReport) -> None:
@@ -320,6 +341,23 @@ def gate(
             help="Highest tolerated share of unscored results (the same default as assay run's).",
         ),
     ] = DEFAULT_MAX_UNSCORED,
+    allow_partial: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial",
+            help="Gate a run that is interrupted, failed or still running on the rows it judged (by default such "
+            "a run exits 2: rows never judged are not a pass); the verdict then says it gated a partial run.",
+        ),
+    ] = False,
+    max_invalid_rows: Annotated[
+        int,
+        typer.Option(
+            "--max-invalid-rows",
+            metavar="N",
+            parser=_number(int, 0, 10**12),
+            help="Most invalid input rows (never judged) a run may have and still be gated; more exit 2.",
+        ),
+    ] = 0,
     flip_rate: Annotated[
         float | None,
         typer.Option(
@@ -350,10 +388,17 @@ def gate(
     (each statement's verdict flips with probability --flip-rate).
 
     Several --metric options gate each metric at its own threshold; the exit code is the
-    worst of them (fail, then unscored or flaky, then pass).
+    worst of them (fail, then incomplete, unscored or flaky, then pass).
+
+    A gate never passes a run that was not finished: a run that is interrupted, failed or
+    still running, or that has invalid input rows (more than --max-invalid-rows, default
+    0), exits 2 and says how many rows were never judged and why; --allow-partial gates
+    it on the rows it judged, and says so.
 
     Exit codes: 0 pass; 1 fail; 2 flaky (repeats disagree), unscored results above
-    --max-unscored, or nothing judged; 3 usage error (unknown run or metric, bad option).
+    --max-unscored, nothing judged, or an incomplete run (interrupted, failed, still
+    running, or invalid rows beyond --max-invalid-rows); 3 usage error (unknown run or
+    metric, bad option).
     """
     if ctx.args:
         known = [p for param in ctx.command.params for p in getattr(param, "opts", ())]
@@ -379,16 +424,17 @@ def gate(
             max_unscored=max_unscored,
             flip_rate=flip_rate,
             seed=seed,
+            allow_partial=allow_partial,
+            max_invalid_rows=max_invalid_rows,
         )
         with RunStore(store_path) as store:
             if run_id is None:
                 run_id = store.latest()
                 err_console.print(f"gating the latest run in {printable(str(store_path))}: {printable(run_id)}")
-            status = store.info(run_id).status
+            coverage = store.coverage(run_id)
             spec = store.spec(run_id)
             # Masks what a run stored before its URL was redacted may echo of its credentials.
             records = scrub(list(store.records(run_id)), url_secrets(spec.base_url))
-            n_row_errors = len(store.row_errors(run_id))
     except (AssayError, ValueError) as exc:
         raise _usage(str(exc)) from None
     known_metrics = list(dict.fromkeys([*(m.name for m in spec.metrics), *metrics_in(records)]))
@@ -397,19 +443,16 @@ def gate(
             names = ", ".join(known_metrics) or "none"
             hint = did_you_mean(name, known_metrics)
             raise _usage(f"run {run_id} has no metric {name!r};{hint} its metrics: {names}")
-    notes = []
-    if status != "finished":
-        notes.append(f"run {run_id} is {status}, not finished: its results may be incomplete")
-    if n_row_errors:
-        rows = "1 input row was" if n_row_errors == 1 else f"{n_row_errors} input rows were"
-        notes.append(f"{rows} invalid and not judged in run {run_id} (see 'assay runs show {run_id}')")
+    # Also said under each verdict line (GateResult.partial); here for a run with nothing to gate.
+    partial = partial_run_reasons(coverage, policy)
     judged = set(metrics_in(records))
     if not judged & {name for name, _ in gated}:
-        why = _nothing_judged(run_id, status, n_row_errors)
+        why = _nothing_judged(run_id, coverage.status, coverage.n_invalid)
         out_console.print(f"[bold yellow]GATE UNSCORED[/bold yellow]: {printable(why)}", soft_wrap=True)
-        for note in notes:
-            out_console.print(f"[yellow]note: {printable(note)}[/yellow]", soft_wrap=True)
-        _append_summary(summary_md, f"### ⚠️ assay gate: UNSCORED\n\n{md_text(why, 500)}\n")
+        for reason in partial:
+            out_console.print(f"[bold yellow]not gated:[/bold yellow] {printable(reason)}", soft_wrap=True)
+        shown = "".join(f"\n- {md_text(reason, 500)}" for reason in partial)
+        _append_summary(summary_md, f"### ⚠️ assay gate: UNSCORED\n\n{md_text(why, 500)}\n{shown}\n")
         raise typer.Exit(_EXIT["unscored"])
     reports = {name: analyze_repeats(records, name, seed=seed) for name in metrics_in(records)}
     results: list[GateResult] = []
@@ -423,13 +466,13 @@ def gate(
                 soft_wrap=True,
             )
             continue
-        result = evaluate_gate(reports[name], dataclasses.replace(policy, threshold=threshold))
+        result = evaluate_gate(reports[name], dataclasses.replace(policy, threshold=threshold), coverage)
         render_gate(result, reports[name], run_id)
         results.append(result)
     outcomes: list[GateOutcome] = [r.outcome for r in results] + ["unscored"] * (len(gated) - len(results))
     outcome = combined_outcome(outcomes)
     if len(gated) > 1:
-        colour = {"pass": "green", "fail": "red", "flaky": "yellow", "unscored": "yellow"}[outcome]
+        colour = _COLOUR[outcome]
         by_name = {r.metric: r for r in results}
         parts = " · ".join(
             f"{printable(_rule_text(by_name[name]))} {by_name[name].outcome.upper()}"
@@ -437,14 +480,17 @@ def gate(
             else f"{printable(name)} UNSCORED"
             for name, _ in gated
         )
+        partial_run = " on a partial run" if any(r.gated_partial for r in results) else ""
         out_console.print()
         out_console.print(
-            f"[bold {colour}]GATE {outcome.upper()} ({len(gated)} metrics)[/bold {colour}]: {parts}", soft_wrap=True
+            f"[bold {colour}]GATE {outcome.upper()} ({len(gated)} metrics{partial_run})[/bold {colour}]: {parts}",
+            soft_wrap=True,
         )
-    for note in notes:
-        out_console.print(f"[yellow]note: {printable(note)}[/yellow]", soft_wrap=True)
+        if outcome == "incomplete":
+            for reason in partial:
+                out_console.print(f"[bold yellow]not gated:[/bold yellow] {printable(reason)}", soft_wrap=True)
     if summary_md is not None:
-        _append_summary(summary_md, gate_summary_markdown(results, reports, run_id=run_id, notes=notes))
+        _append_summary(summary_md, gate_summary_markdown(results, reports, run_id=run_id))
     raise typer.Exit(_EXIT[outcome])
 
 

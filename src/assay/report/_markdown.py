@@ -38,7 +38,7 @@ _PUNCT = re.compile(r"([!-/:-@\[-`{-~])")
 _JOIN_AFTER = re.compile(r"(\\[:@#])")
 _WORD_JOINER = "\u2060"
 
-_ICON = {"pass": "✅", "fail": "❌", "flaky": "⚠️", "unscored": "⚠️"}
+_ICON = {"pass": "✅", "fail": "❌", "flaky": "⚠️", "unscored": "⚠️", "incomplete": "⚠️"}
 
 
 def md_text(text: object, limit: int = 300) -> str:
@@ -86,6 +86,18 @@ def _noise_line(result: GateResult) -> str:
         f"probability {_num(result.reversal_probability, 4)} (binomial model, statement flip rate "
         f"{result.flip_rate:g}, {result.flip_rate_source}); re-run with `assay run --repeats 3` to measure it."
     )
+
+
+def _partial_lines(results: Sequence[GateResult]) -> list[str]:
+    """Why the run is partial, under the headline: the gate was refused for it, or allowed (``allow_partial``)."""
+    reasons = list(dict.fromkeys(reason for r in results for reason in r.partial))
+    if not reasons:
+        return []
+    if any(r.outcome == "incomplete" for r in results):
+        title = "**Not gated: the run is not the whole evaluation.** A partial run never passes:"
+    else:
+        title = "**Gated a partial run (`--allow-partial`)**, on the rows it judged:"
+    return [title, "", *(f"- {md_text(reason, 500)}" for reason in reasons), ""]
 
 
 def _metrics_table(gated: Sequence[str], reports: Mapping[str, RepeatReport]) -> list[str]:
@@ -164,8 +176,10 @@ def gate_summary_markdown(
     lines: list[str] = []
     if len(results) > 1:
         lines += [
-            f"### {_ICON[outcome]} assay gate: {outcome.upper()} ({len(results)} metrics)",
+            f"### {_ICON[outcome]} assay gate: {outcome.upper()} ({len(results)} metrics"
+            f"{', partial run' if any(r.gated_partial for r in results) else ''})",
             "",
+            *_partial_lines(results),
             f"**Run** {md_text(run_id, 80)} · the verdict is the worst of its gates:",
             "",
             "| gate | outcome | observed | mean | 95% CI |",
@@ -198,16 +212,18 @@ def _gate_section(
 ) -> list[str]:
     """One gate: its verdict and rule, how it was decided, its unscored share and its worst samples."""
     policy = result.policy
+    partial = " (partial run)" if result.gated_partial else ""
     heading = (
-        f"#### {_ICON[result.outcome]} {md_text(result.metric)}: {result.outcome.upper()}"
+        f"#### {_ICON[result.outcome]} {md_text(result.metric)}: {result.outcome.upper()}{partial}"
         if own
-        else f"### {_ICON[result.outcome]} assay gate: {result.outcome.upper()}"
+        else f"### {_ICON[result.outcome]} assay gate: {result.outcome.upper()}{partial}"
     )
     gated = reports.get(result.metric)
     binary = gated is not None and is_pass_fail(gated)
     lines = [
         heading,
         "",
+        *([] if own else _partial_lines([result])),
         f"**Rule:** {_rule(result)} · **run** {md_text(run_id, 80)} · **observed** "
         f"{'pass' if result.observed_pass else 'fail'} · **{'pass rate' if binary else 'mean'}** "
         f"{_num(result.mean)} {_ci(result.ci)}",

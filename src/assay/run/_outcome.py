@@ -157,7 +157,11 @@ class EvalResult:
     def gate(self, metric: str | None = None, **policy: Any) -> GateResult:
         """Gate the stored run as ``assay gate`` does: ``result.gate("faithfulness", threshold=0.8)``.
 
-        ``policy`` takes :class:`~assay.analysis.GatePolicy`'s fields.
+        ``policy`` takes :class:`~assay.analysis.GatePolicy`'s fields. As ``assay gate``, it
+        never passes a partial run: a run that was interrupted, failed or is still running,
+        or that had invalid input rows (more than ``max_invalid_rows``, default 0), is
+        ``incomplete`` (its ``partial`` says how many rows were never judged and why) unless
+        ``allow_partial=True``.
         """
         from assay.analysis import GatePolicy, analyze_repeats, evaluate_gate
 
@@ -165,7 +169,8 @@ class EvalResult:
         name = metric or self.metrics[0]
         with RunStore(store_path) as store:
             report = analyze_repeats(list(store.records(run_id)), name)
-        return evaluate_gate(report, GatePolicy(**policy))
+            coverage = store.coverage(run_id)
+        return evaluate_gate(report, GatePolicy(**policy), coverage)
 
     def __repr__(self) -> str:
         parts = []
