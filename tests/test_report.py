@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from assay import Faithfulness, JudgeCall, Sample, Score, Usage, Verdict, evaluate
-from assay.analysis import bootstrap_mean_ci, paired_bootstrap_ci
+from assay.analysis import GatePolicy, bootstrap_mean_ci, paired_bootstrap_ci
 from assay.cli._report import report as report_command
+from assay.errors import SampleError
 from assay.models import FunctionJudge
 from assay.report import (
     CSP,
@@ -30,7 +31,7 @@ from assay.report import (
     write_report,
 )
 from assay.report._build import histogram, to_utf16_offsets, verdict_tone
-from assay.run import RunSpec, RunStore, SampleResult
+from assay.run import RunSpec, RunStatus, RunStore, SampleResult
 
 XSS_ANSWER = (
     'The sky is blue. <img src=x onerror="window.__xss=1"> is an image. '
@@ -75,12 +76,23 @@ def scored(value: float, statements: dict[str, int], *, metric: str = "faithfuln
 
 
 def store_run(
-    store: RunStore, run_id: str, rows: dict[str, list[Score]], *, repeats: int = 1, answer: str = "A. B."
+    store: RunStore,
+    run_id: str,
+    rows: dict[str, list[Score]],
+    *,
+    repeats: int = 1,
+    answer: str = "A. B.",
+    status: RunStatus = "finished",
+    n_rows: int | None = None,
 ) -> None:
-    """One run: ``rows`` maps a sample id to its scores, one per repeat."""
+    """One run: ``rows`` maps a sample id to its scores, one per repeat (``n_rows``: the input's size, if recorded)."""
     store.create(
         RunSpec(
-            run_id=run_id, judge="openai:gpt-4o-mini", judge_model="openai:gpt-4o-mini", options={"repeats": repeats}
+            run_id=run_id,
+            judge="openai:gpt-4o-mini",
+            judge_model="openai:gpt-4o-mini",
+            options={"repeats": repeats},
+            n_rows=n_rows,
         )
     )
     for line, (sample_id, scores) in enumerate(rows.items(), start=1):
@@ -88,7 +100,7 @@ def store_run(
         for repeat, score in enumerate(scores):
             result = SampleResult(sample=sample, scores={score.metric: score}, line=line, repeat=repeat)
             store.record(run_id, result, repeat=repeat)
-    store.set_status(run_id, "finished")
+    store.set_status(run_id, status)
 
 
 def embedded(html: str) -> object:
@@ -418,3 +430,74 @@ def test_a_comparison_names_what_differs_besides_the_system_judged() -> None:
         "faithfulness is set differently (verifier.threshold)",
     )
     assert comparison_caveats(info(temperature=0.7), info()) == ("sampled at temperature 0.7 here, default there",)
+
+
+# ------------------------------------------------------------------ partial runs
+
+
+def text_of(page: str) -> str:
+    import html
+
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+
+
+def banner(html: str) -> str:
+    """The partial-run banner's text ('' without one); it must come before everything else the header says."""
+    if 'id="partial-run"' not in html:
+        return ""
+    assert html.index('id="partial-run"') < min(html.index('id="settings"'), html.index('<section id="summary">'))
+    return text_of(html.split('id="partial-run"')[1].split("</div>")[0])
+
+
+def test_a_partial_run_is_headed_by_a_banner_and_its_gate_column_says_incomplete(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "s.sqlite")
+    two = {"a": [scored(1.0, {"A.": 1})], "b": [scored(1.0, {"B.": 1})]}
+    store_run(store, "whole", two, n_rows=2)
+    store_run(store, "cut", two, status="interrupted", n_rows=5)
+    store_run(store, "crashed", two, status="failed")  # the input's size not recorded
+    store.create(RunSpec(run_id="bad", judge="x", judge_model="x"))
+    store.record("bad", SampleResult(Sample(id="a", answer="A.", contexts=("ctx",)), {"faithfulness": two["a"][0]}, 1))
+    store.record_error("bad", SampleError("missing or empty field 'answer'", source="data.jsonl", line=3))
+    store.set_status("bad", "finished")
+
+    whole = write_report(store, "whole", tmp_path / "whole.html")
+    assert whole.partial == () and banner((tmp_path / "whole.html").read_text()) == ""
+    assert whole.metrics[0].verdict is not None and whole.metrics[0].verdict.outcome == "pass"
+
+    cut = write_report(store, "cut", tmp_path / "cut.html")
+    html = (tmp_path / "cut.html").read_text()
+    said = banner(html)
+    assert "Partial run: assay gate does not pass it (exit 2)" in said
+    assert (
+        "run cut is interrupted: 2 of 5 rows judged, 3 never judged; resume it with 'assay run --resume cut', "
+        "or pass --allow-partial" in said
+    )
+    assert cut.metrics[0].verdict is not None and cut.metrics[0].verdict.outcome == "incomplete"
+    summary = text_of(html.split('<section id="summary">')[1].split("</section>")[0])
+    assert "incomplete mean ≥ 0.8" in summary  # the gate column: assay gate's own verdict
+
+    said = banner(render_report(store, "crashed"))
+    assert "run crashed failed (an error stopped it): 2 rows judged; the input's size was not recorded" in said
+    said = banner(render_report(store, "bad"))
+    assert "1 input row was invalid (line 3) and not judged; fix it and run again, or pass --max-invalid-rows 1" in said
+
+    allowed = load_report(store, "cut", gate=GatePolicy(allow_partial=True))
+    assert allowed.partial_gated and allowed.gate_result is not None and allowed.gate_result.outcome == "pass"
+    said = banner(render_report(store, "cut", gate=GatePolicy(allow_partial=True)))
+    assert "Partial run : gated on the 2 rows it judged ( --allow-partial )" in said
+    tolerant = load_report(store, "bad", gate=GatePolicy(max_invalid_rows=1))
+    assert tolerant.partial == () and banner(render_report(store, "bad", gate=GatePolicy(max_invalid_rows=1))) == ""
+
+
+def test_the_report_cli_takes_the_gates_partial_run_options(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "s.sqlite")
+    store_run(store, "cut", {"a": [scored(1.0, {"A.": 1})]}, status="interrupted", n_rows=3)
+    store.close()
+    runner = CliRunner()
+    base = ["cut", "--store", str(tmp_path / "s.sqlite"), "-o", str(tmp_path / "r.html")]
+    result = runner.invoke(cli(), [*base, "--gate"])
+    assert result.exit_code == 0 and "gate incomplete" in result.output, result.output
+    result = runner.invoke(cli(), [*base, "--gate", "--allow-partial"])
+    assert result.exit_code == 0 and "gate pass" in result.output, result.output
+    result = runner.invoke(cli(), [*base, "--max-invalid-rows", "2"])
+    assert result.exit_code == 1 and "--max-invalid-rows only apply with --gate" in result.output

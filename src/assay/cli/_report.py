@@ -73,11 +73,23 @@ def report(
     flip_rate: Annotated[
         float | None, typer.Option(min=0.0, max=0.5, help="With --gate: judge flip rate for the binomial model.")
     ] = None,
+    allow_partial: Annotated[
+        bool | None,
+        typer.Option(
+            "--allow-partial", help="With --gate: gate a run that is not finished on the rows it judged, as assay gate."
+        ),
+    ] = None,
+    max_invalid_rows: Annotated[
+        int | None,
+        typer.Option(min=0, metavar="N", help="With --gate: most invalid input rows a gated run may have (default 0)."),
+    ] = None,
 ) -> None:
     """Write RUN's report as one self-contained HTML file: summary with CIs, charts, samples, verdicts.
 
     The pass mark is assay gate's (--threshold, default 0.8); with --gate the header also
-    shows the gate's own verdict on the run, with the same options as 'assay gate'.
+    shows the gate's own verdict on the run, with the same options as 'assay gate'. A run
+    that is not finished, or has invalid input rows, is headed by a banner saying how
+    many rows were never judged and that assay gate does not pass it.
     """
     given: dict[str, Any] = {
         "per_sample": per_sample,
@@ -86,6 +98,8 @@ def report(
         "max_flake": max_flake,
         "max_unscored": max_unscored,
         "flip_rate": flip_rate,
+        "allow_partial": allow_partial,
+        "max_invalid_rows": max_invalid_rows,
     }
     given = {name: value for name, value in given.items() if value is not None}
     if given and not gate:

@@ -43,6 +43,8 @@ from assay.analysis import (
     is_pass_fail,
     judge_models_note,
     paired_bootstrap_ci,
+    partial_run_reasons,
+    refuses_partial_run,
 )
 from assay.report._answer import (
     answer_segments,
@@ -292,7 +294,10 @@ class ReportData:
     ``samples`` is the JSON-ready per-sample payload the page renders in the browser;
     ``texts`` holds the judge messages they refer to by index (each distinct text once).
     ``gate_results`` are ``assay gate``'s verdicts on the gated metrics, when a gate was
-    asked for (``gate_result``: the first).
+    asked for (``gate_result``: the first). ``partial`` says why the run is not the whole
+    evaluation (not finished, invalid rows beyond the gate's tolerance), which the page
+    puts first: ``assay gate`` does not pass such a run (``partial_gated``: it does, on
+    the rows judged, because the gate's policy ``allow_partial``).
     """
 
     info: RunInfo
@@ -312,6 +317,10 @@ class ReportData:
     gate_results: tuple[GateResult, ...] = ()
     caveats: tuple[str, ...] = ()
     """What differs between the compared runs besides the system judged (the judge, a metric's settings)."""
+    partial: tuple[str, ...] = ()
+    """Why the run is partial (:func:`assay.analysis.partial_run_reasons`); empty for a whole run."""
+    partial_gated: bool = False
+    """Whether the report's gate policy gates the partial run anyway (``assay gate --allow-partial``)."""
 
     @property
     def gate_result(self) -> GateResult | None:
@@ -644,13 +653,15 @@ def build_report(
     repeats = max([int(info.spec.options.get("repeats") or 1)] + [int(r.get("repeat") or 0) + 1 for r in records])
     marks = {name: (thresholds or {}).get(name, threshold) for name in names}
     policy = gate or GatePolicy(threshold=threshold, seed=seed)
+    # The gate's own rule on a partial run (not finished, invalid rows): the same verdicts as 'assay gate'.
+    coverage = info.coverage([line for line, _ in row_errors])
     views = []
     for name in names:
         view = _metric_view(name, groups, repeats, marks[name], seed)
         verdict, pass_fail = None, False
         if view.n_samples:
             repeat_report = analyze_repeats(records, name, seed=policy.seed)
-            verdict = evaluate_gate(repeat_report, dataclasses.replace(policy, threshold=marks[name]))
+            verdict = evaluate_gate(repeat_report, dataclasses.replace(policy, threshold=marks[name]), coverage)
             pass_fail = is_pass_fail(repeat_report)
         views.append(dataclasses.replace(view, verdict=verdict, pass_fail=pass_fail))
     metrics = tuple(views)
@@ -771,6 +782,8 @@ def build_report(
         only_other=len(set(other_means) - in_both),
         seed=seed,
         gate_results=gate_results,
+        partial=partial_run_reasons(coverage, policy),
+        partial_gated=not refuses_partial_run(coverage, policy),
     )
 
 
