@@ -229,6 +229,12 @@ def test_bad_sample():
         "1 invalid sample" in out
     )
     assert "faithfulness: mean 0.750, scored 2, unscored 1 (refusal 1), failed assertions 2 of 3" in out
+    # The invalid sample was never judged: the session's run is partial, and the summary says a gate will not pass it.
+    assert (
+        "assay: a partial run, which 'assay gate' does not pass: 1 input row was invalid (line 6) and not judged; "
+        "fix it and run again, or pass --max-invalid-rows 1" in out
+    )
+    assert info.spec.n_rows == 6  # a finished session knows its size: 5 assertions and 1 invalid sample
     assert "binary_grader: mean 0.500, scored 2, unscored 0, failed assertions 1 of 2" in out
     report = pytester.path / "out" / "report.html"
     assert "assay: report written to out/report.html" in out
@@ -279,3 +285,22 @@ def test_stop():
     with RunStore(pytester.path / "runs.sqlite") as store:
         [info] = store.runs()
     assert (info.status, info.n_results) == ("interrupted", 1)
+    # A session cut short is a partial run: the summary says a gate will not pass it, and the gate does not.
+    assert (
+        f"assay: a partial run, which 'assay gate' does not pass: run {info.run_id} is interrupted: 1 row judged; "
+        "the input's size was not recorded; run it again, or pass --allow-partial" in result.stdout.str()
+    )
+    code, out = gate(pytester.path / "runs.sqlite", info.run_id)
+    assert code == 2 and "GATE INCOMPLETE" in out, out
+    assert f"not gated: run {info.run_id} is interrupted: 1 row judged; the input's size was not recorded" in out
+    code, out = gate(pytester.path / "runs.sqlite", info.run_id, "--allow-partial")
+    assert code == 0 and "GATE PASS (partial run)" in out, out
+
+
+def gate(store: Path, run_id: str, *args: str) -> tuple[int, str]:
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    result = CliRunner().invoke(app, ["gate", run_id, "--store", str(store), *args], env={"COLUMNS": "300"})
+    return result.exit_code, " ".join(result.output.split())

@@ -25,6 +25,8 @@ the test's id and outcome in the sample's metadata. At the end pytest prints the
 and, per metric, the mean over scored assertions, the unscored count by reason and the
 failed assertions; ``--assay-report PATH`` also writes the run's HTML report. ``assay
 runs show RUN_ID``, ``assay report RUN_ID`` and ``assay gate`` read the run like any other.
+A session cut short (Ctrl-C, an internal error) or with invalid samples is a partial run,
+which ``assay gate`` does not pass: the summary says so, and why.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import pytest
 from assay._safety import printable
 from assay._samples import Sample
 from assay._scores import MetricSpec, Score, summarize
+from assay.analysis import partial_run_reasons
 from assay.errors import AssayError, ConfigError, SampleError
 from assay.metrics import BinaryJudgeGrader, Faithfulness, Metric, build_metric
 from assay.models import JudgeModel, get_judge
@@ -114,6 +117,8 @@ class SessionRun:
         assertions: Every assertion so far, in the order they ran.
         run_id: The stored run's id, once stored.
         error: Why the run could not be stored or reported, if it could not.
+        partial: Why ``assay gate`` would not pass the stored run (it is not finished, or
+            has invalid samples), from :func:`assay.analysis.partial_run_reasons`.
     """
 
     store_path: Path | None
@@ -123,6 +128,7 @@ class SessionRun:
     invalid: list[SampleError] = field(default_factory=list)
     run_id: str | None = None
     error: str | None = None
+    partial: tuple[str, ...] = ()
     _test: str | None = None
 
     @property
@@ -179,6 +185,8 @@ class SessionRun:
         spec = RunSpec(
             run_id=new_run_id(),
             dataset="pytest session",
+            # A session cut short does not know how many assertions it would have made.
+            n_rows=self.n_recorded if status == "finished" else None,
             judge=judges,
             judge_model=judges,
             metrics=tuple(specs.values()),
@@ -193,6 +201,7 @@ class SessionRun:
             for error in self.invalid:
                 store.record_error(spec.run_id, error)
             store.set_status(spec.run_id, status)
+            self.partial = partial_run_reasons(store.coverage(spec.run_id))
         return spec.run_id
 
     def _n_failed(self) -> int:
@@ -213,6 +222,7 @@ class SessionRun:
             lines = [f"assay: {counts}; the run could not be stored in {self._shown(self.store_path)}: {self.error}"]
         else:
             lines = [f"assay: run {self.run_id} stored in {self._shown(self.store_path)}: {counts}"]
+            lines += [f"assay: a partial run, which 'assay gate' does not pass: {reason}" for reason in self.partial]
         names = list(dict.fromkeys(a.metric for a in self.assertions))
         for name in names:
             mine = [a for a in self.assertions if a.metric == name]
