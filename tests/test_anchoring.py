@@ -443,3 +443,76 @@ def test_an_opening_with_no_word_of_its_own_is_the_question_answered_and_a_bare_
     assert anchor_statement("yes", "yes", "Are both in China?") == anchor_statement("Yes.", "yes", "Are both in China?")
     assert anchor_statement("yes", "yes", "Are both in China?").spans == ((0, 3),)  # type: ignore[union-attr]
     assert anchor_statement("Yes.", "Paris is big. It is old.", "") is None
+
+
+# --- sentences about the answer itself (issue 34, item 1) ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Below are the key points from the article:",
+        "The following is a brief overview of the text.",
+        "Let me summarize the main points of the document.",
+        "Here is a short recap of the story.",
+        "Based on the information provided in the passage, here is a summary:",
+        "Here's what I found:",
+    ],
+)
+def test_a_sentence_about_the_answer_itself_is_not_checkable(sentence: str) -> None:
+    answer = f"{sentence} The North Bridge opened in 1932."
+    marks = [(s.text, s.checkable) for s in answer_sentences(answer)]
+    assert marks == [(sentence, False), ("The North Bridge opened in 1932.", True)]
+    assert answer_sentences(answer)[0].why in ("about the answer", "filler")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "claim"),
+    [
+        ("According to the article, Smith won 3 titles.", "Smith won 3 titles."),
+        ("Of course: the treaty was signed in 1648.", "the treaty was signed in 1648."),
+        ("Sure, based on the passage, Paris is the capital.", "Paris is the capital."),
+        ("Thanks for asking, the tower is 330 m tall.", "the tower is 330 m tall."),
+        ("In short, the merger failed.", "the merger failed."),
+        ("Drawing on the retrieved documents, the vaccine was approved in 2021.", "the vaccine was approved in 2021."),
+    ],
+)
+def test_a_preamble_never_hides_the_claim_after_it_in_the_same_sentence(sentence: str, claim: str) -> None:
+    spans = answer_sentences(sentence)
+    assert [s.text for s in spans if s.checkable] == [claim]
+    assert all(not s.checkable for s in spans if s.text != claim)
+    assert spans[-1].end == len(sentence)  # the whole sentence is accounted for
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The passage describes two films.",
+        "The answer is 42.",
+        "Here, the river is wide.",
+        "In 1932, the bridge opened.",
+        "The report found that sales rose.",
+        "The context, however, shows that Lee won.",
+        "From 1990 to 1995, she led the party.",
+    ],
+)
+def test_a_claim_that_mentions_the_source_or_opens_like_a_preamble_stays_checkable(sentence: str) -> None:
+    assert [(s.text, s.checkable) for s in answer_sentences(sentence)] == [(sentence, True)]
+
+
+@pytest.mark.parametrize("decomposer", ["anchored", "sentences", "hybrid"])
+def test_a_faithful_summary_does_not_fail_on_its_preamble(decomposer: str) -> None:
+    # Before: "Here is a concise summary of the passage." was a statement, judged unsupported
+    # ("concise, summary, passage" are not in the evidence), and the faithful summary failed on it.
+    answer = "Here is a brief overview of the passage. Based on the context, Paris is the capital of France."
+    judge = judge_for({}, {"Paris is the capital of France."})
+    metric = Faithfulness(strategy="per_statement", decomposer=decomposer)  # type: ignore[arg-type]
+    sample = Sample(id="a", answer=answer, contexts=(CONTEXT,))
+    score = evaluate([sample], [metric], judge, progress=False).results[0].scores["faithfulness"]
+    assert [v.subject for v in score.verdicts] == ["Paris is the capital of France."]
+    assert score.value == 1.0
+    if decomposer == "anchored":
+        assert score.decomposition is not None
+        notes = [(answer[s.start : s.end], s.status, s.note) for s in score.decomposition.sentences]
+        assert notes[0] == ("Here is a brief overview of the passage.", "not_checkable", "about the answer")
+        assert notes[1] == ("Based on the context,", "not_checkable", "about the answer")

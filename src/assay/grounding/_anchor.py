@@ -43,11 +43,13 @@ __all__ = [
     "Anchor",
     "SentenceSpan",
     "Settled",
+    "about_the_answer",
     "anchor_statement",
     "answer_sentences",
     "checkable_sentences",
     "content_lemmas",
     "is_fragment",
+    "preamble_end",
     "settle",
     "terms",
 ]
@@ -133,12 +135,106 @@ def content_lemmas(text: str) -> list[str]:
     return list(dict.fromkeys(t.term for t in terms(text)))
 
 
+_ABOUT_THE_ANSWER_WORDS = (
+    "summary summaries summarize summarise summarized summarised summarizing concise concisely brief briefly "
+    "short quick overview recap rundown breakdown outline answer answers reply response question questions "
+    "passage passages article articles text texts context contexts document documents source sources excerpt "
+    "excerpts information info material content story news report piece paragraph paragraphs sentence "
+    "sentences word words bullet bullets point points key main highlight highlights detail details "
+    "provided provide given based according following follows below above here find found look "
+    "let summarizing retrieved search result results help helpful hope glad happy version "
+    "sure certainly okay absolutely course alright thanks thank asking ask drawing draw reading read looking "
+    "having stated mentioned described noted shown per"
+)
+_ABOUT_UNITS = "sentence sentences word words bullet bullets point points paragraph paragraphs"
+_PREAMBLE_OPENER = re.compile(
+    r"^\W*(?:based on|according to|as (?:stated|mentioned|described|given|shown|noted) in|per|from|in|to|here|"
+    r"overall|drawing on|looking at|after reading|having read|given|reading|sure|okay|ok|certainly|of course|"
+    r"absolutely|alright|all right|thanks|thank you)\b",
+    re.IGNORECASE,
+)
+_PREAMBLE_END = re.compile(r"[,:;\u2013\u2014]\s+|\s+-\s+")
+
+
+@lru_cache(maxsize=1)
+def _about_the_answer_terms() -> tuple[frozenset[str], frozenset[str]]:
+    """The terms of words that speak about the answer or its sources, and of the units they count in."""
+    vocabulary = frozenset(t.term for w in _split(_ABOUT_THE_ANSWER_WORDS) for t in terms(w))
+    units = frozenset(t.term for w in _split(_ABOUT_UNITS) for t in terms(w))
+    return vocabulary, units
+
+
+def about_the_answer(text: str) -> bool:
+    """Whether ``text`` speaks only about the answer or its sources, not about the world.
+
+    "Here is a concise summary of the passage.", "Below are the key points from the
+    article:", "Here's what I found:", "Based on the provided context, here is a summary:",
+    "Here is a summary of the story in 3 sentences:". Every term is a word about answers,
+    summaries and their sources (a number only beside a unit such as "sentences"), and at
+    least one term exists: a name, any other noun or verb, or a bare number makes it a claim.
+    """
+    found = terms(text)
+    if not found:
+        return False
+    vocabulary, units = _about_the_answer_terms()
+    words = [t for t in found if not t.number]
+    counted = any(t.term in units for t in words)
+    return all(t.term in vocabulary for t in words) and all(counted for t in found if t.number) and bool(words)
+
+
+def preamble_end(text: str) -> int:
+    """Where the claim starts after a preamble about the answer ("Based on the context, ..."), else 0.
+
+    The preamble is a leading clause every term of which is about the answer
+    (:func:`about_the_answer`), ending at a colon or a dash ("Below are the key points from
+    the article: ...") or, when it opens like a preamble ("based on", "according to", "in
+    summary", "sure", "thanks"), at a comma or semicolon; a comma alone is not enough ("The
+    context, however, shows ..." is a claim). What follows must be a claim of two words or
+    more, not more of the same ("Thanks, I hope this helps!" stays one). Preambles may be
+    chained ("Sure, based on the passage, ...").
+    """
+    start = 0
+    while True:
+        rest = text[start:]
+        cut = _PREAMBLE_END.search(rest)
+        if cut is None:
+            return start
+        head, tail = rest[: cut.start()], rest[cut.end() :]
+        opens = bool(_PREAMBLE_OPENER.match(rest)) or rest[cut.start()] in ":-\u2013\u2014"
+        if (
+            not opens
+            or not about_the_answer(head)
+            or _words(tail) < 2
+            or about_the_answer(tail)
+            or (_FILLER.match(tail) and not preamble_end(tail))
+        ):
+            return start
+        start += cut.end()
+
+
+def _split_preambles(answer: str, located: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Each sentence that opens with a preamble about the answer, as the preamble and the claim after it."""
+    out: list[tuple[int, int]] = []
+    for start, end in located:
+        cut = preamble_end(answer[start:end])
+        if not cut:
+            out.append((start, end))
+            continue
+        head_end = start + cut
+        while head_end > start and answer[head_end - 1].isspace():
+            head_end -= 1
+        out.extend([(start, head_end), (start + cut, end)])
+    return out
+
+
 @dataclass(frozen=True)
 class SentenceSpan:
     """One sentence of an answer: where it is, and whether it states anything to check.
 
     ``why`` says why a sentence is not checkable: ``"a question"``, ``"filler"`` (a
-    greeting, thanks, "I hope this helps") or ``"too short"`` (fewer than two words).
+    greeting, thanks, "I hope this helps"), ``"about the answer"`` ("Here is a concise
+    summary of the passage.", a "Based on the context," that opens a claim: the claim
+    after it is its own sentence) or ``"too short"`` (fewer than two words).
     """
 
     start: int
@@ -204,7 +300,7 @@ def answer_sentences(answer: str, question: str = "") -> tuple[SentenceSpan, ...
     statement, checkable, and the question, which is not.
     """
     out: list[SentenceSpan] = []
-    located = _split_questions(answer, located_sentences(answer))
+    located = _split_questions(answer, _split_preambles(answer, located_sentences(answer)))
     for start, end in located:
         text = answer[start:end]
         words = _words(text)
@@ -215,6 +311,8 @@ def answer_sentences(answer: str, question: str = "") -> tuple[SentenceSpan, ...
             why = "a question"
         elif _FILLER.match(text) and len(terms(text)) <= 6:
             why = "filler"
+        elif about_the_answer(text):
+            why = "about the answer"
         out.append(SentenceSpan(start, end, text, why))
     return tuple(out)
 

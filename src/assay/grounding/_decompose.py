@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from assay._scores import AnswerMap, JudgeCall
 from assay.grounding._addressed import addresses_judge
-from assay.grounding._anchor import answer_sentences, is_fragment, settle
+from assay.grounding._anchor import about_the_answer, answer_sentences, is_fragment, preamble_end, settle
 from assay.grounding._sentences import _segmenter, text_pieces
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.parsing import Unparsed
@@ -122,7 +122,7 @@ class SentenceDecomposer:
     async def decompose(self, question: str, answer: str, judge: JudgeModel) -> Decomposition:
         """Split ``answer`` into sentences (a long answer piece by piece, see :func:`text_pieces`)."""
         segmenter = _segmenter(self.language)
-        sentences = (s.strip() for piece in text_pieces(answer) for s in segmenter.segment(piece))
+        sentences = (_claim(s) for piece in text_pieces(answer) for s in segmenter.segment(piece))
         return Decomposition(tuple(s for s in sentences if is_checkable(s)))
 
 
@@ -200,11 +200,14 @@ class HybridDecomposer:
     async def decompose(self, question: str, answer: str, judge: JudgeModel) -> Decomposition:
         """Split ``answer``; rewrite, one call each, the sentences that lean on something else."""
         segmenter = _segmenter(self.language)
-        sentences = [s.strip() for piece in text_pieces(answer) for s in segmenter.segment(piece) if s.strip()]
+        sentences = [_claim(s) for piece in text_pieces(answer) for s in segmenter.segment(piece) if s.strip()]
         statements: list[str] = []
         calls: list[JudgeCall] = []
         previous = ""
         for sentence in sentences:
+            if about_the_answer(sentence):  # states nothing about the world: nothing to rewrite
+                previous = sentence
+                continue
             if not needs_rewriting(sentence):
                 if is_checkable(sentence):
                     statements.append(sentence)
@@ -226,20 +229,29 @@ class HybridDecomposer:
         return Decomposition(tuple(statements), tuple(calls))
 
 
+def _claim(sentence: str) -> str:
+    """A sentence without a preamble about the answer ("Based on the context, X" is "X")."""
+    sentence = sentence.strip()
+    return sentence[preamble_end(sentence) :].strip()
+
+
 def _key(statement: str) -> str:
     """A statement compared without case, spacing or final punctuation."""
     return " ".join(statement.lower().split()).rstrip(".!?")
 
 
 def is_checkable(statement: str) -> bool:
-    """Whether an extracted statement can be checked at all: at least two words.
+    """Whether an extracted statement can be checked at all: two words or more, about the world.
 
     Small judges sometimes return a bare "No." or "Sure." as a statement. It states no
     fact, so judging it against a context only adds noise (a faithful "No, refunds are
     not possible" answer lost a point for its "No."). Applied by every decomposer; what
-    the LLM decomposer dropped stays visible in its extraction call's raw output.
+    the LLM decomposer dropped stays visible in its extraction call's raw output. A
+    statement about the answer itself ("Here is a concise summary of the passage.") states
+    nothing about the world either (:func:`~assay.grounding._anchor.about_the_answer`).
     """
-    return sum(1 for word in statement.split() if any(c.isalnum() for c in word)) >= 2
+    words = sum(1 for word in statement.split() if any(c.isalnum() for c in word))
+    return words >= 2 and not about_the_answer(statement)
 
 
 class SentenceToSplit(BaseModel):
