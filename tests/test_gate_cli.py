@@ -201,3 +201,32 @@ def test_simulate_prints_closed_form_and_histograms_and_writes_svg(tmp_path: Pat
     assert any(t.startswith("n = 10: P(pass) =") for t in titles)
     code, out = invoke("simulate", "--statements", "3,x")
     assert code == 1 and "comma-separated counts" in out
+
+
+def test_a_run_with_invalid_rows_does_not_pass_its_gate_unless_they_are_tolerated(tmp_path: Path) -> None:
+    """assay run judged 8 of 10 rows (exit 2); the gate used to pass on those 8 and exit 0."""
+    lines = rows(*["The sky is blue. The sky is vast."] * 10).splitlines()
+    lines[3] = '{"id": "r3", "question": '  # not JSON
+    lines[8] = json.dumps({"id": "r8", "question": "Sky?", "contexts": ["The sky is blue."]})  # no answer
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    store = tmp_path / "runs.sqlite"
+    with FakeOpenAIServer(responder) as server:
+        code, out = invoke(
+            "run", str(data), "--judge", "openai:fake", "--base-url", server.base_url, "--decomposer", "sentences",
+            "--no-cache", "--store", str(store), "--reasks", "0",
+        )  # fmt: skip
+    assert code == 2, out  # some input rows were invalid
+    code, out = invoke("gate", "--latest", "--store", str(store), "-m", "faithfulness=0.8")
+    flat = " ".join(out.split())
+    assert code == 2, out
+    assert "GATE INCOMPLETE: faithfulness >= 0.8" in flat and "observed pass on the 8 samples judged" in flat
+    assert (
+        "not gated: 2 input rows were invalid (lines 4, 9) and not judged; fix them and run again, or pass "
+        "--max-invalid-rows 2" in flat
+    )
+    code, out = invoke("gate", "--latest", "--store", str(store), "-m", "faithfulness=0.8", "--max-invalid-rows", "2")
+    assert code == 0 and "GATE PASS: faithfulness >= 0.8" in out, out
+    assert "tolerated by --max-invalid-rows 2; the gate covers the 8 rows judged" in " ".join(out.split())
+    code, out = invoke("gate", "--latest", "--store", str(store), "--max-invalid-rows", "-1")
+    assert code == 3 and "-1 is not in [0" in out, out  # a usage error, not click's 2 (which means not passed)

@@ -588,3 +588,23 @@ def test_the_python_gate_refuses_a_partial_run_as_the_cli_does(tmp_path: Path) -
     allowed = evaluate_gate(report, GatePolicy(allow_partial=True), coverage)
     assert allowed.outcome == "pass" and allowed.gated_partial
     assert evaluate_gate(report, GatePolicy()).outcome == "pass"  # without the run's coverage nothing is known
+
+
+def test_several_metrics_of_a_partial_run_are_incomplete_together(tmp_path: Path) -> None:
+    from first_hour import make_run
+
+    store = tmp_path / "runs.sqlite"
+    make_run(store, "r", [{"faithfulness": 1.0, "answer_relevancy": 0.0}] * 2)
+    with RunStore(store) as opened:
+        opened.set_status("r", "interrupted")
+    code, out = invoke("r", "--store", str(store), "-m", "faithfulness", "-m", "answer_relevancy")
+    assert code == 2, out  # incomplete, even though answer_relevancy fails on the rows judged
+    out = flat(out)
+    assert "GATE INCOMPLETE (2 metrics): faithfulness >= 0.8 INCOMPLETE · answer_relevancy >= 0.8 INCOMPLETE" in out
+    assert out.endswith(
+        "not gated: run r is interrupted: 2 rows judged; the input's size was not recorded; resume it with "
+        "'assay run --resume r', or pass --allow-partial"
+    )
+    code, out = invoke("r", "--store", str(store), "-m", "faithfulness", "-m", "answer_relevancy", "--allow-partial")
+    assert code == 1, out  # on the rows judged, answer_relevancy fails
+    assert "GATE FAIL (2 metrics on a partial run)" in out
