@@ -391,9 +391,9 @@ def gate(
     worst of them (fail, then incomplete, unscored or flaky, then pass).
 
     A gate never passes a run that was not finished: a run that is interrupted, failed or
-    still running, or that has invalid input rows (more than --max-invalid-rows, default
-    0), exits 2 and says how many rows were never judged and why; --allow-partial gates
-    it on the rows it judged, and says so.
+    still running exits 2 and says how many rows were never judged and why (--allow-partial
+    gates it on the rows it judged, and says so); so does a run with more invalid input
+    rows than --max-invalid-rows (default 0).
 
     Exit codes: 0 pass; 1 fail; 2 flaky (repeats disagree), unscored results above
     --max-unscored, nothing judged, or an incomplete run (interrupted, failed, still
