@@ -418,3 +418,63 @@ def test_fake_fault_draws_are_seeded_and_validated() -> None:
             fake.faults = {"503": 0.1}
         with pytest.raises(ValueError, match="at most 1"):
             fake.faults = {"500": 0.7, "529": 0.7}
+
+
+# -- a 200 that is no Messages API reply (issue 35 item 5) ------------------------------
+
+
+def fail_shape(judge: AnthropicJudge) -> JudgeError:
+    """The judge error of a reply in the wrong shape: said, never a TypeError, never retried."""
+    with pytest.raises(JudgeError) as info:
+        ask(judge)
+    err = info.value
+    assert not isinstance(err, JudgeHTTPError) and not getattr(err, "transient", False)
+    assert "NoneType" not in str(err)
+    return err
+
+
+def test_an_openai_compatible_server_is_a_judge_error_naming_the_server_and_the_shape() -> None:
+    from assay.testing import FakeOpenAIServer
+
+    with FakeOpenAIServer(any_path=True) as fake:
+        root = fake.base_url.removesuffix("/v1")
+        err = fail_shape(AnthropicJudge("claude-x", base_url=root, api_key=SECRET))
+        assert fake.calls == 1
+    text = str(err)
+    assert text.startswith(f"The Anthropic server at {root.removeprefix('http://')} answered HTTP 200 with an OpenAI ")
+    assert "chat-completions reply (it has 'choices'" in text
+    assert "not a Messages API reply (a JSON object with a 'content' list)" in text
+    assert "--judge openai:MODEL" in text and "/v1" in text
+
+
+@pytest.mark.parametrize(
+    ("fault", "found"),
+    [("html", "an HTML page titled 'Sign in - Example Proxy'"), ("empty", "an empty body")],
+)
+def test_a_web_page_or_an_empty_body_is_a_judge_error(server: FakeAnthropicServer, fault: str, found: str) -> None:
+    server.faults = {fault: 1.0}
+    err = fail_shape(make_judge(server))
+    assert f"answered HTTP 200 with {found}, not a Messages API reply" in str(err)
+    assert_no_secret(err)
+
+
+def test_a_web_page_at_a_base_url_ending_in_v1_says_the_messages_api_has_none(server: FakeAnthropicServer) -> None:
+    server.faults, server.any_path = {"html": 1.0}, True
+    err = fail_shape(AnthropicJudge("m", base_url=server.base_url + "/v1", api_key=SECRET))
+    assert "HTML page" in str(err) and "without /v1" in str(err)
+
+
+def test_other_json_is_described_by_its_shape() -> None:
+    judge = AnthropicJudge("m", base_url="http://127.0.0.1:9", api_key=SECRET)
+    said = {
+        b"[1, 2]": "with a JSON array,",
+        b'"ok"': "with a JSON string,",
+        b'{"result": "yes", "id": 3}': "with a JSON object with keys 'result', 'id',",
+        b'{"error": {"message": "model not loaded"}}': "with an error: model not loaded,",
+        b"Service Unavailable": "with text that is not JSON (text/plain): 'Service Unavailable',",
+        b'{"content": "flat text"}': "with a JSON object with keys 'content',",
+    }
+    for body, found in said.items():
+        err = judge._reply_error(200, "text/plain" if body[:1] == b"S" else "application/json", body)
+        assert err is not None and found in str(err), (body, err)
+    assert judge._reply_error(200, "application/json", b'{"content": [], "type": "message"}') is None

@@ -411,3 +411,62 @@ def test_judge_http_error_pickles_with_its_attributes() -> None:
         0.05,
         True,
     )
+
+
+# -- a 200 that is no chat-completions reply (issue 35 item 5) --------------------------
+
+
+def fail_shape(judge: OpenAIJudge) -> JudgeError:
+    """The judge error of a reply in the wrong shape: said, never an AttributeError, never retried."""
+    with pytest.raises(JudgeError) as info:
+        ask(judge)
+    err = info.value
+    assert not isinstance(err, JudgeHTTPError) and not getattr(err, "transient", False)
+    assert "object has no attribute" not in str(err)
+    return err
+
+
+def test_an_anthropic_server_is_a_judge_error_naming_the_server_and_the_shape() -> None:
+    from assay.testing import FakeAnthropicServer
+
+    with FakeAnthropicServer(any_path=True) as fake:
+        err = fail_shape(OpenAIJudge("gpt-x", base_url=fake.base_url + "/v1", api_key=SECRET))
+        assert fake.calls == 1
+        host = fake.base_url.removeprefix("http://")
+    text = str(err)
+    assert text.startswith(f"The OpenAI-compatible server at {host} answered HTTP 200 with an Anthropic Messages")
+    assert "not a chat-completions reply (a JSON object with 'choices')" in text
+    assert "--judge anthropic:MODEL" in text and "without /v1" in text
+
+
+@pytest.mark.parametrize(
+    ("fault", "found"),
+    [("html", "an HTML page titled 'Sign in - Example Proxy'"), ("empty", "an empty body")],
+)
+def test_a_web_page_or_an_empty_body_is_a_judge_error(server: FakeOpenAIServer, fault: str, found: str) -> None:
+    server.faults = {fault: 1.0}
+    err = fail_shape(make_judge(server))
+    assert f"answered HTTP 200 with {found}, not a chat-completions reply" in str(err)
+    assert "/v1." not in str(err)  # the base URL ends in /v1 already: no hint about it
+    assert_no_secret(err)
+
+
+def test_a_web_page_at_a_base_url_without_v1_says_where_the_api_usually_is(server: FakeOpenAIServer) -> None:
+    server.faults, server.any_path = {"html": 1.0}, True
+    err = fail_shape(OpenAIJudge("m", base_url=server.base_url.removesuffix("/v1"), api_key=SECRET))
+    assert "HTML page" in str(err) and "usually ends in /v1" in str(err)
+
+
+def test_other_json_is_described_by_its_shape() -> None:
+    judge = OpenAIJudge("m", base_url="http://127.0.0.1:9/v1", api_key=SECRET)
+    said = {
+        b"[]": "with a JSON array,",
+        b"42": "with a JSON number,",
+        b'{"data": [{"id": "m"}], "object": "list"}': "with a JSON object with keys 'data', 'object',",
+        b'{"error": "no such route"}': "with an error: no such route,",
+        b'{"choices": [{"text": "completion API"}]}': "with a JSON object with keys 'choices',",
+    }
+    for body, found in said.items():
+        err = judge._reply_error(200, "application/json", body)
+        assert err is not None and found in str(err), (body, err)
+    assert judge._reply_error(200, "application/json", b'{"choices": []}') is None  # said later: no choice

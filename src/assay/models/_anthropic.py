@@ -24,6 +24,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, get_args
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
@@ -31,7 +32,7 @@ from assay._safety import redact_url
 from assay._schema import schema_of
 from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError, MissingExtraError
-from assay.models._http import HTTPJudge, body_text, check_options
+from assay.models._http import HTTPJudge, anthropic_shaped, body_text, check_options, openai_shaped
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeResponse
 
 if TYPE_CHECKING:
@@ -84,6 +85,7 @@ class AnthropicJudge(HTTPJudge["AsyncAnthropic"]):
         "variable or pass api_key=..., or point base_url at a local server that "
         "speaks the Messages API."
     )
+    _reply_shape = "a Messages API reply (a JSON object with a 'content' list)"
 
     def __init__(
         self,
@@ -141,7 +143,9 @@ class AnthropicJudge(HTTPJudge["AsyncAnthropic"]):
         Raises:
             JudgeHTTPError: The server answered with an error status, timed out, or could
                 not be reached. The message never contains the API key.
-            JudgeError: Any other failure of the client.
+            JudgeError: The server answered 200 with something that is not a Messages API
+                reply (another API's reply, a web page, an empty body); any other
+                failure of the client.
             ConfigError: ``messages`` has no user or assistant turn, or an unknown role.
         """
         anthropic = self._anthropic
@@ -152,7 +156,7 @@ class AnthropicJudge(HTTPJudge["AsyncAnthropic"]):
         started = time.perf_counter()
         failure: JudgeError | None = None
         try:
-            message = await self._get_client().messages.create(
+            raw = await self._get_client().messages.with_raw_response.create(
                 model=self._model,
                 messages=payload,
                 max_tokens=config.max_tokens,
@@ -166,9 +170,31 @@ class AnthropicJudge(HTTPJudge["AsyncAnthropic"]):
             # Raised outside the except block so that neither __cause__ nor __context__
             # holds the SDK's exception (whose body or request may carry the API key).
             raise failure
+        problem = self._reply_error(raw.status_code, raw.headers.get("content-type"), await raw.read())
+        if problem is not None:
+            raise problem
+        message = await raw.parse()
         return self._to_response(message, tool["name"] if tool else None, time.perf_counter() - started)
 
     # -- helpers ----------------------------------------------------------------------
+
+    def _is_reply(self, value: Mapping[str, object]) -> bool:
+        return anthropic_shaped(value)
+
+    def _base_url_hint(self) -> str:
+        path = urlsplit(self._base_url or "").path.rstrip("/")
+        if not path.endswith("/v1"):
+            return ""
+        return " The Messages API's base URL is the server's root, without /v1 (the client adds /v1/messages)."
+
+    def _other_api(self, value: Mapping[str, object]) -> tuple[str, str] | None:
+        if not openai_shaped(value):
+            return None
+        return (
+            "an OpenAI chat-completions reply (it has 'choices', not 'content' blocks)",
+            "The server speaks the OpenAI-compatible chat-completions API: judge with --judge openai:MODEL and "
+            "--base-url ending in /v1 (OpenAIJudge in Python).",
+        )
 
     def _failure(self, err: AnthropicError) -> JudgeError:
         """The assay error for an SDK error; its message never contains the API key."""

@@ -14,6 +14,7 @@ import ipaddress
 import json
 import math
 import os
+import re
 import time
 from collections.abc import Mapping
 from types import TracebackType
@@ -28,10 +29,12 @@ __all__ = [
     "LOCAL_PLACEHOLDER_KEY",
     "HTTPJudge",
     "JudgeHTTPError",
+    "anthropic_shaped",
     "body_text",
     "check_options",
     "host_of",
     "is_local",
+    "openai_shaped",
     "retry_after",
 ]
 
@@ -121,6 +124,20 @@ class HTTPJudge(JudgeModel, Generic[ClientT]):
     """The SDK's base URL when none is configured (part of :attr:`identity`)."""
     _no_key_message: ClassVar[str]
     """The :class:`ConfigError` message when there is neither an API key nor a base URL."""
+    _reply_shape: ClassVar[str]
+    """What a successful reply is, for errors: ``"a chat-completions reply (a JSON object with 'choices')"``."""
+
+    def _base_url_hint(self) -> str:
+        """What may be wrong with the base URL when a web page answered (``""`` when it looks right)."""
+        return ""
+
+    def _is_reply(self, value: Mapping[str, object]) -> bool:
+        """Whether a JSON object has the shape of this API's reply."""
+        raise NotImplementedError
+
+    def _other_api(self, value: Mapping[str, object]) -> tuple[str, str] | None:
+        """(what the object is, what to do) when it is another API's reply, else ``None``."""
+        raise NotImplementedError
 
     def __init__(
         self,
@@ -252,10 +269,77 @@ class HTTPJudge(JudgeModel, Generic[ClientT]):
             f"The {self._client_label} client failed ({type(err).__name__}): {self._redact(str(err))[:_EXCERPT_CHARS]}"
         )
 
+    def _reply_error(self, status: int, content_type: str | None, body: bytes) -> JudgeError | None:
+        """The error for a success status whose body is not this API's reply, else ``None``.
+
+        A server of another API (an OpenAI-compatible server behind an Anthropic judge, or
+        the reverse), a web page or a proxy's login form, an empty body: each would
+        otherwise fail deep inside the SDK (``'NoneType' object is not iterable``) as a
+        bug of the metric. Said instead as a judge error naming the server, what it sent
+        and the shape expected; not transient, since asking again gets the same answer.
+        """
+        text = body.decode("utf-8", errors="replace").strip()
+        hint = ""
+        if not text:
+            found = "an empty body"
+        else:
+            try:
+                value: object = json.loads(text)
+            except ValueError:
+                value = _NOT_JSON
+            if value is _NOT_JSON:
+                if "html" in (content_type or "").lower() or text[:1] == "<":
+                    title = _HTML_TITLE.search(text)
+                    named = f" titled {self._redact(' '.join(title.group(1).split()))[:80]!r}" if title else ""
+                    found = f"an HTML page{named}"
+                    hint = (
+                        f" Is {redact_url(self._base_url) or self._host} the API, not a web page or a proxy's "
+                        f"login page?{self._base_url_hint()}"
+                    )
+                else:
+                    excerpt = self._redact(" ".join(text.split()))[: _EXCERPT_CHARS // 3]
+                    found = f"text that is not JSON ({content_type or 'no content type'}): {excerpt!r}"
+            elif isinstance(value, dict):
+                if self._is_reply(value):
+                    return None
+                other = self._other_api(value)
+                if other is not None:
+                    found, hint = other[0], f" {other[1]}"
+                elif "error" in value:
+                    found = f"an error: {self._redact(body_text(value['error']))[:_EXCERPT_CHARS]}"
+                else:
+                    keys = ", ".join(repr(self._redact(str(key))) for key in list(value)[:6])
+                    found = f"a JSON object with {'keys ' + keys if keys else 'no keys'}"
+            else:
+                found = f"a JSON {_JSON_KINDS.get(type(value), type(value).__name__)}"
+        return JudgeError(
+            f"The {self._server} at {self._host} answered HTTP {status} with {found}, not {self._reply_shape} "
+            f"(model {self._model!r}).{hint}"
+        )
+
     def _redact(self, text: str) -> str:
         # A server may echo the key it got (401) or the URL it was asked for (404 with the
         # query): mask the key and every credential in the base URL.
         return redact_secrets(text, self._secret, *url_secrets(self._base_url))
+
+
+_NOT_JSON = object()
+_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_JSON_KINDS: Mapping[type, str] = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+
+
+def openai_shaped(value: Mapping[str, object]) -> bool:
+    """Whether a JSON object is a chat-completions reply: a ``choices`` list, each with a ``message`` object."""
+    choices = value.get("choices")
+    return isinstance(choices, list) and all(
+        isinstance(choice, Mapping) and isinstance(choice.get("message"), Mapping) for choice in choices
+    )
+
+
+def anthropic_shaped(value: Mapping[str, object]) -> bool:
+    """Whether a JSON object is a Messages API reply: a ``content`` list of blocks."""
+    content = value.get("content")
+    return isinstance(content, list) and all(isinstance(block, Mapping) for block in content)
 
 
 def body_text(body: object) -> str:

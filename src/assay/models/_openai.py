@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, get_args
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
@@ -21,7 +22,7 @@ from assay._safety import redact_url
 from assay._schema import schema_of
 from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError, MissingExtraError
-from assay.models._http import HTTPJudge, JudgeHTTPError, body_text, check_options
+from assay.models._http import HTTPJudge, JudgeHTTPError, anthropic_shaped, body_text, check_options, openai_shaped
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeResponse
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
         "variable or pass api_key=..., or point base_url at a local "
         "OpenAI-compatible server."
     )
+    _reply_shape = "a chat-completions reply (a JSON object with 'choices')"
 
     def __init__(
         self,
@@ -125,7 +127,9 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
         Raises:
             JudgeHTTPError: The server answered with an error status, timed out, or could
                 not be reached. The message never contains the API key.
-            JudgeError: The server answered 200 without any choice.
+            JudgeError: The server answered 200 with something that is not a
+                chat-completions reply (another API's reply, a web page, an empty body),
+                or one without any choice.
         """
         import openai
 
@@ -140,7 +144,7 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
             started = time.perf_counter()
             failure: JudgeError | None = None
             try:
-                completion = await self._get_client().chat.completions.create(
+                raw = await self._get_client().chat.completions.with_raw_response.create(
                     model=self._model,
                     messages=payload,
                     temperature=config.temperature,
@@ -165,10 +169,29 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
                 # Raised outside the except block so that neither __cause__ nor __context__
                 # holds the SDK's exception (whose body may echo the API key).
                 raise failure
-            return self._to_response(completion, time.perf_counter() - started)
+            problem = self._reply_error(raw.status_code, raw.headers.get("content-type"), raw.content)
+            if problem is not None:
+                raise problem
+            return self._to_response(raw.parse(), time.perf_counter() - started)
         raise AssertionError("unreachable: every fallback happens at most once")
 
     # -- helpers ----------------------------------------------------------------------
+
+    def _is_reply(self, value: Mapping[str, object]) -> bool:
+        return openai_shaped(value)
+
+    def _base_url_hint(self) -> str:
+        path = urlsplit(self._base_url or "").path.rstrip("/")
+        return "" if path.endswith("/v1") else " An OpenAI-compatible API's base URL usually ends in /v1."
+
+    def _other_api(self, value: Mapping[str, object]) -> tuple[str, str] | None:
+        if not anthropic_shaped(value):
+            return None
+        return (
+            "an Anthropic Messages API reply (it has 'content' blocks)",
+            "The server speaks Anthropic's Messages API: judge with --judge anthropic:MODEL and --base-url without "
+            "/v1 (AnthropicJudge in Python).",
+        )
 
     def _failure(self, err: OpenAIError) -> JudgeError:
         """The assay error for an SDK error; its message never contains the API key."""

@@ -35,6 +35,8 @@ ANTHROPIC_FAULTS: Final[tuple[str, ...]] = (
     "malformed",
     "refusal",
     "truncated",
+    "html",
+    "empty",
 )
 """The fault names :class:`FakeAnthropicServer` understands."""
 
@@ -142,7 +144,9 @@ class FakeAnthropicServer(FakeServer[_Handler]):
             first), ``reset`` (drop the connection with no response), ``malformed`` (200,
             a text block that is not JSON instead of the tool call), ``refusal`` (200,
             ``stop_reason`` ``refusal`` with a refusal text block), ``truncated`` (200,
-            ``stop_reason`` ``max_tokens`` with the answer cut in half in a text block).
+            ``stop_reason`` ``max_tokens`` with the answer cut in half in a text block),
+            ``html`` (200, a proxy's login page as ``text/html``), ``empty`` (200, an
+            empty body).
         seed: Seed of the random generator that draws faults.
         timeout_sleep_s: How long a ``timeout`` fault stalls; longer than the client's
             timeout.
@@ -153,6 +157,9 @@ class FakeAnthropicServer(FakeServer[_Handler]):
             when the request's ``anthropic-version`` is ``2026-10-21`` or later, as the
             real API does.
         model: The model reported when a request names none.
+        any_path: Answer Messages requests at any ``POST`` path
+            (``/v1/chat/completions`` too), as a server that ignores the path does: an
+            OpenAI client pointed here gets a Messages reply with status 200.
     """
 
     handler_class = _Handler
@@ -170,6 +177,7 @@ class FakeAnthropicServer(FakeServer[_Handler]):
         include_usage: bool = True,
         reject_sampling_params: bool = True,
         model: str = "fake-judge",
+        any_path: bool = False,
     ) -> None:
         super().__init__(
             responder or anthropic_default_responder,
@@ -180,6 +188,7 @@ class FakeAnthropicServer(FakeServer[_Handler]):
             require_api_key=require_api_key,
             include_usage=include_usage,
             model=model,
+            any_path=any_path,
         )
         self.reject_sampling_params = reject_sampling_params
         self._api_versions: list[str | None] = []
@@ -229,7 +238,7 @@ class FakeAnthropicServer(FakeServer[_Handler]):
         if fault == "529":
             handler._send_error(529, "Overloaded")
             return
-        if self._dropped(handler, fault):
+        if self._dropped(handler, fault) or self._sent_odd_body(handler, fault):
             return
 
         try:

@@ -23,7 +23,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
-__all__ = ["FakeHandler", "FakeServer", "Responder"]
+__all__ = ["HTML_PAGE", "FakeHandler", "FakeServer", "Responder"]
+
+HTML_PAGE = (
+    b"<!DOCTYPE html>\n<html><head><title>Sign in - Example Proxy</title></head>"
+    b"<body><form action='/login'><input name='user'></form></body></html>\n"
+)
+"""What the ``html`` fault answers with status 200: a proxy's login page."""
 
 Responder = Callable[[dict[str, Any]], str]
 """Turns a request body into the assistant's answer text."""
@@ -74,10 +80,10 @@ class FakeHandler(BaseHTTPRequestHandler):
         """Log nothing: request lines are noise and headers carry credentials."""
 
     def do_POST(self) -> None:
-        """Parse a JSON object body sent to :attr:`post_path` and hand it to the server."""
+        """Parse a JSON object body sent to :attr:`post_path` (any path with ``any_path``) and hand it on."""
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if self.path.rstrip("/") != self.post_path:
+        if self.path.rstrip("/") != self.post_path and not self.server.owner.any_path:
             self._send_request_error(404, f"Unknown path {self.path}")
             return
         try:
@@ -103,6 +109,14 @@ class FakeHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         for name, value in [*self.response_headers.items(), *(headers or {}).items()]:
             self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _send_raw(self, status: int, data: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
         self.wfile.flush()
@@ -136,6 +150,9 @@ class FakeServer(Generic[HandlerT]):
         require_api_key: When set, requests must carry this key.
         include_usage: Whether responses carry a ``usage`` object.
         model: The model name reported when a request names none.
+        any_path: Answer a ``POST`` to any path in this server's format, as a server or
+            proxy that ignores the path does: a client of the other API pointed here
+            gets this API's reply, with status 200.
     """
 
     handler_class: type[HandlerT]
@@ -154,8 +171,10 @@ class FakeServer(Generic[HandlerT]):
         require_api_key: str | None,
         include_usage: bool,
         model: str,
+        any_path: bool = False,
     ) -> None:
         self.responder: Responder = responder
+        self.any_path = any_path
         self.latency_s = latency_s
         self.timeout_sleep_s = timeout_sleep_s
         self.require_api_key = require_api_key
@@ -308,6 +327,16 @@ class FakeServer(Generic[HandlerT]):
         """
         if fault == "reset" or (fault == "timeout" and not self._wait(self.timeout_sleep_s)):
             handler._reset()
+            return True
+        return False
+
+    def _sent_odd_body(self, handler: HandlerT, fault: str | None) -> bool:
+        """Apply an ``html`` or ``empty`` fault (a 200 that is no API reply); True when one was sent."""
+        if fault == "html":
+            handler._send_raw(200, HTML_PAGE, "text/html; charset=utf-8")
+            return True
+        if fault == "empty":
+            handler._send_raw(200, b"", "application/json")
             return True
         return False
 

@@ -35,6 +35,8 @@ FAULTS: Final[tuple[str, ...]] = (
     "refusal",
     "truncated",
     "wrong_count",
+    "html",
+    "empty",
 )
 """The fault names :class:`FakeOpenAIServer` understands."""
 
@@ -254,7 +256,8 @@ class FakeOpenAIServer(FakeServer[_Handler]):
             ``refusal`` (200, ``message.refusal`` set, ``content`` null), ``truncated``
             (200, content cut in half, ``finish_reason`` ``length``), ``wrong_count``
             (200, a ``verdicts`` list one item longer than the normal answer's, or
-            malformed when the schema has no ``verdicts`` array).
+            malformed when the schema has no ``verdicts`` array), ``html`` (200, a
+            proxy's login page as ``text/html``), ``empty`` (200, an empty body).
         seed: Seed of the random generator that draws faults.
         timeout_sleep_s: How long a ``timeout`` fault stalls; longer than the client's
             timeout.
@@ -270,6 +273,9 @@ class FakeOpenAIServer(FakeServer[_Handler]):
         answered_as: Request body and 1-based call number -> the model name a chat
             response reports (default: the requested one), to play a proxy that falls
             back to another model for some calls.
+        any_path: Answer chat completions at any ``POST`` path (``/v1/messages`` too), as
+            a server that ignores the path does: an Anthropic client pointed here gets a
+            chat-completions reply with status 200.
     """
 
     handler_class = _Handler
@@ -289,6 +295,7 @@ class FakeOpenAIServer(FakeServer[_Handler]):
         include_usage: bool = True,
         model: str = "fake-judge",
         answered_as: Callable[[Mapping[str, Any], int], str] | None = None,
+        any_path: bool = False,
     ) -> None:
         super().__init__(
             responder or default_responder,
@@ -299,6 +306,7 @@ class FakeOpenAIServer(FakeServer[_Handler]):
             require_api_key=require_api_key,
             include_usage=include_usage,
             model=model,
+            any_path=any_path,
         )
         self.rejects_json_schema = rejects_json_schema
         self.rejects_max_tokens = rejects_max_tokens
@@ -359,7 +367,7 @@ class FakeOpenAIServer(FakeServer[_Handler]):
             status = int(fault)
             handler._send_error(status, f"The server had an error ({status}).", "server_error")
             return
-        if self._dropped(handler, fault):
+        if self._dropped(handler, fault) or self._sent_odd_body(handler, fault):
             return
 
         finish_reason = "stop"
