@@ -525,3 +525,63 @@ def test_fit_script_names_the_bad_line(tmp_path: Path) -> None:
     items.write_text(json.dumps(good) + "\n" + json.dumps(good) + "\n")
     with pytest.raises(SystemExit, match=r"items.jsonl:2: item '1' of set 's' appears twice"):
         script.read_items(items)
+
+
+# --- numbers the evidence implies (issue 34, item 2) --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("statement", "evidence"),
+    [
+        # counts of things the evidence names one by one (adjectives between count and noun)
+        (
+            "Lee released three studio albums.",
+            "Lee's debut was the Blue Room album (2001). The Dust album followed in 2004, and the Quiet Hours "
+            "album closed the trilogy.",
+        ),
+        ("She has two younger sisters.", "Her sister Ana is a nurse; her sister Mia teaches in Porto."),
+        ("The complex has two towers.", "The North Tower and the South Tower opened in 1973; a plaza joins them."),
+        ("Two French ministers resigned.", "Minister Dupont resigned on Monday. Minister Moreau resigned a day later."),
+        # a running score one goal on from the evidence's, with a goal that moved it
+        ("Alves headed in to make it 3-2.", "It was 2-2 until Alves rose at the far post."),
+        ("Kim's penalty made it 3-1 to Seoul.", "Seoul were 2-1 up when Kim stepped up to take the penalty."),
+        (
+            "Okafor struck for 1-0 after ten minutes.",
+            "The game was goalless, 0-0, until Okafor's shot after ten minutes.",
+        ),
+        # a total or a margin the statement says it is
+        ("The club won by 4 goals.", "The club beat Rovers 6-2 on Saturday."),
+        ("They planted 120 trees in total.", "Volunteers planted 70 trees in the park and 50 trees along the river."),
+        ("Turnout rose by 6 percent.", "Turnout was 58 percent in 2016 and 64 percent in 2020."),
+    ],
+)
+def test_a_number_the_evidence_implies_is_not_missing(statement: str, evidence: str) -> None:
+    features = detail_features(statement, evidence)
+    assert features.missing_numbers == 0, features.problems()
+    assert len(features.implied) == 1 and features.as_dict()["implied"] == list(features.implied)
+
+
+@pytest.mark.parametrize(
+    ("statement", "evidence"),
+    [
+        # a count the evidence does not name exactly
+        (
+            "Lee released four studio albums.",
+            "Lee's debut was the Blue Room album (2001). The Dust album followed in 2004.",
+        ),
+        ("She has two sisters.", "Her sister Ana is a nurse."),
+        ("Two stops are near the city.", "There is a frequent stop near the city and a single stop downtown."),
+        ("Three bridges cross the river.", "The North Bridge and the South Bridge cross it; no other bridge does."),
+        # a score that contradicts, or moved without a goal being said to move it
+        ("The score was 2-1 at half time.", "It was 1-1 at half time."),
+        ("Alves headed in to make it 5-3.", "Porto led 3-2 until Alves rose at the far post."),
+        # a total or margin that does not add up, or a sum nobody said was one
+        ("The club won by 3 goals.", "The club beat Rovers 6-2 on Saturday."),
+        ("They planted 130 trees in total.", "Volunteers planted 70 trees in the park and 50 trees along the river."),
+        ("They planted 120 trees.", "Volunteers planted 70 trees in the park and 50 trees along the river."),
+        ("The tower was finished in 1990 in total.", "Work began in 1985 and took 5 years."),
+    ],
+)
+def test_a_number_the_evidence_does_not_imply_is_still_missing(statement: str, evidence: str) -> None:
+    features = detail_features(statement, evidence)
+    assert features.missing_numbers >= 1 and not features.implied

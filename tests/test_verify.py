@@ -62,7 +62,8 @@ def test_threshold_decides_and_only_failing_statements_get_reasons() -> None:
     p1_calls = [c for o in outcomes for c in o.calls if c.purpose.endswith(".p1")]
     assert len(p1_calls) == 3 and all(c.usage.prompt_tokens > 0 for c in p1_calls), "logit calls record their tokens"
     assert judge.reasons == ['{"verdict": 0, "reason": "'] * 2
-    assert outcomes[1].verdict is not None and outcomes[1].verdict.reason.startswith("the context says otherwise")
+    assert outcomes[1].verdict is not None
+    assert outcomes[1].verdict.reason == "the judge's P(supported) 0.60 < threshold 0.7: the context says otherwise"
     details = outcomes[1].verdict.details
     assert details is not None and details["p_judge"] == pytest.approx(0.6) and details["threshold"] == 0.7
     assert [c.purpose for c in outcomes[1].calls] == ["faithfulness.verdict.p1", "faithfulness.verdict.reason"]
@@ -146,3 +147,61 @@ def test_context_recall_applies_its_threshold(threshold: float, expected: float)
     assert score.value == expected
     details = score.verdicts[0].details
     assert details is not None and details["threshold"] == threshold and details["p_judge"] == pytest.approx(0.7)
+
+
+# --- every reason starts with what decided the verdict (issue 34, item 3) -----------------------
+
+
+@pytest.mark.parametrize(
+    ("statement", "context", "p", "noted"),
+    [
+        # the judge decided (P below the threshold); a lexical note rides along and is said to decide nothing
+        (
+            "The museum had previously closed in 2019.",
+            "KEY the museum closed in 2019 after a fire.",
+            0.38,
+            "previously",
+        ),
+        ("Lina formerly coached the team in Oslo.", "KEY Lina coached the team in Oslo.", 0.21, "formerly"),
+        ("The bridge was quietly reopened in May.", "KEY The bridge was reopened in May.", 0.44, "quietly"),
+    ],
+)
+def test_a_verdict_the_judge_decided_says_so_first_and_its_notes_after(
+    statement: str, context: str, p: float, noted: str
+) -> None:
+    outcome = _run(StatementVerifier(reasons="none").verify([context], [statement], LogitJudge({statement: p})))[0]
+    assert outcome.verdict is not None and outcome.verdict.value == 0
+    reason = outcome.verdict.reason
+    assert reason.startswith(f"the judge's P(supported) {p:.2f} < threshold 0.5")
+    assert "notes, not what decided it:" in reason and noted in reason
+    assert reason.index("threshold") < reason.index(noted)
+
+
+@pytest.mark.parametrize(
+    ("statement", "context", "cause"),
+    [
+        ("The river is 7,000 km long.", "KEY The river is 6,400 km long.", "number 7,000 km is not in the evidence"),
+        (
+            "The treaty was signed by Norway.",
+            "KEY The treaty was signed by Sweden.",
+            'name "Norway" is not in the evidence',
+        ),
+        ("The plant did not reopen in 2020.", "KEY The plant reopened in 2020.", 'the statement negates "reopen"'),
+    ],
+)
+def test_a_vetoed_verdict_names_the_veto_and_its_cause_first(statement: str, context: str, cause: str) -> None:
+    outcome = _run(StatementVerifier(reasons="none").verify([context], [statement], LogitJudge({statement: 0.9})))[0]
+    assert outcome.verdict is not None and outcome.verdict.value == 0
+    reason = outcome.verdict.reason
+    assert reason.startswith("vetoed by the detail check: ")
+    assert cause in reason.split("(the judge's P")[0]
+    assert "the judge's P(supported) 0.90 >= threshold 0.5: would have passed it" in reason
+
+
+def test_a_supported_verdict_says_the_judge_passed_it_and_what_the_evidence_implies() -> None:
+    statement, context = "Two bridges cross the river.", "KEY The North Bridge and the South Bridge cross the river."
+    outcome = _run(StatementVerifier().verify([context], [statement], LogitJudge({statement: 0.8})))[0]
+    assert outcome.verdict is not None and outcome.verdict.value == 1
+    reason = outcome.verdict.reason
+    assert reason.startswith("the judge's P(supported) 0.80 >= threshold 0.5: context 1 says:")
+    assert "implied by the evidence: Two bridges: the evidence describes 2 (north; south)" in reason

@@ -584,8 +584,8 @@ class StatementVerifier:
         if state.supported and not reason and cited:
             quote = cited[0]
             reason = f"context {quote.context + 1} says: {_quote(quote.text)}"
-        if not state.supported and state.features is not None and state.features.problems():
-            reason = "; ".join(state.features.problems()) + (f" ({reason})" if reason else "")
+        if threshold:
+            reason = self._decided_reason(state, reason)
         details: dict[str, Any] | None = None
         if threshold:
             details = {"p_judge": round(state.best, 4), "threshold": self.threshold}
@@ -611,6 +611,30 @@ class StatementVerifier:
             evidence=state.evidence,
             features=state.features,
         )
+
+    def _decided_reason(self, state: _State, reason: str) -> str:
+        """A threshold verdict's reason, what decided it first.
+
+        The veto and its cause, or the judge's P against the threshold; then the judge's own
+        reason; then the detail notes that decided nothing, and what the evidence implies.
+        """
+        p, t = state.best, self.threshold
+        judge = f"the judge's P(supported) {p:.2f} {'>=' if p >= t else '<'} threshold {t:g}"
+        features = state.features
+        if state.vetoed and features is not None:
+            cause = "; ".join(features.problems_of(state.vetoed)) or ", ".join(state.vetoed)
+            verdict = "would have passed it" if p >= t else "failed it too"
+            head = f"vetoed by the detail check: {cause} ({judge}: {verdict})"
+            notes = [line for line in features.problems() if line not in features.problems_of(state.vetoed)]
+        else:
+            head = judge
+            notes = features.problems() if features is not None and not state.supported else []
+        parts = [head + (f": {reason}" if reason else "")]
+        if notes:
+            parts.append("notes, not what decided it: " + "; ".join(notes))
+        if features is not None and features.implied:
+            parts.append("implied by the evidence: " + "; ".join(features.implied))
+        return "; ".join(parts)
 
 
 _QUOTE_CHARS = 240

@@ -19,9 +19,10 @@ from assay.grounding._details._features import DETAIL_FEATURES, DetailFeatures
 COMBINER_SCHEMA = 1
 """Version of the combiner file's layout; :meth:`DetailCombiner.from_dict` reads only this one."""
 
-FEATURES_VERSION = "1"
+FEATURES_VERSION = "2"
 """Version of the detail checks' rules. Bump it when a rule changes what a feature counts:
-coefficients fitted on other rules are then refused instead of silently misapplied."""
+coefficients fitted on other rules are then refused instead of silently misapplied (2: a number the
+evidence implies, a count of what it names, a running score, a total or margin, is not missing)."""
 
 LOGIT_P = "logit_p"
 """Name of the combiner input ``log(q / (1 - q))``, q the clipped P(supported)."""

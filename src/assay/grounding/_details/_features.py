@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -9,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from assay.grounding._details._cues import _local_antonyms, _local_negation, _local_quantifier
+from assay.grounding._details._implied import implied
 from assay.grounding._details._lexicon import _split
 from assay.grounding._details._names import _entities, _is_acronym, _name_present
 from assay.grounding._details._numbers import _alternatives, _Number, _number_present, _same
@@ -49,6 +51,11 @@ class DetailFeatures:
             from what the evidence describes, so it is the judge's to decide, not a veto's.
             Not a feature of :meth:`vector`.
         messages: One human-readable line per problem found (see :meth:`problems`).
+        implied: Numbers of the statement the evidence implies without writing them, each
+            with how (a count of the things it describes, a running score, a sum or
+            difference: ``assay.grounding._details._implied``); not missing.
+        by_check: The lines of ``messages`` that each veto check found (``missing_numbers``,
+            ``missing_entities``, ``negation_mismatches``), so a veto's reason names its own cause.
     """
 
     missing_numbers: int = 0
@@ -60,6 +67,8 @@ class DetailFeatures:
     longest_uncovered_run: int = 0
     missing_counts: int = 0
     messages: tuple[str, ...] = field(default=(), compare=False)
+    implied: tuple[str, ...] = field(default=(), compare=False)
+    by_check: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
 
     def values(self) -> dict[str, float]:
         """``{feature name: value}`` in the order of :data:`DETAIL_FEATURES`."""
@@ -73,7 +82,14 @@ class DetailFeatures:
         """JSON-ready: every feature by name, and ``"problems"``: the list of :meth:`problems`."""
         out: dict[str, Any] = {name: getattr(self, name) for name in DETAIL_FEATURES}
         out["problems"] = list(self.messages)
+        if self.implied:
+            out["implied"] = list(self.implied)
         return out
+
+    def problems_of(self, checks: Sequence[str]) -> list[str]:
+        """The lines found by ``checks`` (e.g. the vetoes that fired), in the order of :meth:`problems`."""
+        wanted = {line for check in checks for line in self.by_check.get(check, ())}
+        return [line for line in self.messages if line in wanted]
 
     def problems(self) -> list[str]:
         """One line per problem, e.g. ``number 7,000 km is not in the evidence (it says 6,400 km)``."""
@@ -125,12 +141,18 @@ def detail_features(statement: str, evidence: str) -> DetailFeatures:
     messages: list[str] = []
 
     missing_numbers = missing_counts = 0
+    implications: list[str] = []
+    by_check: dict[str, list[str]] = {}
     checked: list[_Number] = []
     for number in stated.numbers:
         if any(n.kind == number.kind and _same(n.value, number.value) for n in checked):
             continue
         checked.append(number)
         if _number_present(number, given.numbers):
+            continue
+        implication = implied(number, statement, given)
+        if implication is not None:  # a count of what it describes, a score, a sum: not missing
+            implications.append(implication)
             continue
         missing_numbers += 1
         what = "date" if number.kind == "month" else "number"
@@ -140,6 +162,7 @@ def detail_features(statement: str, evidence: str) -> DetailFeatures:
             missing_counts += 1
             says = " (a count: the judge decides whether the evidence describes that many)"
         messages.append(f"{what} {_short(number.display(), 30)} is not in the evidence{says}")
+        by_check.setdefault("missing_numbers", []).append(messages[-1])
 
     missing_entities = 0
     seen_names: set[str] = set()
@@ -152,6 +175,7 @@ def detail_features(statement: str, evidence: str) -> DetailFeatures:
             missing_entities += 1
             shown = name if name.startswith('"') else f'"{name}"'
             messages.append(f"name {_short(shown, 80)} is not in the evidence")
+            by_check.setdefault("missing_entities", []).append(messages[-1])
 
     negations = antonyms = quantifiers = 0
     for sentence in stated.sentences:
@@ -164,6 +188,7 @@ def detail_features(statement: str, evidence: str) -> DetailFeatures:
         if negation is not None:
             negations += 1
             messages.append(negation)
+            by_check.setdefault("negation_mismatches", []).append(negation)
         antonyms += len(found)
         messages.extend(found)
         if quantifier is not None:
@@ -197,4 +222,6 @@ def detail_features(statement: str, evidence: str) -> DetailFeatures:
         longest_uncovered_run=longest,
         missing_counts=missing_counts,
         messages=tuple(messages),
+        implied=tuple(implications),
+        by_check={name: tuple(found) for name, found in by_check.items()},
     )
