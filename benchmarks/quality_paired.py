@@ -10,9 +10,9 @@ model is run here):
   is supported" (score == 1) against the answer's label, on the answers scored in both
   runs (that benchmark leaves unscored answers out of its balanced accuracy too).
 
-Per set, on the items present in both runs: balanced accuracy before and after, and a
-seeded bootstrap 95% CI of after minus before, resampling items (so both figures move
-together); the items whose verdict changed are counted.
+Per set, on the items present in both runs: balanced accuracy, TPR (faithful called
+faithful) and TNR before and after, each with a seeded bootstrap 95% CI of after minus
+before, resampling items (so both figures move together); the items whose verdict changed are counted.
 
     python benchmarks/quality_paired.py --verdicts-before A.json --verdicts-after B.json \\
         --answers-before before.jsonl --answers-after after.jsonl
@@ -33,19 +33,35 @@ from judge_agreement import balanced_accuracy
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "grounding"
 
 
+def _rate(labels: np.ndarray, calls: np.ndarray, label: int) -> float:
+    """TPR (label 1) or TNR (label 0): the share of items with ``label`` called ``label``."""
+    mask = labels == label
+    return float((calls[mask] == label).mean()) if mask.any() else float("nan")
+
+
+MEASURES = {
+    "ba": balanced_accuracy,
+    "tpr": lambda y, c: _rate(y, c, 1),
+    "tnr": lambda y, c: _rate(y, c, 0),
+}
+
+
 def paired(labels: np.ndarray, before: np.ndarray, after: np.ndarray, seed: int = 7, n: int = 2000) -> dict[str, float]:
-    """BA before and after, and a bootstrap 95% CI of the difference, resampling items together."""
+    """BA, TPR and TNR before and after, each with a bootstrap 95% CI of the difference (items resampled together)."""
     rng = np.random.default_rng(seed)
-    diffs = []
+    diffs: dict[str, list[float]] = {m: [] for m in MEASURES}
     for _ in range(n):
         idx = rng.integers(0, len(labels), len(labels))
         if len(set(labels[idx])) < 2:
             continue
-        diffs.append(balanced_accuracy(labels[idx], after[idx]) - balanced_accuracy(labels[idx], before[idx]))
-    low, high = np.percentile(diffs, [2.5, 97.5])
-    b, a = balanced_accuracy(labels, before), balanced_accuracy(labels, after)
-    return {"n": len(labels), "before": b, "after": a, "diff": a - b, "low": float(low), "high": float(high),
-            "changed": int((before != after).sum())}  # fmt: skip
+        for name, measure in MEASURES.items():
+            diffs[name].append(measure(labels[idx], after[idx]) - measure(labels[idx], before[idx]))
+    out: dict[str, float] = {"n": len(labels), "changed": int((before != after).sum())}
+    for name, measure in MEASURES.items():
+        low, high = np.percentile(diffs[name], [2.5, 97.5])
+        b, a = measure(labels, before), measure(labels, after)
+        out |= {f"{name}_before": b, f"{name}_after": a, f"{name}_low": float(low), f"{name}_high": float(high)}
+    return out
 
 
 def verdict_level(before: Path, after: Path) -> dict[str, dict[str, float]]:
@@ -90,18 +106,20 @@ def main() -> None:
     parser.add_argument("--answers-before", type=Path)
     parser.add_argument("--answers-after", type=Path)
     args = parser.parse_args()
-    print("| level | set | items | before | after | after - before [95% CI] | items changed |")
-    print("|---|---|---|---|---|---|---|")
+    print("| level | set | items | measure | before | after | after - before [95% CI] | items changed |")
+    print("|---|---|---|---|---|---|---|---|")
     rows = []
     if args.verdicts_before and args.verdicts_after:
         rows += [("verdict", k, v) for k, v in verdict_level(args.verdicts_before, args.verdicts_after).items()]
     if args.answers_before and args.answers_after:
         rows += [("answer", k, v) for k, v in answer_level(args.answers_before, args.answers_after).items()]
     for level, name, f in rows:
-        print(
-            f"| {level} | {name} | {f['n']} | {f['before']:.3f} | {f['after']:.3f} | "
-            f"{f['diff']:+.3f} [{f['low']:+.3f}, {f['high']:+.3f}] | {f['changed']} |"
-        )
+        for m in MEASURES:
+            b, a = f[f"{m}_before"], f[f"{m}_after"]
+            print(
+                f"| {level} | {name} | {f['n']} | {m.upper()} | {b:.3f} | {a:.3f} | "
+                f"{a - b:+.3f} [{f[f'{m}_low']:+.3f}, {f[f'{m}_high']:+.3f}] | {f['changed']} |"
+            )
 
 
 if __name__ == "__main__":
