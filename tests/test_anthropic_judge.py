@@ -442,8 +442,7 @@ def test_an_openai_compatible_server_is_a_judge_error_naming_the_server_and_the_
         assert fake.calls == 1
     text = str(err)
     assert text.startswith(f"The Anthropic server at {root.removeprefix('http://')} answered HTTP 200 with an OpenAI ")
-    assert "chat-completions reply (it has 'choices'" in text
-    assert "not a Messages API reply (a JSON object with a 'content' list)" in text
+    assert "chat-completions reply (with 'choices'), not a Messages API reply (with 'content' blocks)" in text
     assert "--judge openai:MODEL" in text and "/v1" in text
 
 

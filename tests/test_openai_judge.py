@@ -435,7 +435,7 @@ def test_an_anthropic_server_is_a_judge_error_naming_the_server_and_the_shape() 
         host = fake.base_url.removeprefix("http://")
     text = str(err)
     assert text.startswith(f"The OpenAI-compatible server at {host} answered HTTP 200 with an Anthropic Messages")
-    assert "not a chat-completions reply (a JSON object with 'choices')" in text
+    assert "Messages API reply (with 'content' blocks), not a chat-completions reply (with 'choices')" in text
     assert "--judge anthropic:MODEL" in text and "without /v1" in text
 
 

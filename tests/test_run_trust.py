@@ -428,6 +428,75 @@ def supported_when_sky_one(messages: list[dict[str, str]], schema: type | None) 
     return json.dumps({"reason": "r", "verdict": int("sky" in statement)})
 
 
+def test_the_progress_cost_is_unknown_before_the_first_reply_of_an_unpriced_judge(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An invalid first row moves the line before any judge call answered: it said $0.0000
+    # for a judge whose price nobody knows (issue 35 item 12).
+    import assay.run._evaluate as runner
+
+    data = [
+        {"id": "bad", "question": "Colour?", "answer": ["not", "text"], "contexts": ["Sky."]},
+        {"id": "a", "question": "Colour?", "answer": "The sky is blue.", "contexts": ["Sky."]},
+    ]
+    metric = Faithfulness(strategy="per_statement", decomposer="sentences")
+    for name, before in (("my-own-model", "unknown"), ("function", "$0.0000")):
+        recorder = _Recorder()
+        monkeypatch.setattr(runner, "make_reporter", lambda progress, recorder=recorder: recorder)
+        evaluate(data, metric, FunctionJudge(supported_when_sky_one, name=name), progress="plain")
+        first = recorder.events[0][1]
+        assert "scored 0 " in first and "judge call" not in first and "· 0 tok ·" in first, recorder.events
+        assert first.endswith(f"· {before}"), first
+        if before == "unknown":
+            assert all("$" not in stats for _, stats in recorder.events), recorder.events
+
+
+def test_plain_progress_prints_a_line_every_interval_while_nothing_finishes() -> None:
+    # With the local judge a log showed nothing between 0s and 1m03s (issue 35 item 13).
+    import io
+    import time
+
+    from rich.console import Console
+
+    from assay.run._progress import make_reporter
+
+    stream = io.StringIO()
+    reporter = make_reporter("plain", Console(file=stream), interval_s=0.05)
+    reporter.start("judging", 3, 0)
+    time.sleep(0.4)
+    reporter.advance(1, "scored 1")
+    time.sleep(0.2)
+    reporter.close()
+    lines = stream.getvalue().splitlines()
+    waiting = [line for line in lines if line.startswith("judging: 0/3")]
+    assert len(waiting) >= 5, lines  # the first line and a heartbeat every 0.05 s, with no sample finished
+    assert sum(line.startswith("judging: 1/3") for line in lines) >= 3, lines
+    time.sleep(0.15)
+    assert stream.getvalue().splitlines() == lines  # closed: the heartbeat stopped
+
+
+def test_a_slow_judge_still_gets_a_plain_line_every_interval(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import time
+
+    import assay.run._progress as progress
+
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL_S", 0.1)
+
+    def slow(messages: list[dict[str, str]], schema: type | None) -> str:
+        time.sleep(0.8)  # blocks the event loop, as an in-process model does
+        return supported_when_sky_one(messages, schema)
+
+    data = [{"id": "a", "question": "Colour?", "answer": "The sky is blue.", "contexts": ["Sky."]}]
+    metric = Faithfulness(strategy="per_statement", decomposer="sentences")
+    evaluate(data, metric, FunctionJudge(slow), progress="plain")
+    lines = capsys.readouterr().err.splitlines()
+    waiting = [line for line in lines if line.startswith("judging: 0/1")]
+    assert len(waiting) >= 4, lines  # the call takes 0.8 s: a line every 0.1 s while it runs
+    assert lines[-1].startswith("judging: 1/1 (100%)"), lines
+
+
 def test_a_counted_judge_counts_scored_choices_and_keeps_exactly_the_inner_capabilities() -> None:
     import asyncio
 

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -287,3 +288,111 @@ def test_contexts_given_as_one_string_is_said_once_on_the_command_line(tmp_path:
         "note: contexts was one string, not a list, in 3 rows of data.jsonl; each was taken as one context "
         "(give a list to pass several)" in flat
     )
+
+
+# -- what the summary says of failed calls and of cost (issue 35) --------------------------------
+
+
+def _dead_base_url() -> str:
+    with FakeOpenAIServer() as server:
+        return server.base_url  # nothing listens there once the server is closed
+
+
+def _calls(flat: str) -> tuple[int, int]:
+    found = re.search(r"judge calls (\d+) \(cached \d+, failed (\d+)\)", flat)
+    assert found, flat
+    return int(found[1]), int(found[2])
+
+
+def test_a_server_that_is_not_running_is_said_in_the_summary_not_only_in_runs_show(tmp_path: Path) -> None:
+    (tmp_path / "data.jsonl").write_text(rows(3))
+    base_url = _dead_base_url()
+    host = base_url.removeprefix("http://").removesuffix("/v1")
+    code, out = invoke("run", "data.jsonl", "--judge", "openai:fake", "--base-url", base_url,
+                       "--retries", "0", "--no-cache", "--progress", "none")  # fmt: skip
+    assert code == 3, out
+    flat = " ".join(out.split())
+    refused = f"Could not talk to the OpenAI-compatible server at {host} (ConnectError); is it running?"
+    assert f"judge_error: 3 — first: {refused}" in flat
+    calls, failed = _calls(flat)
+    assert calls == failed > 0
+    assert f"every judge call failed ({calls} of {calls}): {refused}" in flat
+    assert "JudgeHTTPError" not in flat  # the class name is for runs show and the records, not the summary
+
+
+def test_the_summary_gives_the_first_message_of_each_reason_and_no_every_call_line_when_some_answered(
+    tmp_path: Path,
+) -> None:
+    def judge(body: dict[str, object]) -> str:
+        user = str(body["messages"][1]["content"])  # type: ignore[index]
+        if "Row 1." in user:
+            raise RuntimeError("row one breaks the server")
+        if "Row 2." in user:
+            return "I would rather not say."
+        return sentence_judge(body)
+
+    (tmp_path / "data.jsonl").write_text(rows(4))
+    with FakeOpenAIServer(judge) as server:
+        code, out = invoke("run", "data.jsonl", "--judge", "openai:fake", "--base-url", server.base_url,
+                           "--retries", "0", "--reasks", "0", "--no-cache", "--progress", "none")  # fmt: skip
+    assert code == 3, out  # half of the results are unscored, above --max-unscored
+    flat = " ".join(out.split())
+    assert "judge_error: 1 — first: The OpenAI-compatible server at 127.0.0.1:" in flat
+    assert "answered HTTP 500 (model 'fake'): responder raised RuntimeError: row one breaks the server" in flat
+    assert "parse_failure: 1 — first: " in flat
+    assert "every judge call failed" not in flat
+
+
+def test_an_anthropic_judge_at_an_openai_server_counts_its_calls_and_says_what_answered(tmp_path: Path) -> None:
+    (tmp_path / "data.jsonl").write_text(rows(3))
+    with FakeOpenAIServer(any_path=True) as server:
+        root = server.base_url.removesuffix("/v1")
+        code, out = invoke("run", "data.jsonl", "--judge", "anthropic:claude-x", "--base-url", root,
+                           "--no-cache", "--progress", "none")  # fmt: skip
+        made = server.calls
+    assert code == 3, out
+    flat = " ".join(out.split())
+    assert made > 0 and _calls(flat) == (made, made)  # every request that was made is counted, each failed
+    assert "metric_error" not in flat and "NoneType" not in flat
+    assert "judge_error: 3 — first: The Anthropic server at" in flat
+    assert f"every judge call failed ({made} of {made}): The Anthropic server at" in flat
+    assert "answered HTTP 200 with an OpenAI chat-completions reply" in flat and "--judge openai:MODEL" in flat
+    with RunStore(".assay/runs.sqlite") as store:
+        run_id = store.latest()
+    code, shown = invoke("runs", "show", run_id)
+    assert code == 0 and "TypeError" not in shown and "judge_error — JudgeError: The Anthropic server" in shown
+
+
+def test_a_fully_cached_run_of_an_unpriced_judge_costs_unknown_and_of_a_priced_one_nothing(tmp_path: Path) -> None:
+    (tmp_path / "data.jsonl").write_text(rows(2))
+    (tmp_path / "prices.json").write_text(json.dumps({"openai:priced*": {"input": 1.0, "output": 2.0}}))
+    with FakeOpenAIServer(sentence_judge) as server:
+        for model, cost in (("openai:fake", "cost unknown (openai:fake has no price; see --prices)"),
+                            ("openai:priced", "cost $0.0000")):  # fmt: skip
+            judge = ("--judge", model, "--base-url", server.base_url, "--prices", "prices.json", "--progress", "none")
+            code, first = invoke("run", "data.jsonl", *judge)
+            assert code == 0, first
+            before = server.calls
+            code, again = invoke("run", "data.jsonl", *judge)
+            assert code == 0 and server.calls == before, again  # every answer came from the cache
+            flat = " ".join(again.split())
+            assert "judge calls 0 (cached " in flat and cost in flat, flat
+
+
+def test_progress_says_unknown_before_the_first_reply_of_an_unpriced_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import assay.run._progress as progress
+
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL_S", 0.0)  # every move of the line is printed
+    (tmp_path / "data.jsonl").write_text("{not json\n" + rows(2))
+    with FakeOpenAIServer(sentence_judge) as server:
+        for model, cost in (("openai:fake", "unknown"), ("openai:gpt-4o-mini", "$0.0000")):
+            code, out = invoke("run", "data.jsonl", "--judge", model, "--base-url", server.base_url,
+                               "--no-cache", "--progress", "plain")  # fmt: skip
+            assert code == 2, out
+            # the invalid first row moves the line before any judge call was answered
+            before_reply = next(line for line in out.splitlines() if "scored 0 unscored 0 · 0 tok" in line)
+            assert before_reply.split(" · ")[-2] == cost, before_reply
+            if cost == "unknown":
+                assert "$0.0000" not in out

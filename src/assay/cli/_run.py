@@ -6,6 +6,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import signal
 import threading
 import time
@@ -122,7 +123,12 @@ def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float,
     table.add_column("scored", justify="right", no_wrap=True)
     table.add_column("unscored (by reason)")
     for name, s in summary.metrics.items():
-        reasons = ", ".join(f"{r}: {n}" for r, n in s.unscored_by_reason.items()) or "0"
+        first = summary.first_unscored.get(name, {})
+        said = [
+            f"{r}: {n}" + (f" — first: {printable(_said(first[r]), breaks=False)}" if r in first else "")
+            for r, n in s.unscored_by_reason.items()
+        ]
+        reasons = ("\n" if first else ", ").join(said) or "0"
         table.add_row(printable(name), fmt_score(s.mean), str(s.n_scored), reasons)
     out_console.print(table)
     cost = summary.cost
@@ -131,6 +137,12 @@ def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float,
         f"{cost.failed_calls}) · tokens {cost.usage.prompt_tokens:,} in / {cost.usage.completion_tokens:,} out · "
         f"cost {printable(cost.describe())}"
     )
+    if cost.every_call_failed and cost.first_error:
+        err_console.print(
+            f"[red]every judge call failed[/red] ({cost.failed_calls} of {cost.calls}): "
+            f"{printable(_said(cost.first_error), breaks=False)}",
+            soft_wrap=True,
+        )
     models = judge_models_note(cost.models, judge)
     if models:
         err_console.print(f"[bold yellow]warning[/bold yellow]: {printable(models)}", soft_wrap=True)
@@ -165,6 +177,14 @@ def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float,
 
 _EVIDENCE_CHARS = 120
 _SENTENCE_CHARS = 240
+_SAID_CHARS = 400
+_JUDGE_ERROR_NAME = re.compile(r"^_?\w*Judge\w*Error: ")
+
+
+def _said(detail: str) -> str:
+    """An unscored result's detail or a call's error as one summary line, without the judge error's class name."""
+    text = " ".join(_JUDGE_ERROR_NAME.sub("", detail, count=1).split())
+    return text if len(text) <= _SAID_CHARS else text[: _SAID_CHARS - 1] + "…"
 
 
 def _unsupported_in_answer(answer: str, score: Score) -> Text:

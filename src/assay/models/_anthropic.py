@@ -85,7 +85,7 @@ class AnthropicJudge(HTTPJudge["AsyncAnthropic"]):
         "variable or pass api_key=..., or point base_url at a local server that "
         "speaks the Messages API."
     )
-    _reply_shape = "a Messages API reply (a JSON object with a 'content' list)"
+    _reply_shape = "a Messages API reply (with 'content' blocks)"
 
     def __init__(
         self,
@@ -191,9 +191,9 @@ class AnthropicJudge(HTTPJudge["AsyncAnthropic"]):
         if not openai_shaped(value):
             return None
         return (
-            "an OpenAI chat-completions reply (it has 'choices', not 'content' blocks)",
-            "The server speaks the OpenAI-compatible chat-completions API: judge with --judge openai:MODEL and "
-            "--base-url ending in /v1 (OpenAIJudge in Python).",
+            "an OpenAI chat-completions reply (with 'choices')",
+            "It speaks the OpenAI-compatible API: use --judge openai:MODEL and a --base-url ending in /v1 "
+            "(OpenAIJudge in Python).",
         )
 
     def _failure(self, err: AnthropicError) -> JudgeError:

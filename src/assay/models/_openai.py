@@ -70,7 +70,7 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
         "variable or pass api_key=..., or point base_url at a local "
         "OpenAI-compatible server."
     )
-    _reply_shape = "a chat-completions reply (a JSON object with 'choices')"
+    _reply_shape = "a chat-completions reply (with 'choices')"
 
     def __init__(
         self,
@@ -188,9 +188,9 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
         if not anthropic_shaped(value):
             return None
         return (
-            "an Anthropic Messages API reply (it has 'content' blocks)",
-            "The server speaks Anthropic's Messages API: judge with --judge anthropic:MODEL and --base-url without "
-            "/v1 (AnthropicJudge in Python).",
+            "an Anthropic Messages API reply (with 'content' blocks)",
+            "It speaks Anthropic's Messages API: use --judge anthropic:MODEL and a --base-url without /v1 "
+            "(AnthropicJudge in Python).",
         )
 
     def _failure(self, err: OpenAIError) -> JudgeError:

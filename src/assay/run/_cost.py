@@ -94,17 +94,27 @@ class CostReport:
     models: dict[str, int] = field(default_factory=dict)
     """Calls (cached ones too) per model that answered them, as each response named it
     (:func:`~assay.analysis.judge_models_note` says what a reader must be told of them)."""
+    first_error: str | None = None
+    """The error of the first failed call counted (``"JudgeHTTPError: Could not talk to ..."``)."""
 
     def add(self, calls: Iterable[JudgeCall]) -> None:
-        """Count these calls (cached ones count as calls made, at no cost)."""
+        """Count these calls (cached ones count as calls made, at no cost).
+
+        A cached answer of a model without a price costs nothing now, but what it cost
+        when it was asked is not known: the cost stays unknown, never ``$0.0000``.
+        """
         for call in calls:
             self.models[call.model] = self.models.get(call.model, 0) + 1
             if call.cached:
                 self.cached_calls += 1
+                if self.prices.rate(call.model) is None:
+                    self.unpriced_models.add(call.model)
                 continue
             self.calls += 1
             if call.error is not None:
                 self.failed_calls += 1
+                if self.first_error is None:
+                    self.first_error = call.error
             self.usage = self.usage + call.usage
             cost = self.prices.cost(call.model, call.usage)
             if cost is None:
@@ -119,8 +129,19 @@ class CostReport:
         """``"$0.0123"``; ``"unknown (m has no price; ...)"`` when no call had a price (never ``$0.0000``)."""
         return describe_cost(self.usd, self.unpriced_models, self.priced_calls, self.uncounted_models)
 
-    def brief(self) -> str:
-        """``"$0.0123"``, ``"$0.0123 + unknown"`` or ``"unknown"``: for progress lines."""
+    @property
+    def every_call_failed(self) -> bool:
+        """Whether calls were made and every one of them failed (cached answers are not calls made)."""
+        return self.calls > 0 and self.failed_calls == self.calls
+
+    def brief(self, judge: str | None = None) -> str:
+        """``"$0.0123"``, ``"$0.0123 + unknown"`` or ``"unknown"``: for progress lines.
+
+        ``judge`` is the model asked: before anything is counted, its price decides, so a
+        judge without one is ``unknown`` from the first line on, never ``$0.0000``.
+        """
+        if judge is not None and not self.models and self.prices.rate(judge) is None:
+            return "unknown"
         if not self.unpriced_models and not self.uncounted_models:
             return f"${self.usd:.4f}"
         return f"${self.usd:.4f} + unknown" if self.priced_calls else "unknown"

@@ -57,9 +57,9 @@ def _open_cache(cache: JudgeCache | str | Path | bool | None) -> tuple[JudgeCach
     return cache, False
 
 
-def _cost_text(cost: CostReport) -> str:
-    """``$0.0123``, ``$0.0123 + unknown`` or ``unknown`` (as the summary says it)."""
-    return cost.brief()
+def _cost_text(cost: CostReport, judge: str) -> str:
+    """``$0.0123``, ``$0.0123 + unknown`` or ``unknown``, as the summary says it (and progress from the start)."""
+    return cost.brief(judge)
 
 
 async def aevaluate(
@@ -193,7 +193,8 @@ async def aevaluate(
         unscored = sum(m.n_unscored for m in s.metrics.values())
         calls = f" · {calls_made:,} judge call{'s' if calls_made != 1 else ''}" if calls_made else ""
         return (
-            f"scored {s.n_scored} unscored {unscored}{calls} · {s.cost.usage.total_tokens:,} tok · {_cost_text(s.cost)}"
+            f"scored {s.n_scored} unscored {unscored}{calls} · {s.cost.usage.total_tokens:,} tok · "
+            f"{_cost_text(s.cost, judge_model.model_id)}"
         )
 
     def call_done() -> None:

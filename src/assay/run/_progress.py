@@ -1,8 +1,11 @@
 """Progress of a run: a rich bar in terminals and notebooks, plain lines in CI logs.
 
 Where output is not a terminal (a CI log, a pipe), a redrawn bar is noise: the plain
-reporter prints one line at a steady pace (every ``interval_s`` seconds and at the end)
-with counts, tokens, cost and an ETA, and never an ANSI escape. The bar and the final
+reporter prints one line at a steady pace (every ``interval_s`` seconds, default
+:data:`PLAIN_INTERVAL_S`, and at the end) with counts, tokens, cost and an ETA, and never
+an ANSI escape. A line comes at least that often while the run goes on, even when no
+sample or call finished meanwhile (a slow local judge): a log that stays silent for a
+minute looks like a hung job. The bar and the final
 summary describe cost the same way (:meth:`~assay.run.CostReport.describe`), so a run
 whose judge has no price says ``unknown`` in both, never ``$0.0000``.
 """
@@ -10,6 +13,7 @@ whose judge has no price says ``unknown`` in both, never ``$0.0000``.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import IO, Any, Literal, Protocol
 
@@ -25,7 +29,10 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-__all__ = ["ProgressMode", "Reporter", "load_local_judge", "make_reporter"]
+__all__ = ["PLAIN_INTERVAL_S", "ProgressMode", "Reporter", "load_local_judge", "make_reporter"]
+
+PLAIN_INTERVAL_S = 10.0
+"""Seconds between plain progress lines (at most: one comes this often while a run goes on)."""
 
 ProgressMode = Literal["auto", "bar", "plain", "none"]
 """``auto``: a bar where the output is a terminal or a notebook, plain lines elsewhere."""
@@ -117,7 +124,12 @@ def _duration(seconds: float) -> str:
 
 
 class _Plain:
-    """One plain line every ``interval_s`` seconds (and at the end): for logs."""
+    """One plain line every ``interval_s`` seconds (and at the end): for logs.
+
+    Lines come when work finishes, at most one per ``interval_s``; a heartbeat thread adds
+    one whenever ``interval_s`` passed without any, so a log never goes quiet for longer
+    while the run goes on. Every print holds one lock, so lines never interleave.
+    """
 
     def __init__(self, stream: IO[str], interval_s: float) -> None:
         self._stream = stream
@@ -130,6 +142,9 @@ class _Plain:
         self._started = time.monotonic()
         self._last = -float("inf")
         self._last_bytes = -float("inf")
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._heartbeat: threading.Thread | None = None
 
     def _line(self) -> str:
         elapsed = time.monotonic() - self._started
@@ -145,43 +160,67 @@ class _Plain:
         print(text, file=self._stream, flush=True)
 
     def start(self, description: str, total: int | None, done: int) -> None:
-        self._description, self._total, self._done = description, total, done
-        self._started = time.monotonic()
-        self._print(self._line())
-        self._last = time.monotonic()
+        with self._lock:
+            self._description, self._total, self._done = description, total, done
+            self._started = time.monotonic()
+            self._print(self._line())
+            self._last = time.monotonic()
+        if self._heartbeat is None and self._interval > 0:
+            self._heartbeat = threading.Thread(target=self._beat, name="assay-progress", daemon=True)
+            self._heartbeat.start()
+
+    def _beat(self) -> None:
+        """Print the line whenever ``interval_s`` passed without one, until :meth:`close`."""
+        while True:
+            with self._lock:
+                wait = self._last + self._interval - time.monotonic()
+                if wait <= 0:
+                    self._last = time.monotonic()
+                    self._print(self._line())
+                    wait = self._interval
+            if self._closed.wait(wait):
+                return
 
     def advance(self, n: int, stats: str) -> None:
-        self._done += n
-        self._done_here += n
-        self._stats = stats
-        now = time.monotonic()
-        if now - self._last >= self._interval:
-            self._last = now
-            self._print(self._line())
+        with self._lock:
+            self._done += n
+            self._done_here += n
+            self._stats = stats
+            now = time.monotonic()
+            if now - self._last >= self._interval:
+                self._last = now
+                self._print(self._line())
 
     def note(self, message: str) -> None:
-        self._print(message)
+        with self._lock:
+            self._print(message)
 
     def bytes(self, description: str, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done >= total or now - self._last_bytes >= self._interval:
-            self._last_bytes = now
-            self._print(f"{description}: {done / 1e6:.0f}/{total / 1e6:.0f} MB")
+        with self._lock:
+            now = time.monotonic()
+            if done >= total or now - self._last_bytes >= self._interval:
+                self._last_bytes = now
+                self._print(f"{description}: {done / 1e6:.0f}/{total / 1e6:.0f} MB")
 
     def close(self) -> None:
-        if self._description:
-            self._print(self._line())
+        self._closed.set()
+        if self._heartbeat is not None:
+            self._heartbeat.join()
+        with self._lock:
+            if self._description:
+                self._print(self._line())
 
 
 def make_reporter(
-    mode: ProgressMode | bool | None, console: Console | None = None, *, interval_s: float = 10.0
+    mode: ProgressMode | bool | None, console: Console | None = None, *, interval_s: float | None = None
 ) -> Reporter:
     """The reporter for ``mode`` (``True``/``None``: ``auto``; ``False``: ``none``).
 
     Args:
         mode: How to show progress.
         console: Where a bar draws (default: standard error).
-        interval_s: Seconds between plain lines.
+        interval_s: Seconds between plain lines (default :data:`PLAIN_INTERVAL_S`): at
+            most this long passes without one while the run goes on.
     """
     if mode is False or mode == "none":
         return _Silent()
@@ -190,7 +229,8 @@ def make_reporter(
         mode = "bar" if console.is_terminal or console.is_jupyter else "plain"
     if mode == "bar":
         return _Bar(console)
-    return _Plain(console.file if console.file is not None else sys.stderr, interval_s)
+    interval = PLAIN_INTERVAL_S if interval_s is None else interval_s
+    return _Plain(console.file if console.file is not None else sys.stderr, interval)
 
 
 def load_local_judge(judge: Any, reporter: Reporter) -> None:

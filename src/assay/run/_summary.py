@@ -40,6 +40,9 @@ class RunSummary:
         cost: Calls, tokens and cost over every judge call of every result.
         lowest: Metric name -> up to 10 scored samples, lowest value first: each sample
             once, as its lowest scored repeat.
+        first_unscored: Metric name -> unscored reason -> the detail of its first result
+            with a detail, in the order the results were counted (input order for a
+            stored run): what a reader needs to act on ``judge_error: 3``.
     """
 
     metrics: Mapping[str, Summary]
@@ -47,6 +50,7 @@ class RunSummary:
     n_row_errors: int
     cost: CostReport
     lowest: Mapping[str, Sequence[SampleResult]] = field(default_factory=dict)
+    first_unscored: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def n_scored(self) -> int:
@@ -101,6 +105,7 @@ class RunTally:
         # Per metric, at most LOWEST_KEPT samples (by line): each one's lowest scored repeat.
         self._lowest: dict[str, dict[int, tuple[float, int, int, SampleResult]]] = {}
         self._cost = CostReport(prices=prices or PriceTable())
+        self._first_unscored: dict[str, dict[str, str]] = {}
         self.n_results = 0
         self.n_row_errors = 0
 
@@ -112,6 +117,8 @@ class RunTally:
             self._cost.add(score.all_calls)
             if score.is_scored:
                 self._keep_lowest(name, score.value, result)
+            elif score.unscored_reason is not None and score.detail:
+                self._first_unscored.setdefault(name, {}).setdefault(score.unscored_reason.value, score.detail)
 
     def _keep_lowest(self, name: str, value: float, result: SampleResult) -> None:
         """Keep the ``LOWEST_KEPT`` samples whose lowest repeat is lowest (ties: the earlier line).
@@ -147,6 +154,7 @@ class RunTally:
                 name: [entry[-1] for entry in sorted(kept.values(), key=lambda entry: entry[:3])]
                 for name, kept in self._lowest.items()
             },
+            first_unscored={name: dict(reasons) for name, reasons in self._first_unscored.items()},
         )
 
 
