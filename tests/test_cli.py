@@ -208,3 +208,80 @@ def test_repeats_with_temperature_reach_the_judge_as_real_repeats(tmp_path: Path
         # two real repeats of the verdict, none answered from the cache; the answer's one sentence
         # stands alone, so it is its own statement and no decomposition call is made
         assert server.calls == 2
+
+
+# -- what a new user writes first (issue 35 items 7 and 11) --------------------------------------
+
+
+def _invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "200", "NO_COLOR": "1"})
+    return result.exit_code, result.output
+
+
+def test_capitalised_columns_from_a_spreadsheet_are_judged(tmp_path: Path) -> None:
+    data = tmp_path / "sheet.csv"
+    lines = ["Question,Answer,Contexts"] + [
+        f'{r["question"]},{r["answer"]},"{json.dumps(r["contexts"]).replace(chr(34), chr(34) * 2)}"' for r in ROWS
+    ]
+    data.write_text("\n".join(lines) + "\n")
+    with FakeOpenAIServer(word_overlap_judge) as server:
+        code, out = _invoke(
+            "run", str(data), "--judge", "openai:fake", "--base-url", server.base_url, "--progress", "none"
+        )
+        assert server.calls == 2
+    assert code == 0, out
+    assert "│ faithfulness │ 0.500 │      2 │" in out
+
+
+def test_a_map_written_field_equals_column_stops_before_any_call_with_the_one_meant(tmp_path: Path) -> None:
+    data = tmp_path / "rag.jsonl"
+    renamed = [{("response" if k == "answer" else k): v for k, v in r.items()} for r in ROWS]
+    data.write_text("".join(json.dumps(r) + "\n" for r in renamed))
+    for shape in ("jsonl", "csv"):
+        if shape == "csv":
+            data = tmp_path / "rag.csv"
+            data.write_text("question,response,contexts\nCapital?,Paris.,Paris is the capital.\n")
+        with FakeOpenAIServer(word_overlap_judge) as server:
+            code, out = _invoke("run", str(data), "--map", "answer=response", "--judge", "openai:fake",
+                                "--base-url", server.base_url)  # fmt: skip
+            assert server.calls == 0
+        assert code == 1, out
+        flat = " ".join(out.split())
+        assert "--map answer=response is the wrong way round" in flat and "did you mean --map response=answer?" in flat
+
+
+def test_metrics_may_be_given_as_one_comma_separated_list(tmp_path: Path) -> None:
+    data = tmp_path / "rag.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    with FakeOpenAIServer() as server:
+        code, out = _invoke("run", str(data), "-m", "faithfulness, answer_relevancy,", "--judge", "openai:fake",
+                            "--base-url", server.base_url, "--progress", "none")  # fmt: skip
+    assert code == 0, out
+    assert "│ faithfulness " in out and "│ answer_relevancy " in out
+    code, out = _invoke("run", str(data), "-m", ",", "--dry-run")
+    assert code == 1 and "-m names no metric" in out
+
+
+def test_run_on_a_folder_or_a_file_of_another_suffix_answers_a_command_line_user(tmp_path: Path) -> None:
+    (tmp_path / "rag.jsonl").write_text(json.dumps(ROWS[0]) + "\n")
+    code, out = _invoke("run", ".")
+    assert code == 1 and "error: .: is a directory; give a data file" in out and "it holds rag.jsonl" in out
+    (tmp_path / "rows.txt").write_text(json.dumps(ROWS[0]) + "\n")
+    code, out = _invoke("run", "rows.txt")
+    flat = " ".join(out.split())
+    assert code == 1 and "rows.txt: cannot tell the format from suffix '.txt'" in flat
+    assert "rename it rows.jsonl" in flat
+    assert "read_jsonl" not in flat and "Python" not in flat
+    assert not (tmp_path / ".assay").exists()
+
+
+def test_a_json_array_saved_as_jsonl_is_said_before_any_judge_call(tmp_path: Path) -> None:
+    (tmp_path / "rag.jsonl").write_text(json.dumps(ROWS) + "\n")
+    with FakeOpenAIServer(word_overlap_judge) as server:
+        code, out = _invoke("run", "rag.jsonl", "--judge", "openai:fake", "--base-url", server.base_url)
+        assert server.calls == 0
+    assert code == 1
+    assert (
+        "rag.jsonl holds one JSON array, not one object per line: rename it rag.json, or write one object per line"
+        in (" ".join(out.split()))
+    )

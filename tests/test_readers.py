@@ -14,10 +14,11 @@ from typing import Any, Literal
 
 import pytest
 
-from assay.errors import DatasetError, MissingExtraError, SampleError
+from assay.errors import ConfigError, DatasetError, MissingExtraError, SampleError
 from assay.run._dataset import Row, read_jsonl
 from assay.run._readers import (
     DATASET_SUFFIXES,
+    check_format,
     from_dataframe,
     from_hf_dataset,
     read_csv,
@@ -415,7 +416,7 @@ def test_read_dataset_passes_mapping_through(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["data.txt", "data.xlsx", "data", "data.csv.gz"])
 def test_read_dataset_rejects_unknown_suffixes_at_once(tmp_path: Path, name: str) -> None:
     (tmp_path / name).write_text("{}\n")  # a missing file is "no such file", whatever its suffix
-    with pytest.raises(DatasetError, match=r"cannot tell the format .* use one of \.jsonl"):
+    with pytest.raises(DatasetError, match=r"cannot tell the format .* give a file ending in \.jsonl"):
         read_dataset(tmp_path / name)
 
 
@@ -892,3 +893,189 @@ def test_a_directory_names_the_data_files_in_it_and_a_missing_path_says_so(tmp_p
         read_dataset(tmp_path / "empty")
     with pytest.raises(DatasetError, match=r"nowhere: no such file$"):
         read_dataset(tmp_path / "nowhere")  # no suffix: it is missing, not of an unknown format
+
+
+# -- the shape of a file, column names, a mapping the wrong way round (issue 35 items 7 and 11) ----
+
+RAG_ROWS = [
+    {"id": "a", "question": "Where?", "answer": "Paris.", "contexts": ["Paris is in France."]},
+    {"id": "b", "question": "When?", "answer": "1900.", "contexts": ["In 1900."]},
+]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".ndjson"])
+def test_a_json_array_in_a_json_lines_file_says_so_and_to_rename_it(tmp_path: Path, suffix: str) -> None:
+    one_line = tmp_path / f"data{suffix}"
+    one_line.write_text(json.dumps(RAG_ROWS) + "\n")
+    with pytest.raises(DatasetError) as caught:
+        list(read_dataset(one_line))
+    assert str(caught.value) == (
+        f"{one_line} holds one JSON array, not one object per line: rename it data.json, or write one object per line"
+    )
+    pretty = tmp_path / f"pretty{suffix}"
+    pretty.write_text(json.dumps(RAG_ROWS, indent=2) + "\n")
+    with pytest.raises(DatasetError) as caught:
+        list(read_dataset(pretty))
+    assert str(caught.value) == (
+        f"{pretty} holds one JSON array written over many lines, not one object per line: rename it pretty.json "
+        "(a .json file may hold one array), or write one object per line"
+    )
+    # renamed as the message says, it is read
+    renamed = pretty.rename(tmp_path / "pretty.json")
+    rows, errors = split(read_dataset(renamed, required=["answer"]))
+    assert errors == [] and [r.sample.id for r in rows] == ["a", "b"]
+
+
+def test_an_array_on_each_line_is_still_a_row_error_per_line(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [RAG_ROWS, RAG_ROWS])
+    rows, errors = split(read_dataset(path))
+    assert rows == [] and [str(e) for e in errors] == [
+        f"{path}:1: expected a JSON object, got list",
+        f"{path}:2: expected a JSON object, got list",
+    ]
+
+
+@pytest.mark.parametrize("key", ["data", "rows", "examples", "my rows"])
+@pytest.mark.parametrize("layout", ["one line", "pretty"])
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_rows_in_a_list_under_a_key_say_what_the_file_is_and_how_to_get_the_list(
+    tmp_path: Path, key: str, layout: str, suffix: str
+) -> None:
+    path = tmp_path / f"data{suffix}"
+    document = {key: RAG_ROWS, "version": 2}
+    path.write_text(json.dumps(document, indent=2 if layout == "pretty" else None) + "\n")
+    with pytest.raises(DatasetError) as caught:
+        list(read_dataset(path, required=["answer"]))
+    select = f".{key}" if key != "my rows" else '.["my rows"]'
+    assert str(caught.value) == (
+        f"{path} is one JSON object with its 2 rows in a list under '{key}', not a row per line or a JSON array of "
+        f"rows: write the list alone, e.g. jq '{select}' data{suffix} > data-rows.json"
+    )
+
+
+def test_a_row_holding_a_list_of_objects_is_a_row_not_a_wrapper(tmp_path: Path) -> None:
+    trace = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    path = write_jsonl(tmp_path / "d.json", [{"id": "t", "messages": trace}])
+    (row,) = list(read_dataset(path))
+    assert isinstance(row, Row) and len(row.sample.trace or ()) == 2
+    other = write_jsonl(tmp_path / "o.jsonl", [{"conversation": trace}])  # not rows: kept as metadata
+    (row,) = list(read_dataset(other))
+    assert isinstance(row, Row) and row.sample.metadata == {"conversation": trace}
+    calls = write_jsonl(tmp_path / "c.jsonl", [{"calls": [{"id": "c1", "name": "search"}]}])  # ids alone: no rows
+    (row,) = list(read_dataset(calls))
+    assert isinstance(row, Row) and "calls" in row.sample.metadata
+    turns = write_jsonl(tmp_path / "t.jsonl", [{"turns": [{"question": "Q?", "answer": "A."}], "answer": "A."}])
+    (row,) = list(read_dataset(turns))  # a column of its own: a row
+    assert isinstance(row, Row) and row.sample.answer == "A."
+    mapped = write_jsonl(tmp_path / "m.jsonl", [{"turns": [{"answer": "A."}]}])
+    (item,) = list(read_dataset(mapped, mapping={"turns": "trace"}))  # a column the mapping names: a row
+    assert isinstance(item, SampleError) and "field 'turns'" in str(item)  # read as a row, and checked as one
+    with pytest.raises(DatasetError, match="under 'turns'"):
+        list(read_dataset(mapped))
+
+
+def test_one_object_over_many_lines_says_to_write_it_on_one_line(tmp_path: Path) -> None:
+    for suffix in (".json", ".jsonl"):
+        path = tmp_path / f"one{suffix}"
+        path.write_text(json.dumps(RAG_ROWS[0], indent=2) + "\n")
+        with pytest.raises(DatasetError) as caught:
+            list(read_dataset(path))
+        assert str(caught.value) == (
+            f"{path} holds one JSON object written over many lines, not one object per line: write each row on one "
+            "line, or the rows as a JSON array in one.json"
+        )
+    broken = tmp_path / "broken.jsonl"  # not one document either: each line says what is wrong with it
+    broken.write_text('{"id": "a",\n"answer": \n')
+    rows, errors = split(read_dataset(broken))
+    assert rows == [] and len(errors) == 2 and all("invalid JSON" in str(e) for e in errors)
+
+
+def capitalised(kind: str, tmp_path: Path, columns: dict[str, list[Any]]) -> Any:
+    """The same table as a file of ``kind`` (or a DataFrame)."""
+    names = list(columns)
+    records = [dict(zip(names, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+    if kind == "csv":
+        cells = [[json.dumps(v) if isinstance(v, list) else str(v) for v in r.values()] for r in records]
+        return write_csv(tmp_path / "d.csv", [names, *cells])
+    if kind == "parquet":
+        return write_parquet(tmp_path / "d.parquet", columns)
+    if kind == "dataframe":
+        pd = pytest.importorskip("pandas")
+        return pd.DataFrame(columns)
+    if kind == "json":
+        path = tmp_path / "d.json"
+        path.write_text(json.dumps(records))
+        return path
+    return write_jsonl(tmp_path / "d.jsonl", records)
+
+
+def _read(data: Any, **kwargs: Any) -> Iterator[Item]:
+    return from_dataframe(data, **kwargs) if not isinstance(data, Path) else read_dataset(data, **kwargs)
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "json", "csv", "parquet", "dataframe"])
+def test_capitalised_columns_are_read_as_their_fields(tmp_path: Path, kind: str) -> None:
+    data = capitalised(kind, tmp_path, {
+        "ID": ["a", "b"],
+        "Question": ["Where?", "When?"],
+        "Response": ["Paris.", "1900."],  # an alias, capitalised
+        "Contexts": [["Paris is in France."], ["In 1900."]],
+        "Source": ["wiki", "book"],  # no field: metadata, under its own name
+    })  # fmt: skip
+    rows, errors = split(_read(data, required=["question", "answer", "contexts"]))
+    assert errors == []
+    a = rows[0].sample
+    assert (a.id, a.question, a.answer, a.contexts) == ("a", "Where?", "Paris.", ("Paris is in France.",))
+    assert a.metadata == {"Source": "wiki"}
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "csv", "dataframe"])
+def test_a_column_of_the_exact_name_or_the_mapping_wins_over_one_differing_in_case(tmp_path: Path, kind: str) -> None:
+    data = capitalised(kind, tmp_path, {"answer": ["exact"], "Answer": ["capital"], "contexts": [["c"]]})
+    (row,) = list(_read(data))
+    assert isinstance(row, Row) and row.sample.answer == "exact" and row.sample.metadata == {"Answer": "capital"}
+    (row,) = list(_read(data, mapping={"Answer": "reference"}))
+    assert isinstance(row, Row) and row.sample.reference == "capital"
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "json", "csv", "parquet", "dataframe"])
+def test_a_mapping_written_field_equals_column_gives_the_one_meant(tmp_path: Path, kind: str) -> None:
+    data = capitalised(kind, tmp_path, {"question": ["Q?"], "response_text": ["A."], "contexts": [["c"]]})
+    with pytest.raises(ConfigError) as caught:
+        list(_read(data, mapping={"answer": "response_text"}))
+    assert (
+        "--map answer=response_text is the wrong way round: 'response_text' is a column and 'answer' a field, and "
+        "--map takes COLUMN=FIELD; did you mean --map response_text=answer?"
+    ) in str(caught.value)
+    (row,) = list(_read(data, mapping={"response_text": "answer"}))
+    assert isinstance(row, Row) and row.sample.answer == "A."
+
+
+def test_a_mapping_to_no_field_of_a_column_there_is_not_is_not_called_reversed(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [{"question": "Q?", "response": "A.", "contexts": ["c"]}])
+    with pytest.raises(ConfigError) as caught:
+        list(read_dataset(path, mapping={"answer": "reply"}))  # 'reply' is no column either
+    assert "wrong way round" not in str(caught.value)
+
+
+def test_an_unknown_suffix_says_which_suffix_the_content_suggests_without_python_for_the_cli(tmp_path: Path) -> None:
+    for name, content, guess in [
+        ("notes.txt", json.dumps(RAG_ROWS[0]) + "\n", "It starts like a JSON object (JSON lines): if that is what it "
+         "holds, rename it notes.jsonl"),
+        ("export.tsv2", "id,question,answer\na,Q?,A.\n", "It starts like a CSV header: if that is what it holds, "
+         "rename it export.csv"),
+        ("dump", json.dumps(RAG_ROWS), "rename it dump.json"),
+        ("page.html", "<html><body>hi</body></html>\n", None),
+    ]:  # fmt: skip
+        path = tmp_path / name
+        path.write_text(content)
+        with pytest.raises(DatasetError) as caught:
+            check_format(path)
+        said = str(caught.value)
+        assert said.startswith(f"{path}: cannot tell the format from "), said
+        assert "give a file ending in .jsonl, .ndjson, .json, .csv, .parquet, .pq" in said
+        assert (guess in said) if guess else "rename" not in said, said
+        assert "read_jsonl" not in said  # a command-line user is not pointed at Python functions
+        with pytest.raises(DatasetError, match="in Python, read_jsonl / read_csv / read_parquet take any name"):
+            read_dataset(path)
+    check_format(write_jsonl(tmp_path / "fine.jsonl", RAG_ROWS))  # a known suffix passes

@@ -42,10 +42,10 @@ from assay.metrics._registry import build_metric
 from assay.models import JUDGE_FORMS, get_judge
 from assay.run import Limits, RunSpec, RunStore, SampleResult, new_run_id
 from assay.run._cost import PriceTable
-from assay.run._dataset import DEFAULT_MAX_FIELD_CHARS, DEFAULT_MAX_ROW_CHARS, check_data_file
+from assay.run._dataset import DEFAULT_MAX_FIELD_CHARS, DEFAULT_MAX_ROW_CHARS
 from assay.run._dryrun import EstimatingJudge
 from assay.run._evaluate import DEFAULT_CACHE_PATH
-from assay.run._readers import read_dataset
+from assay.run._readers import check_format, read_dataset
 from assay.run._session import RunOptions
 from assay.run._summary import RunSummary
 
@@ -61,6 +61,16 @@ def _parse_sets(sets: list[str]) -> dict[str, dict[str, str]]:
             raise ConfigError(f"--set takes METRIC.OPTION=VALUE, got {item!r}")
         options[metric][option] = value
     return dict(options)
+
+
+def _metric_names(given: list[str] | None) -> list[str]:
+    """The metrics ``-m`` names, each option split on commas (``-m faithfulness,context_recall``)."""
+    if not given:
+        return ["faithfulness"]
+    names = [name.strip() for item in given for name in item.split(",") if name.strip()]
+    if not names:
+        raise ConfigError(f"-m names no metric (got {', '.join(repr(item) for item in given)}); see 'assay metrics'")
+    return names
 
 
 def _parse_mapping(pairs: list[str]) -> dict[str, str]:
@@ -404,7 +414,10 @@ def run(
         typer.Argument(help="JSONL, CSV, Parquet or a JSON array: id, question, answer, contexts, reference."),
     ] = None,
     metric: Annotated[
-        list[str] | None, typer.Option("--metric", "-m", help="Metric to compute (repeatable); see 'assay metrics'.")
+        list[str] | None,
+        typer.Option(
+            "--metric", "-m", help="Metric to compute (repeatable, or a comma-separated list); see 'assay metrics'."
+        ),
     ] = None,
     set_: Annotated[
         list[str] | None, typer.Option("--set", help="A metric option: METRIC.OPTION=VALUE (repeatable).")
@@ -502,8 +515,8 @@ def run(
         else:
             if data is None:
                 raise ConfigError("give a DATA file to evaluate (or --resume RUN_ID)")
-            check_data_file(data)
-            names = metric or ["faithfulness"]
+            check_format(data)
+            names = _metric_names(metric)
             sets = _parse_sets(set_ or [])
             if strategy is not None:
                 sets.setdefault("faithfulness", {})["strategy"] = strategy

@@ -29,7 +29,17 @@ Cells are normalised the same way everywhere:
 - numpy scalars and arrays become plain Python values.
 
 ``mapping`` renames columns (``{"my_answer": "answer"}``) and wins over the standard
-:data:`~assay.run.ALIASES`; columns that are no sample field go to ``metadata``.
+:data:`~assay.run.ALIASES`; columns that are no sample field go to ``metadata``. A column
+named like a field or an alias but for its case (``Question``, ``Answer``, ``Contexts``,
+as spreadsheets write them) is read as that field, unless a column of the exact name (or
+an alias, or the mapping) gives the field already. A mapping written the wrong way round
+(``{"answer": "response"}`` where ``response`` is the column) is refused with the mapping
+it meant.
+
+A file whose content is not in the shape its reader expects is said as such, with what to
+do, before any row: one JSON array in a ``.jsonl`` file (on one line or pretty-printed),
+one JSON object holding the rows in a list (``{"data": [...]}``) or one object written
+over many lines in a ``.json`` or ``.jsonl`` file.
 ``limits`` (:class:`~assay.run.SizeLimits`) caps the text of a field and of a row: a
 row above either is a row error naming the field, its size, the limit and the option
 that raises it.
@@ -44,14 +54,17 @@ import codecs
 import csv
 import importlib
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from assay.errors import DatasetError, MissingExtraError, SampleError
+from assay._samples import Sample
+from assay.errors import ConfigError, DatasetError, MissingExtraError, SampleError
 from assay.run._dataset import (
     ALIASES,
     DATASET_SUFFIXES,
+    LIST_ALIASES,
     MappedColumns,
     Row,
     SizeLimits,
@@ -59,8 +72,8 @@ from assay.run._dataset import (
     check_data_file,
     check_mapped_columns,
     contexts_from_text,
+    json_lines,
     parse_json,
-    read_jsonl,
     require_rows,
     sample_from_record,
 )
@@ -70,6 +83,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DATASET_SUFFIXES",
+    "check_format",
     "from_dataframe",
     "from_hf_dataset",
     "read_csv",
@@ -110,26 +124,75 @@ def read_dataset(
     Raises:
         DatasetError: The path does not exist or is a directory (naming the data files in
             it), or the suffix is not one of the above (raised at once); the file is
-            unreadable, or a JSON array file is not valid JSON (raised when iteration
-            starts); it holds no rows and no row errors (raised when iteration ends).
+            unreadable, a JSON array file is not valid JSON, or the content is not in the
+            shape the suffix promises (one JSON array in a ``.jsonl`` file, one object
+            holding the rows in a list; raised when iteration starts); it holds no rows and
+            no row errors (raised when iteration ends).
+        ConfigError: ``mapping`` is written the wrong way round (``{"answer": "response"}``
+            where ``response`` is a column; raised when iteration starts).
     """
     path = Path(path)
     check_data_file(path)
     kind = DATASET_SUFFIXES.get(path.suffix.lower())
     if kind is None:
-        known = ", ".join(DATASET_SUFFIXES)
-        shown = f"suffix {path.suffix!r}" if path.suffix else "no suffix"
-        raise DatasetError(
-            f"{path}: cannot tell the format from {shown}; use one of {known} "
-            "(or call read_jsonl / read_csv / read_parquet directly)"
-        )
+        raise DatasetError(f"{_format_problem(path)} (in Python, read_jsonl / read_csv / read_parquet take any name)")
     if kind == "csv":
         return read_csv(path, required=required, mapping=mapping, limits=limits)
     if kind == "parquet":
         return read_parquet(path, required=required, mapping=mapping, limits=limits)
     if path.suffix.lower() == ".json":
         return _read_json_lines(path, required=tuple(required), mapping=mapping, limits=limits)
-    return read_jsonl(path, required=required, mapping=mapping, limits=limits)
+    return require_rows(
+        _checked_jsonl_rows(path, tuple(required), mapping, limits),
+        f"{path}: no rows (the file is empty or holds only blank lines)",
+    )
+
+
+def check_format(path: str | Path) -> None:
+    """Raise unless ``path`` is a data file whose format its suffix tells (``assay run``'s check).
+
+    Raises:
+        DatasetError: the path is missing or a directory (naming the data files in it), or
+            its suffix is none of :data:`DATASET_SUFFIXES`; the message says which suffix
+            to give it, from what its first line looks like.
+    """
+    path = Path(path)
+    check_data_file(path)
+    if path.suffix.lower() not in DATASET_SUFFIXES:
+        raise DatasetError(_format_problem(path))
+
+
+def _format_problem(path: Path) -> str:
+    """A file whose suffix names no format: which suffixes there are, and the one its content suggests."""
+    shown = f"suffix {path.suffix!r}" if path.suffix else "no suffix"
+    problem = f"{path}: cannot tell the format from {shown}; give a file ending in {', '.join(DATASET_SUFFIXES)}"
+    first = _first_line(path, 4096).lstrip()
+    guess = None
+    if first.startswith("{"):
+        guess, what = ".jsonl", "a JSON object (JSON lines)"
+    elif first.startswith("["):
+        guess, what = ".json", "a JSON array"
+    elif first.startswith("PAR1"):
+        guess, what = ".parquet", "Parquet"
+    elif "," in first and not first.startswith("<"):
+        guess, what = ".csv", "a CSV header"
+    if guess is None:
+        return problem
+    return f"{problem}. It starts like {what}: if that is what it holds, rename it {path.with_suffix(guess).name}"
+
+
+def _first_line(path: Path, limit: int) -> str:
+    """The first non-blank line of a file (at most ``limit`` bytes of it), as text; ``""`` if unreadable."""
+    try:
+        with path.open("rb") as handle:
+            for raw in handle:
+                if raw.strip():
+                    return raw[:limit].removeprefix(codecs.BOM_UTF8).decode("utf-8", errors="replace")
+                if handle.tell() > limit:
+                    break
+    except OSError:
+        return ""
+    return ""
 
 
 def _read_json_lines(
@@ -149,7 +212,7 @@ def _json_rows(
     with path.open("rb") as handle:
         head = handle.read(4096).removeprefix(codecs.BOM_UTF8).lstrip()
     if not head.startswith(b"["):
-        yield from _jsonl_rows(path, required, mapping, limits)
+        yield from _checked_jsonl_rows(path, required, mapping, limits)
         return
     data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
     try:
@@ -167,6 +230,7 @@ def _json_rows(
         raise DatasetError(f"{path}: expected a JSON array of objects")
     source = str(path)
     seen: dict[str, int] = {}
+    mapping = fit_mapping(mapping, (key for item in items if isinstance(item, dict) for key in item), source)
     columns = MappedColumns(mapping, source)
     for number, item in enumerate(items, start=1):
         columns.see(item)
@@ -188,6 +252,180 @@ def _json_rows(
             continue
         yield Row(sample, number, tuple(notes))
     columns.check(len(items))
+
+
+# -- JSON lines: the shape of the file, before its rows ------------------------------------------
+
+_PEEKED_ROWS = 50
+"""JSON lines read ahead for their column names (to fit the mapping to them)."""
+_WHOLE_DOCUMENT_BYTES = 256 * 1024 * 1024
+"""Largest file parsed whole to tell what one JSON document over many lines holds."""
+
+
+def _checked_jsonl_rows(
+    path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None, limits: SizeLimits | None
+) -> Iterator[Row | SampleError]:
+    """JSON lines, once the file is known to hold one JSON value a line and the mapping fits its columns."""
+    check_data_file(path)
+    problem = _json_lines_shape_problem(path, mapping or {})
+    if problem is not None:
+        raise DatasetError(problem)
+    columns: list[str] = []
+    for n, item in enumerate(json_lines(path)):
+        if n >= _PEEKED_ROWS:
+            break
+        if not isinstance(item, SampleError) and isinstance(item[1], dict):
+            columns.extend(str(key) for key in item[1])
+    yield from _jsonl_rows(path, required, fit_mapping(mapping, columns, str(path)), limits)
+
+
+def _json_lines_shape_problem(path: Path, mapping: Mapping[str, str]) -> str | None:
+    """What makes a file meant to hold one JSON object a line hold something else, with what to do; or ``None``.
+
+    Found: one JSON array (on one line, or pretty-printed over many: a ``.json`` file's
+    content in a ``.jsonl`` file), one object holding the rows in a list
+    (``{"data": [...]}``), one object written over many lines. (A ``.json`` file that
+    starts with ``[`` is read as an array before this is asked.) A key ``mapping`` names
+    is a column, so an object with one is a row.
+    """
+    json_name = path.with_suffix(".json").name
+    lines = _non_blank_lines(path, 2)
+    if not lines:
+        return None
+    first = lines[0]
+    try:
+        value: Any = parse_json(first, strict=False)
+    except ValueError:
+        value = _UNPARSED
+    if first.startswith("["):
+        if value is _UNPARSED:
+            return (
+                f"{path} holds one JSON array written over many lines, not one object per line: rename it "
+                f"{json_name} (a .json file may hold one array), or write one object per line"
+            )
+        if isinstance(value, list) and len(lines) == 1:
+            return (
+                f"{path} holds one JSON array, not one object per line: rename it {json_name}, or write one "
+                "object per line"
+            )
+        return None  # an array on each line: each row says so
+    if not first.startswith("{"):
+        return None
+    if value is _UNPARSED:  # the first line is not a whole object: one JSON document over many lines?
+        try:
+            if path.stat().st_size > _WHOLE_DOCUMENT_BYTES:
+                return None
+            value = parse_json(path.read_bytes().removeprefix(codecs.BOM_UTF8).decode("utf-8"), strict=False)
+        except (OSError, ValueError):
+            return None  # not one document either: each line says what is wrong with it
+        if not isinstance(value, dict):
+            return None
+        wrapped = _rows_under(value, mapping)
+        if wrapped is not None:
+            return _wrapper_problem(path, *wrapped)
+        return (
+            f"{path} holds one JSON object written over many lines, not one object per line: write each row on "
+            f"one line, or the rows as a JSON array in {json_name}"
+        )
+    wrapped = _rows_under(value, mapping) if isinstance(value, dict) else None
+    return _wrapper_problem(path, *wrapped) if wrapped is not None else None
+
+
+_UNPARSED = object()
+_JQ_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _rows_under(value: Mapping[str, Any], mapping: Mapping[str, str]) -> tuple[str, int] | None:
+    """(key, how many) when ``value`` is no row but holds the rows: a list of objects with what rows hold.
+
+    Not when ``value`` has a column itself (a field, an alias, a mapped column): then it is a
+    row, read as one. An item counts as a row by a field it gives besides ``id`` and
+    ``metadata`` (a list of tool calls with ids is not rows).
+    """
+    if any(str(key) in mapping or _column_field(str(key)) is not None for key in value):
+        return None
+    for key, held in value.items():
+        if (
+            isinstance(held, list)
+            and held
+            and all(isinstance(item, dict) for item in held)
+            and any(_column_field(str(column)) not in _NOT_CONTENT for item in held[:20] for column in item)
+        ):
+            return str(key), len(held)
+    return None
+
+
+_NOT_CONTENT = frozenset({None, "id", "metadata"})
+
+
+def _wrapper_problem(path: Path, key: str, n: int) -> str:
+    select = f".{key}" if _JQ_NAME.fullmatch(key) else f'.["{key}"]'
+    rows_file = path.with_name(f"{path.stem}-rows.json")
+    return (
+        f"{path} is one JSON object with its {n} row{'s' if n != 1 else ''} in a list under '{key}', not a row per "
+        f"line or a JSON array of rows: write the list alone, e.g. jq '{select}' {path.name} > {rows_file.name}"
+    )
+
+
+def _non_blank_lines(path: Path, n: int) -> list[str]:
+    """The first ``n`` non-blank lines, stripped (a byte-order mark dropped; bytes that are not UTF-8 replaced)."""
+    found: list[str] = []
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle):
+            text = (raw.removeprefix(codecs.BOM_UTF8) if number == 0 else raw).decode("utf-8", errors="replace")
+            if text.strip():
+                found.append(text.strip())
+                if len(found) >= n:
+                    break
+    return found
+
+
+# -- column names: case, and a mapping written the wrong way round ------------------------------
+
+_FIELDS = frozenset(Sample.model_fields)
+_BY_FOLDED = {name.casefold(): name for name in (*_FIELDS, *ALIASES) if name not in LIST_ALIASES}
+
+
+def _column_field(column: str) -> str | None:
+    """The field a column gives by its name (exactly, as an alias, or but for its case), or ``None``."""
+    name = column if column in _FIELDS or column in ALIASES else _BY_FOLDED.get(column.casefold())
+    return None if name is None else ALIASES.get(name, name)
+
+
+def fit_mapping(mapping: Mapping[str, str] | None, columns: Iterable[str], source: str | None) -> dict[str, str]:
+    """``mapping`` checked against the ``columns`` a source has, with columns named but for their case added.
+
+    A column that differs from a field or an alias only in case (``Question``, ``Answer``,
+    ``Retrieved_Contexts``) is read as that field, unless the mapping names it or another
+    column (an exact name, an alias, a mapped one) gives the field already.
+
+    Raises:
+        ConfigError: the mapping is written FIELD=COLUMN (``--map answer=response``, where
+            ``answer`` is no column and ``response`` is one); the message gives the
+            mapping meant (``--map response=answer``).
+    """
+    given = dict(mapping or {})
+    present = list(dict.fromkeys(str(column) for column in columns))
+    where = f"{source}: " if source else ""
+    for column, target in given.items():
+        if target not in _FIELDS and column in _FIELDS and column not in present and target in present:
+            raise ConfigError(
+                f"{where}--map {column}={target} is the wrong way round: '{target}' is a column and '{column}' a "
+                f"field, and --map takes COLUMN=FIELD; did you mean --map {target}={column}?"
+            )
+    exact = _FIELDS | set(ALIASES)
+    claimed = {given.get(c) or ALIASES.get(c, c) for c in present if c in given or c in exact}
+    claimed.update(given.values())
+    found: dict[str, str] = {}
+    for column in present:
+        if column in given or column in exact:
+            continue
+        field = _column_field(column)
+        if field is None or field in claimed:
+            continue
+        found[column] = field
+        claimed.add(field)
+    return {**found, **given}
 
 
 # -- CSV ------------------------------------------------------------------------------------
@@ -238,7 +476,6 @@ def read_csv(
 def _csv_rows(
     path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None, limits: SizeLimits | None
 ) -> Iterator[Row | SampleError]:
-    renames = _renames(mapping)
     source = str(path)
     check_data_file(path)
     try:
@@ -251,6 +488,8 @@ def _csv_rows(
         header = _csv_header(reader, lines, source)
         if header is None:
             return
+        mapping = fit_mapping(mapping, [name for name in header if name], source)
+        renames = _renames(mapping)
         check_mapped_columns(mapping, [name for name in header if name], source)
         seen: dict[str, int] = {}
         reread_until = 0  # lines up to this one are read a second time, after an unclosed quote
@@ -445,7 +684,6 @@ def _parquet_rows(
     batch_rows: int,
     limits: SizeLimits | None,
 ) -> Iterator[Row | SampleError]:
-    renames = _renames(mapping)
     source = str(path)
     seen: dict[str, int] = {}
     if batch_rows < 1:
@@ -458,6 +696,8 @@ def _parquet_rows(
         raise DatasetError(f"{path}: not a readable Parquet file ({_brief(exc)})") from None
     try:
         _check_unique([str(name) for name in parquet_file.schema_arrow.names], source)
+        mapping = fit_mapping(mapping, [str(name) for name in parquet_file.schema_arrow.names], source)
+        renames = _renames(mapping)
         check_mapped_columns(mapping, [str(name) for name in parquet_file.schema_arrow.names], source)
         number = 0
         batches = iter(parquet_file.iter_batches(batch_size=batch_rows))
@@ -531,10 +771,11 @@ def _dataframe_rows(
     pandas = _import_optional("pandas", "pandas", "pandas", "Reading a pandas DataFrame")
     if not isinstance(df, pandas.DataFrame):
         raise DatasetError(f"from_dataframe() needs a pandas DataFrame, got {type(df).__name__}")
-    renames = _renames(mapping)
     seen: dict[str, int] = {}
     columns = [str(name) for name in df.columns]
     _check_unique(columns, source or "the DataFrame")
+    mapping = fit_mapping(mapping, columns, source)
+    renames = _renames(mapping)
     check_mapped_columns(mapping, columns, source)
     for number, values in enumerate(df.itertuples(index=False, name=None), start=1):
         record = {name: _plain(value) for name, value in zip(columns, values, strict=True)}
@@ -592,7 +833,6 @@ def _hf_rows(
         raise DatasetError(f"from_hf_dataset() needs one split, got a dataset dict with splits {splits}; pick one")
     if not isinstance(ds, datasets.Dataset | datasets.IterableDataset):
         raise DatasetError(f"from_hf_dataset() needs a datasets.Dataset, got {type(ds).__name__}")
-    renames = _renames(mapping)
     seen: dict[str, int] = {}
     # Read unformatted (plain Python rows): a Dataset formatted for numpy or torch, and any
     # IterableDataset (whose format is not public; with_format is lazy there).
@@ -601,7 +841,9 @@ def _hf_rows(
     rows = ds.with_format(None) if formatted else ds
     names = getattr(ds, "column_names", None)
     if isinstance(names, list):
+        mapping = fit_mapping(mapping, [str(name) for name in names], source)
         check_mapped_columns(mapping, [str(name) for name in names], source)
+    renames = _renames(mapping)
     columns = MappedColumns(mapping if not isinstance(names, list) else None, source)
     number = 0
     for number, raw in enumerate(rows, start=1):
