@@ -396,3 +396,21 @@ def test_progress_says_unknown_before_the_first_reply_of_an_unpriced_judge(
             assert before_reply.split(" · ")[-2] == cost, before_reply
             if cost == "unknown":
                 assert "$0.0000" not in out
+
+
+def test_a_dry_runs_progress_says_it_estimates_and_scores_nothing(tmp_path: Path) -> None:
+    (tmp_path / "data.jsonl").write_text("{not json\n" + rows(4))
+    for judge, cost in (("openai:gpt-4o-mini", "~$0.00"), ("openai:my-model", "cost unknown (no price)")):
+        code, out = invoke("run", "data.jsonl", "--judge", judge, "--base-url", "http://127.0.0.1:9/v1",
+                           "--dry-run", "--progress", "plain")  # fmt: skip
+        assert code == 0, out
+        progress = [line for line in out.splitlines() if line.startswith("estimating (dry run: ")]
+        assert progress and all("nothing is called or scored" in line for line in progress), out
+        assert not re.search(r"\bscored \d", out) and "unscored" not in out  # nothing was scored: none are counted
+        last = progress[-1]
+        assert last.startswith("estimating (dry run: nothing is called or scored): 4 · ~8 judge calls · ~"), last
+        assert f"tok · {cost}" in last and "estimated, none made" in last, last
+        assert "skipped data.jsonl:1: invalid JSON" in out  # an invalid row is said, as in a run
+        assert "│ 4 │ 1 │ 8 │" in " ".join(out.split()).replace("  ", " ")  # the table agrees with the progress
+    code, out = invoke("run", "data.jsonl", "--judge", "openai:gpt-4o-mini", "--dry-run", "--progress", "none")
+    assert code == 0 and "estimating" not in out and "nothing was called" in out

@@ -43,7 +43,7 @@ from assay.models import JUDGE_FORMS, get_judge
 from assay.run import Limits, RunSpec, RunStore, SampleResult, new_run_id
 from assay.run._cost import PriceTable
 from assay.run._dataset import DEFAULT_MAX_FIELD_CHARS, DEFAULT_MAX_ROW_CHARS
-from assay.run._dryrun import EstimatingJudge
+from assay.run._dryrun import EstimatingJudge, estimate
 from assay.run._evaluate import DEFAULT_CACHE_PATH
 from assay.run._readers import check_format, read_dataset
 from assay.run._session import RunOptions
@@ -332,11 +332,20 @@ def _dry_run(
     repeats: int,
     prices: PriceTable,
     options: RunOptions,
+    progress: str = "auto",
 ) -> None:
     required = sorted({f for m in metrics for f in m.required_fields})
     estimator = EstimatingJudge(judge_id, per_statement=per_statement)
     rows = read_dataset(data, required=required, mapping=mapping, limits=options.size_limits)
-    result = assay.evaluate(rows, metrics, estimator, repeats=repeats, reasks=0)
+    result = estimate(
+        rows,
+        metrics,
+        estimator,
+        progress=progress,  # type: ignore[arg-type]  # checked by run()
+        prices=prices,
+        repeats=repeats,
+        reasks=0,
+    )
     usd = prices.cost(judge_id, estimator.usage)
     table = Table(title=f"dry run · {data} · judge {judge_id} · nothing was called", title_justify="left")
     for column in ("samples", "invalid rows", "judge calls", "prompt tokens", "completion tokens", "cost"):
@@ -548,6 +557,7 @@ def run(
                 options.repeats,
                 price_table,
                 options,
+                progress,
             )
             raise typer.Exit(EXIT_OK)
         if store is None:

@@ -4,24 +4,39 @@ The real metrics run against :class:`EstimatingJudge`, which answers every promp
 plausible, schema-valid answer without calling a model: statements are the answer's
 sentences, verdict lists have one item per statement, reasons are of typical length. What
 it counts is therefore what the metrics would really ask, prompt by prompt.
+
+:func:`estimate` runs them with a progress of its own: what a dry run counts is estimated
+calls, tokens and cost, and nothing is scored, so its progress never says ``scored 20``
+(the runner's own progress, which counts scores, stays off).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from assay._safety import printable
 from assay._schema import schema_of
 from assay._scores import Usage
+from assay.errors import SampleError
 from assay.grounding._sentences import _segmenter
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
+from assay.run._cost import PriceTable
+from assay.run._progress import ProgressMode, make_reporter
 from assay.testing._openai_server import minimal_instance
 
-__all__ = ["EstimatingJudge"]
+if TYPE_CHECKING:
+    from assay.run._outcome import EvalResult
+    from assay.run._results import SampleResult
+
+__all__ = ["DRY_RUN_PROGRESS", "EstimatingJudge", "estimate"]
+
+DRY_RUN_PROGRESS = "estimating (dry run: nothing is called or scored)"
+"""What a dry run's progress line is about."""
 
 _TYPICAL_REASON = "The context states this explicitly in its second sentence, so it is supported."
 _BLOCK = re.compile(r"<(\w+)>\n(.*?)\n</\1>", re.DOTALL)
@@ -48,6 +63,8 @@ class EstimatingJudge(JudgeModel):
         self._concurrency = concurrency
         self.calls = 0
         self.usage = Usage()
+        self.on_call: Callable[[], None] | None = None
+        """Called after each estimated call (a dry run's progress moves with it)."""
 
     @property
     def model_id(self) -> str:
@@ -94,4 +111,58 @@ class EstimatingJudge(JudgeModel):
         )
         self.calls += 1
         self.usage = self.usage + usage
+        if self.on_call is not None:
+            self.on_call()
         return JudgeResponse(text=text, model=self._model_id, usage=usage, finish_reason="stop")
+
+    def describe(self, prices: PriceTable) -> str:
+        """The estimate so far, for a progress line: ``~25 judge calls · ~11,738 tok · ~$0.0021 · estimated``."""
+        usd = prices.cost(self._model_id, self.usage)
+        cost = "cost unknown (no price)" if usd is None else f"~${usd:.4f}"
+        calls = f"~{self.calls:,} judge call{'s' if self.calls != 1 else ''}"
+        return f"{calls} · ~{self.usage.total_tokens:,} tok · {cost} · estimated, none made"
+
+
+def estimate(
+    data: Any,
+    metrics: Any,
+    estimator: EstimatingJudge,
+    *,
+    progress: ProgressMode | bool | None = "auto",
+    prices: PriceTable | None = None,
+    **options: Any,
+) -> EvalResult:
+    """Evaluate ``data`` against ``estimator``, with a progress that says it estimates.
+
+    The line counts samples gone through and the estimated calls, tokens and cost, never
+    scores (nothing is judged); invalid rows and notes are said as in a run.
+
+    Args:
+        data: What :func:`~assay.evaluate` takes.
+        metrics: The metrics a run would use.
+        estimator: The judge that answers without a model and counts.
+        progress: How to show progress (as :func:`~assay.evaluate`'s).
+        prices: The prices for the estimated cost (default: the built-in table).
+        **options: Passed on to :func:`~assay.evaluate` (``mapping``, ``repeats``...).
+    """
+    from assay.run._evaluate import evaluate
+
+    table = prices or PriceTable()
+    reporter = make_reporter(progress)
+    estimator.on_call = lambda: reporter.advance(0, estimator.describe(table))
+
+    def done(result: SampleResult) -> None:
+        reporter.advance(1, estimator.describe(table))
+
+    def skipped(error: SampleError) -> None:
+        reporter.note(f"skipped {printable(str(error), markup=False)}")
+
+    reporter.start(DRY_RUN_PROGRESS, None, 0)
+    try:
+        outcome = evaluate(data, metrics, estimator, progress="none", on_result=done, on_error=skipped, **options)
+        for note in outcome.notes:
+            reporter.note(f"note: {printable(note, markup=False)}")
+    finally:
+        estimator.on_call = None
+        reporter.close()
+    return outcome
