@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import math
@@ -16,6 +17,7 @@ from assay import Faithfulness, Sample, UnscoredReason, Verdict, evaluate
 from assay._scores import Binary
 from assay.errors import ConfigError, JudgeError
 from assay.grounding._decompose import STATEMENTS_PROMPT, AnswerToSplit
+from assay.metrics import score_safely
 from assay.metrics._composite import (
     Aggregate,
     CompositeMetric,
@@ -238,7 +240,7 @@ def test_concurrent_run_reports_the_first_failure_in_declared_order_and_keeps_ev
 def test_required_fields_are_the_union_of_the_sub_metrics_and_checked_first() -> None:
     assert DEMO.required_fields == ("answer", "question")
     judge = ScriptedJudge([])
-    s = evaluate([Sample(id="x", answer="a")], [DEMO], judge).results[0].scores["demo"]
+    s = asyncio.run(score_safely(DEMO, Sample(id="x", answer="a"), judge))
     assert s.unscored_reason is UnscoredReason.MISSING_FIELD
     assert judge.requests == []
     explicit = CompositeMetric("d2", sub_metrics=(ON_TOPIC,), aggregate=lambda o: 1.0, required=("reference",))

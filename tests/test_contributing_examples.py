@@ -7,6 +7,7 @@ installed here the way a package installs them: a ``*.dist-info`` with an
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -21,7 +22,7 @@ import pytest
 
 from assay import Sample, evaluate
 from assay.errors import ConfigError
-from assay.metrics import build_metric, metric_entries, metric_from_spec
+from assay.metrics import build_metric, metric_entries, metric_from_spec, score_safely
 from assay.models import FunctionJudge, JudgeModel, get_judge, judge_forms, judge_plugins
 from assay.models import _registry as registry
 
@@ -136,10 +137,14 @@ def test_the_metric_example_is_unscored_when_the_judge_answer_is_unusable() -> N
     [result] = evaluate([SAMPLES[0]], [ReferenceAgreement()], FunctionJudge(lambda m, r: "yes"), progress=False).results
     score = result.scores["reference_agreement"]
     assert score.unscored_reason is not None and score.unscored_reason.value == "parse_failure"
-    [result] = evaluate(
-        [Sample(id="q", answer="A.")], [ReferenceAgreement()], FunctionJudge(lambda m, r: ""), progress=False
-    ).results
-    assert result.scores["reference_agreement"].detail == "sample lacks question, reference"
+    # A row without the fields it needs never reaches the metric: an invalid row, as in assay run.
+    rows = [SAMPLES[0], Sample(id="q", answer="A.")]
+    result = evaluate(rows, [ReferenceAgreement()], FunctionJudge(lambda m, r: ""), progress=False)
+    assert [r.sample.id for r in result.results] == [SAMPLES[0].id]
+    assert [e.detail for e in result.errors] == ["missing or empty field 'question', 'reference'"]
+    # Called on its own, the metric is guarded the same way: unscored missing_field, no judge call.
+    score = asyncio.run(score_safely(ReferenceAgreement(), Sample(id="q", answer="A."), FunctionJudge(lambda m, r: "")))
+    assert score.detail == "sample lacks question, reference"
 
 
 def test_assay_run_finds_both_plugins_in_a_fresh_process(installed: Path, tmp_path: Path) -> None:

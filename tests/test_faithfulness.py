@@ -6,6 +6,7 @@ sample unscored; the default, sentence-anchored decomposition is tested in test_
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 
@@ -13,6 +14,7 @@ import pytest
 
 from assay import Faithfulness, Sample, Score, UnscoredReason, evaluate
 from assay.errors import ConfigError, JudgeError
+from assay.metrics import score_safely
 from assay.models import FunctionJudge, JudgeResponse, ScriptedJudge
 
 SAMPLE = Sample(
@@ -191,8 +193,11 @@ def test_sentence_decomposer_needs_no_judge_call_for_statements() -> None:
 def test_missing_contexts_is_unscored_without_a_judge_call() -> None:
     sample = Sample(id="x", question="q", answer="An answer.")
     judge = ScriptedJudge([])
-    s = evaluate([sample], [LLM], judge).results[0].scores["faithfulness"]
+    s = asyncio.run(score_safely(LLM, sample, judge))
     assert s.unscored_reason is UnscoredReason.MISSING_FIELD
+    # evaluate() checks the rows first, as assay run does: no row has contexts, so nothing is judged.
+    with pytest.raises(ConfigError, match=r"metric 'faithfulness' needs 'contexts'"):
+        evaluate([sample], [LLM], judge)
     assert judge.requests == []
 
 

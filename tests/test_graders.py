@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from collections.abc import Sequence
@@ -12,6 +13,7 @@ from pydantic import ValidationError
 
 from assay import Message, MetricSpec, Sample, Score, UnscoredReason, Usage, evaluate, summarize
 from assay.errors import ConfigError, JudgeError
+from assay.metrics import score_safely
 from assay.metrics._graders import (
     SCORE_PREFIX,
     BinaryGrade,
@@ -433,9 +435,13 @@ def test_required_fields_follow_the_placeholders() -> None:
     assert grader.required_fields == ("contexts", "answer", "trace")
     assert grader.placeholders == ("contexts", "answer", "metadata[lang]", "trace")
     judge = ScriptedJudge([])
-    s = evaluate([Sample(id="x", answer="a")], [TemplatedPromptJudgeGrader(TEMPLATE)], judge).results[0]
-    assert s.scores["templated_grader"].unscored_reason is UnscoredReason.MISSING_FIELD
+    bare = Sample(id="x", answer="a")
+    s = asyncio.run(score_safely(TemplatedPromptJudgeGrader(TEMPLATE), bare, judge))
+    assert s.unscored_reason is UnscoredReason.MISSING_FIELD
     assert judge.requests == []
+    # evaluate() checks its rows first, as assay run does: a field no row has stops it before any call.
+    with pytest.raises(ConfigError, match=r"metric 'templated_grader' needs 'question'"):
+        evaluate([bare], [TemplatedPromptJudgeGrader(TEMPLATE)], judge)
 
 
 def test_missing_metadata_key_is_missing_field_without_a_call() -> None:
@@ -634,7 +640,7 @@ def test_mapping_form_required_fields_and_spec() -> None:
     params = grader.spec().params
     assert [(weight, spec["name"]) for spec, weight in params["graders"]] == [(2.0, "a"), (1.0, "b")]
     assert params["require_all_pass"] is False and params["pass_threshold"] == 0.5
-    s = evaluate([Sample(id="x", answer="a")], [grader], ScriptedJudge([])).results[0].scores["combined_grader"]
+    s = asyncio.run(score_safely(grader, Sample(id="x", answer="a"), ScriptedJudge([])))
     assert s.unscored_reason is UnscoredReason.MISSING_FIELD
 
 

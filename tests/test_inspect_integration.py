@@ -148,10 +148,9 @@ def test_scores_verdicts_and_an_unscored_sample_left_out_of_the_mean(_log_dir: P
 
 
 def test_two_metrics_keep_their_names_target_is_the_reference_and_a_grader_grades(_log_dir: Path) -> None:
-    judge = FunctionJudge(verdicts)
     dataset = [
-        InspectSample(id="p", input="Say: Yes, please wait.", target="Yes"),
-        InspectSample(id="r", input="Say: No.", target=["No", "Never"]),
+        InspectSample(id="p", input="Say: Yes, please wait.", target="Yes", metadata={"contexts": ["We ask: wait."]}),
+        InspectSample(id="r", input="Say: No.", target=["No", "Never"], metadata={"contexts": ["It says no."]}),
     ]
     seen: list[str] = []
 
@@ -159,9 +158,15 @@ def test_two_metrics_keep_their_names_target_is_the_reference_and_a_grader_grade
         seen.append(messages[-1]["content"])
         return verdicts(messages, request)
 
+    def grounding(messages: Any, request: JudgeRequest) -> str:  # the default decomposer may ask for a sentence
+        user = messages[-1]["content"]
+        if "<sentence>" in user:
+            return json.dumps({"statements": [user.split("<sentence>\n")[1].split("\n</sentence>")[0]]})
+        return verdicts(messages, request)
+
     scorers = [
         assay_scorer(BinaryJudgeGrader("The reply is polite."), judge=FunctionJudge(grading)),
-        assay_scorer("faithfulness", judge=judge, name="grounded"),
+        assay_scorer("faithfulness", judge=FunctionJudge(grounding), name="grounded"),
     ]
     log = run(Task(dataset=dataset, scorer=scorers))
     assert log.samples is not None
@@ -171,16 +176,27 @@ def test_two_metrics_keep_their_names_target_is_the_reference_and_a_grader_grade
     assert scores["r"]["binary_grader"].metadata["verdicts"] == [
         {"subject": "The reply is polite.", "value": "FAIL", "reason": "curt"}
     ]
-    # No contexts in the metadata: faithfulness cannot be judged, and says why.
-    assert math.isnan(scores["p"]["grounded"].value)
-    assert scores["p"]["grounded"].reason == "scoring_failed"
-    unscored = scores["p"]["grounded"].metadata["unscored"]
-    assert unscored == {"reason": "missing_field", "detail": "sample lacks contexts"}
+    assert scores["p"]["grounded"].value == 1.0 and scores["p"]["grounded"].metadata["spec"]["name"] == "faithfulness"
     assert any("Yes, please wait." in prompt for prompt in seen)
     assert log.results is not None
     by_name = {s.name: s for s in log.results.scores}
     assert by_name["binary_grader"].metrics["mean"].value == pytest.approx(0.5)
-    assert (by_name["grounded"].scored_samples, by_name["grounded"].unscored_samples) == (0, 2)
+    assert (by_name["grounded"].scored_samples, by_name["grounded"].unscored_samples) == (2, 0)
+
+
+def test_a_sample_without_a_field_the_metric_needs_is_a_sample_error_as_in_assay_run(_log_dir: Path) -> None:
+    judge = FunctionJudge(verdicts)
+    dataset = [*DATASET[:1], InspectSample(id="bare", input="Say: The sky is blue.")]
+    task = Task(dataset=dataset, scorer=assay_scorer("faithfulness", judge=judge))
+    [log] = inspect_eval(
+        task, model=get_model("mockllm/model", custom_outputs=echo), display="none", fail_on_error=False
+    )
+    assert log.samples is not None
+    errors = {str(s.id): s.error.message for s in log.samples if s.error is not None}
+    # Not a made-up unscored result: the sample is invalid, in the words assay run uses for a row.
+    assert errors == {"bare": "SampleError(\"inspect sample 'bare': missing or empty field 'contexts'\")"}
+    scores = {str(s.id): s.scores for s in log.samples if s.scores}
+    assert list(scores) == ["grounded"] and scores["grounded"]["faithfulness"].value == 1.0
 
 
 def test_epochs_are_judged_afresh_and_a_second_eval_reads_the_cache(tmp_path: Path) -> None:
@@ -249,8 +265,17 @@ def test_reference_contexts_key_and_bad_contexts() -> None:
     assert sample.reference == "first\nsecond"
     assert sample.metadata == {"contexts": ["ignored"], "topic": "sky"}
 
-    with pytest.raises(SampleError, match=r"inspect sample 7: metadata\['contexts'\] must be a string or a list"):
+    # Read as assay run reads a row: a JSON list in a string is the list; the wrong type is a row error.
+    listed = to_sample(task_state(7, "Q?", "A.", {"contexts": '["a", "b"]'}), Target(""))
+    assert listed.contexts == ("a", "b")
+    with pytest.raises(
+        SampleError,
+        match=r"inspect sample 7: field 'metadata.contexts\[0\]': expected a string \(or a LangChain Document\), "
+        r"got a number \(int\)",
+    ):
         to_sample(task_state(7, "Q?", "A.", {"contexts": [1, 2]}), Target(""))
+    with pytest.raises(SampleError, match=r"inspect sample 7: missing or empty field 'contexts'"):
+        to_sample(task_state(7, "Q?", "A.", {}), Target(""), required=("answer", "contexts"))
 
 
 def test_missing_inspect_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

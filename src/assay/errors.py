@@ -44,9 +44,15 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     column, a sample id): ``f"unknown metric {name!r};{did_you_mean(name, names)} choose from ..."``.
     Case is ignored when comparing; the choice is shown as written.
     """
+    close = closest(word, choices)
+    return f" did you mean {close!r}?" if close is not None else ""
+
+
+def closest(word: str, choices: Iterable[str]) -> str | None:
+    """The choice closest to a misspelt ``word`` (case ignored), as written, or ``None`` (:func:`did_you_mean`)."""
     options = {choice.lower(): choice for choice in choices if choice}
     close = difflib.get_close_matches(word.lower(), list(options), n=1, cutoff=0.75)
-    return f" did you mean {options[close[0]]!r}?" if close else ""
+    return options[close[0]] if close else None
 
 
 class AssayError(Exception):

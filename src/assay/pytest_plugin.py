@@ -17,7 +17,10 @@ It adds the ``assay_judge`` fixture (the judge named by ``--assay-judge``, else
 
 A failing assertion lists every unsupported statement (or failing criterion) with the
 judge's reason, and no frame of this plugin. An unscored result (parse failure, refusal,
-no statements...) fails with its reason: it never passes silently.
+no statements...) fails with its reason: it never passes silently. A sample is checked as
+``assay run`` checks a row, before any judging: one that lacks a field the metric needs
+(``contexts`` for faithfulness) fails with ``assay: invalid sample: missing or empty field
+'contexts'``, and is kept in the session's run as an invalid row.
 
 Every assertion of a session is kept as one run in the run store (``--assay-store``,
 default ``.assay/runs.sqlite``; ``none`` keeps nothing), one result per assertion with
@@ -45,10 +48,10 @@ from assay._samples import Sample
 from assay._scores import MetricSpec, Score, summarize
 from assay.analysis import partial_run_reasons
 from assay.errors import AssayError, ConfigError, SampleError
-from assay.metrics import BinaryJudgeGrader, Faithfulness, Metric, build_metric
+from assay.metrics import BinaryJudgeGrader, Faithfulness, Metric, metrics_from
 from assay.models import JudgeModel, get_judge
-from assay.run import RunSpec, RunStatus, RunStore, SampleResult, evaluate, new_run_id
-from assay.run._dataset import sample_from_record
+from assay.run import Row, RunSpec, RunStatus, RunStore, SampleResult, evaluate, new_run_id
+from assay.run._dataset import required_fields, rows_from_items
 
 __all__ = [
     "SessionRun",
@@ -291,14 +294,13 @@ def assay_judge(request: pytest.FixtureRequest) -> JudgeModel:
     return get_judge(str(spec))
 
 
-def _as_sample(sample: Sample | Mapping[str, Any]) -> Sample:
+def _as_sample(sample: Sample | Mapping[str, Any], metrics: Sequence[Metric]) -> Sample:
+    """The sample, checked as every door checks a row (a field ``metrics`` need included), or a failure."""
     __tracebackhide__ = True
-    if isinstance(sample, Sample):
-        return sample
-    try:
-        return sample_from_record(dict(sample), line=1)
-    except SampleError as exc:
-        problem = exc.detail
+    (item,) = rows_from_items([sample], required=required_fields(metrics), source=None)
+    if isinstance(item, Row):
+        return item.sample
+    problem = item.detail
     session = _current()
     if session is not None:
         session.add_invalid(problem)
@@ -316,7 +318,7 @@ def _judged(sample: Sample, metric: Metric, judge: JudgeModel | str | None) -> t
 def score_sample(sample: Sample | Mapping[str, Any], metric: Metric, judge: JudgeModel | str | None = None) -> Score:
     """Score one sample with one metric (judge: a model, a judge string, or ``None`` for the default)."""
     __tracebackhide__ = True
-    return _judged(_as_sample(sample), metric, judge)[0]
+    return _judged(_as_sample(sample, [metric]), metric, judge)[0]
 
 
 def _describe(score: Score, sample: Sample, what: str) -> str:
@@ -385,8 +387,9 @@ def assert_faithful(
             the judge's reason.
     """
     __tracebackhide__ = True
-    chosen = _as_sample(sample)
-    score, judge_id = _judged(chosen, metric or Faithfulness(), judge)
+    metric = metric or Faithfulness()
+    chosen = _as_sample(sample, [metric])
+    score, judge_id = _judged(chosen, metric, judge)
     check = f"assert_faithful(min={min:g}{', strict' if strict else ''})"
     return _check(chosen, score, judge_id, check, _faithfulness_failure(score, min, strict, min_statements))
 
@@ -410,8 +413,8 @@ def assert_grade(
         AssertionError: below ``min`` or unscored (NA included), with the judge's reasoning.
     """
     __tracebackhide__ = True
-    chosen = _as_sample(sample)
     metric = BinaryJudgeGrader(grader) if isinstance(grader, str) else grader
+    chosen = _as_sample(sample, [metric])
     score, judge_id = _judged(chosen, metric, judge)
     failure = None
     if not score.is_scored:
@@ -448,15 +451,13 @@ def assert_scores(
             metric that is not asserted.
     """
     __tracebackhide__ = True
-    built = [build_metric(m) if isinstance(m, str) else m for m in metrics]
+    built = metrics_from(metrics)
     names = [m.name for m in built]
-    if not built or len(set(names)) != len(names):
-        raise ConfigError(f"assert_scores needs distinct metrics, got {names}")
     minimums = dict(min) if isinstance(min, Mapping) else dict.fromkeys(names, float(min))
     stray = sorted(set(minimums) - set(names))
     if stray:
         raise ConfigError(f"min names {stray[0]!r}, which is not among the metrics asserted ({', '.join(names)})")
-    chosen = _as_sample(sample)
+    chosen = _as_sample(sample, built)
     result = evaluate([chosen], built, judge, progress=False)
     if result.errors:
         raise AssertionError(f"assay: invalid sample: {result.errors[0]}")

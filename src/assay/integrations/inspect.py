@@ -31,16 +31,17 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from assay._messages import INVALID_ARGUMENTS
-from assay._samples import Message, Sample, ToolCall, context_text
+from assay._samples import Message, Sample, ToolCall
 from assay._scores import Score, UnscoredReason
 from assay.errors import ConfigError, MissingExtraError, SampleError
-from assay.metrics import Metric, build_metric, score_safely
+from assay.metrics import Metric, metrics_from, score_safely
 from assay.models import JudgeModel, get_judge
 from assay.run import JudgeCache, Limits, build_judge_stack
+from assay.run._dataset import sample_from_record
 
 if TYPE_CHECKING:
     from inspect_ai.model import ChatMessage as InspectMessage
@@ -118,7 +119,7 @@ def assay_scorer(
     except ImportError as exc:
         raise MissingExtraError("inspect-ai", "inspect", "assay.integrations.inspect") from exc
 
-    chosen = build_metric(metric) if isinstance(metric, str) else metric
+    (chosen,) = metrics_from([metric])
     keys = (contexts_key,) if isinstance(contexts_key, str) else tuple(contexts_key)
     if base_url is not None and isinstance(judge, JudgeModel):
         raise ConfigError('base_url applies to a judge string ("openai:MODEL"); this judge is already built')
@@ -128,7 +129,7 @@ def assay_scorer(
     @scorer(metrics=[mean(), stderr()], name=name or chosen.name, assay_spec=chosen.spec().model_dump(mode="json"))
     def assay_metric() -> Scorer:
         async def score(state: TaskState, target: Target) -> InspectScore:
-            sample = to_sample(state, target, contexts_key=keys, trace=trace)
+            sample = to_sample(state, target, contexts_key=keys, trace=trace, required=chosen.required_fields)
             result = await bridge.score(sample, state.epoch - 1)
             answered = bool(sample.answer)
             return inspect_score(result, judge=bridge.judge.model_id, keep_calls=keep_calls, answered=answered)
@@ -173,38 +174,48 @@ def to_sample(
     *,
     contexts_key: str | Sequence[str] = CONTEXTS_KEYS,
     trace: bool = False,
+    required: Iterable[str] = (),
 ) -> Sample:
     """The assay :class:`~assay.Sample` for an Inspect task state and target.
+
+    The sample is checked as ``assay run`` checks a row (:func:`~assay.run.sample_from_record`):
+    contexts given as a string holding a list are that list, text above the size limits
+    and a field ``required`` lacks are errors, in the same words.
 
     Args:
         state: The sample's state after the solver ran.
         target: The sample's target; several targets become one reference, one per line.
         contexts_key: The metadata key(s) holding the contexts (first present wins).
         trace: Also convert ``state.messages`` into the sample's trace.
+        required: Fields the sample must have (the metric's ``required_fields``).
 
     Raises:
-        SampleError: the contexts are neither a string nor a list of strings.
+        SampleError: the sample is invalid as a row of ``assay run`` would be (the contexts
+            are not a string or a list of strings, a required field is missing or empty,
+            a text is too long...), naming the Inspect sample: Inspect records it as the
+            sample's error, as ``assay run`` reports an invalid row.
     """
     keys = (contexts_key,) if isinstance(contexts_key, str) else tuple(contexts_key)
     metadata = dict(state.metadata or {})
     where = f"inspect sample {state.sample_id!r}"
-    contexts: tuple[str, ...] = ()
-    for key in keys:
-        if metadata.get(key) is not None:
-            contexts = _contexts(metadata.pop(key), key, where)
-            break
     targets = [t for t in target.target if t]
     reference_calls = metadata.pop(REFERENCE_TOOL_CALLS_KEY, None)
-    return Sample(
-        id=str(state.sample_id),
-        question=state.input_text or None,
-        answer=state.output.completion,
-        contexts=contexts,
-        reference="\n".join(targets) or None,
-        trace=_trace(state.messages) if trace else (),
-        reference_tool_calls=_reference_calls(reference_calls, where),
-        metadata=metadata,
-    )
+    record: dict[str, Any] = {
+        "id": str(state.sample_id),
+        "question": state.input_text or None,
+        "answer": state.output.completion,
+        "reference": "\n".join(targets) or None,
+        "trace": _trace(state.messages) if trace else None,
+        "reference_tool_calls": _reference_calls(reference_calls, where),
+    }
+    mapping: dict[str, str] = {}
+    for key in keys:
+        if metadata.get(key) is not None:
+            column = f"metadata.{key}"  # how errors name it: field 'metadata.contexts': expected ...
+            record[column], mapping[column] = metadata.pop(key), "contexts"
+            break
+    record["metadata"] = metadata
+    return sample_from_record(record, source=where, required=required, mapping=mapping)
 
 
 def _reference_calls(value: object, where: str) -> tuple[ToolCall, ...] | None:
@@ -224,20 +235,6 @@ def _reference_calls(value: object, where: str) -> tuple[ToolCall, ...] | None:
         except ValueError as exc:
             raise SampleError(f"metadata[{REFERENCE_TOOL_CALLS_KEY!r}][{i}]: {exc}", source=where) from None
     return tuple(calls)
-
-
-def _contexts(value: object, key: str, where: str) -> tuple[str, ...]:
-    single = context_text(value)
-    if single is not None:
-        return (single,)
-    if isinstance(value, Sequence):
-        texts = [context_text(item) for item in value]
-        if all(text is not None for text in texts):
-            return tuple(text for text in texts if text is not None)
-    kind = type(value).__name__
-    raise SampleError(
-        f"metadata[{key!r}] must be a string or a list of strings (or LangChain Documents), got {kind}", source=where
-    )
 
 
 def _trace(messages: Sequence[InspectMessage]) -> tuple[Message, ...]:

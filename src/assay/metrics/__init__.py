@@ -25,7 +25,7 @@ from assay.metrics._graders import BinaryJudgeGrader, CombinedGrader, RangeJudge
 from assay.metrics._holistic import HolisticGoalAccuracy
 from assay.metrics._matching import ArgumentMatch
 from assay.metrics._rag import AnswerRelevancy, ContextPrecision, ContextRecall, FactualCorrectness
-from assay.metrics._registry import MetricEntry, build_metric, metric_entries, register_metric
+from assay.metrics._registry import MetricEntry, build_metric, metric_entries, metrics_from, register_metric
 from assay.metrics._spec import metric_from_spec, spec_from_fields
 from assay.metrics._state import AgentStateMatch
 from assay.metrics._tools import ToolCallAccuracy
@@ -74,6 +74,7 @@ __all__ = [
     "load_detail_combiner",
     "metric_entries",
     "metric_from_spec",
+    "metrics_from",
     "missing_fields",
     "read_end_state",
     "register_metric",

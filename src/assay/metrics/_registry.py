@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
@@ -23,7 +23,7 @@ from typing import Any
 from assay.errors import ConfigError, did_you_mean
 from assay.metrics._base import Metric
 
-__all__ = ["MetricEntry", "build_metric", "builtin_names", "metric_entries", "register_metric"]
+__all__ = ["MetricEntry", "build_metric", "builtin_names", "metric_entries", "metrics_from", "register_metric"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,30 @@ def build_metric(name: str, options: Mapping[str, Any] | None = None) -> Metric:
         return entry.factory(**options)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"metric {name!r}: {exc}") from exc
+
+
+def metrics_from(metrics: Metric | str | Iterable[Metric | str]) -> list[Metric]:
+    """The metrics given as objects, registry names (``"faithfulness"``), or a mix of both.
+
+    What :func:`~assay.evaluate`, ``assert_scores`` and the Inspect scorer take: a name is
+    built by :func:`build_metric` with its default options, so a misspelt one gets the
+    same "did you mean" as ``assay run -m``.
+
+    Raises:
+        ConfigError: an unknown name (or a metric that needs options), something that is
+            neither, no metric at all, or two metrics with one name.
+    """
+    given: Iterable[Metric | str] = [metrics] if isinstance(metrics, str | Metric) else metrics
+    built = [build_metric(m) if isinstance(m, str) else m for m in given]
+    for metric in built:
+        if not isinstance(metric, Metric):
+            raise ConfigError(f"expected a metric or a metric name (see 'assay metrics'), got {metric!r}")
+    if not built:
+        raise ConfigError("give at least one metric")
+    names = [m.name for m in built]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"metric names must be unique, got {names}")
+    return built
 
 
 def _faithfulness(

@@ -41,7 +41,10 @@ __all__ = [
     "check_mapped_columns",
     "contexts_from_text",
     "count_rows",
+    "missing_problem",
     "read_jsonl",
+    "required_fields",
+    "rows_from_items",
     "sample_from_record",
     "size_problem",
 ]
@@ -284,27 +287,94 @@ def sample_from_record(
         sample = Sample.model_validate(fields)
     except ValidationError as exc:
         raise error("; ".join(_describe(err, columns) for err in exc.errors()[:3])) from None
-    missing = [name for name in required if not sample.field_present(name)]
-    if missing:
-        names = ", ".join(f"'{m}'" for m in missing)
-        hint = ""
-        if "contexts" in missing:
-            ideal = [name for name in IDEAL_CONTEXT_COLUMNS if name in record]
-            if ideal:
-                # Never "--map context=contexts" here: one row cannot tell whether other rows
-                # carry retrieved contexts, and the mapping would judge those rows against
-                # their ideal context. When no row has any, the dataset-level check offers it.
-                hint = (
-                    f" (the column '{ideal[0]}' is {IDEAL_CONTEXT_COLUMNS[ideal[0]]}, not the retrieved passages, "
-                    "so it is kept in metadata and never judged against; give this row what was retrieved, as "
-                    "'retrieval_context' (DeepEval), 'retrieved_contexts' (Ragas) or 'contexts')"
-                )
-        raise error(f"missing or empty field {names}{hint}")
+    problem = missing_problem(sample, required, record)
+    if problem is not None:
+        raise error(problem)
     if seen_ids is not None and line is not None:
         first = seen_ids.setdefault(sample.id, line)
         if first != line:
             raise error(f"id {sample.id!r} already used on {unit} {first}; ids must be unique")
     return sample
+
+
+def missing_problem(sample: Sample, required: Iterable[str], record: Mapping[str, Any] | None = None) -> str | None:
+    """What makes ``sample`` unjudgeable for lack of a field (``missing or empty field 'contexts'``), or ``None``.
+
+    The one wording of a row that lacks a required field, whatever door it came in by.
+    ``record`` (the row as given) lets the message name an ideal-context column.
+    """
+    missing = [name for name in required if not sample.field_present(name)]
+    if not missing:
+        return None
+    names = ", ".join(f"'{m}'" for m in missing)
+    hint = ""
+    ideal = [name for name in IDEAL_CONTEXT_COLUMNS if name in (record or sample.metadata)]
+    if "contexts" in missing and ideal:
+        # Never "--map context=contexts" here: one row cannot tell whether other rows
+        # carry retrieved contexts, and the mapping would judge those rows against
+        # their ideal context. When no row has any, the dataset-level check offers it.
+        hint = (
+            f" (the column '{ideal[0]}' is {IDEAL_CONTEXT_COLUMNS[ideal[0]]}, not the retrieved passages, "
+            "so it is kept in metadata and never judged against; give this row what was retrieved, as "
+            "'retrieval_context' (DeepEval), 'retrieved_contexts' (Ragas) or 'contexts')"
+        )
+    return f"missing or empty field {names}{hint}"
+
+
+def required_fields(metrics: Iterable[Any]) -> tuple[str, ...]:
+    """The fields a row must have to be judged by every one of ``metrics`` (their ``required_fields``), sorted."""
+    return tuple(sorted({name for metric in metrics for name in metric.required_fields}))
+
+
+def rows_from_items(
+    items: Iterable[Any],
+    *,
+    required: Iterable[str] = (),
+    mapping: Mapping[str, str] | None = None,
+    limits: SizeLimits | None = None,
+    source: str | None = "<samples>",
+) -> Iterator[Row | SampleError]:
+    """Rows from in-memory items: :class:`Sample` objects, dicts, or rows a reader already made.
+
+    Every item goes through :func:`sample_from_record` (a ``Sample`` as its fields), so a
+    list given to :func:`~assay.evaluate`, a sample given to the pytest plugin and a row of
+    a file are checked alike; a :class:`Row` is checked for ``required`` and a
+    :class:`~assay.errors.SampleError` passes through. Items are numbered from 1 (the
+    ``line`` of errors and of the default id ``line-N``); ids must be unique. A column
+    ``mapping`` names and no item has is a :class:`~assay.errors.ConfigError` once the
+    items are read.
+    """
+    required = tuple(required)
+    seen: dict[str, int] = {}  # ids must be unique here too: resume, gates and comparisons key on them
+    columns = MappedColumns(mapping, source)
+    index = 0
+    for index, item in enumerate(items, start=1):
+        if isinstance(item, SampleError):
+            yield item
+            continue
+        if isinstance(item, Row):
+            problem = missing_problem(item.sample, required)
+            yield item if problem is None else SampleError(problem, source=source, line=item.line)
+            continue
+        record = item.model_dump(mode="python", exclude_defaults=True) if isinstance(item, Sample) else item
+        columns.see(record)
+        notes: list[str] = []
+        try:
+            sample = sample_from_record(
+                dict(record) if isinstance(record, Mapping) else record,
+                line=index,
+                source=source,
+                required=required,
+                mapping=mapping,
+                seen_ids=seen,
+                limits=limits,
+                notes=notes,
+            )
+        except SampleError as exc:
+            yield exc
+        else:
+            yield Row(sample, index, tuple(notes))
+    columns.check(index)
 
 
 def _assign(

@@ -19,17 +19,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from assay._safety import printable, redact_url
-from assay._samples import Sample
 from assay._version import __version__
 from assay.errors import ConfigError, SampleError, StorageError
 from assay.metrics._base import Metric, score_safely
+from assay.metrics._registry import metrics_from
 from assay.models._cache import JudgeCache
 from assay.models._protocol import JudgeModel, close_judge
 from assay.models._registry import get_judge
 from assay.models._stack import _REPEAT, CountedJudge, Limits, build_judge_stack
 from assay.prompts import REASKS
 from assay.run._cost import CostReport, PriceTable
-from assay.run._dataset import DEFAULT_MAX_FIELD_CHARS, DEFAULT_MAX_ROW_CHARS, Row, SizeLimits, sample_from_record
+from assay.run._dataset import (
+    DEFAULT_MAX_FIELD_CHARS,
+    DEFAULT_MAX_ROW_CHARS,
+    Row,
+    SizeLimits,
+    required_fields,
+    rows_from_items,
+)
 from assay.run._outcome import EvalResult
 from assay.run._progress import ProgressMode, load_local_judge, make_reporter
 from assay.run._results import SampleResult
@@ -64,7 +71,7 @@ def _cost_text(cost: CostReport, judge: str) -> str:
 
 async def aevaluate(
     data: Any,
-    metrics: Metric | Sequence[Metric],
+    metrics: Metric | str | Sequence[Metric | str],
     judge: JudgeModel | str | None = None,
     *,
     store: RunStore | str | Path | None = None,
@@ -90,12 +97,8 @@ async def aevaluate(
     max_row_chars: int = DEFAULT_MAX_ROW_CHARS,
 ) -> EvalResult:
     """Score every sample with every metric; see :func:`evaluate`."""
-    metric_list: list[Metric] = [metrics] if isinstance(metrics, Metric) else list(metrics)
+    metric_list = metrics_from(metrics)
     names = [m.name for m in metric_list]
-    if not metric_list:
-        raise ConfigError("give at least one metric")
-    if len(set(names)) != len(names):
-        raise ConfigError(f"metric names must be unique, got {names}")
     if repeats < 1:
         raise ConfigError(f"repeats must be at least 1, got {repeats}")
     if engine not in ("local", "ray"):
@@ -119,16 +122,20 @@ async def aevaluate(
     )
 
     # The data: read once to check it (and fingerprint it) unless it is a one-shot stream
-    # that nothing needs to verify; then read again to judge.
+    # that nothing needs to verify; then read again to judge. Whatever the data is (a file,
+    # a table, a list, a stream), every row is checked by one path (sample_from_record): a
+    # row lacking a field a metric needs is an invalid row, and when no row has it the run
+    # stops here, before any judge call (a stream cannot know that before it ends: each of
+    # its rows is an invalid row).
     streaming = store is None and not isinstance(data, str | Path | Sequence) and not _is_table(data)
+    required = required_fields(metric_list)
     source: DatasetSource | None = None
+    rows: Iterable[Row | SampleError]
     if streaming:
-        rows: Iterable[Any] = data
+        rows = rows_from_items(data, required=required, mapping=mapping, limits=size_limits)
     else:
         source = open_dataset(data, mapping=mapping, limits=size_limits)
-        if source.path is not None:
-            source.check_fields(metric_list)
-        required = sorted({f for m in metric_list for f in m.required_fields}) if source.path is not None else []
+        source.check_fields(metric_list)
         rows = source.rows(required)
 
     run_store = RunStore(store) if isinstance(store, str | Path) else store
@@ -273,7 +280,6 @@ async def aevaluate(
                 on_result=record,
                 on_error=record_error,
                 on_call=call_done,
-                size_limits=size_limits,
             )
         status = "finished"
         # Workers finish in any order; results come back in input order, whatever the input.
@@ -323,7 +329,7 @@ def _cancelling() -> bool:
 
 
 async def _run_local(
-    rows: Iterable[Any],
+    rows: Iterable[Row | SampleError],
     metric_list: Sequence[Metric],
     judge_model: JudgeModel,
     result: EvalResult,
@@ -338,12 +344,10 @@ async def _run_local(
     on_result: Callable[[SampleResult], None],
     on_error: Callable[[SampleError], None],
     on_call: Callable[[], None] | None = None,
-    size_limits: SizeLimits | None = None,
 ) -> None:
     """The in-process engine: a bounded queue feeding a pool of workers (``on_call``: after each judge call).
 
-    Dicts in a streamed input are checked here (``size_limits`` included); rows from a
-    reader were checked when read.
+    ``rows`` were checked when read (:func:`~assay.run._dataset.rows_from_items` or a reader).
     """
     workers = max(1, concurrency or limits.concurrency or judge_model.max_concurrency)
     stacked = build_judge_stack(judge_model, limits=limits, cache=cache, temperature=temperature, workers=workers)
@@ -367,18 +371,11 @@ async def _run_local(
             await queue.put((row, repeat))
 
     async def produce() -> None:
-        for index, item in enumerate(rows, start=1):
+        for item in rows:
             if isinstance(item, SampleError):
                 on_error(item)
-            elif isinstance(item, Row):
-                await put(item)
-            elif isinstance(item, Sample):
-                await put(Row(item, index))
             else:
-                try:
-                    await put(Row(sample_from_record(dict(item), line=index, limits=size_limits), index))
-                except SampleError as exc:
-                    on_error(exc)
+                await put(item)
         for _ in tasks:
             await queue.put(None)
 
@@ -409,7 +406,7 @@ async def _run_local(
 
 def evaluate(
     data: Any,
-    metrics: Metric | Sequence[Metric],
+    metrics: Metric | str | Sequence[Metric | str],
     judge: JudgeModel | str | None = None,
     *,
     store: RunStore | str | Path | None = None,
@@ -440,8 +437,13 @@ def evaluate(
         data: A file path (JSONL, CSV, Parquet, or a ``.json`` array), a pandas DataFrame,
             a Hugging Face ``Dataset``, or :class:`~assay.Sample` objects / dicts with the
             same fields (``input``, ``output``, ``retrieved_contexts`` and other common
-            names are accepted).
-        metrics: One metric or several, e.g. ``[Faithfulness()]``.
+            names are accepted). Every kind is checked alike, as ``assay run`` checks a
+            file: a row lacking a field a metric needs (``contexts`` for faithfulness) is
+            an invalid row (in ``errors``, naming its line) and is not judged; when no row
+            has it, nothing is judged (``ConfigError``).
+        metrics: One metric or several: objects (``[Faithfulness()]``), registry names
+            (``"faithfulness"``, ``["faithfulness", "answer_relevancy"]``; see ``assay
+            metrics``), or a mix.
         judge: A :class:`~assay.models.JudgeModel`, a judge string (``"local"``,
             ``"openai:gpt-4o-mini"``), or ``None`` for ``$ASSAY_JUDGE`` / the local default.
         store: A run store (a path such as ``".assay/runs.sqlite"``, or a
@@ -454,7 +456,8 @@ def evaluate(
             :class:`~assay.run.JudgeCache`: identical, validated calls are answered from disk.
         progress: ``"auto"`` (a bar in terminals and notebooks, plain lines in logs),
             ``"bar"``, ``"plain"``, or ``"none"``/``False``.
-        mapping: Column renames (``{"my_answer": "answer"}``).
+        mapping: Column renames (``{"my_answer": "answer"}``), as ``assay run --map
+            my_answer=answer``; every column named must exist.
         base_url: For ``openai:`` judge strings.
         concurrency: Samples in flight at once (default: what the judge supports).
         limits: Rate budgets, timeouts and retries (:class:`Limits`).
@@ -482,7 +485,9 @@ def evaluate(
 
     Raises:
         DatasetError: the data cannot be read or holds no rows.
-        ConfigError: a bad option (a size limit below 1 too), or a metric needs a field no row has.
+        ConfigError: a bad option (a size limit below 1 too), an unknown metric name, or a
+            metric needs a field no row has (the message names the field, the columns kept
+            as metadata and the ``mapping=`` that would read one as the field).
         ResumeError: ``resume`` names a run whose data, metrics, judge or options differ.
 
     Judge failures never raise: they become unscored scores with a reason. Works inside a

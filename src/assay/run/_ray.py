@@ -43,7 +43,7 @@ from assay.models._registry import get_judge
 from assay.models._resilient import RateLimiter
 from assay.models._stack import _REPEAT, Limits, build_judge_stack
 from assay.prompts import REASKS
-from assay.run._dataset import Row, sample_from_record
+from assay.run._dataset import Row, required_fields, rows_from_items
 from assay.run._outcome import EvalResult
 from assay.run._results import SampleResult
 
@@ -309,19 +309,6 @@ def _metric_specs(metrics: Sequence[Metric]) -> tuple[MetricSpec, ...]:
     return specs
 
 
-def _rows(samples: Iterable[Sample | Row | Mapping[str, Any] | SampleError]) -> Iterator[Row | SampleError]:
-    for index, item in enumerate(samples, start=1):
-        if isinstance(item, SampleError | Row):
-            yield item
-        elif isinstance(item, Sample):
-            yield Row(item, index)
-        else:
-            try:
-                yield Row(sample_from_record(dict(item), line=index), index)
-            except SampleError as exc:
-                yield exc
-
-
 def _consume(future: asyncio.Future[Any]) -> None:
     """Retrieve a dead worker's failed call, so asyncio does not log it as never retrieved."""
     if future.done() and not future.cancelled():
@@ -450,7 +437,8 @@ async def aevaluate_ray(
 
     result = EvalResult(metrics=tuple(spec.name for spec in specs), judge="")
     retry: deque[tuple[Row, int]] = deque()
-    source = _rows(samples)
+    # Checked as evaluate() checks them (rows it passes on were checked already).
+    source = rows_from_items(samples, required=required_fields(metrics))
     exhausted = False
 
     def next_item() -> tuple[Row, int] | None:

@@ -26,16 +26,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from assay._safety import redact_url
 from assay._samples import Sample
 from assay._scores import MetricSpec
-from assay.errors import AssayError, ConfigError, DatasetError, SampleError
+from assay.errors import AssayError, ConfigError, DatasetError, SampleError, closest
 from assay.metrics._base import Metric
 from assay.run._dataset import (
     DEFAULT_MAX_FIELD_CHARS,
     DEFAULT_MAX_ROW_CHARS,
     NOTES,
-    MappedColumns,
     Row,
     SizeLimits,
-    sample_from_record,
+    rows_from_items,
 )
 from assay.run._readers import from_dataframe, from_hf_dataset, read_dataset
 from assay.run._store import RunSpec
@@ -118,6 +117,8 @@ class DatasetSource:
     """The first few invalid rows, for errors that must say why rows are missing."""
     notes: Mapping[str, int] = field(default_factory=dict)
     """Row note (a key of :data:`~assay.run._dataset.NOTES`) -> valid rows that have it."""
+    columns: Mapping[str, int] = field(default_factory=dict)
+    """Column kept as metadata (no sample field) -> valid rows that have it, in the order first seen."""
 
     def note_messages(self) -> list[str]:
         """What was taken on trust in the data, each said once (``contexts was one string ... in 12 rows``)."""
@@ -136,6 +137,10 @@ class DatasetSource:
 
         A field missing from only some rows is reported per row (``file:line: what``) and
         the other rows are judged; a field no row has is one clear error, not one per row.
+        Every door says it alike (:func:`~assay.evaluate` on a file, a table or a list, and
+        ``assay run``), naming the field, the columns read for it, the columns that were
+        kept as metadata instead, and how to map one: ``--map COLUMN=FIELD`` on the
+        command line, ``mapping={"COLUMN": "FIELD"}`` in Python.
 
         Raises:
             ConfigError: a metric needs a field that no valid row has.
@@ -146,32 +151,52 @@ class DatasetSource:
             return
         for metric in metrics:
             missing = [f for f in metric.required_fields if self.present.get(f, 0) == 0]
-            if missing:
-                aliases = {v: [k for k, t in ALIASES.items() if t == v] for v in missing}
-                names = "; ".join(
-                    f"'{m}'" + (f" (also read from {', '.join(aliases[m])})" if aliases[m] else "") for m in missing
+            if not missing:
+                continue
+            field_name = missing[0]
+            aliases = {v: [k for k, t in ALIASES.items() if t == v] for v in missing}
+            names = "; ".join(
+                f"'{m}'" + (f" (also read from {', '.join(aliases[m])})" if aliases[m] else "") for m in missing
+            )
+            ideal = [name for name in IDEAL_CONTEXT_COLUMNS if self.ideal.get(name)]
+            if "contexts" in missing and ideal:
+                # No row has retrieved contexts, so this mapping takes no row's away from it.
+                advice = (
+                    f"the column '{ideal[0]}' is {IDEAL_CONTEXT_COLUMNS[ideal[0]]} (what should have been "
+                    f"retrieved), kept in metadata and never judged against; add what was retrieved as "
+                    f"'retrieval_context' or 'retrieved_contexts', or, if '{ideal[0]}' does hold the retrieved "
+                    f"passages, {_map_advice(ideal[0], 'contexts')}"
                 )
-                advice = f"add it to the data or rename a column with --map COLUMN={missing[0]}"
-                ideal = [name for name in IDEAL_CONTEXT_COLUMNS if self.ideal.get(name)]
-                if "contexts" in missing and ideal:
-                    # No row has retrieved contexts, so this mapping takes no row's away from it.
-                    advice = (
-                        f"the column '{ideal[0]}' is {IDEAL_CONTEXT_COLUMNS[ideal[0]]} (what should have been "
-                        f"retrieved), kept in metadata and never judged against; add what was retrieved as "
-                        f"'retrieval_context' or 'retrieved_contexts', or, if '{ideal[0]}' does hold the retrieved "
-                        f"passages, use --map {ideal[0]}=contexts"
-                    )
-                rejected = [e for e in self.errors if any(f"'{f}" in e.detail for f in missing)]
-                if rejected:
-                    shown = "; ".join(str(e) for e in rejected[:3])
-                    advice += f". Rows that have it were invalid: {shown}"
-                raise ConfigError(
-                    f"metric '{metric.name}' needs {names}, which no valid row of {self.description} has; {advice}"
-                )
+            else:
+                others = [name for name in self.columns if name not in IDEAL_CONTEXT_COLUMNS]
+                # A column named like the field or one of its aliases ('retrieved_context') is the likely one.
+                close = (closest(name, others) for name in (field_name, *aliases[field_name]))
+                column = next((name for name in close if name is not None), "COLUMN")
+                advice = f"add it to the data, or name the column that holds it: {_map_advice(column, field_name)}"
+                if others:
+                    shown = ", ".join(f"'{name}'" for name in others[:_COLUMNS_SHOWN])
+                    more = f" and {len(others) - _COLUMNS_SHOWN} more" if len(others) > _COLUMNS_SHOWN else ""
+                    advice += f" (columns kept as metadata: {shown}{more})"
+            rejected = [e for e in self.errors if any(f"'{f}" in e.detail for f in missing)]
+            if rejected:
+                shown = "; ".join(str(e) for e in rejected[:3])
+                advice += f". Rows that have it were invalid: {shown}"
+            raise ConfigError(
+                f"metric '{metric.name}' needs {names}, which no valid row of {self.description} has; {advice}"
+            )
+
+
+_COLUMNS_SHOWN = 5
+
+
+def _map_advice(column: str, field_name: str) -> str:
+    """How to read ``column`` as ``field_name``, in both doors' words."""
+    return f"--map {column}={field_name} on the command line, mapping={{{column!r}: {field_name!r}}} in Python"
 
 
 _FINGERPRINT_CHUNK = 1 << 20
 _ERRORS_KEPT = 20
+_COLUMNS_KEPT = 100  # metadata columns remembered for the advice of check_fields (a wide table stays cheap)
 
 
 def _file_sha256(path: Path) -> str:
@@ -207,35 +232,11 @@ def _reader(
     if not isinstance(data, Sequence):
         data = list(data)  # a generator is read twice: once to check, once to judge
     items: Sequence[Any] = data
-
-    def read_items(required: Sequence[str]) -> Iterator[Row | SampleError]:
-        seen: dict[str, int] = {}  # ids must be unique here too: resume, gates and comparisons key on them
-        columns = MappedColumns(mapping, "<samples>")
-        for index, item in enumerate(items, start=1):
-            if isinstance(item, SampleError | Row):
-                yield item
-                continue
-            record = item.model_dump(mode="python", exclude_defaults=True) if isinstance(item, Sample) else item
-            columns.see(record)
-            notes: list[str] = []
-            try:
-                sample = sample_from_record(
-                    dict(record) if isinstance(record, Mapping) else record,
-                    line=index,
-                    source="<samples>",
-                    required=required,
-                    mapping=mapping,
-                    seen_ids=seen,
-                    limits=limits,
-                    notes=notes,
-                )
-            except SampleError as exc:
-                yield exc
-            else:
-                yield Row(sample, index, tuple(notes))
-        columns.check(len(items))
-
-    return f"<{len(items)} samples>", None, read_items
+    return (
+        f"<{len(items)} samples>",
+        None,
+        lambda required: rows_from_items(items, required=required, mapping=mapping, limits=limits),
+    )
 
 
 def open_dataset(
@@ -265,6 +266,7 @@ def open_dataset(
     ideal: dict[str, int] = {}
     errors: list[SampleError] = []
     notes: dict[str, int] = {}
+    columns: dict[str, int] = {}
     for item in read(()):
         n_rows += 1
         if isinstance(item, SampleError) and len(errors) < _ERRORS_KEPT:
@@ -279,6 +281,9 @@ def open_dataset(
             for name in IDEAL_CONTEXT_COLUMNS:
                 if item.sample.metadata.get(name):
                     ideal[name] = ideal.get(name, 0) + 1
+            for name in item.sample.metadata:
+                if len(columns) < _COLUMNS_KEPT or name in columns:
+                    columns[name] = columns.get(name, 0) + 1
             if path is None:
                 # ASCII JSON: text that is not valid Unicode (a lone surrogate) still hashes.
                 digest.update(json.dumps(item.sample.model_dump(mode="json"), sort_keys=True).encode() + b"\n")
@@ -287,7 +292,9 @@ def open_dataset(
     if n_rows == 0:
         raise DatasetError(f"{description}: holds no rows; nothing to evaluate")
     fingerprint = _file_sha256(path) if path is not None else f"sha256:{digest.hexdigest()}"
-    return DatasetSource(description, fingerprint, n_rows, n_valid, present, path, read, ideal, tuple(errors), notes)
+    return DatasetSource(
+        description, fingerprint, n_rows, n_valid, present, path, read, ideal, tuple(errors), notes, columns
+    )
 
 
 def _differences(stored: Mapping[str, Any], given: Mapping[str, Any]) -> list[str]:
