@@ -45,7 +45,7 @@ from assay.run._cost import PriceTable
 from assay.run._dataset import DEFAULT_MAX_FIELD_CHARS, DEFAULT_MAX_ROW_CHARS
 from assay.run._dryrun import EstimatingJudge, estimate
 from assay.run._evaluate import DEFAULT_CACHE_PATH
-from assay.run._readers import check_format, read_dataset
+from assay.run._readers import check_format
 from assay.run._session import RunOptions
 from assay.run._summary import RunSummary
 
@@ -334,17 +334,19 @@ def _dry_run(
     options: RunOptions,
     progress: str = "auto",
 ) -> None:
-    required = sorted({f for m in metrics for f in m.required_fields})
     estimator = EstimatingJudge(judge_id, per_statement=per_statement)
-    rows = read_dataset(data, required=required, mapping=mapping, limits=options.size_limits)
+    # Read and checked as a real run reads it: a field no row has stops the dry run too.
     result = estimate(
-        rows,
+        data,
         metrics,
         estimator,
         progress=progress,  # type: ignore[arg-type]  # checked by run()
         prices=prices,
+        mapping=mapping,
         repeats=repeats,
         reasks=0,
+        max_field_chars=options.max_field_chars,
+        max_row_chars=options.max_row_chars,
     )
     usd = prices.cost(judge_id, estimator.usage)
     table = Table(title=f"dry run · {data} · judge {judge_id} · nothing was called", title_justify="left")
