@@ -492,3 +492,18 @@ def test_notes_are_said_in_the_summary_when_progress_is_off(tmp_path: Path, serv
     )
     assert done.returncode == 0, done.stderr
     assert " ".join(done.stderr.split()).count("contexts was one string") == 1
+
+
+def test_a_refused_run_leaves_no_store_and_an_earlier_out_untouched(tmp_path: Path, server: FakeOpenAIServer) -> None:
+    # Before: the store was created before the data was checked, and --out was truncated at the start.
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"question": "Colour?", "answer": "It is blue."}) + "\n")  # no contexts
+    out = tmp_path / "results.jsonl"
+    out.write_text('{"earlier": "results"}\n')
+    store = tmp_path / "fresh" / "runs.sqlite"
+    done = subprocess.run(
+        run_args(server, data, store, tmp_path / "c.sqlite", "--out", str(out)), env=ENV, capture_output=True, text=True
+    )
+    assert done.returncode == 1 and "needs 'contexts'" in done.stderr and "Traceback" not in done.stderr
+    assert not store.exists() and not (tmp_path / "fresh").exists()
+    assert out.read_text() == '{"earlier": "results"}\n'

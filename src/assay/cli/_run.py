@@ -307,6 +307,8 @@ def _mark_interrupted(store_path: Path, run_id: str) -> None:
     even when that clean-up was cut short (a full-suite run once left a Ctrl-C'd run
     'running' after exit 130).
     """
+    if not store_path.is_file():  # interrupted before the run existed: nothing to mark, nothing to create
+        return
     with RunStore(store_path) as store:
         store.mark_interrupted(run_id)
 
@@ -562,8 +564,6 @@ def run(
                 progress,
             )
             raise typer.Exit(EXIT_OK)
-        if store is None:
-            store = RunStore(store_path)
     except AssayError as exc:
         err_console.print(f"[red]error:[/red] {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
@@ -577,17 +577,21 @@ def run(
     # holds the whole run: a resumed run's earlier part, and a line lost to a kill. While the run
     # goes, a regular file also gets each result as it finishes (for `tail -f`).
     sink: IO[str] | None = None
+    streaming = out is not None and not (out.exists() and not out.is_file())
 
     def write_out(sample_result: SampleResult) -> None:
-        nonlocal sink
-        if sink is None:
+        nonlocal sink, streaming
+        if not streaming or out is None:
             return
         try:
+            if sink is None:  # opened at the first result: a refused run leaves an earlier --out alone
+                out.parent.mkdir(parents=True, exist_ok=True)
+                sink = out.open("a" if resume else "w", encoding="utf-8")
             sink.write(json.dumps(sample_result.to_record(), ensure_ascii=False) + "\n")
             sink.flush()
         except OSError as exc:
             _close_quietly(sink)
-            sink = None
+            sink, streaming = None, False
             failure = storage_error(exc, Path(str(out)), "the output file", "write")
             err_console.print(
                 f"[yellow]warning[/yellow]: {printable(str(failure))}; judging goes on (every result is in the store)"
@@ -595,15 +599,14 @@ def run(
 
     code: int | None = None
     try:
-        if out is not None and not (out.exists() and not out.is_file()):
-            out.parent.mkdir(parents=True, exist_ok=True)
-            sink = out.open("a" if resume else "w", encoding="utf-8")
         with _bounded_interrupt(lambda: _give_up(store_path, run_id)):
             result = assay.evaluate(
                 data,
                 metrics,
                 judge,
-                store=store,
+                # a new run's store is created by evaluate once the data and metrics are checked:
+                # a refused run leaves no empty store behind
+                store=store if store is not None else store_path,
                 resume=resume,
                 run_id=run_id,
                 cache=cache_path if options.cache else None,
@@ -632,13 +635,12 @@ def run(
     except AssayError as exc:
         err_console.print(f"[red]error:[/red] {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
-    except OSError as exc:  # --out could not be opened: nothing was judged
-        err_console.print(
-            f"[red]error:[/red] {printable(str(storage_error(exc, Path(str(out)), 'the output file', 'open')))}"
-        )
-        raise typer.Exit(EXIT_USAGE) from None
     finally:
         _close_quietly(sink)
+    if store is None:
+        if not store_path.is_file():  # stopped before the run existed (a Ctrl-C while loading)
+            raise typer.Exit(code if code is not None else EXIT_USAGE)
+        store = RunStore(store_path)
     out_ok = _write_out_from_store(store, run_id, out)
     if code is not None:
         if code == EXIT_INTERRUPTED:
