@@ -223,7 +223,26 @@ def _record(item: dict[str, Any], set_name: str, score: Any, seconds: float) -> 
     }
 
 
-async def judge_all(sets: list[str], n: int, seed: int, out: Path, judge_name: str) -> list[dict[str, Any]]:
+PREAMBLES = (
+    "Here is a concise summary of the passage.",
+    "Below are the key points from the text:",
+    "Sure! Here's a brief overview of the document.",
+    "Based on the provided context, here is a summary:",
+    "The following is a short summary of the article.",
+    "Here's what the passage says:",
+)
+"""Sentences about the answer itself, as generated summaries and RAG answers open (issue 34)."""
+
+
+def with_preamble(item: dict[str, Any], seed: int) -> dict[str, Any]:
+    """``item`` whose answer opens with one of :data:`PREAMBLES` (chosen by the item's id and the seed)."""
+    pick = random.Random(f"{seed}:{item['id']}").choice(PREAMBLES)
+    return {**item, "answer": f"{pick} {item['answer']}"}
+
+
+async def judge_all(
+    sets: list[str], n: int, seed: int, out: Path, judge_name: str, preamble: bool = False
+) -> list[dict[str, Any]]:
     from assay.metrics import Faithfulness
     from assay.models import get_judge
 
@@ -234,6 +253,8 @@ async def judge_all(sets: list[str], n: int, seed: int, out: Path, judge_name: s
     with out.open("a", encoding="utf-8") as sink:
         for set_name in sets:
             items = BUILDERS[set_name](n, seed)
+            if preamble:
+                items = [with_preamble(item, seed) for item in items]
             for k, item in enumerate(items, start=1):
                 if (set_name, item["id"]) in done:
                     continue
@@ -404,12 +425,18 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("answers.jsonl"), help="per-answer records (appended)")
     parser.add_argument("--records", type=Path, help="report from these records; judge nothing")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--preamble",
+        action="store_true",
+        help="open every answer with a sentence about the answer itself ('Here is a concise summary of the "
+        "passage.'), as generated summaries do: the same labels, a harder input (issue 34)",
+    )
     args = parser.parse_args()
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     if args.records is not None:
         records = [r for r in _read(args.records) if r["set"] in sets]
     else:
-        records = asyncio.run(judge_all(sets, args.n, args.seed, args.out, args.judge))
+        records = asyncio.run(judge_all(sets, args.n, args.seed, args.out, args.judge, args.preamble))
     figures = report(records, args.seed)
     show(figures)
     if args.json is not None:
