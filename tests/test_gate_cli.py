@@ -166,8 +166,8 @@ def test_a_single_run_decides_on_what_it_observed(runs: dict[str, tuple[Path, st
     [
         (("gate", "nope"), "no run 'nope'"),
         (("gate", "RUN", "--metric", "relevance"), "has no metric 'relevance'; its metrics: faithfulness"),
-        (("gate", "RUN", "--min", "1.5"), "1.5 is not in [0, 1]"),
-        (("gate", "RUN", "--min", "high"), "'high' is not a valid float"),
+        (("gate", "RUN", "--min", "1.5"), "--min is a score between 0 and 1, not 1.5"),
+        (("gate", "RUN", "--min", "high"), "--min is a score between 0 and 1, not 'high'"),
         (("gate", "RUN", "--bogus"), "unexpected arguments: --bogus"),
         (("gate",), "give the RUN_ID to gate, or --latest"),
     ],

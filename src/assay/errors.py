@@ -33,6 +33,7 @@ __all__ = [
     "SampleError",
     "StorageError",
     "TraceFormatError",
+    "check_threshold",
     "did_you_mean",
 ]
 
@@ -53,6 +54,27 @@ def closest(word: str, choices: Iterable[str]) -> str | None:
     options = {choice.lower(): choice for choice in choices if choice}
     close = difflib.get_close_matches(word.lower(), list(options), n=1, cutoff=0.75)
     return options[close[0]] if close else None
+
+
+def check_threshold(value: float, name: str = "threshold") -> float:
+    """``value`` as a float when it is a score between 0 and 1, else a :class:`ConfigError`.
+
+    The one check of every pass mark a person types, in every door: ``assert_faithful``'s
+    and ``assert_scores``' ``min``, :class:`~assay.analysis.GatePolicy`'s ``threshold``
+    (``EvalResult.gate``), ``assay gate --min`` and ``-m NAME=MIN``, ``assay report
+    --threshold``, ``assay simulate --threshold``. A percentage is the usual slip, so a
+    value up to 100 is answered with its fraction: ``min is a score between 0 and 1, not
+    80; did you mean 0.8?``. ``name`` is what the person wrote (``min``, ``--threshold``).
+    """
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} is a score between 0 and 1, not {value!r}") from None
+    if 0.0 <= number <= 1.0:
+        return number
+    hint = f"; did you mean {number / 100:g}?" if 2.0 <= number <= 100.0 else ""  # a percentage
+    shown = f"{number:g}" if number == number else "nan"
+    raise ConfigError(f"{name} is a score between 0 and 1, not {shown}{hint}")
 
 
 class AssayError(Exception):

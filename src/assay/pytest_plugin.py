@@ -47,7 +47,7 @@ from assay._safety import printable
 from assay._samples import Sample
 from assay._scores import MetricSpec, Score, summarize
 from assay.analysis import partial_run_reasons
-from assay.errors import AssayError, ConfigError, SampleError
+from assay.errors import AssayError, ConfigError, SampleError, check_threshold
 from assay.metrics import BinaryJudgeGrader, Faithfulness, Metric, metrics_from
 from assay.models import JudgeModel, get_judge
 from assay.run import Row, RunSpec, RunStatus, RunStore, SampleResult, evaluate, new_run_id
@@ -387,6 +387,7 @@ def assert_faithful(
             the judge's reason.
     """
     __tracebackhide__ = True
+    min = check_threshold(min, "min")  # before any judge call: min=80 is refused, not a failed assertion
     metric = metric or Faithfulness()
     chosen = _as_sample(sample, [metric])
     score, judge_id = _judged(chosen, metric, judge)
@@ -413,6 +414,7 @@ def assert_grade(
         AssertionError: below ``min`` or unscored (NA included), with the judge's reasoning.
     """
     __tracebackhide__ = True
+    min = check_threshold(min, "min")
     metric = BinaryJudgeGrader(grader) if isinstance(grader, str) else grader
     chosen = _as_sample(sample, [metric])
     score, judge_id = _judged(chosen, metric, judge)
@@ -453,7 +455,10 @@ def assert_scores(
     __tracebackhide__ = True
     built = metrics_from(metrics)
     names = [m.name for m in built]
-    minimums = dict(min) if isinstance(min, Mapping) else dict.fromkeys(names, float(min))
+    if isinstance(min, Mapping):
+        minimums = {name: check_threshold(value, f"min[{name!r}]") for name, value in min.items()}
+    else:
+        minimums = dict.fromkeys(names, check_threshold(min, "min"))
     stray = sorted(set(minimums) - set(names))
     if stray:
         raise ConfigError(f"min names {stray[0]!r}, which is not among the metrics asserted ({', '.join(names)})")

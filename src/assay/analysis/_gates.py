@@ -53,6 +53,7 @@ from assay._scores import Score
 from assay.analysis._judges import answered_by, judge_models_note
 from assay.analysis._repeats import RepeatReport, SampleRepeats, statement_key
 from assay.analysis._stats import wilson_interval
+from assay.errors import ConfigError, check_threshold, did_you_mean
 
 __all__ = [
     "DEFAULT_FLIP_RATE",
@@ -72,6 +73,7 @@ __all__ = [
     "flake_probability",
     "is_pass_fail",
     "min_passing",
+    "no_such_metric",
     "observed_rate",
     "partial_run_reasons",
     "poisson_binomial_pmf",
@@ -94,6 +96,16 @@ their share (0.1, had each of them scored 0, or 1), about the full width of the 
 bootstrap CI of a 100-sample run with a typical spread (SD 0.3: +-0.06)."""
 
 _EPS = 1e-9
+
+
+def no_such_metric(run_id: str, name: str, known: Sequence[str]) -> ConfigError:
+    """The error for gating a metric the run does not have, in every door (``assay gate``, ``EvalResult.gate``).
+
+    ``run r has no metric 'faithfullness'; did you mean 'faithfulness'? its metrics: faithfulness``.
+    """
+    names = ", ".join(known) or "none"
+    return ConfigError(f"run {run_id} has no metric {name!r};{did_you_mean(name, known)} its metrics: {names}")
+
 
 Stability = Literal["stable_pass", "stable_fail", "flaky"]
 GateOutcome = Literal["pass", "fail", "flaky", "unscored", "incomplete"]
@@ -277,7 +289,8 @@ class GatePolicy:
     max_invalid_rows: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("threshold", "max_flake", "max_unscored"):
+        check_threshold(self.threshold, "threshold")  # the one check of every door's pass mark
+        for name in ("max_flake", "max_unscored"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {value}")

@@ -35,13 +35,14 @@ from assay.analysis import (
     evaluate_gate,
     is_pass_fail,
     metrics_in,
+    no_such_metric,
     observed_rate,
     partial_run_reasons,
     recommend_statements,
     recommend_threshold,
 )
 from assay.cli._console import err_console, fmt_score, out_console
-from assay.errors import AssayError, ConfigError, did_you_mean
+from assay.errors import AssayError, ConfigError, check_threshold, did_you_mean
 from assay.report import gate_summary_markdown, md_text
 from assay.run import RunStore
 
@@ -72,6 +73,14 @@ def _number(kind: type[float] | type[int], low: float, high: float) -> Callable[
         return number
 
     return parse
+
+
+def _threshold(value: Any) -> float:
+    """``--min``: a score between 0 and 1, checked as every door checks its pass mark (exits 3)."""
+    try:
+        return check_threshold(value, "--min")
+    except ConfigError as exc:
+        raise _GateUsageError(str(exc)) from None
 
 
 def _usage(message: str) -> typer.Exit:
@@ -201,7 +210,10 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
             "so the statement-count advice of graded metrics does not apply; more samples narrow its interval[/dim]",
             soft_wrap=True,
         )
-    elif result.flip_rate_source != "no judge call":  # computed verdicts: no statement count makes them steadier
+    elif result.flip_rate_source != "no judge call" and any(s.n_statements for s in result.samples if s.is_scored):
+        # Advice on how many statements make the gate stable: not for computed verdicts (no
+        # statement count makes them steadier), not when nothing was scored (n=0), and not
+        # for a metric whose scores have no statements.
         _print_advice(result, report)
     for note in result.notes:
         out_console.print(f"[dim]note: {printable(note)}[/dim]", soft_wrap=True)
@@ -279,8 +291,7 @@ def parse_gated_metrics(items: list[str], default_min: float) -> list[tuple[str,
                 break
         if not name:
             raise ConfigError(f"--metric {item!r} names no metric; write NAME or NAME=MIN, e.g. faithfulness=0.8")
-        if not 0.0 <= threshold <= 1.0:
-            raise ConfigError(f"--metric {item}: the threshold {threshold:g} is not in [0, 1]")
+        check_threshold(threshold, f"--metric {item}: the threshold")
         if name in gated:
             raise ConfigError(f"--metric names {name!r} twice; give each metric once, with its threshold")
         gated[name] = threshold
@@ -293,9 +304,10 @@ def _rule_text(result: GateResult) -> str:
 
 def _nothing_judged(run_id: str, status: str, n_row_errors: int) -> str:
     if n_row_errors:
-        rows = "the input row was" if n_row_errors == 1 else f"all {n_row_errors} input rows"
+        rows = "the only input row" if n_row_errors == 1 else f"all {n_row_errors} input rows"
+        verb = "was" if n_row_errors == 1 else "were"
         return (
-            f"nothing was judged: {rows} of run {run_id} {'was' if n_row_errors == 1 else 'were'} invalid "
+            f"nothing was judged: {rows} of run {run_id} {verb} invalid "
             f"(see 'assay runs show {run_id}'); fix the data and run it again"
         )
     return f"nothing was judged: run {run_id} has no result (it is {status})"
@@ -315,9 +327,7 @@ def gate(
     ] = None,
     min_score: Annotated[
         float,
-        typer.Option(
-            "--min", parser=_number(float, 0.0, 1.0), help="The gate: score >= MIN (for metrics without one)."
-        ),
+        typer.Option("--min", parser=_threshold, help="The gate: score >= MIN (for metrics without one)."),
     ] = GatePolicy.threshold,
     per_sample: Annotated[bool, typer.Option("--per-sample", help="Gate every sample, not the run mean.")] = False,
     strict: Annotated[
@@ -440,9 +450,7 @@ def gate(
     known_metrics = list(dict.fromkeys([*(m.name for m in spec.metrics), *metrics_in(records)]))
     for name, _ in gated:
         if name not in known_metrics:
-            names = ", ".join(known_metrics) or "none"
-            hint = did_you_mean(name, known_metrics)
-            raise _usage(f"run {run_id} has no metric {name!r};{hint} its metrics: {names}")
+            raise _usage(str(no_such_metric(run_id, name, known_metrics)))
     # Also said under each verdict line (GateResult.partial); here for a run with nothing to gate.
     partial = partial_run_reasons(coverage, policy)
     judged = set(metrics_in(records))
@@ -455,25 +463,17 @@ def gate(
         _append_summary(summary_md, f"### ⚠️ assay gate: UNSCORED\n\n{md_text(why, 500)}\n{shown}\n")
         raise typer.Exit(_EXIT["unscored"])
     reports = {name: analyze_repeats(records, name, seed=seed) for name in metrics_in(records)}
-    results: list[GateResult] = []
-    for index, (name, threshold) in enumerate(gated):
-        if index:
-            out_console.print()
-        if name not in reports:
-            out_console.print(
-                f"[bold yellow]GATE UNSCORED[/bold yellow]: {printable(name)} has no result in run "
-                f"{printable(run_id, breaks=False)}",
-                soft_wrap=True,
-            )
-            continue
-        result = evaluate_gate(reports[name], dataclasses.replace(policy, threshold=threshold), coverage)
-        render_gate(result, reports[name], run_id)
-        results.append(result)
+    by_name = {
+        name: evaluate_gate(reports[name], dataclasses.replace(policy, threshold=threshold), coverage)
+        for name, threshold in gated
+        if name in reports
+    }
+    results = list(by_name.values())
     outcomes: list[GateOutcome] = [r.outcome for r in results] + ["unscored"] * (len(gated) - len(results))
     outcome = combined_outcome(outcomes)
     if len(gated) > 1:
+        # The overall verdict first, so 'assay gate ... | head -1' is the verdict; each metric's follows.
         colour = _COLOUR[outcome]
-        by_name = {r.metric: r for r in results}
         parts = " · ".join(
             f"{printable(_rule_text(by_name[name]))} {by_name[name].outcome.upper()}"
             if name in by_name
@@ -481,7 +481,6 @@ def gate(
             for name, _ in gated
         )
         partial_run = " on a partial run" if any(r.gated_partial for r in results) else ""
-        out_console.print()
         out_console.print(
             f"[bold {colour}]GATE {outcome.upper()} ({len(gated)} metrics{partial_run})[/bold {colour}]: {parts}",
             soft_wrap=True,
@@ -489,6 +488,17 @@ def gate(
         if outcome == "incomplete":
             for reason in partial:
                 out_console.print(f"[bold yellow]not gated:[/bold yellow] {printable(reason)}", soft_wrap=True)
+    for name, _ in gated:
+        if len(gated) > 1:
+            out_console.print()
+        if name not in by_name:
+            out_console.print(
+                f"[bold yellow]GATE UNSCORED[/bold yellow]: {printable(name)} has no result in run "
+                f"{printable(run_id, breaks=False)}",
+                soft_wrap=True,
+            )
+            continue
+        render_gate(by_name[name], reports[name], run_id)
     if summary_md is not None:
         _append_summary(summary_md, gate_summary_markdown(results, reports, run_id=run_id))
     raise typer.Exit(_EXIT[outcome])

@@ -11,7 +11,7 @@ from assay._safety import printable
 from assay.analysis import GatePolicy
 from assay.cli._console import EXIT_USAGE, err_console
 from assay.cli._gate import parse_gated_metrics
-from assay.errors import AssayError, ConfigError
+from assay.errors import AssayError, ConfigError, check_threshold
 from assay.report import DEFAULT_THRESHOLD, write_report
 from assay.run import RunStore
 from assay.run._cost import PriceTable
@@ -28,8 +28,6 @@ def report(
     threshold: Annotated[
         float | None,
         typer.Option(
-            min=0.0,
-            max=1.0,
             help=f"The pass mark: a sample passes a metric when its value is at least this; so does the gate's mean "
             f"(default: assay gate's, {DEFAULT_THRESHOLD:g}).",
         ),
@@ -102,6 +100,12 @@ def report(
         "max_invalid_rows": max_invalid_rows,
     }
     given = {name: value for name, value in given.items() if value is not None}
+    if threshold is not None:
+        try:
+            threshold = check_threshold(threshold, "--threshold")  # as every door checks its pass mark
+        except ConfigError as exc:
+            err_console.print(f"[red]error:[/red] {printable(str(exc))}")
+            raise typer.Exit(EXIT_USAGE) from None
     if given and not gate:
         names = ", ".join("--" + name.replace("_", "-") for name in given)
         err_console.print(f"[red]error:[/red] {names} only apply with --gate")

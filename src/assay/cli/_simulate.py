@@ -11,6 +11,7 @@ from rich.table import Table
 from assay._safety import printable
 from assay.analysis import Simulation, recommend_statements, recommend_threshold, simulate_gates, simulation_svg
 from assay.cli._console import EXIT_USAGE, err_console, out_console
+from assay.errors import check_threshold
 
 __all__ = ["simulate"]
 
@@ -54,7 +55,7 @@ def simulate(
     flip_rate: Annotated[
         float, typer.Option("--flip-rate", min=0.0, max=1.0, help="P(the judge flips a verdict).")
     ] = 0.1,
-    threshold: Annotated[float, typer.Option("--threshold", min=0.0, max=1.0, help="The gate: score >= T.")] = 0.8,
+    threshold: Annotated[float, typer.Option("--threshold", help="The gate: score >= T.")] = 0.8,
     true_rate: Annotated[
         float, typer.Option("--true-rate", min=0.0, max=1.0, help="P(a statement is truly supported).")
     ] = 0.9,
@@ -71,10 +72,12 @@ def simulate(
     verdict with probability --flip-rate. The closed form (binomial with q = p(1-ε) +
     (1-p)ε) is shown next to the seeded simulation.
 
-    Exit codes: 0 done; 1 bad --statements or unwritable --svg; 2 other bad option values.
+    Exit codes: 0 done; 1 usage error (a bad option value, --statements, --threshold) or
+    an unwritable --svg.
     """
     try:
         counts = _counts(statements)
+        threshold = check_threshold(threshold, "--threshold")  # as every door checks its pass mark
     except ValueError as exc:
         err_console.print(f"[red]error:[/red] {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None

@@ -163,14 +163,23 @@ class EvalResult:
         ``incomplete`` (its ``partial`` says how many rows were never judged and why) unless
         ``allow_partial=True``.
         """
-        from assay.analysis import GatePolicy, analyze_repeats, evaluate_gate
+        from assay.analysis import GatePolicy, analyze_repeats, evaluate_gate, metrics_in, no_such_metric
 
         run_id, store_path = self._stored("gate()")
         name = metric or self.metrics[0]
+        gate_policy = GatePolicy(**policy)  # a threshold out of [0, 1] is refused before the store is read
         with RunStore(store_path) as store:
-            report = analyze_repeats(list(store.records(run_id)), name)
+            records = list(store.records(run_id))
             coverage = store.coverage(run_id)
-        return evaluate_gate(report, GatePolicy(**policy), coverage)
+        known = list(dict.fromkeys([*self.metrics, *metrics_in(records)]))
+        if name not in known:  # as assay gate says it, not a bare KeyError
+            raise no_such_metric(run_id, name, known)
+        if name not in metrics_in(records):
+            raise ConfigError(
+                f"run {run_id} has no result for {name!r}: nothing was judged "
+                f"({coverage.n_invalid} invalid input rows; see result.errors)"
+            )
+        return evaluate_gate(analyze_repeats(records, name), gate_policy, coverage)
 
     def __repr__(self) -> str:
         parts = []
