@@ -297,6 +297,20 @@ def sample_from_record(
     return sample
 
 
+def row_from_record(record: Any, *, line: int, **checks: Any) -> Row | SampleError:
+    """One input row as a :class:`Row` (with what was taken on trust), or its :class:`SampleError`.
+
+    ``checks`` are :func:`sample_from_record`'s keyword arguments (source, required,
+    mapping, unit, seen_ids, limits): every reader and ``evaluate``'s own items build rows here.
+    """
+    notes: list[str] = []
+    try:
+        sample = sample_from_record(record, line=line, notes=notes, **checks)
+    except SampleError as exc:
+        return exc
+    return Row(sample, line, tuple(notes))
+
+
 def missing_problem(sample: Sample, required: Iterable[str], record: Mapping[str, Any] | None = None) -> str | None:
     """What makes ``sample`` unjudgeable for lack of a field (``missing or empty field 'contexts'``), or ``None``.
 
@@ -358,22 +372,15 @@ def rows_from_items(
             continue
         record = item.model_dump(mode="python", exclude_defaults=True) if isinstance(item, Sample) else item
         columns.see(record)
-        notes: list[str] = []
-        try:
-            sample = sample_from_record(
-                dict(record) if isinstance(record, Mapping) else record,
-                line=index,
-                source=source,
-                required=required,
-                mapping=mapping,
-                seen_ids=seen,
-                limits=limits,
-                notes=notes,
-            )
-        except SampleError as exc:
-            yield exc
-        else:
-            yield Row(sample, index, tuple(notes))
+        yield row_from_record(
+            dict(record) if isinstance(record, Mapping) else record,
+            line=index,
+            source=source,
+            required=required,
+            mapping=mapping,
+            seen_ids=seen,
+            limits=limits,
+        )
     columns.check(index)
 
 
@@ -751,22 +758,9 @@ def _jsonl_rows(
         number, record = item
         columns.see(record)
         n_rows += 1
-        notes: list[str] = []
-        try:
-            sample = sample_from_record(
-                record,
-                line=number,
-                source=source,
-                required=required,
-                mapping=mapping,
-                seen_ids=seen,
-                limits=limits,
-                notes=notes,
-            )
-        except SampleError as exc:
-            yield exc
-            continue
-        yield Row(sample, number, tuple(notes))
+        yield row_from_record(
+            record, line=number, source=source, required=required, mapping=mapping, seen_ids=seen, limits=limits
+        )
     columns.check(n_rows)
 
 

@@ -75,6 +75,7 @@ from assay.run._dataset import (
     json_lines,
     parse_json,
     require_rows,
+    row_from_record,
     sample_from_record,
 )
 
@@ -878,25 +879,13 @@ def _row(
     unit: str = "line",
     limits: SizeLimits | None = None,
 ) -> Row | SampleError:
-    notes: list[str] = []
     try:
         cleaned = _clean_record(record, renames)
-        sample = sample_from_record(
-            cleaned,
-            line=line,
-            source=source,
-            required=required,
-            mapping=mapping,
-            unit=unit,
-            seen_ids=seen,
-            limits=limits,
-            notes=notes,
-        )
     except _CellError as exc:
         return SampleError(str(exc), source=source, line=line, unit=unit)
-    except SampleError as exc:
-        return exc
-    return Row(sample, line, tuple(notes))
+    return row_from_record(
+        cleaned, line=line, source=source, required=required, mapping=mapping, unit=unit, seen_ids=seen, limits=limits
+    )
 
 
 class _CellError(ValueError):
