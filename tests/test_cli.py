@@ -285,3 +285,15 @@ def test_a_json_array_saved_as_jsonl_is_said_before_any_judge_call(tmp_path: Pat
         "rag.jsonl holds one JSON array, not one object per line: rename it rag.json, or write one object per line"
         in (" ".join(out.split()))
     )
+
+
+def test_retrieval_given_a_directory_or_a_missing_file_says_so_without_a_traceback(tmp_path: Path) -> None:
+    # Before: `assay retrieval .` raised IsADirectoryError with a traceback.
+    (tmp_path / "ret.jsonl").write_text('{"query": "q", "expected": ["a"], "retrieved": ["a"]}\n')
+    for target, said in ((tmp_path, "is a directory"), (tmp_path / "nope.jsonl", "no such file")):
+        result = CliRunner().invoke(app, ["retrieval", str(target)])
+        assert result.exit_code == 1, result.output
+        assert said in " ".join(result.output.split())
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+    listed = CliRunner().invoke(app, ["retrieval", str(tmp_path)])
+    assert "ret.jsonl" in listed.output

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from assay._safety import printable
+from assay._sqlite import storage_error
 from assay.cli._console import EXIT_BAD_ROWS, EXIT_UNSCORED, EXIT_USAGE, err_console, out_console, stdout
 from assay.errors import AssayError, ConfigError, SampleError, did_you_mean
 from assay.retrieval import (
@@ -25,6 +26,7 @@ from assay.retrieval import (
     read_qrels,
     read_run,
 )
+from assay.run._dataset import check_data_file
 
 __all__ = ["retrieval", "trec"]
 
@@ -131,6 +133,7 @@ def retrieval(
     ks = _parse_ks(k)
     bad: list[SampleError] = []
     try:
+        check_data_file(data)  # a directory or a missing path is a message, not a traceback
         examples = load_retrieval_dataset(data, mapping=_mapping(map_ or []), errors=bad)
         relevance_judge = _build_judge(judge, threshold, model, base_url)
         kwargs: dict[str, object] = {"k": ks, "level": level}
@@ -149,8 +152,12 @@ def retrieval(
         raise typer.Exit(EXIT_UNSCORED)
     _print_report(report, matches)
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(report.model_dump_json(indent=1), encoding="utf-8")
+        try:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_text(report.model_dump_json(indent=1), encoding="utf-8")
+        except OSError as exc:
+            err_console.print(f"[red]error:[/red] {printable(str(storage_error(exc, output, 'the report', 'write')))}")
+            raise typer.Exit(EXIT_USAGE) from None
     if bad:
         rows = "1 row was" if len(bad) == 1 else f"{len(bad)} rows were"
         err_console.print(f"[yellow]exit {EXIT_BAD_ROWS}[/yellow]: {rows} invalid and not evaluated")
