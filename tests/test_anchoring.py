@@ -516,3 +516,18 @@ def test_a_faithful_summary_does_not_fail_on_its_preamble(decomposer: str) -> No
         notes = [(answer[s.start : s.end], s.status, s.note) for s in score.decomposition.sentences]
         assert notes[0] == ("Here is a brief overview of the passage.", "not_checkable", "about the answer")
         assert notes[1] == ("Based on the context,", "not_checkable", "about the answer")
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        ("Here is a concise summary of the passage. Predestination", "Predestination"),
+        ("The following is a short summary of the article. 1950", "1950"),
+        ("Sure! Yes.", "Yes."),
+        ("Below is the answer: Canberra.", "Canberra."),
+    ],
+)
+def test_a_one_word_answer_after_a_preamble_is_still_the_answer(answer: str, said: str) -> None:
+    # Found measuring issue 34: after a preamble a one-word answer was "too short", the answer unscored.
+    checkable = [s.text for s in answer_sentences(answer, "Which film, year or city was it?") if s.checkable]
+    assert checkable == [said]

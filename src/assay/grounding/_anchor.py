@@ -189,9 +189,9 @@ def preamble_end(text: str) -> int:
     (:func:`about_the_answer`), ending at a colon or a dash ("Below are the key points from
     the article: ...") or, when it opens like a preamble ("based on", "according to", "in
     summary", "sure", "thanks"), at a comma or semicolon; a comma alone is not enough ("The
-    context, however, shows ..." is a claim). What follows must be a claim of two words or
-    more, not more of the same ("Thanks, I hope this helps!" stays one). Preambles may be
-    chained ("Sure, based on the passage, ...").
+    context, however, shows ..." is a claim). What follows must be a claim (one word can be
+    one: "Below is the answer: Canberra."), not more of the same ("Thanks, I hope this
+    helps!" stays one). Preambles may be chained ("Sure, based on the passage, ...").
     """
     start = 0
     while True:
@@ -204,7 +204,7 @@ def preamble_end(text: str) -> int:
         if (
             not opens
             or not about_the_answer(head)
-            or _words(tail) < 2
+            or _words(tail) < 1
             or about_the_answer(tail)
             or (_FILLER.match(tail) and not preamble_end(tail))
         ):
@@ -295,26 +295,37 @@ def answer_sentences(answer: str, question: str = "") -> tuple[SentenceSpan, ...
     """The sentences of ``answer`` with exact offsets, each marked checkable or not (and why).
 
     A one-word sentence states nothing, except when it is the whole answer to a question
-    ("Paris."): that is an elliptical answer, completed from the question. A sentence that
+    ("Paris.", also after a preamble: "Here is the answer: Paris."): that is an elliptical
+    answer, completed from the question. A sentence that
     states something and then asks ("It is for the best, do you watch the NFL?") is two: the
     statement, checkable, and the question, which is not.
     """
-    out: list[SentenceSpan] = []
     located = _split_questions(answer, _split_preambles(answer, located_sentences(answer)))
-    for start, end in located:
+    marked = [(start, end, _states_nothing(answer[start:end])) for start, end in located]
+    # "Here is the answer: Paris." is still an elliptical answer: only the sentences that may
+    # state something count when deciding whether a one-word sentence is the whole answer
+    alone = sum(1 for _, _, why in marked if not why) == 1 and bool(question.strip())
+    out: list[SentenceSpan] = []
+    for start, end, why in marked:
         text = answer[start:end]
         words = _words(text)
-        why = ""
-        if words < 2 and not (words == 1 and len(located) == 1 and question.strip()):
+        if words < 2 and not (words == 1 and alone and not why):
             why = "too short"
-        elif text.rstrip().endswith("?"):
-            why = "a question"
-        elif _FILLER.match(text) and len(terms(text)) <= 6:
-            why = "filler"
-        elif about_the_answer(text):
-            why = "about the answer"
         out.append(SentenceSpan(start, end, text, why))
     return tuple(out)
+
+
+def _states_nothing(text: str) -> str:
+    """Why ``text`` states nothing whatever its length (a question, filler, about the answer), or ``""``."""
+    if _words(text) < 1:
+        return "too short"
+    if text.rstrip().endswith("?"):
+        return "a question"
+    if _FILLER.match(text) and len(terms(text)) <= 6:
+        return "filler"
+    if about_the_answer(text):
+        return "about the answer"
+    return ""
 
 
 def checkable_sentences(answer: str, question: str = "") -> list[tuple[int, int]]:
