@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from collections.abc import Sequence
@@ -474,6 +475,7 @@ def test_a_sentence_about_the_answer_itself_is_not_checkable(sentence: str) -> N
         ("Sure, based on the passage, Paris is the capital.", "Paris is the capital."),
         ("Thanks for asking, the tower is 330 m tall.", "the tower is 330 m tall."),
         ("In short, the merger failed.", "the merger failed."),
+        ("Here's what the passage says: Queen Elizabeth II", "Queen Elizabeth II"),
         ("Drawing on the retrieved documents, the vaccine was approved in 2021.", "the vaccine was approved in 2021."),
     ],
 )
@@ -531,3 +533,25 @@ def test_a_one_word_answer_after_a_preamble_is_still_the_answer(answer: str, sai
     # Found measuring issue 34: after a preamble a one-word answer was "too short", the answer unscored.
     checkable = [s.text for s in answer_sentences(answer, "Which film, year or city was it?") if s.checkable]
     assert checkable == [said]
+
+
+def test_a_preamble_is_never_the_sentence_a_rewrite_resolves_references_from() -> None:
+    # Found measuring issue 34: "Here's a brief overview of the document." was given to the rewrite
+    # of the next sentence as "the sentence before", and the rewrite of "No, only the Grasshopper is a
+    # drink." changed with it. The statements must be those of the answer without its preamble.
+    seen: list[str] = []
+
+    def rewriter(messages: Sequence[ChatMessage], request: JudgeRequest) -> str:
+        user = messages[-1]["content"]
+        seen.append(_block(user, "previous") if "<previous>" in user else "")
+        return json.dumps({"statements": ["Tiger Woods won 15 major championships."]})
+
+    question = "Who is Tiger Woods?"
+    for answer in (
+        "He won 15 major championships.",
+        "Here's a brief overview of the passage. He won 15 major championships.",
+        "Sure! Below are the key points: He won 15 major championships.",
+    ):
+        split = asyncio.run(AnchoredDecomposer().decompose(question, answer, FunctionJudge(rewriter)))
+        assert split.statements == ("Tiger Woods won 15 major championships.",)
+    assert seen == ["", "", ""]

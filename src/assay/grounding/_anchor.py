@@ -144,7 +144,7 @@ _ABOUT_THE_ANSWER_WORDS = (
     "provided provide given based according following follows below above here find found look "
     "let summarizing retrieved search result results help helpful hope glad happy version "
     "sure certainly okay absolutely course alright thanks thank asking ask drawing draw reading read looking "
-    "having stated mentioned described noted shown per"
+    "having stated mentioned described noted shown per say says said"
 )
 _ABOUT_UNITS = "sentence sentences word words bullet bullets point points paragraph paragraphs"
 _PREAMBLE_OPENER = re.compile(

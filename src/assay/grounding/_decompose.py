@@ -358,7 +358,9 @@ class AnchoredDecomposer:
         for index, sentence in enumerate(sentences):
             text = sentence.text
             if not sentence.checkable:
-                previous = text
+                # a question may hold what "it" refers to; a preamble or a "Sure!" does not
+                if sentence.why not in _NO_REFERENT and not about_the_answer(text):
+                    previous = text
                 continue
             if addresses_judge(text) is not None:
                 whole[index] = "addressed to the judge: judged as it is"
@@ -380,6 +382,10 @@ class AnchoredDecomposer:
             previous = text
         settled = settle(answer, question, proposals, whole=whole)
         return Decomposition(settled.statements, tuple(calls), None, settled.spans, settled.answer_map)
+
+
+_NO_REFERENT = frozenset({"about the answer", "filler"})
+"""Sentences that are never what a later sentence refers to: the rewrite is not shown them as the sentence before."""
 
 
 def rewrite_config(config: GenerateConfig, sentence: str) -> GenerateConfig:
