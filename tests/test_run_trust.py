@@ -52,6 +52,9 @@ def rows(n: int, *, start: int = 0) -> str:
 def sentence_judge(body: dict[str, object], *, supported: str = "sky") -> str:
     """Statements are the answer's sentences; a statement is supported when it names ``supported``."""
     user = body["messages"][1]["content"]  # type: ignore[index]
+    if "<sentence>" in user:  # the anchored decomposer's rewrite of one sentence: the sentence itself
+        sentence = user.split("<sentence>\n")[1].split("\n</sentence>")[0]
+        return json.dumps({"statements": [sentence]})
     if "<answer>" in user:
         answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
         return json.dumps({"statements": [s.strip() + "." for s in answer.split(".") if s.strip()]})
