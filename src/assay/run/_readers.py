@@ -76,7 +76,6 @@ from assay.run._dataset import (
     parse_json,
     require_rows,
     row_from_record,
-    sample_from_record,
 )
 
 if TYPE_CHECKING:
@@ -235,23 +234,16 @@ def _json_rows(
     columns = MappedColumns(mapping, source)
     for number, item in enumerate(items, start=1):
         columns.see(item)
-        notes: list[str] = []
-        try:
-            sample = sample_from_record(
-                item,
-                line=number,
-                source=source,
-                required=required,
-                mapping=mapping,
-                unit="item",
-                seen_ids=seen,
-                limits=limits,
-                notes=notes,
-            )
-        except SampleError as exc:
-            yield exc
-            continue
-        yield Row(sample, number, tuple(notes))
+        yield row_from_record(
+            item,
+            line=number,
+            source=source,
+            required=required,
+            mapping=mapping,
+            unit="item",
+            seen_ids=seen,
+            limits=limits,
+        )
     columns.check(len(items))
 
 
