@@ -96,6 +96,17 @@ def run_args(server: FakeOpenAIServer, data: Path, store: Path, cache: Path, *ex
     )
 
 
+def resume(run_id: str, store: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """``assay run --resume RUN_ID`` into ``out``, as a user types it."""
+    return subprocess.run(
+        assay_cmd("run", "--resume", run_id, "--store", str(store), "--out", str(out), "--progress", "none"),
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def out_lines(path: Path) -> list[tuple[int, int]]:
     """(line, repeat) of every record in an --out file; a torn line fails the test."""
     return [(r["line"], r["repeat"]) for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())]
@@ -271,15 +282,7 @@ def test_resume_while_another_run_writes_to_the_same_store(tmp_path: Path, serve
         stderr=subprocess.PIPE,
         text=True,
     )
-    resumed = subprocess.run(
-        assay_cmd(
-            "run", "--resume", run_id, "--store", str(store), "--out", str(tmp_path / "a.out"), "--progress", "none"
-        ),
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    resumed = resume(run_id, store, tmp_path / "a.out")
     _, other_err = other.communicate(timeout=300)
     assert resumed.returncode == 0 and "Traceback" not in resumed.stderr, resumed.stderr
     assert other.returncode == 0 and "Traceback" not in other_err, other_err
@@ -331,13 +334,7 @@ def test_kill_9_at_random_points_then_resume_leaves_a_complete_out(tmp_path: Pat
             except (json.JSONDecodeError, FileNotFoundError):  # a torn last line, or no file yet
                 incomplete_before += 1
             target = out if t % 2 == 0 else tmp_path / f"new{t}.jsonl"
-            resumed = subprocess.run(
-                assay_cmd("run", "--resume", run_id, "--store", str(store), "--out", str(target), "--progress", "none"),
-                env=ENV,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
+            resumed = resume(run_id, store, target)
             assert resumed.returncode == 0 and "Traceback" not in resumed.stderr, resumed.stderr
             assert sorted(out_lines(target)) == [(i, 0) for i in range(1, n_rows + 1)], f"trial {t}"
             with RunStore(store) as runs:
@@ -400,15 +397,7 @@ def test_a_store_that_fills_up_mid_run_is_one_error_and_the_run_resumes(
     with RunStore(store) as runs:
         kept = len(runs.finished(run_id))
     assert 0 < kept < 40
-    resumed = subprocess.run(
-        assay_cmd(
-            "run", "--resume", run_id, "--store", str(store), "--out", str(tmp_path / "o.jsonl"), "--progress", "none"
-        ),
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    resumed = resume(run_id, store, tmp_path / "o.jsonl")
     assert resumed.returncode == 0, resumed.stderr
     assert sorted(out_lines(tmp_path / "o.jsonl")) == [(i, 0) for i in range(1, 41)]
     print(f"store filled after {kept} of 40 results; the resume judged the other {40 - kept}")
