@@ -178,8 +178,8 @@ def about_the_answer(text: str) -> bool:
         return False
     vocabulary, units = _about_the_answer_terms()
     words = [t for t in found if not t.number]
-    counted = any(t.term in units for t in words)
-    return all(t.term in vocabulary for t in words) and all(counted for t in found if t.number) and bool(words)
+    numbers_counted = len(words) == len(found) or any(t.term in units for t in words)  # "in 3 sentences"
+    return bool(words) and numbers_counted and all(t.term in vocabulary for t in words)
 
 
 def preamble_end(text: str) -> int:

@@ -622,10 +622,10 @@ class StatementVerifier:
         judge = f"the judge's P(supported) {p:.2f} {'>=' if p >= t else '<'} threshold {t:g}"
         features = state.features
         if state.vetoed and features is not None:
-            cause = "; ".join(features.problems_of(state.vetoed)) or ", ".join(state.vetoed)
+            causes = features.problems_of(state.vetoed)
             verdict = "would have passed it" if p >= t else "failed it too"
-            head = f"vetoed by the detail check: {cause} ({judge}: {verdict})"
-            notes = [line for line in features.problems() if line not in features.problems_of(state.vetoed)]
+            head = f"vetoed by the detail check: {'; '.join(causes) or ', '.join(state.vetoed)} ({judge}: {verdict})"
+            notes = [line for line in features.problems() if line not in causes]
         else:
             head = judge
             notes = features.problems() if features is not None and not state.supported else []
