@@ -231,17 +231,28 @@ PREAMBLES = (
     "The following is a short summary of the article.",
     "Here's what the passage says:",
 )
-"""Sentences about the answer itself, as generated summaries and RAG answers open (issue 34)."""
+"""Sentences about the answer itself, as generated summaries and RAG answers open (issue 34).
+The rules were developed while reading answers with these: report them as seen."""
+
+HELD_OUT_PREAMBLES = (
+    "Sure, here is a short summary of the text:",
+    "Here are the main points of the article.",
+    "Of course! Here is my answer based on the context.",
+    "Below you will find a brief recap of the story.",
+    "Certainly, here is an overview of the passage:",
+    "Here is what I found in the provided documents.",
+)
+"""Wordings chosen after the rules were written and never used to change them (``--preamble held-out``)."""
 
 
-def with_preamble(item: dict[str, Any], seed: int) -> dict[str, Any]:
-    """``item`` whose answer opens with one of :data:`PREAMBLES` (chosen by the item's id and the seed)."""
-    pick = random.Random(f"{seed}:{item['id']}").choice(PREAMBLES)
+def with_preamble(item: dict[str, Any], seed: int, wordings: tuple[str, ...] = PREAMBLES) -> dict[str, Any]:
+    """``item`` whose answer opens with one of ``wordings`` (chosen by the item's id and the seed)."""
+    pick = random.Random(f"{seed}:{item['id']}").choice(wordings)
     return {**item, "answer": f"{pick} {item['answer']}"}
 
 
 async def judge_all(
-    sets: list[str], n: int, seed: int, out: Path, judge_name: str, preamble: bool = False
+    sets: list[str], n: int, seed: int, out: Path, judge_name: str, preamble: str = "none"
 ) -> list[dict[str, Any]]:
     from assay.metrics import Faithfulness
     from assay.models import get_judge
@@ -253,8 +264,9 @@ async def judge_all(
     with out.open("a", encoding="utf-8") as sink:
         for set_name in sets:
             items = BUILDERS[set_name](n, seed)
-            if preamble:
-                items = [with_preamble(item, seed) for item in items]
+            if preamble != "none":
+                wordings = HELD_OUT_PREAMBLES if preamble == "held-out" else PREAMBLES
+                items = [with_preamble(item, seed, wordings) for item in items]
             for k, item in enumerate(items, start=1):
                 if (set_name, item["id"]) in done:
                     continue
@@ -427,9 +439,11 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument(
         "--preamble",
-        action="store_true",
+        choices=("none", "seen", "held-out"),
+        default="none",
         help="open every answer with a sentence about the answer itself ('Here is a concise summary of the "
-        "passage.'), as generated summaries do: the same labels, a harder input (issue 34)",
+        "passage.'), as generated summaries do: the same labels, a harder input (issue 34). 'seen': the "
+        "wordings the rules were developed on; 'held-out': wordings never used to change them",
     )
     args = parser.parse_args()
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
