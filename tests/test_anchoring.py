@@ -555,3 +555,20 @@ def test_a_preamble_is_never_the_sentence_a_rewrite_resolves_references_from() -
         split = asyncio.run(AnchoredDecomposer().decompose(question, answer, FunctionJudge(rewriter)))
         assert split.statements == ("Tiger Woods won 15 major championships.",)
     assert seen == ["", "", ""]
+
+
+@pytest.mark.parametrize(
+    ("answer", "question", "statement"),
+    [
+        ("Here is what the sources say. No.", "Is Lyon the capital of France?", "Lyon is not the capital of France."),
+        ("Sure! Yes, both.", "Were Ada and Alan mathematicians?", "Ada and Alan were mathematicians."),
+        ("Below is the answer: yes", "Is the Nile longer than the Thames?", "The Nile is longer than the Thames."),
+    ],
+)
+def test_a_termless_answer_after_a_preamble_is_the_question_answered(
+    answer: str, question: str, statement: str
+) -> None:
+    # Found on held-out preamble wordings (issue 34): "Here is what I found in the provided documents. no"
+    # lost its completed statements, because only the answer's first sentence may take the question's words.
+    anchor = anchor_statement(statement, answer, question)
+    assert anchor is not None and anchor.sentence == len(answer_sentences(answer, question)) - 1

@@ -391,6 +391,27 @@ class _Read:
     referents: tuple[frozenset[str], ...]
     holding: dict[str, tuple[int, ...]]
     exact: dict[str, int]
+    before: tuple[int | None, ...]  # each sentence's sentence before, preambles and filler skipped
+
+
+NO_REFERENT = frozenset({"about the answer", "filler"})
+"""Why-marks of sentences a later sentence never refers to."""
+
+
+def is_referent(sentence: SentenceSpan) -> bool:
+    """Whether a later sentence may lean on ``sentence`` ("He won 15 titles" after it): not a preamble or a "Sure!"."""
+    return sentence.why not in NO_REFERENT and not about_the_answer(sentence.text)
+
+
+def sentence_before(sentences: Sequence[SentenceSpan]) -> tuple[int | None, ...]:
+    """For each sentence, the index of the nearest earlier one it may refer to (:func:`is_referent`), or ``None``."""
+    out: list[int | None] = []
+    last: int | None = None
+    for i, sentence in enumerate(sentences):
+        out.append(last)
+        if is_referent(sentence):
+            last = i
+    return tuple(out)
 
 
 @lru_cache(maxsize=16)
@@ -399,7 +420,8 @@ def _read(answer: str, question: str) -> _Read:
     source = tuple(_terms_uncached(s.text) for s in sentences)
     own = tuple(frozenset(t.term for t in terms_of) for terms_of in source)
     asked = frozenset(t.term for t in _terms_uncached(question))
-    referents = tuple(asked | (own[i - 1] if i > 0 else frozenset()) for i in range(len(sentences)))
+    before = sentence_before(sentences)
+    referents = tuple(asked | (own[b] if b is not None else frozenset()) for b in before)
     holding: dict[str, list[int]] = {}
     for i, found in enumerate(own):
         if sentences[i].checkable:
@@ -409,7 +431,7 @@ def _read(answer: str, question: str) -> _Read:
     for i, sentence in enumerate(sentences):
         if sentence.checkable:
             exact.setdefault(_key(sentence.text), i)
-    return _Read(sentences, source, own, referents, {k: tuple(v) for k, v in holding.items()}, exact)
+    return _Read(sentences, source, own, referents, {k: tuple(v) for k, v in holding.items()}, exact, before)
 
 
 def _anchor_to(stated: tuple[Term, ...], read: _Read, index: int) -> Anchor | None:
@@ -420,10 +442,10 @@ def _anchor_to(stated: tuple[Term, ...], read: _Read, index: int) -> Anchor | No
     if any(t.number or t.capitalised for t in novel) or len(novel) > _EXCUSED:
         return None
     own = [key for key in distinct if key in own_terms]
-    if not own_terms and index == 0 and not novel:
-        # an answer, or its first sentence, with no term of its own ("No.", "Yes, both.",
-        # "I have. ..."): the statement is the question answered, and it may take only the
-        # question's words
+    if not own_terms and read.before[index] is None and not novel:
+        # an answer, or its first sentence (after any preamble: "Here is what I found. No."),
+        # with no term of its own ("No.", "Yes, both.", "I have. ..."): the statement is the
+        # question answered, and it may take only the question's words
         return Anchor(index, ((sentence.start, sentence.end),), 0.0, tuple(distinct), ())
     share = len(own) / len(distinct)
     borrowed = tuple(key for key in distinct if key not in own_terms and key in referent_terms)
@@ -488,8 +510,11 @@ def anchor_statement(
         rare = [found for found in held if 0 < len(found) <= _RARE]
         pool = rare or [found for found in held if found][:1]
         candidates = sorted({i for found in pool for i in found[: _RARE * 4]})
-        if read.sentences and not read.own[0] and read.sentences[0].checkable:
-            candidates = [0, *candidates]  # an opening with no term of its own: the question answered
+        # an opening with no term of its own (after any preamble): the question answered
+        opening = [
+            i for i, s in enumerate(read.sentences) if s.checkable and not read.own[i] and read.before[i] is None
+        ]
+        candidates = [*opening[:1], *candidates]
     best: Anchor | None = None
     for index in candidates:
         found = _anchor_to(stated, read, index)

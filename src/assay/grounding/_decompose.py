@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from assay._scores import AnswerMap, JudgeCall
 from assay.grounding._addressed import addresses_judge
-from assay.grounding._anchor import about_the_answer, answer_sentences, is_fragment, preamble_end, settle
+from assay.grounding._anchor import about_the_answer, answer_sentences, is_fragment, is_referent, preamble_end, settle
 from assay.grounding._sentences import _segmenter, text_pieces
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.parsing import Unparsed
@@ -358,8 +358,7 @@ class AnchoredDecomposer:
         for index, sentence in enumerate(sentences):
             text = sentence.text
             if not sentence.checkable:
-                # a question may hold what "it" refers to; a preamble or a "Sure!" does not
-                if sentence.why not in _NO_REFERENT and not about_the_answer(text):
+                if is_referent(sentence):  # a question may hold what "it" refers to; a preamble does not
                     previous = text
                 continue
             if addresses_judge(text) is not None:
@@ -382,10 +381,6 @@ class AnchoredDecomposer:
             previous = text
         settled = settle(answer, question, proposals, whole=whole)
         return Decomposition(settled.statements, tuple(calls), None, settled.spans, settled.answer_map)
-
-
-_NO_REFERENT = frozenset({"about the answer", "filler"})
-"""Sentences that are never what a later sentence refers to: the rewrite is not shown them as the sentence before."""
 
 
 def rewrite_config(config: GenerateConfig, sentence: str) -> GenerateConfig:
