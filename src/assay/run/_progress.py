@@ -241,6 +241,8 @@ def load_local_judge(judge: Any, reporter: Reporter) -> None:
         reporter: Where the "loading" line and the weights' byte progress go.
     """
     reporter.note(f"loading {judge.model_id}")
-    judge.load(progress=lambda done, total: reporter.bytes("assembling model weights (once)", done, total))
+    judge.load(progress=lambda done, total: reporter.bytes("preparing model weights (once)", done, total))
     if judge.library is not None:
         reporter.note(f"llama.cpp build: {judge.library.library} ({judge.library.reason})")
+    if judge.weights is not None:
+        reporter.note(f"weights: {judge.weights}")
