@@ -18,7 +18,8 @@ extensions and the load average (run it alone: llama.cpp slows badly beside othe
   against the memory bandwidth.
 
     python benchmarks/judge_limit.py                 # the build the judge would choose
-    python benchmarks/judge_limit.py --compare       # and the default build in a child process, beside it
+    python benchmarks/judge_limit.py --compare       # and, each in a child process, the shipped Q4_K_M
+                                                     # weights on the same build, and the default build
 """
 
 from __future__ import annotations
@@ -128,6 +129,7 @@ def judge_figures(lengths: list[int], batches: list[int]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "library": judge.library.library,
         "library_reason": judge.library.reason,
+        "weights": judge.weights,
         "params": int(llama_cpp.llama_model_n_params(llama._model.model)),
         "model_bytes": Path(llama.model_path).stat().st_size,
         "system": llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
@@ -183,7 +185,7 @@ def report(judge: dict[str, Any], machine: dict[str, Any]) -> None:
     if judge["library"] != "amx" and ceiling_name == "int8-amx":
         ceiling_name = next((k for k in ("int8-avx512vnni", "int8-avxvnni") if isinstance(machine.get(k), float)), None)
     ceiling = machine.get(ceiling_name) if ceiling_name else None
-    print(f"  llama.cpp build: {judge['library']} ({judge['library_reason']})")
+    print(f"  llama.cpp build: {judge['library']} ({judge['library_reason']}); weights: {judge.get('weights')}")
     print(f"  model: {judge['params'] / 1e9:.2f} B parameters, {judge['model_bytes'] / 1e6:.0f} MB")
     print("  | what | judge | as throughput | machine's measured limit | fraction |")
     print("  |---|---|---|---|---|")
@@ -206,7 +208,9 @@ def report(judge: dict[str, Any], machine: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--compare", action="store_true", help="also the default (non-AMX) build, in a child process")
+    parser.add_argument(
+        "--compare", action="store_true", help="also the shipped weights and the default build, in child processes"
+    )
     parser.add_argument("--lengths", default="128,512,1024,2048")
     parser.add_argument("--batches", default="1,2,4,8,16")
     parser.add_argument("--seconds", type=float, default=1.0, help="per arithmetic kernel")
@@ -228,16 +232,21 @@ def main() -> None:
         print(f"  {key}: {value:.1f} {unit}" if isinstance(value, float) else f"  {key}: {value}")
     runs = {"chosen": child_judge(dict(os.environ), args)}
     if args.compare:
-        runs["default"] = child_judge({**os.environ, "ASSAY_AMX": "off"}, args)
+        runs["shipped weights"] = child_judge({**os.environ, "ASSAY_LOCAL_LAYOUT": "shipped"}, args)
+        runs["default build"] = child_judge({**os.environ, "ASSAY_AMX": "off", "ASSAY_LOCAL_LAYOUT": "shipped"}, args)
     for name, judge in runs.items():
-        print(f"\njudge ({name} build), load average {os.getloadavg()[0]:.2f}:")
+        print(f"\njudge ({name}), load average {os.getloadavg()[0]:.2f}:")
         report(judge, machine)
-    if "default" in runs and "error" not in runs["default"] and "error" not in runs["chosen"]:
-        a, b = runs["chosen"], runs["default"]
+    a = runs["chosen"]
+    for name, b in list(runs.items())[1:]:
+        if "error" in a or "error" in b:
+            continue
         ratios = ", ".join(
-            f"{n}: {a['prompt_tokens_s'][n] / b['prompt_tokens_s'][n]:.2f}x" for n in a["prompt_tokens_s"]
+            f"{n}: {a['prompt_tokens_s'][n] / b['prompt_tokens_s'][n]:.2f}x" for n in b["prompt_tokens_s"]
         )
-        print(f"\nchosen / default build, prompt tokens/s by length: {ratios}")
+        one = a["batch_s"]["1"] if "1" in a["batch_s"] else a["batch_s"][1]
+        other = b["batch_s"]["1"] if "1" in b["batch_s"] else b["batch_s"][1]
+        print(f"\nchosen / {name}: prompt tokens/s by length {ratios}; one generated token {other / one:.2f}x")
     if args.json:
         args.json.write_text(json.dumps({"machine_line": machine_line(), "machine": machine, "judge": runs}, indent=1))
 

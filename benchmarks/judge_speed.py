@@ -14,18 +14,21 @@ Issue 32's four workloads, each timed on the default local judge (model loaded a
 Configurations, each in its own child process (the llama.cpp build is chosen once per
 process):
 
-- ``old``: llama-cpp-python's decoding loop and the default (non-AMX) build: the judge
-  as it shipped before issue 32;
-- ``new``: the shipped judge: our greedy loop with drafts, the AMX build where this
-  machine grants it.
+- ``old``: llama-cpp-python's decoding loop, the default (non-AMX) build and the weights
+  as shipped (Q4_K_M): the judge as it shipped before issue 32;
+- ``loop``: our greedy loop with drafts and the AMX build where this machine grants it,
+  the weights as shipped (the judge after issue 32's first round);
+- ``new``: the shipped judge: the same, and on the AMX build the weights' Q8_0 copy
+  (``ASSAY_LOCAL_LAYOUT``).
 
-Per workload it prints seconds per item for both, their ratio, the target, and whether
-every item got the same score and statements in both (a speed change must not move a
-verdict; where one moved, the items are named). The CPU model, its vector extensions
+Per workload it prints seconds per item for each, the ratio of the last to each other,
+the target, and, for each other configuration, whether every item got the same score and
+statements as in the last (a speed change must not move a verdict; where one moved, the
+items are named). The CPU model, its vector extensions
 and the load average are printed with the figures; run it alone.
 
     python benchmarks/judge_speed.py                        # 3 RAG answers, 3 summaries, 2 trajectories, the demo
-    python benchmarks/judge_speed.py --rag 5 --summaries 5 --agents 0 --no-demo
+    python benchmarks/judge_speed.py --rag 5 --summaries 5 --agents 0 --no-demo --configs loop,new
 """
 
 from __future__ import annotations
@@ -49,8 +52,9 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE.parents[1] / "shared" / "data"
 TARGETS = {"rag": 15.0, "summary": 10.0, "agent": 30.0, "demo": 30.0}
 CONFIGS = {  # the environment each configuration's processes run in
-    "old": {"ASSAY_AMX": "off", "ASSAY_LOCAL_DECODE_LOOP": "llama_cpp"},
-    "new": {"ASSAY_LOCAL_DECODE_LOOP": "assay"},
+    "old": {"ASSAY_AMX": "off", "ASSAY_LOCAL_DECODE_LOOP": "llama_cpp", "ASSAY_LOCAL_LAYOUT": "shipped"},
+    "loop": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "shipped"},
+    "new": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "auto"},
 }
 
 
@@ -79,7 +83,12 @@ async def child(config: str, args: argparse.Namespace) -> dict[str, Any]:
     judge = LocalJudge()  # the build and the decoding loop come from CONFIGS' environment
     judge.load()
     assert judge.library is not None
-    out: dict[str, Any] = {"library": judge.library.library, "library_reason": judge.library.reason, "runs": {}}
+    out: dict[str, Any] = {
+        "library": judge.library.library,
+        "library_reason": judge.library.reason,
+        "weights": judge.weights,
+        "runs": {},
+    }
     metric = Faithfulness()
     warm = Sample(
         id="warm", answer="The tower is tall. It was built in 1889.", contexts=("The tower was built in 1889.",)
@@ -144,7 +153,7 @@ def main() -> None:
     parser.add_argument("--summaries", type=int, default=3)
     parser.add_argument("--agents", type=int, default=2)
     parser.add_argument("--no-demo", action="store_true")
-    parser.add_argument("--configs", default="old,new")
+    parser.add_argument("--configs", default="old,loop,new", help="the last is compared with each other")
     parser.add_argument("--child", choices=list(CONFIGS), help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -171,41 +180,47 @@ def main() -> None:
             results[config]["demo"] = demo(config)
     print()
     for config, r in results.items():
-        print(f"{config}: llama.cpp build {r['library']} ({r['library_reason']}); decoding {r.get('decode_stats')}")
-    names = [c for c in ("old", "new") if c in results]
+        print(
+            f"{config}: llama.cpp build {r['library']} ({r['library_reason']}); weights {r.get('weights')}; "
+            f"decoding {r.get('decode_stats')}"
+        )
+    names = [c for c in args.configs.split(",") if c in results]
+    last, others = names[-1], names[:-1]
+    keys = ("value", "statements", "verdicts")
     print(
-        "\n| workload | items | " + " | ".join(f"{c} s/item" for c in names) + " | new/old | target | same verdicts |"
+        "\n| workload | items | "
+        + " | ".join(f"{c} s/item" for c in names)
+        + "".join(f" | {last}/{c}" for c in others)
+        + " | target | "
+        + " | ".join(f"same verdicts as {c}" for c in others)
+        + " |"
     )
-    print("|---|---|" + "---|" * len(names) + "---|---|---|")
+    print("|---|---|" + "---|" * (len(names) + 2 * len(others) + 1))
     for work in ("rag", "summary", "agent"):
         per = {c: results[c]["runs"].get(work, []) for c in names}
-        if not any(per.values()):
+        if not all(per.values()):
             continue
-        means = {c: statistics.mean(x["seconds"] for x in per[c]) for c in names if per[c]}
-        same = "-"
-        if len(names) == 2:
-            moved = [
-                a["id"]
-                for a, b in zip(per["old"], per["new"], strict=True)
-                if {k: a[k] for k in ("value", "statements", "verdicts")}
-                != {k: b[k] for k in ("value", "statements", "verdicts")}
-            ]
-            same = "all" if not moved else f"moved: {', '.join(moved)}"
-        ratio = f"{means['new'] / means['old']:.2f}" if len(means) == 2 else "-"
+        means = {c: statistics.mean(x["seconds"] for x in per[c]) for c in names}
+        ratios = "".join(f" | {means[last] / means[c]:.2f}" for c in others)
+        same = []
+        for c in others:
+            moved = [a["id"] for a, b in zip(per[c], per[last], strict=True) if any(a[k] != b[k] for k in keys)]
+            same.append("all" if not moved else f"moved: {', '.join(moved)}")
         loads = max(x["load"] for c in names for x in per[c])
-        met = "met" if means.get("new", 1e9) <= TARGETS[work] else "missed"
+        met = "met" if means[last] <= TARGETS[work] else "missed"
         cells = " | ".join(f"{means[c]:.1f}" for c in names)
         print(
-            f"| {work} | {len(per[names[0]])} | {cells} | {ratio} | {TARGETS[work]:.0f} s ({met}) "
-            f"| {same} (max load {loads:.1f}) |"
+            f"| {work} | {len(per[last])} | {cells}{ratios} | {TARGETS[work]:.0f} s ({met}) | "
+            + " | ".join(same)
+            + f" (max load {loads:.1f}) |"
         )
     if not args.no_demo and all("demo" in results[c] for c in names):
         d = {c: results[c]["demo"] for c in names}
-        ratio = f"{d['new']['seconds'] / d['old']['seconds']:.2f}" if len(d) == 2 else "-"
-        same = "-" if len(d) < 2 else ("all" if d["old"]["values"] == d["new"]["values"] else "moved")
+        ratios = "".join(f" | {d[last]['seconds'] / d[c]['seconds']:.2f}" for c in others)
+        same = " | ".join("all" if d[c]["values"] == d[last]["values"] else "moved" for c in others)
         cells = " | ".join(f"{d[c]['seconds']:.1f} (exit {d[c]['exit']})" for c in names)
-        met = "met" if d.get("new", {}).get("seconds", 1e9) <= TARGETS["demo"] else "missed"
-        print(f"| demo (whole command) | 12 | {cells} | {ratio} | 30 s ({met}) | {same} |")
+        met = "met" if d[last]["seconds"] <= TARGETS["demo"] else "missed"
+        print(f"| demo (whole command) | 12 | {cells}{ratios} | 30 s ({met}) | {same} |")
     print(f"\nload average at end {os.getloadavg()[0]:.2f}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))

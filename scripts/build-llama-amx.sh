@@ -19,8 +19,11 @@ version=$("$py" -c 'import importlib.metadata as m; print(m.version("llama-cpp-p
   say "llama-cpp-python is not installed"; exit 0; }
 flags="${CMAKE_ARGS:-} -DGGML_AMX_TILE=ON -DGGML_AMX_INT8=ON"
 key=$( (echo "$version $flags"; cat "$here/llama-amx.patch" "$here/amx_probe.c") | sha256sum | cut -c1-16)
+# Where the AMX build is loaded, the judge reads the default weights' Q8_0 copy: make it now
+# (about 15 s, once) rather than in the user's first run. Never fails the install.
+weights() { "$py" -m assay.models._amx weights 2>&1 | tail -1 | sed 's/^/AMX: weights: /'; }
 if [ -f "$out/BUILD.json" ] && grep -q "\"key\": \"$key\"" "$out/BUILD.json"; then
-  say "up to date ($out)"; exit 0
+  say "up to date ($out)"; weights; exit 0
 fi
 
 work=$(mktemp -d)
@@ -62,3 +65,4 @@ printf '{"llama_cpp_python": "%s", "key": "%s", "cmake_args": "%s", "check": "%s
   "$version" "$key" "$flags" "$(echo "$verdict" | tail -1 | tr -d '"\\')" > "$out.partial/BUILD.json"
 rm -rf "$out" && mv "$out.partial" "$out"
 say "installed at $out ($(echo "$verdict" | tail -1))"
+weights
