@@ -139,7 +139,8 @@ messages = [{"role": "user", "content": (
     "Statement: The Eiffel Tower was completed in 1925.\\n"
     "Is the statement supported by the context? Answer Yes or No.")}]
 p = asyncio.run(j.choice_probabilities(messages, prefix="", choices=["Yes", "No"]))
-print(json.dumps({"library": j.library.library, "why": j.library.reason, "weights": j.weights, "p": dict(p)}))
+print(json.dumps({"library": j.library.library, "why": j.library.reason, "weights": j.weights, "p": dict(p),
+                  "identity": j.identity}))
 """
 
 
@@ -165,6 +166,7 @@ def test_the_default_weights_run_as_q8_0_on_the_amx_build_and_answer_as_shipped(
     assert out["auto"]["library"] == out["shipped"]["library"] == "amx", out
     assert out["auto"]["weights"].startswith("Q8_0 copy"), out["auto"]["weights"]
     assert out["shipped"]["weights"] == "Q4_K_M as shipped (ASSAY_LOCAL_LAYOUT=shipped)"
+    assert ":q8_0:" in out["auto"]["identity"] and ":q8_0" not in out["shipped"]["identity"]
     q8, shipped = out["auto"]["p"]["No"], out["shipped"]["p"]["No"]
     assert q8 > 0.5 and shipped > 0.5 and abs(q8 - shipped) < 0.05
 

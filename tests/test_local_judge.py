@@ -404,3 +404,36 @@ def test_goal_accuracy_fits_a_long_policy_into_the_real_judges_window(tiny: Loca
     checks = [c for c in score.calls if c.purpose.startswith("agent_goal.requirement") and c.model != "fixed"]
     assert len(checks) == 1 and checks[0].error is None
     assert 0 < checks[0].usage.prompt_tokens <= 1536 - metric.config.max_tokens
+
+
+def test_the_cache_key_names_the_layout_that_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Q8_0 copy's answers are never served for the shipped file's, and the key is decided as the load will be."""
+    from assay.models import _local
+    from assay.models._amx import LibraryChoice
+
+    shipped, copy = tmp_path / "shipped.gguf", tmp_path / "copy.gguf"
+    monkeypatch.delenv("ASSAY_LOCAL_LAYOUT", raising=False)
+    monkeypatch.delenv("ASSAY_LOCAL_MODEL", raising=False)
+    monkeypatch.setattr(_local, "local_model_path", lambda *a: shipped)
+    monkeypatch.setattr(_local, "amx_layout_path", lambda path, progress=None: copy)
+    monkeypatch.setattr(_local, "choose_library", lambda: LibraryChoice("amx", "granted", "/x"))
+    judge = LocalJudge()
+    assert judge.identity.startswith(f"local:sha256:{weights.DEFAULT_MODEL_SHA256}:q8_0:")
+    assert judge._weights_file() == copy and judge.weights is not None and judge.weights.startswith("Q8_0 copy")
+
+    monkeypatch.setenv("ASSAY_LOCAL_LAYOUT", "shipped")
+    assert ":q8_0" not in LocalJudge().identity
+    monkeypatch.delenv("ASSAY_LOCAL_LAYOUT")
+
+    def no_copy(path: Path, progress: object = None) -> Path:
+        raise ModelWeightsError("not enough free disk")
+
+    monkeypatch.setattr(_local, "amx_layout_path", no_copy)
+    fell_back = LocalJudge()
+    assert ":q8_0" not in fell_back.identity  # the shipped file will answer: its key, not the copy's
+    assert fell_back._weights_file() == shipped and "not enough free disk" in str(fell_back.weights)
+
+    # Without AMX the key is decided without touching (or assembling) the weights at all.
+    monkeypatch.setattr(_local, "choose_library", lambda: LibraryChoice("default", "no AMX"))
+    monkeypatch.setattr(_local, "local_model_path", lambda *a: pytest.fail("weights touched"))
+    assert LocalJudge().identity == f"local:sha256:{weights.DEFAULT_MODEL_SHA256}:strings<=300"

@@ -80,6 +80,13 @@ def local_model_path(model_path: str | Path | None = None, progress: Progress | 
 LAYOUT_ENV = "ASSAY_LOCAL_LAYOUT"
 
 
+def _layout_setting() -> str:
+    setting = os.environ.get(LAYOUT_ENV, "").strip().lower() or "auto"
+    if setting not in ("auto", "shipped"):
+        raise ConfigError(f"{LAYOUT_ENV} must be 'auto' or 'shipped', got {setting!r}")
+    return setting
+
+
 def choose_weights(
     path: Path, library: LibraryChoice, chosen: bool, progress: Progress | None = None
 ) -> tuple[Path, str]:
@@ -91,9 +98,7 @@ def choose_weights(
     ``$ASSAY_LOCAL_LAYOUT=shipped`` keeps the shipped layout. If the copy cannot be made
     (disk, quantizer), the shipped file is used and the reason is returned.
     """
-    setting = os.environ.get(LAYOUT_ENV, "").strip().lower() or "auto"
-    if setting not in ("auto", "shipped"):
-        raise ConfigError(f"{LAYOUT_ENV} must be 'auto' or 'shipped', got {setting!r}")
+    setting = _layout_setting()
     if chosen:
         return path, "as given"
     if setting == "shipped":
@@ -101,9 +106,12 @@ def choose_weights(
     if library.library != "amx":
         return path, "Q4_K_M as shipped (the fastest layout without AMX)"
     try:
-        return amx_layout_path(path, progress), "Q8_0 copy of the shipped Q4_K_M, the layout AMX multiplies fastest"
+        return amx_layout_path(path, progress), f"{Q8_0_COPY} of the shipped Q4_K_M, the layout AMX multiplies fastest"
     except ModelWeightsError as exc:
         return path, f"Q4_K_M as shipped (no Q8_0 copy for AMX: {exc})"
+
+
+Q8_0_COPY = "Q8_0 copy"
 
 
 def _bound_strings(schema: dict[str, Any], max_chars: int) -> dict[str, Any]:
@@ -284,7 +292,8 @@ class LocalJudge(JudgeModel):
         self.draft_tokens = draft_tokens
         self.decode_loop = loop
         self.library: LibraryChoice | None = None  # which llama.cpp build runs it, once loaded
-        self.weights: str | None = None  # which layout of the weights it runs, and why, once loaded
+        self.weights: str | None = None  # which layout of the weights it runs, and why, once decided
+        self._weights_path: Path | None = None
         self.decode_stats = {"steps": 0, "drafted": 0, "accepted": 0, "generated": 0}
         chosen = model_path or os.environ.get("ASSAY_LOCAL_MODEL")
         self._name = Path(chosen).stem if chosen else Path(DEFAULT_MODEL_FILE).stem
@@ -296,12 +305,16 @@ class LocalJudge(JudgeModel):
 
     @property
     def identity(self) -> str:
-        """The model file and the grammar's string bound, for cache keys.
+        """The model file, its layout and the grammar's string bound, for cache keys.
 
         ``local:<resolved path>:<size in bytes>:strings<=N`` for a chosen file (its name
         alone would let two different files with one name share cached answers), or
         ``local:sha256:<digest>:strings<=N`` for the embedded default, whose digest is
-        known. Never loads or assembles the weights.
+        known, with ``:q8_0`` after the digest where its Q8_0 copy answers (the AMX build:
+        the same weights re-encoded move P(supported) by up to 0.04, so their answers are
+        not served for the shipped file's, nor the other way round). Loads nothing, except
+        that on the AMX build the default weights are assembled and their copy made (as
+        the first call would) so the key names the file that will answer.
         """
         chosen = self._model_path or os.environ.get("ASSAY_LOCAL_MODEL")
         if chosen:
@@ -312,8 +325,24 @@ class LocalJudge(JudgeModel):
                 size = "missing"
             file = f"{path}:{size}"
         else:
-            file = f"sha256:{DEFAULT_MODEL_SHA256}"
+            file = f"sha256:{DEFAULT_MODEL_SHA256}" + (":q8_0" if self._runs_q8_0_copy() else "")
         return f"local:{file}:strings<={self.max_string_chars}"
+
+    def _runs_q8_0_copy(self) -> bool:
+        if self.weights is None:
+            if _layout_setting() == "shipped" or choose_library().library != "amx":
+                return False  # decided without touching the weights
+            self._weights_file()
+        return bool(self.weights and self.weights.startswith(Q8_0_COPY))
+
+    def _weights_file(self, progress: Progress | None = None) -> Path:
+        """The file this judge loads, decided once (build, then layout): see :func:`choose_weights`."""
+        if self._weights_path is None:
+            self.library = choose_library()  # before llama_cpp is first imported: it loads its build then
+            path = local_model_path(self._model_path, progress or self._progress)
+            chosen = bool(self._model_path or os.environ.get("ASSAY_LOCAL_MODEL"))
+            self._weights_path, self.weights = choose_weights(path, self.library, chosen, progress or self._progress)
+        return self._weights_path
 
     @property
     def interruptible(self) -> bool:
@@ -342,9 +371,7 @@ class LocalJudge(JudgeModel):
             import llama_cpp
         except ImportError as exc:
             raise MissingExtraError("llama-cpp-python", "local", "The local judge") from exc
-        path = local_model_path(self._model_path, progress or self._progress)
-        chosen = bool(self._model_path or os.environ.get("ASSAY_LOCAL_MODEL"))
-        path, self.weights = choose_weights(path, self.library, chosen, progress or self._progress)
+        path = self._weights_file(progress)
         key = (str(path.resolve()), self.n_ctx)
         with _LOAD_LOCK:
             if key not in _LOADED:
