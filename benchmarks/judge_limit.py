@@ -199,7 +199,7 @@ def report(judge: dict[str, Any], machine: dict[str, Any]) -> None:
     gbs = gen * judge["model_bytes"] / 1e9
     print(
         f"  | one generated token | {gen:.1f} tokens/s | {gbs:.1f} GB/s of weights | {bw:.1f} GB/s (read) | "
-        f"{gbs / bw:.0%} |"
+        f"{gbs / bw:.0%}{' (numpy read less: its figure is a floor, not the limit)' if gbs > bw else ''} |"
     )
     one = judge["batch_s"].get(1) or judge["batch_s"].get("1")
     for k, seconds in judge["batch_s"].items():
