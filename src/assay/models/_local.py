@@ -78,6 +78,8 @@ def local_model_path(model_path: str | Path | None = None, progress: Progress | 
 
 
 LAYOUT_ENV = "ASSAY_LOCAL_LAYOUT"
+Q8_0_COPY = "Q8_0 copy"
+"""How the loading line and :attr:`LocalJudge.weights` name the default weights' Q8_0 copy."""
 
 
 def _layout_setting() -> str:
@@ -109,9 +111,6 @@ def choose_weights(
         return amx_layout_path(path, progress), f"{Q8_0_COPY} of the shipped Q4_K_M, the layout AMX multiplies fastest"
     except ModelWeightsError as exc:
         return path, f"Q4_K_M as shipped (no Q8_0 copy for AMX: {exc})"
-
-
-Q8_0_COPY = "Q8_0 copy"
 
 
 def _bound_strings(schema: dict[str, Any], max_chars: int) -> dict[str, Any]:
