@@ -437,3 +437,17 @@ def test_the_cache_key_names_the_layout_that_answers(tmp_path: Path, monkeypatch
     monkeypatch.setattr(_local, "choose_library", lambda: LibraryChoice("default", "no AMX"))
     monkeypatch.setattr(_local, "local_model_path", lambda *a: pytest.fail("weights touched"))
     assert LocalJudge().identity == f"local:sha256:{weights.DEFAULT_MODEL_SHA256}:strings<=300"
+
+
+def test_a_process_that_loaded_a_model_ends_without_a_resource_warning() -> None:
+    """llama-cpp-python leaves two os.devnull files open; the judge's exit hook closes them."""
+    import subprocess
+    import sys
+
+    load = f"LocalJudge({str(smollm2_path())!r}, n_ctx=256).load()"
+    code = f"from assay.models import LocalJudge; {load}; print('loaded')"
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "loaded", done.stderr[-1000:]
+    assert "ResourceWarning" not in done.stderr, done.stderr[-1000:]

@@ -19,6 +19,7 @@ import copy
 import functools
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -60,6 +61,13 @@ def _close_loaded() -> None:
         for llama in _LOADED.values():
             llama.close()
         _LOADED.clear()
+    # llama-cpp-python opens os.devnull twice at import (to silence llama.cpp) and never
+    # closes it: every process that loaded a model ended with a ResourceWarning.
+    utils = sys.modules.get("llama_cpp._utils")
+    for name in ("outnull_file", "errnull_file"):
+        held = getattr(utils, name, None)
+        if held is not None and hasattr(held, "close"):
+            held.close()
 
 
 def local_model_path(model_path: str | Path | None = None, progress: Progress | None = None) -> Path:
