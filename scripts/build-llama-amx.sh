@@ -21,7 +21,7 @@ flags="${CMAKE_ARGS:-} -DGGML_AMX_TILE=ON -DGGML_AMX_INT8=ON"
 key=$( (echo "$version $flags"; cat "$here/llama-amx.patch" "$here/amx_probe.c") | sha256sum | cut -c1-16)
 # Where the AMX build is loaded, the judge reads the default weights' Q8_0 copy: make it now
 # (about 15 s, once) rather than in the user's first run. Never fails the install.
-weights() { "$py" -m assay.models._amx weights 2>&1 | tail -1 | sed 's/^/AMX: weights: /'; }
+weights() { "$py" -m assay.models._weights prepare 2>&1 | tail -1 | sed 's/^/AMX: weights: /'; }
 if [ -f "$out/BUILD.json" ] && grep -q "\"key\": \"$key\"" "$out/BUILD.json"; then
   say "up to date ($out)"; weights; exit 0
 fi

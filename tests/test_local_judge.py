@@ -187,30 +187,30 @@ def test_no_q8_0_copy_without_disk_or_from_a_broken_file(tmp_path: Path, monkeyp
 def test_which_weights_are_loaded_follows_the_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Q8_0 only for the default weights on the AMX build; the reason is always said."""
     from assay.models._amx import LibraryChoice
-    from assay.models._local import choose_weights
 
     source = tmp_path / "weights.gguf"
     amx = LibraryChoice("amx", "granted", "/somewhere")
     refused = LibraryChoice("default", "the AMX probe was killed by SIGILL")
     made = tmp_path / "q8.gguf"
-    monkeypatch.setattr("assay.models._local.amx_layout_path", lambda path, progress=None: made)
+    monkeypatch.setattr(weights, "amx_layout_path", lambda path, progress=None: made)
     monkeypatch.delenv("ASSAY_LOCAL_LAYOUT", raising=False)
-    assert choose_weights(source, amx, chosen=False)[0] == made
-    path, why = choose_weights(source, refused, chosen=False)
+    assert weights.choose_weights(source, amx, chosen=False)[0] == made
+    path, why = weights.choose_weights(source, refused, chosen=False)
     assert path == source and "without AMX" in why
-    assert choose_weights(source, amx, chosen=True) == (source, "as given")  # the user's own GGUF, untouched
+    assert weights.choose_weights(source, amx, chosen=True) == (source, "as given")  # the user's own GGUF, untouched
     monkeypatch.setenv("ASSAY_LOCAL_LAYOUT", "shipped")
-    assert choose_weights(source, amx, chosen=False) == (source, "Q4_K_M as shipped (ASSAY_LOCAL_LAYOUT=shipped)")
+    kept = (source, "Q4_K_M as shipped (ASSAY_LOCAL_LAYOUT=shipped)")
+    assert weights.choose_weights(source, amx, chosen=False) == kept
     monkeypatch.setenv("ASSAY_LOCAL_LAYOUT", "fast")
     with pytest.raises(ConfigError, match="ASSAY_LOCAL_LAYOUT must be 'auto' or 'shipped', got 'fast'"):
-        choose_weights(source, amx, chosen=False)
+        weights.choose_weights(source, amx, chosen=False)
     monkeypatch.delenv("ASSAY_LOCAL_LAYOUT")
 
     def no_room(path: Path, progress: object = None) -> Path:
         raise ModelWeightsError("not enough free disk for the Q8_0 copy")
 
-    monkeypatch.setattr("assay.models._local.amx_layout_path", no_room)
-    path, why = choose_weights(source, amx, chosen=False)
+    monkeypatch.setattr(weights, "amx_layout_path", no_room)
+    path, why = weights.choose_weights(source, amx, chosen=False)
     assert path == source and why == "Q4_K_M as shipped (no Q8_0 copy for AMX: not enough free disk for the Q8_0 copy)"
 
 
@@ -411,11 +411,11 @@ def test_the_cache_key_names_the_layout_that_answers(tmp_path: Path, monkeypatch
     from assay.models import _local
     from assay.models._amx import LibraryChoice
 
-    shipped, copy = tmp_path / "shipped.gguf", tmp_path / "copy.gguf"
+    shipped, copy = tmp_path / "shipped.gguf", tmp_path / weights.AMX_LAYOUT_FILE
     monkeypatch.delenv("ASSAY_LOCAL_LAYOUT", raising=False)
     monkeypatch.delenv("ASSAY_LOCAL_MODEL", raising=False)
     monkeypatch.setattr(_local, "local_model_path", lambda *a: shipped)
-    monkeypatch.setattr(_local, "amx_layout_path", lambda path, progress=None: copy)
+    monkeypatch.setattr(weights, "amx_layout_path", lambda path, progress=None: copy)
     monkeypatch.setattr(_local, "choose_library", lambda: LibraryChoice("amx", "granted", "/x"))
     judge = LocalJudge()
     assert judge.identity.startswith(f"local:sha256:{weights.DEFAULT_MODEL_SHA256}:q8_0:")
@@ -428,7 +428,7 @@ def test_the_cache_key_names_the_layout_that_answers(tmp_path: Path, monkeypatch
     def no_copy(path: Path, progress: object = None) -> Path:
         raise ModelWeightsError("not enough free disk")
 
-    monkeypatch.setattr(_local, "amx_layout_path", no_copy)
+    monkeypatch.setattr(weights, "amx_layout_path", no_copy)
     fell_back = LocalJudge()
     assert ":q8_0" not in fell_back.identity  # the shipped file will answer: its key, not the copy's
     assert fell_back._weights_file() == shipped and "not enough free disk" in str(fell_back.weights)

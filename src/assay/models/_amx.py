@@ -198,19 +198,7 @@ def _main(argv: list[str]) -> int:
         choice = choose_library()
         print(json.dumps({"library": choice.library, "reason": choice.reason, "path": choice.path}))
         return 0
-    if argv[:1] == ["weights"]:  # make install: the weights the judge will load here, prepared now, not on first use
-        from assay.errors import ModelWeightsError
-        from assay.models._local import choose_weights
-        from assay.models._weights import default_model_path
-
-        try:
-            path, why = choose_weights(default_model_path(), choose_library(), chosen=False)
-        except ModelWeightsError as exc:
-            print(f"the default weights are not ready: {exc}")
-            return 1
-        print(f"{path} ({why})")
-        return 0
-    print("usage: python -m assay.models._amx check DIR | choose | logits | weights", file=sys.stderr)
+    print("usage: python -m assay.models._amx check DIR | choose | logits", file=sys.stderr)
     return 2
 
 

@@ -36,11 +36,13 @@ from assay.models._decode import DRAFT_MAX, eval_prompt, greedy_decode
 from assay.models._decode import common_prefix as _common_prefix
 from assay.models._protocol import ChatMessage, ChoiceProbabilities, GenerateConfig, JudgeModel, JudgeResponse
 from assay.models._weights import (
+    AMX_LAYOUT_FILE,
     DEFAULT_MODEL_FILE,
     DEFAULT_MODEL_SHA256,
     Progress,
-    amx_layout_path,
+    choose_weights,
     default_model_path,
+    shipped_because,
 )
 
 __all__ = ["LocalJudge", "local_model_path"]
@@ -83,42 +85,6 @@ def local_model_path(model_path: str | Path | None = None, progress: Progress | 
             raise ModelWeightsError(f"local model file not found: {path}")
         return path
     return default_model_path(progress)
-
-
-LAYOUT_ENV = "ASSAY_LOCAL_LAYOUT"
-Q8_0_COPY = "Q8_0 copy"
-"""How the loading line and :attr:`LocalJudge.weights` name the default weights' Q8_0 copy."""
-
-
-def _layout_setting() -> str:
-    setting = os.environ.get(LAYOUT_ENV, "").strip().lower() or "auto"
-    if setting not in ("auto", "shipped"):
-        raise ConfigError(f"{LAYOUT_ENV} must be 'auto' or 'shipped', got {setting!r}")
-    return setting
-
-
-def choose_weights(
-    path: Path, library: LibraryChoice, chosen: bool, progress: Progress | None = None
-) -> tuple[Path, str]:
-    """The file to load for ``path`` with ``library``'s build, and why (for the loading line).
-
-    The default weights are loaded as their Q8_0 copy (:func:`~assay.models._weights.amx_layout_path`)
-    where the AMX build runs, as shipped (Q4_K_M) everywhere else: each is the faster layout
-    for its kernels. A GGUF the user chose is always loaded as it is, and
-    ``$ASSAY_LOCAL_LAYOUT=shipped`` keeps the shipped layout. If the copy cannot be made
-    (disk, quantizer), the shipped file is used and the reason is returned.
-    """
-    setting = _layout_setting()
-    if chosen:
-        return path, "as given"
-    if setting == "shipped":
-        return path, f"Q4_K_M as shipped ({LAYOUT_ENV}=shipped)"
-    if library.library != "amx":
-        return path, "Q4_K_M as shipped (the fastest layout without AMX)"
-    try:
-        return amx_layout_path(path, progress), f"{Q8_0_COPY} of the shipped Q4_K_M, the layout AMX multiplies fastest"
-    except ModelWeightsError as exc:
-        return path, f"Q4_K_M as shipped (no Q8_0 copy for AMX: {exc})"
 
 
 def _bound_strings(schema: dict[str, Any], max_chars: int) -> dict[str, Any]:
@@ -336,11 +302,9 @@ class LocalJudge(JudgeModel):
         return f"local:{file}:strings<={self.max_string_chars}"
 
     def _runs_q8_0_copy(self) -> bool:
-        if self.weights is None:
-            if _layout_setting() == "shipped" or choose_library().library != "amx":
-                return False  # decided without touching the weights
-            self._weights_file()
-        return bool(self.weights and self.weights.startswith(Q8_0_COPY))
+        if self._weights_path is None and shipped_because(choose_library(), chosen=False) is not None:
+            return False  # decided without touching the weights
+        return self._weights_file().name == AMX_LAYOUT_FILE
 
     def _weights_file(self, progress: Progress | None = None) -> Path:
         """The file this judge loads, decided once (build, then layout): see :func:`choose_weights`."""

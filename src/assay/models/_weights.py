@@ -17,12 +17,14 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import platformdirs
 
-from assay.errors import ModelWeightsError
+from assay.errors import ConfigError, ModelWeightsError
+from assay.models._amx import LibraryChoice, choose_library
 
 __all__ = [
     "AMX_LAYOUT_FILE",
@@ -31,8 +33,10 @@ __all__ = [
     "DEFAULT_MODEL_SHA256",
     "amx_layout_path",
     "cache_dir",
+    "choose_weights",
     "default_model_path",
     "part_paths",
+    "shipped_because",
 ]
 
 DEFAULT_MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
@@ -146,8 +150,8 @@ def amx_layout_path(source: Path, progress: Progress | None = None) -> Path:
     """The default weights as Q8_0, made once from ``source`` (the verified Q4_K_M file).
 
     llama.cpp's AMX kernels multiply Q8_0 (and Q4_0) weights with whole tiles, but Q4_K,
-    the shipped layout, through a slower path: on a 2-core AMX Xeon the Q8_0 copy reads a
-    prompt about 1.4x faster and generates about 1.5x faster (``docs/design/speed.md``).
+    the shipped layout, through a slower path: on a 2-core AMX Xeon (model 207) the Q8_0
+    copy read prompts 1.2-1.5x faster and generated 1.3-1.6x faster (``docs/design/speed.md``).
     Without AMX it is the other way round, so only an AMX run asks for it. Every Q4_K
     weight is stored again with 8 bits per 32-weight block (an error under 1/250 of the
     block's largest weight, against 1/15 for the 4-bit steps it encodes): the model's
@@ -199,3 +203,64 @@ def amx_layout_path(source: Path, progress: Progress | None = None) -> Path:
         tmp.unlink(missing_ok=True)
     stamp.write_text(_stamp(target, AMX_LAYOUT_SHA256))
     return target
+
+
+LAYOUT_ENV = "ASSAY_LOCAL_LAYOUT"
+
+
+def shipped_because(library: LibraryChoice, chosen: bool) -> str | None:
+    """Why a file is loaded as it is, or ``None`` where the default weights' Q8_0 copy is wanted.
+
+    Decided without touching any file: a GGUF the user chose is loaded as given,
+    ``$ASSAY_LOCAL_LAYOUT=shipped`` keeps the shipped Q4_K_M, and so does any build but
+    the AMX one (without AMX, Q4_K_M is the faster layout).
+
+    Raises:
+        ConfigError: ``$ASSAY_LOCAL_LAYOUT`` is neither ``auto`` nor ``shipped``.
+    """
+    setting = os.environ.get(LAYOUT_ENV, "").strip().lower() or "auto"
+    if setting not in ("auto", "shipped"):
+        raise ConfigError(f"{LAYOUT_ENV} must be 'auto' or 'shipped', got {setting!r}")
+    if chosen:
+        return "as given"
+    if setting == "shipped":
+        return f"Q4_K_M as shipped ({LAYOUT_ENV}=shipped)"
+    if library.library != "amx":
+        return "Q4_K_M as shipped (the fastest layout without AMX)"
+    return None
+
+
+def choose_weights(
+    path: Path, library: LibraryChoice, chosen: bool, progress: Progress | None = None
+) -> tuple[Path, str]:
+    """The file to load for ``path`` with ``library``'s build, and why (for the loading line).
+
+    The default weights are loaded as their Q8_0 copy (:func:`amx_layout_path`) where the
+    AMX build runs, as shipped everywhere else (:func:`shipped_because`). If the copy
+    cannot be made (disk, quantizer), the shipped file is used and the reason is returned.
+    """
+    because = shipped_because(library, chosen)
+    if because is not None:
+        return path, because
+    try:
+        return amx_layout_path(path, progress), "Q8_0 copy of the shipped Q4_K_M, the layout AMX multiplies fastest"
+    except ModelWeightsError as exc:
+        return path, f"Q4_K_M as shipped (no Q8_0 copy for AMX: {exc})"
+
+
+def _main(argv: list[str]) -> int:
+    """``make install``: prepare the weights the judge will load on this machine now, not on first use."""
+    if argv != ["prepare"]:
+        print("usage: python -m assay.models._weights prepare", file=sys.stderr)
+        return 2
+    try:
+        path, why = choose_weights(default_model_path(), choose_library(), chosen=False)
+    except ModelWeightsError as exc:
+        print(f"the default weights are not ready: {exc}")
+        return 1
+    print(f"{path} ({why})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
