@@ -151,7 +151,7 @@ def amx_layout_path(source: Path, progress: Progress | None = None) -> Path:
 
     llama.cpp's AMX kernels multiply Q8_0 (and Q4_0) weights with whole tiles, but Q4_K,
     the shipped layout, through a slower path: on a 2-core AMX Xeon (model 207) the Q8_0
-    copy read prompts 1.2-1.5x faster and generated 1.3-1.6x faster (``docs/design/speed.md``).
+    copy read prompts 1.2-1.5x faster and generated 1.26-1.59x faster (``docs/design/speed.md``).
     Without AMX it is the other way round, so only an AMX run asks for it. Every Q4_K
     weight is stored again with 8 bits per 32-weight block (an error under 1/250 of the
     block's largest weight, against 1/15 for the 4-bit steps it encodes): the model's
