@@ -18,8 +18,10 @@ process):
   as shipped (Q4_K_M): the judge as it shipped before issue 32;
 - ``loop``: our greedy loop with drafts and the AMX build where this machine grants it,
   the weights as shipped (the judge after issue 32's first round);
-- ``new``: the shipped judge: the same, and on the AMX build the weights' Q8_0 copy
-  (``ASSAY_LOCAL_LAYOUT``).
+- ``q8``: the same, and on the AMX build the weights' Q8_0 copy (``ASSAY_LOCAL_LAYOUT``),
+  one call at a time (the second round);
+- ``new``: the shipped judge: the same, with the greedy calls a metric makes together
+  decoded as one batch (``ASSAY_LOCAL_SEQUENCES``).
 
 Per workload it prints seconds per item for each, the ratio of the last to each other,
 the target, and, for each other configuration, whether every item got the same score and
@@ -54,7 +56,8 @@ TARGETS = {"rag": 15.0, "summary": 10.0, "agent": 30.0, "demo": 30.0}
 CONFIGS = {  # the environment each configuration's processes run in
     "old": {"ASSAY_AMX": "off", "ASSAY_LOCAL_DECODE_LOOP": "llama_cpp", "ASSAY_LOCAL_LAYOUT": "shipped"},
     "loop": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "shipped"},
-    "new": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "auto"},
+    "q8": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "auto", "ASSAY_LOCAL_SEQUENCES": "1"},
+    "new": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "auto", "ASSAY_LOCAL_SEQUENCES": "8"},
 }
 
 
@@ -153,7 +156,7 @@ def main() -> None:
     parser.add_argument("--summaries", type=int, default=3)
     parser.add_argument("--agents", type=int, default=2)
     parser.add_argument("--no-demo", action="store_true")
-    parser.add_argument("--configs", default="old,loop,new", help="the last is compared with each other")
+    parser.add_argument("--configs", default="old,loop,q8,new", help="the last is compared with each other")
     parser.add_argument("--child", choices=list(CONFIGS), help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()

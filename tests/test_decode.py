@@ -152,3 +152,173 @@ def test_a_bad_decoding_loop_name_is_a_config_error_naming_where_it_came_from(mo
     monkeypatch.setenv("ASSAY_LOCAL_DECODE_LOOP", "llama_cpp")
     assert LocalJudge().decode_loop == "llama_cpp"
     assert LocalJudge(decode_loop="assay").decode_loop == "assay"  # the argument wins over the variable
+
+
+# Several sequences in one KV cache: the rewrites of one answer share their instructions.
+SHARED = (
+    "Split the sentence into short statements, one fact each, as JSON. Keep every name and number.\n"
+    "Example: The Loire is 1,006 km long and flows into the Atlantic. -> "
+    '{"statements": ["The Loire is 1,006 km long.", "The Loire flows into the Atlantic."]}\n'
+)
+SENTENCES = [
+    "The Rhine flows through Switzerland, Germany and the Netherlands, and it is 1,230 km long.",
+    "Marie Curie won the Nobel Prize in Physics in 1903 and in Chemistry in 1911.",
+    "The bridge opened in 1937 and was painted orange.",
+]
+
+
+def _many_prompts(llama) -> list[list[int]]:  # type: ignore[no-untyped-def]
+    return [llama.tokenize(f"{SHARED}Sentence: {s} ->".encode(), add_bos=False) for s in SENTENCES]
+
+
+def _prompt_logits(llama, prompts: list[list[int]], others: list[list[int]] | None = None):  # type: ignore[no-untyped-def]
+    """Each prompt's next-token logits when its own tokens are read in one batch with the others'."""
+    import assay.models._decode as decode
+
+    seen = []
+    original = decode._read_prompts
+
+    def read(llama, states):  # type: ignore[no-untyped-def]
+        original(llama, states)
+        seen.extend(s.logits.copy() for s in states)
+
+    decode._read_prompts = read
+    try:
+        llama.reset()
+        decode.greedy_decode_many(llama, prompts, [None] * len(prompts), [1] * len(prompts))
+    finally:
+        decode._read_prompts = original
+    return seen
+
+
+@pytest.mark.slow
+def test_sequences_decoded_together_do_not_see_each_other(llama) -> None:  # type: ignore[no-untyped-def]
+    """A sequence reads the shared prefix and its own tokens only: what the others say changes nothing.
+
+    (Where the others' cells sit in the cache changes the sums' order, so a sequence's
+    logits are not bitwise those it gets alone; they are the same whatever the others hold.)
+    """
+    import numpy as np
+
+    prompts = _many_prompts(llama)
+    first = _prompt_logits(llama, prompts)
+    for i in range(1, len(prompts)):  # the same lengths, other words
+        other = [list(p) for p in prompts]
+        shared = len(other[0]) - 1
+        for p in prompts[1:]:
+            shared = min(shared, next(k for k, (a, b) in enumerate(zip(prompts[0], p, strict=False)) if a != b))
+        j = (i + 1) % len(prompts)
+        other[j] = other[j][:shared] + [t + 1 for t in other[j][shared:]]
+        again = _prompt_logits(llama, other)
+        assert np.array_equal(again[i], first[i]), f"sequence {i} changed with sequence {j}'s words"
+    for i, prompt in enumerate(prompts):
+        llama.reset()
+        llama.eval(prompt)
+        alone = np.ctypeslib.as_array(
+            __import__("llama_cpp").llama_get_logits_ith(llama._ctx.ctx, -1), shape=(llama.n_vocab(),)
+        ).copy()
+        assert first[i].argmax() == alone.argmax()
+        assert np.abs(first[i] - alone).max() < 0.1 * np.abs(alone).max()  # a wrong position moves them by units
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("schema", ["statements", "none"])
+def test_prompts_decoded_together_answer_and_leave_the_shared_prefix(llama, schema: str) -> None:  # type: ignore[no-untyped-def]
+    from assay.grounding._decompose import Statements
+    from assay.models import LocalJudge
+    from assay.models._decode import greedy_decode_many, prompt_cells
+
+    grammar = LocalJudge(smollm2_path(), n_ctx=2048)._grammar(Statements) if schema == "statements" else None
+    prompts = _many_prompts(llama)
+    alone = [_ours(llama, p, grammar, 40, 8)[1] for p in prompts]
+    llama.reset()
+    together = greedy_decode_many(llama, prompts, [grammar] * 3, [40, 40, 40])
+    assert together[0].tokens == alone[0].tokens  # the first sequence's cells are laid out as alone
+    for one, many in zip(alone, together, strict=True):
+        assert many.finish_reason in ("stop", "length") and 0 < len(many.tokens) <= 40
+        assert many.tokens[:3] == one.tokens[:3]
+        if schema == "statements":
+            text = llama.detokenize(many.tokens).decode()
+            assert text.replace(" ", "").startswith('{"statements"') and (
+                many.finish_reason == "length" or text.endswith("}")
+            )
+    assert sum(d.steps for d in together) >= sum(d.steps for d in alone) - 6
+    shared, cells = prompt_cells(prompts)
+    assert 0 < shared < min(len(p) for p in prompts) and cells == shared + sum(len(p) - shared for p in prompts)
+    assert llama.n_tokens == shared and llama._input_ids.tolist() == prompts[0][:shared]
+    # nothing of the other sequences is left in the cache: the first prompt, decoded now, answers as alone
+    assert greedy_decode_many(llama, prompts[:1], [grammar], [40])[0].tokens == alone[0].tokens
+
+
+@pytest.mark.slow
+def test_sequences_wait_for_cells_when_the_window_is_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A window too small for every answer at once: sequences wait, or are evicted and read again; none is cut."""
+    import assay.models._decode as decode
+    from assay.grounding._decompose import Statements
+    from assay.models import LocalJudge
+
+    judge = LocalJudge(smollm2_path(), n_ctx=256)
+    small, grammar = judge.load(), judge._grammar(Statements)  # SmolLM2 rambles in it: long answers
+    prompts = _many_prompts(small)
+    _, cells = decode.prompt_cells(prompts)
+    room = 256 - cells
+    assert 0 < room < 3 * 100  # three answers of up to 100 tokens do not fit at once
+    evictions: list[int] = []
+    evict = decode._evict
+    monkeypatch.setattr(decode, "_evict", lambda *a: (evictions.append(1), evict(*a)))
+    small.reset()
+    together = decode.greedy_decode_many(small, prompts, [grammar] * 3, [100] * 3)
+    assert sum(len(d.tokens) for d in together) > room  # they did not fit at once
+    assert evictions  # at some step none could go on: the latest were evicted and read again
+    for prompt, decoded in zip(prompts, together, strict=True):
+        # each had the room it has alone: cut by its own max_tokens or the window, never by the others
+        assert decoded.finish_reason == "stop" or len(decoded.tokens) == min(100, 256 - len(prompt) - 1)
+        assert small.detokenize(decoded.tokens).decode().replace(" ", "").startswith('{"statements"')
+    assert small.n_tokens == decode.prompt_cells(prompts)[0]  # the evicted were cleaned up with the rest
+
+
+@pytest.mark.slow
+def test_prompts_that_do_not_fit_together_are_refused(llama) -> None:  # type: ignore[no-untyped-def]
+    from assay.errors import JudgeError
+    from assay.models._decode import greedy_decode_many
+
+    long = [list(range(100, 900)), list(range(1000, 1800)), list(range(2000, 2800))]
+    with pytest.raises(JudgeError, match="2400 tokens together, above the context window"):
+        greedy_decode_many(llama, long, [None] * 3, [8] * 3)
+    with pytest.raises(JudgeError, match="9 sequences at once"):
+        greedy_decode_many(llama, [[1, 2]] * 9, [None] * 9, [1] * 9)
+
+
+@pytest.mark.slow
+async def test_greedy_calls_made_together_are_decoded_in_one_batch() -> None:
+    """The local judge batches what a metric asks at once; a call that cannot fit fails alone."""
+    import asyncio
+
+    from assay.grounding._decompose import SENTENCE_PROMPT, SentenceToSplit
+    from assay.models import GenerateConfig, LocalJudge
+    from assay.prompts import ask
+
+    values = [SentenceToSplit(question="", previous="", sentence=s) for s in SENTENCES]
+    short = GenerateConfig(max_tokens=48)
+    one_by_one = LocalJudge(smollm2_path(), n_ctx=2048)
+    expected = [(await ask(one_by_one, SENTENCE_PROMPT, v, config=short)).call.raw_output for v in values]
+    assert one_by_one.decode_stats["batches"] == 0
+
+    judge = LocalJudge(smollm2_path(), n_ctx=2048)
+    answers = await asyncio.gather(*(ask(judge, SENTENCE_PROMPT, v, config=short) for v in values))
+    assert judge.decode_stats["batches"] == 1 and judge.decode_stats["batched"] == 3
+    assert answers[0].call.raw_output == expected[0]  # laid out in the cache as it is alone
+    for answer, value in zip(answers, values, strict=True):  # each answers its own sentence
+        assert value.sentence in str(answer.call.messages) and answer.call.usage.completion_tokens > 0
+        assert answer.call.raw_output and answer.call.raw_output.replace(" ", "").startswith('{"statements"')
+
+    too_long = SentenceToSplit(question="", previous="", sentence="word " * 3000)
+    mixed = await asyncio.gather(
+        ask(judge, SENTENCE_PROMPT, values[0], config=short),
+        ask(judge, SENTENCE_PROMPT, too_long, config=short),
+        return_exceptions=True,
+    )
+    assert not isinstance(mixed[0], BaseException) and mixed[0].call.raw_output == expected[0]
+    assert not isinstance(mixed[1], BaseException) and mixed[1].failure is not None
+    assert mixed[1].failure.reason.value == "judge_error"
+    assert "prompt of 3549 tokens exceeds the context window (2048)" in mixed[1].failure.detail

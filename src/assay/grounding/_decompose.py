@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -351,9 +352,10 @@ class AnchoredDecomposer:
     async def decompose(self, question: str, answer: str, judge: JudgeModel) -> Decomposition:
         """Split ``answer`` sentence by sentence; rewrite the ones that need it; anchor every statement."""
         sentences = answer_sentences(answer, question)
-        proposals: list[tuple[int | None, str]] = []
         whole: dict[int, str] = {}
         calls: list[JudgeCall] = []
+        kept: dict[int, list[str]] = {}  # sentence index: its statements (itself, or its rewrite's)
+        rewrites: dict[int, SentenceToSplit] = {}
         previous = ""
         for index, sentence in enumerate(sentences):
             text = sentence.text
@@ -364,21 +366,25 @@ class AnchoredDecomposer:
             if addresses_judge(text) is not None:
                 whole[index] = "addressed to the judge: judged as it is"
             elif needs_rewriting(text) or packs_facts(text) or is_fragment(text):
-                result = await ask(
-                    judge,
-                    SENTENCE_PROMPT,
-                    SentenceToSplit(question=question, previous=previous, sentence=text),
-                    config=rewrite_config(self.config, text),
-                )
-                calls.extend(result.calls)
-                if result.output is None:
-                    assert result.failure is not None
-                    whole[index] = f"the rewrite failed ({result.failure.reason.value}): judged as it is"
-                else:
-                    proposals.extend((index, s) for s in result.output.statements)
+                rewrites[index] = SentenceToSplit(question=question, previous=previous, sentence=text)
             else:
-                proposals.append((index, text))
+                kept[index] = [text]
             previous = text
+        # Asked together: a judge that can decodes them in one batch (the local one), an API concurrently.
+        results = await asyncio.gather(
+            *(
+                ask(judge, SENTENCE_PROMPT, value, config=rewrite_config(self.config, value.sentence))
+                for value in rewrites.values()
+            )
+        )
+        for index, result in zip(rewrites, results, strict=True):
+            calls.extend(result.calls)
+            if result.output is None:
+                assert result.failure is not None
+                whole[index] = f"the rewrite failed ({result.failure.reason.value}): judged as it is"
+            else:
+                kept[index] = list(result.output.statements)
+        proposals: list[tuple[int | None, str]] = [(i, s) for i in sorted(kept) for s in kept[i]]
         settled = settle(answer, question, proposals, whole=whole)
         return Decomposition(settled.statements, tuple(calls), None, settled.spans, settled.answer_map)
 

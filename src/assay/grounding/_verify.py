@@ -402,13 +402,16 @@ class StatementVerifier:
                 if state.vetoed:
                     state.supported = False
         if threshold and self.reasons != "none":
+            explain = []
             for state in live:
                 if self.reasons == "all" or not state.supported:
                     if state.features is not None and state.features.problems() and not state.supported:
                         continue  # the failed check is the reason: no judge call needed
                     if state.supported and state.shown is not None and state.shown.best is not None:
                         continue  # the supporting sentence is the reason
-                    await self._reason(judge, state.best_context or kept, state)
+                    explain.append(state)
+            # Asked together: the local judge writes them in one batch, an API concurrently.
+            await asyncio.gather(*(self._reason(judge, state.best_context or kept, state) for state in explain))
         return [self._outcome(state, threshold) for state in states]
 
     async def _judge_windows(

@@ -23,6 +23,7 @@ requirement of one trajectory), then the requirement.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -361,10 +362,14 @@ class AgentGoalAccuracy:
             checks.extend(
                 (POLICY_REQUIREMENT.format(number=a.number, name=a.name), (POLICY_FLAG,)) for a in end.performed
             )
-        for requirement, flags in checks:
-            judged = await ask(
-                judge, self.check_prompt, evidence.model_copy(update={"requirement": requirement}), config=self.config
+        # Asked together: they share the evidence, and the local judge decodes them in one batch.
+        answers = await asyncio.gather(
+            *(
+                ask(judge, self.check_prompt, evidence.model_copy(update={"requirement": r}), config=self.config)
+                for r, _ in checks
             )
+        )
+        for (requirement, flags), judged in zip(checks, answers, strict=True):
             calls.extend(judged.calls)
             if judged.output is None:
                 assert judged.failure is not None

@@ -26,14 +26,23 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from assay.errors import JudgeError
 
-__all__ = ["Decoded", "common_prefix", "draft_from_context", "eval_prompt", "greedy_decode"]
+__all__ = [
+    "Decoded",
+    "common_prefix",
+    "draft_from_context",
+    "enable_sequences",
+    "eval_prompt",
+    "greedy_decode",
+    "greedy_decode_many",
+    "prompt_cells",
+]
 
 DRAFT_MAX = 8
 """Tokens proposed per step: past about this many, a batch costs noticeably more than one token."""
@@ -242,3 +251,287 @@ def greedy_decode(
     finally:
         if check is not None:
             check.close()
+
+
+SEQUENCES = 8
+"""Sequences one context holds at once (:func:`enable_sequences`, :func:`greedy_decode_many`)."""
+
+
+def enable_sequences(llama: Any, n: int = SEQUENCES) -> None:
+    """Give ``llama`` a context that holds ``n`` sequences in one KV cache (llama-cpp-python makes one).
+
+    The cache stays unified (one buffer of ``n_ctx`` cells shared by all sequences), so a
+    single sequence may still use the whole window and a shared prefix is stored once.
+    """
+    import contextlib
+
+    from llama_cpp import _internals
+
+    params = llama.context_params
+    if params.n_seq_max >= n:
+        return
+    params.n_seq_max = n
+    params.kv_unified = True
+    old = llama._ctx
+    llama._ctx = llama._stack.enter_context(
+        contextlib.closing(_internals.LlamaContext(model=llama._model, params=params, verbose=llama.verbose))
+    )
+    old.close()
+    llama.n_tokens = 0
+
+
+class _Batch:
+    """A llama.cpp batch filled token by token: (token, position, sequence, wants logits)."""
+
+    def __init__(self, llama: Any) -> None:
+        self._llama = llama
+        self._raw = llama._batch.batch
+        self.capacity = llama._batch._n_tokens
+        self.size = 0
+
+    def add(self, token: int, pos: int, seq: int, logits: bool) -> int:
+        raw, i = self._raw, self.size
+        raw.token[i], raw.pos[i], raw.n_seq_id[i], raw.logits[i] = token, pos, 1, logits
+        raw.seq_id[i][0] = seq
+        self.size += 1
+        return i
+
+    def decode(self) -> None:
+        self._raw.n_tokens = self.size
+        self._llama._ctx.decode(self._llama._batch)
+        self.size = 0
+
+
+@dataclass
+class _Sequence:
+    seq: int
+    prompt: list[int]
+    max_tokens: int
+    check: _GrammarCheck | None
+    context: list[int]
+    pos: int = 0  # tokens in this sequence's cache
+    out: list[int] = field(default_factory=list)
+    logits: np.ndarray | None = None
+    finish: str | None = None
+    steps: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    pending: list[int] = field(default_factory=list)  # evaluated this step: the token, then its draft
+    first: int = 0  # batch index of the pending token
+
+
+def greedy_decode_many(
+    llama: Any,
+    prompts: Sequence[Sequence[int]],
+    grammars: Sequence[Any | None],
+    max_tokens: Sequence[int],
+    *,
+    draft: int = DRAFT_MAX,
+) -> list[Decoded]:
+    """:func:`greedy_decode` for several prompts at once, each its own sequence in one KV cache.
+
+    A forward pass that reads one token costs nearly what one that reads a few dozen does
+    (the weights are read once either way), so every step evaluates each unfinished
+    sequence's last token and draft together. The prompts' shared prefix is evaluated
+    once (reusing the live cache) and shared by every sequence. Each answer is the one
+    :func:`greedy_decode` gives for its prompt alone, up to the floating-point differences
+    batched evaluation already has (a near-tie can go the other way).
+
+    The prompts (shared prefix once, then each one's own tokens) must fit ``n_ctx``
+    together (:func:`prompt_cells`); generation shares what is left, a sequence waiting a
+    step when the others hold it, and each sequence's room is what :func:`greedy_decode`
+    would give it alone. When none can step, the latest ones are evicted (their cells
+    freed) and read again, answer so far included, once there is room. Afterwards the
+    live cache holds the shared prefix only, ready for the next batch with the same
+    instructions.
+    """
+    if len(prompts) == 1:
+        return [greedy_decode(llama, prompts[0], grammars[0], max_tokens[0], draft=draft)]
+    import llama_cpp
+
+    n_ctx = llama.n_ctx()
+    if len(prompts) > llama.context_params.n_seq_max:
+        raise JudgeError(f"{len(prompts)} sequences at once, above the context's {llama.context_params.n_seq_max}")
+    if any(not p for p in prompts):
+        raise JudgeError("empty prompt")
+    shared, cells = prompt_cells(prompts)
+    if cells > n_ctx:
+        raise JudgeError(f"{len(prompts)} prompts take {cells} tokens together, above the context window ({n_ctx})")
+    vocab = llama._model.vocab
+    prefix = list(prompts[0][:shared])
+    live_prefix = common_prefix(llama._input_ids.tolist(), prefix)
+    if live_prefix > 0 and llama._ctx.kv_cache_seq_rm(-1, live_prefix, -1):
+        llama.n_tokens = live_prefix
+    else:
+        llama.reset()
+    llama.eval(prefix[live_prefix:])  # also drops every cell past the prefix, in every sequence
+    states: list[_Sequence] = []
+    try:
+        for seq, (prompt, grammar, limit) in enumerate(zip(prompts, grammars, max_tokens, strict=True)):
+            if seq and shared:
+                llama._ctx.kv_cache_seq_cp(0, seq, 0, shared)
+            check = _GrammarCheck(llama, grammar) if grammar is not None else None
+            states.append(_Sequence(seq, list(prompt), limit, check, list(prompt), pos=shared))
+        _read_prompts(llama, states)
+        live = list(states)
+        while live:
+            for state in live:
+                if not state.pending:
+                    _choose(state, vocab, n_ctx, draft, llama_cpp)
+            live = [s for s in live if not _finished(llama, s, shared)]
+            if not live:
+                break
+            stepping = []
+            used = shared + sum(s.pos - shared for s in live)
+            for state in live:
+                need = len(_evicted(state)) + len(state.pending)
+                if used + need > n_ctx:
+                    continue  # waits for cells the others free
+                used += need
+                stepping.append(state)
+            if not stepping:
+                _evict(llama, live, shared, n_ctx)
+                continue
+            for state in stepping:
+                _fill(llama, state, _evicted(state))  # an evicted sequence reads its text again first
+            batch = _Batch(llama)  # after the fills: every batch is llama-cpp-python's one buffer
+            for state in stepping:
+                state.first = batch.size
+                for k, token in enumerate(state.pending):
+                    batch.add(token, state.pos + k, state.seq, True)
+            batch.decode()
+            for state in stepping:
+                _verify(llama, state, vocab, llama_cpp)
+            live = [s for s in live if not _finished(llama, s, shared)]
+        return [Decoded(s.out, s.finish or "stop", s.steps, s.drafted, s.accepted) for s in states]
+    finally:
+        for state in states:
+            if state.check is not None:
+                state.check.close()
+        for seq in range(1, len(prompts)):
+            llama._ctx.kv_cache_seq_rm(seq, -1, -1)
+        llama._ctx.kv_cache_seq_rm(0, shared, -1)
+        llama.input_ids[:shared] = prompts[0][:shared]
+        llama.n_tokens = shared
+
+
+def prompt_cells(prompts: Sequence[Sequence[int]]) -> tuple[int, int]:
+    """The prompts' shared prefix (each keeps >= 1 token of its own), and the cache cells all of them take."""
+    shared = min(len(p) - 1 for p in prompts)
+    for other in prompts[1:]:
+        shared = min(shared, common_prefix(prompts[0], other))
+    return shared, shared + sum(len(p) - shared for p in prompts)
+
+
+def _evicted(state: _Sequence) -> list[int]:
+    """What an evicted sequence must read again before its pending token: its prompt and answer so far."""
+    return (state.prompt + state.out[:-1])[state.pos :]
+
+
+def _fill(llama: Any, state: _Sequence, tokens: list[int]) -> None:
+    """Read ``tokens`` into the sequence's cache (no logits: its next token is already chosen)."""
+    batch = _Batch(llama)
+    for token in tokens:
+        batch.add(token, state.pos, state.seq, False)
+        state.pos += 1
+        if batch.size == batch.capacity:
+            batch.decode()
+    if batch.size:
+        batch.decode()
+
+
+def _evict(llama: Any, live: list[_Sequence], shared: int, n_ctx: int) -> None:
+    """Every sequence waits on the others' cells: free the latest ones' until the first fits.
+
+    An evicted sequence keeps its answer so far and reads it again when there is room
+    (:func:`_evicted`); the first always fits alone, since its room is what it has alone.
+    """
+    first = live[0]
+    used = shared + sum(s.pos - shared for s in live)
+    for state in reversed(live[1:]):
+        if used + len(_evicted(first)) + len(first.pending) <= n_ctx:
+            return
+        if state.pos > shared:
+            llama._ctx.kv_cache_seq_rm(state.seq, shared, -1)
+            used -= state.pos - shared
+            state.pos = shared
+
+
+def _finished(llama: Any, state: _Sequence, shared: int) -> bool:
+    """Whether the sequence is done; a done sequence's own cells are freed for the others."""
+    if state.finish is None:
+        return False
+    if state.pos > shared:
+        llama._ctx.kv_cache_seq_rm(state.seq, shared, -1)
+        state.pos = shared
+    return True
+
+
+def _read_prompts(llama: Any, states: list[_Sequence]) -> None:
+    """Each sequence's own prompt tokens, packed into as few batches as fit; the last one's logits kept."""
+    batch = _Batch(llama)
+    waiting: list[tuple[_Sequence, int]] = []
+    for state in states:
+        own = state.prompt[state.pos :]
+        for k, token in enumerate(own):
+            last = k == len(own) - 1
+            index = batch.add(token, state.pos + k, state.seq, last)
+            if last:
+                waiting.append((state, index))
+            if batch.size == batch.capacity:
+                batch.decode()
+                for s, i in waiting:
+                    s.logits = _logits(llama, i).copy()
+                waiting = []
+        state.pos = len(state.prompt)
+    if batch.size:
+        batch.decode()
+        for s, i in waiting:
+            s.logits = _logits(llama, i).copy()
+
+
+def _choose(state: _Sequence, vocab: Any, n_ctx: int, draft: int, llama_cpp: Any) -> None:
+    """The sequence's next token from its logits, and the draft to check with it (or its end)."""
+    assert state.logits is not None
+    check = state.check
+    token = check.best(state.logits) if check is not None else int(state.logits.argmax())
+    if llama_cpp.llama_vocab_is_eog(vocab, token):
+        state.finish = "stop"
+        return
+    if check is not None:
+        check.accept(token)
+    state.out.append(token)
+    state.context.append(token)
+    room = min(state.max_tokens - len(state.out), n_ctx - state.pos - 1)
+    if room <= 0:
+        state.finish = "length"
+        return
+    guess = draft_from_context(state.context, min(draft, room - 1)) if draft > 0 else []
+    state.pending = [token, *guess]
+
+
+def _verify(llama: Any, state: _Sequence, vocab: Any, llama_cpp: Any) -> None:
+    """Accept the sequence's draft up to its first disagreement with the greedy token; drop the rest."""
+    guess = state.pending[1:]
+    state.steps += 1
+    state.drafted += len(guess)
+    check = state.check
+    taken = 0
+    for i, proposed in enumerate(guess):
+        logits_i = _logits(llama, state.first + i)
+        best = check.best(logits_i) if check is not None else int(logits_i.argmax())
+        if best != proposed or llama_cpp.llama_vocab_is_eog(vocab, best):
+            break
+        if check is not None:
+            check.accept(best)
+        state.out.append(best)
+        state.context.append(best)
+        taken += 1
+    state.accepted += taken
+    state.pos += 1 + taken
+    if taken < len(guess):
+        llama._ctx.kv_cache_seq_rm(state.seq, state.pos, -1)
+    state.logits = _logits(llama, state.first + taken).copy()
+    state.pending = []
+    if len(state.out) >= state.max_tokens:
+        state.finish = "length"

@@ -8,7 +8,10 @@ run the call out of tokens.
 The model is loaded once per process and path, and calls are serialised on it: llama.cpp
 keeps the previous prompt's tokens in its KV cache and re-evaluates only what differs, so
 consecutive calls sharing a prefix ([instructions][context][...]) are cheap. The runner
-therefore sends one call at a time (``max_concurrency`` is 1).
+therefore sends one call at a time (``max_concurrency`` is 1). Greedy calls a metric makes
+together (``asyncio.gather``: a sample's sentence rewrites, its reasons, an agent's
+requirements) are decoded together, one sequence each in one KV cache, so each forward
+pass serves all of them (:func:`~assay.models._decode.greedy_decode_many`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ import os
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,7 +37,15 @@ from assay._schema import schema_of
 from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError, MissingExtraError, ModelWeightsError
 from assay.models._amx import LibraryChoice, choose_library
-from assay.models._decode import DRAFT_MAX, eval_prompt, greedy_decode
+from assay.models._decode import (
+    DRAFT_MAX,
+    SEQUENCES,
+    Decoded,
+    enable_sequences,
+    eval_prompt,
+    greedy_decode_many,
+    prompt_cells,
+)
 from assay.models._decode import common_prefix as _common_prefix
 from assay.models._protocol import ChatMessage, ChoiceProbabilities, GenerateConfig, JudgeModel, JudgeResponse
 from assay.models._weights import (
@@ -53,6 +66,30 @@ _STRING_BODY_GBNF = r'root ::= [^"\\\x7F\x00-\x1F]{1,%d} "\""'
 _LOCKS: dict[tuple[str, int], threading.Lock] = {}
 _STATES: dict[tuple[str, int], _PrefixStates] = {}
 _LOAD_LOCK = threading.Lock()
+GENERATION_CELLS = 64
+"""Cache cells kept free per sequence for generation when greedy calls are grouped (see :meth:`LocalJudge._groups`)."""
+_SETTLE_TURNS = 4
+"""Event-loop turns a batch waits for calls made together to join it (a cache lookup takes none)."""
+
+
+@dataclass
+class _Greedy:
+    """One greedy call waiting to be decoded with the others made at the same time."""
+
+    messages: Sequence[ChatMessage]
+    schema: type[BaseModel] | None
+    prefix: str | None  # complete_string: the answer's start (the grammar is one JSON string's body)
+    max_chars: int
+    config: GenerateConfig
+    future: asyncio.Future[JudgeResponse]
+
+
+@dataclass
+class _Pending:
+    """Greedy calls made on one event loop and not yet handed to the model."""
+
+    calls: list[_Greedy] = field(default_factory=list)
+    draining: asyncio.Task[None] | None = None
 
 
 @atexit.register
@@ -216,6 +253,22 @@ def _window_from_environment() -> int:
         raise ConfigError(f"ASSAY_LOCAL_N_CTX must be a number of tokens (e.g. 8192), got {raw!r}") from None
 
 
+def _sequences(given: int | None) -> int:
+    """``given``, else ``$ASSAY_LOCAL_SEQUENCES``, else :data:`SEQUENCES`; 1 to :data:`SEQUENCES`."""
+    where, raw = ("sequences", str(given)) if given is not None else ("ASSAY_LOCAL_SEQUENCES", "")
+    if given is None:
+        raw = os.environ.get("ASSAY_LOCAL_SEQUENCES", "").strip()
+        if not raw:
+            return SEQUENCES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= SEQUENCES:
+        raise ConfigError(f"{where} must be a whole number from 1 to {SEQUENCES}, got {raw!r}")
+    return value
+
+
 class LocalJudge(JudgeModel):
     """An in-process llama.cpp judge (extra ``local``).
 
@@ -234,6 +287,9 @@ class LocalJudge(JudgeModel):
             llama-cpp-python's own (slower; kept to measure against). Default
             ``$ASSAY_LOCAL_DECODE_LOOP``, else ``assay``. Sampling at a temperature always
             uses llama-cpp-python's.
+        sequences: At temperature 0, how many greedy calls made together (a sample's
+            rewrites, reasons, an agent's requirements) are decoded as one batch, 1 to 8;
+            1 decodes one call at a time. Default ``$ASSAY_LOCAL_SEQUENCES``, else 8.
         progress: Called with (bytes done, total) while the default weights are assembled.
     """
 
@@ -246,6 +302,7 @@ class LocalJudge(JudgeModel):
         max_string_chars: int = 300,
         draft_tokens: int = DRAFT_MAX,
         decode_loop: Literal["assay", "llama_cpp"] | None = None,
+        sequences: int | None = None,
         progress: Progress | None = None,
     ) -> None:
         if n_ctx is None:
@@ -264,10 +321,12 @@ class LocalJudge(JudgeModel):
             raise ConfigError(f"{source} must be 'assay' or 'llama_cpp', got {loop!r}")
         self.draft_tokens = draft_tokens
         self.decode_loop = loop
+        self.sequences = _sequences(sequences)
         self.library: LibraryChoice | None = None  # which llama.cpp build runs it, once loaded
         self.weights: str | None = None  # which layout of the weights it runs, and why, once decided
         self._weights_path: Path | None = None
-        self.decode_stats = {"steps": 0, "drafted": 0, "accepted": 0, "generated": 0}
+        self.decode_stats = {"steps": 0, "drafted": 0, "accepted": 0, "generated": 0, "batches": 0, "batched": 0}
+        self._pending: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pending] = weakref.WeakKeyDictionary()
         chosen = model_path or os.environ.get("ASSAY_LOCAL_MODEL")
         self._name = Path(chosen).stem if chosen else Path(DEFAULT_MODEL_FILE).stem
 
@@ -354,6 +413,7 @@ class LocalJudge(JudgeModel):
                     seed=0,
                     verbose=False,
                 )
+                enable_sequences(_LOADED[key])
                 _LOCKS[key] = threading.Lock()
                 _STATES[key] = _PrefixStates()
             self._key = key
@@ -371,43 +431,127 @@ class LocalJudge(JudgeModel):
     def _generate_sync(
         self, messages: Sequence[ChatMessage], schema: type[BaseModel] | None, config: GenerateConfig
     ) -> JudgeResponse:
+        """Sampling at a temperature (or llama-cpp-python's own loop): llama-cpp-python answers."""
         llama = self.load()
         grammar = self._grammar(schema) if schema is not None else None
         prompt = self._tokenizer(llama, messages)("")
         started = time.perf_counter()
         with _LOCKS[self._key]:
             _STATES[self._key].restore(llama, prompt)
-            if config.temperature == 0 and self.decode_loop == "assay":
-                text, choice, result = self._greedy(llama, prompt, grammar, config)
-            else:
-                try:
-                    result = llama.create_chat_completion(
-                        messages=[dict(m) for m in messages],
-                        grammar=grammar,
-                        temperature=config.temperature,
-                        max_tokens=config.max_tokens,
-                        seed=config.seed + config.repeat,
-                    )
-                except ValueError as exc:  # llama-cpp-python raises ValueError for context overflow
-                    raise JudgeError(f"local model rejected the prompt: {exc}") from exc
-                choice = result["choices"][0]
-                text = choice["message"].get("content") or ""
+            try:
+                result = llama.create_chat_completion(
+                    messages=[dict(m) for m in messages],
+                    grammar=grammar,
+                    temperature=config.temperature,
+                    max_tokens=config.max_tokens,
+                    seed=config.seed + config.repeat,
+                )
+            except ValueError as exc:  # llama-cpp-python raises ValueError for context overflow
+                raise JudgeError(f"local model rejected the prompt: {exc}") from exc
             _STATES[self._key].remember(llama)
-        return self._response(text, choice, result, started)
+        choice = result["choices"][0]
+        return self._response(choice["message"].get("content") or "", choice, result, started)
 
-    def _greedy(
-        self, llama: Any, prompt: list[int], grammar: Any, config: GenerateConfig
-    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        """Temperature 0: our own decoding loop (:func:`~assay.models._decode.greedy_decode`), same answer, faster."""
-        max_tokens = config.max_tokens if config.max_tokens > 0 else self.n_ctx
-        decoded = greedy_decode(llama, prompt, grammar, max_tokens, draft=self.draft_tokens)
+    def _greedy_here(self, config: GenerateConfig) -> bool:
+        return config.temperature == 0 and self.decode_loop == "assay"
+
+    async def _greedy(self, call: _Greedy) -> JudgeResponse:
+        """Queue a greedy call; calls queued within a few event-loop turns are decoded together."""
+        loop = asyncio.get_running_loop()
+        pending = self._pending.setdefault(loop, _Pending())
+        pending.calls.append(call)
+        if pending.draining is None:
+            pending.draining = loop.create_task(self._drain(pending))
+        return await call.future
+
+    async def _drain(self, pending: _Pending) -> None:
+        for _ in range(_SETTLE_TURNS):  # let the calls made together (gather) queue first
+            await asyncio.sleep(0)
+        calls, pending.calls, pending.draining = pending.calls, [], None
+        try:
+            answers = await asyncio.to_thread(self._decode_greedy, calls)
+        except BaseException as exc:  # the model failed to load, or the thread was cancelled
+            for call in calls:
+                if not call.future.done():
+                    call.future.set_exception(exc if isinstance(exc, Exception) else JudgeError(str(exc)))
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for call, answer in zip(calls, answers, strict=True):
+            if call.future.done():  # its caller gave up waiting
+                continue
+            if isinstance(answer, Exception):
+                call.future.set_exception(answer)
+            else:
+                call.future.set_result(answer)
+
+    def _decode_greedy(self, calls: list[_Greedy]) -> list[JudgeResponse | Exception]:
+        """Every call's answer (or its own error), in groups that fit the window together."""
+        llama = self.load()
+        answers: list[JudgeResponse | Exception | None] = [None] * len(calls)
+        prompts: dict[int, list[int]] = {}
+        for i, call in enumerate(calls):
+            try:
+                prompts[i] = self._tokenizer(llama, call.messages)(call.prefix or "")
+                # a string to continue needs room for a few tokens of it
+                if len(prompts[i]) + (8 if call.prefix is not None else 0) >= self.n_ctx:
+                    raise JudgeError(f"prompt of {len(prompts[i])} tokens exceeds the context window ({self.n_ctx})")
+            except Exception as exc:
+                answers[i] = exc
+        for group in self._groups([i for i in prompts if answers[i] is None], prompts):
+            tokens = [prompts[i] for i in group]
+            try:
+                grammars = [self._call_grammar(calls[i]) for i in group]
+                limits = [self._max_tokens(calls[i].config) for i in group]
+                started = time.perf_counter()
+                with _LOCKS[self._key]:
+                    _STATES[self._key].restore(llama, tokens[0][: prompt_cells(tokens)[0] + 1])
+                    decoded = greedy_decode_many(llama, tokens, grammars, limits, draft=self.draft_tokens)
+                    _STATES[self._key].remember(llama)
+            except Exception as exc:
+                for i in group:
+                    answers[i] = exc
+                continue
+            if len(group) > 1:
+                self.decode_stats["batches"] += 1
+                self.decode_stats["batched"] += len(group)
+            for i, prompt, result in zip(group, tokens, decoded, strict=True):
+                answers[i] = self._answer(llama, calls[i], prompt, result, started)
+        return [a if a is not None else JudgeError("no answer") for a in answers]
+
+    def _groups(self, order: list[int], prompts: dict[int, list[int]]) -> list[list[int]]:
+        """Calls in order, grouped while the prompts (and some room to generate) fit the window together."""
+        groups: list[list[int]] = []
+        for i in order:
+            if groups and len(groups[-1]) < self.sequences:
+                trial = [prompts[j] for j in (*groups[-1], i)]
+                if prompt_cells(trial)[1] + GENERATION_CELLS * len(trial) <= self.n_ctx:
+                    groups[-1].append(i)
+                    continue
+            groups.append([i])
+        return groups
+
+    def _call_grammar(self, call: _Greedy) -> Any:
+        if call.prefix is not None:
+            return _string_body_grammar(call.max_chars)
+        return self._grammar(call.schema) if call.schema is not None else None
+
+    def _max_tokens(self, config: GenerateConfig) -> int:
+        return config.max_tokens if config.max_tokens > 0 else self.n_ctx
+
+    def _answer(self, llama: Any, call: _Greedy, prompt: list[int], decoded: Decoded, started: float) -> JudgeResponse:
         text = llama.detokenize(decoded.tokens, prev_tokens=prompt).decode("utf-8", errors="ignore")
-        self.decode_stats["steps"] += decoded.steps
-        self.decode_stats["drafted"] += decoded.drafted
-        self.decode_stats["accepted"] += decoded.accepted
-        self.decode_stats["generated"] += len(decoded.tokens)
+        if call.prefix is not None:
+            text = text.removesuffix('"')
+        for name, value in (
+            ("steps", decoded.steps),
+            ("drafted", decoded.drafted),
+            ("accepted", decoded.accepted),
+            ("generated", len(decoded.tokens)),
+        ):
+            self.decode_stats[name] += value
         usage = {"prompt_tokens": len(prompt), "completion_tokens": len(decoded.tokens)}
-        return text, {"finish_reason": decoded.finish_reason}, {"usage": usage}
+        return self._response(text, {"finish_reason": decoded.finish_reason}, {"usage": usage}, started)
 
     async def generate(
         self,
@@ -416,8 +560,15 @@ class LocalJudge(JudgeModel):
         schema: type[BaseModel] | None = None,
         config: GenerateConfig | None = None,
     ) -> JudgeResponse:
-        """Generate in a worker thread so the event loop (and progress bar) stay live."""
-        return await asyncio.to_thread(self._generate_sync, messages, schema, config or GenerateConfig())
+        """Generate in a worker thread so the event loop (and progress bar) stay live.
+
+        At temperature 0, calls made together are decoded together (see the module's doc).
+        """
+        config = config or GenerateConfig()
+        if self._greedy_here(config):
+            future = asyncio.get_running_loop().create_future()
+            return await self._greedy(_Greedy(messages, schema, None, 0, config, future))
+        return await asyncio.to_thread(self._generate_sync, messages, schema, config)
 
     def _formatter(self, llama: Any) -> Any:
         """The chat template llama-cpp-python itself uses for this model (from GGUF metadata)."""
@@ -514,29 +665,24 @@ class LocalJudge(JudgeModel):
     def _complete_sync(
         self, messages: Sequence[ChatMessage], prefix: str, max_chars: int, config: GenerateConfig
     ) -> JudgeResponse:
-
+        """Sampling at a temperature (or llama-cpp-python's own loop): llama-cpp-python continues."""
         llama = self.load()
         tokens = self._tokenizer(llama, messages)(prefix)
         if len(tokens) + 8 > self.n_ctx:
             raise JudgeError(f"prompt of {len(tokens)} tokens exceeds the context window ({self.n_ctx})")
-        grammar = _string_body_grammar(max_chars)
         started = time.perf_counter()
         with _LOCKS[self._key]:
             _STATES[self._key].restore(llama, tokens)
-            if config.temperature == 0 and self.decode_loop == "assay":
-                text, choice, result = self._greedy(llama, tokens, grammar, config)
-            else:
-                result = llama.create_completion(
-                    prompt=tokens,
-                    grammar=grammar,
-                    temperature=config.temperature,
-                    max_tokens=config.max_tokens,
-                    seed=config.seed + config.repeat,
-                )
-                choice = result["choices"][0]
-                text = str(choice.get("text") or "")
+            result = llama.create_completion(
+                prompt=tokens,
+                grammar=_string_body_grammar(max_chars),
+                temperature=config.temperature,
+                max_tokens=config.max_tokens,
+                seed=config.seed + config.repeat,
+            )
             _STATES[self._key].remember(llama)
-        return self._response(text.removesuffix('"'), choice, result, started)
+        choice = result["choices"][0]
+        return self._response(str(choice.get("text") or "").removesuffix('"'), choice, result, started)
 
     async def complete_string(
         self,
@@ -550,9 +696,14 @@ class LocalJudge(JudgeModel):
 
         Used to write a reason for a verdict that was already decided (``prefix`` ends with
         ``"reason": "``): the prompt shares its whole prefix with the verdict call, so only
-        the reason's tokens are new work. The text returned has no closing quote.
+        the reason's tokens are new work. The text returned has no closing quote. Reasons
+        asked together are written together (see the module's doc).
         """
-        return await asyncio.to_thread(self._complete_sync, messages, prefix, max_chars, config or GenerateConfig())
+        config = config or GenerateConfig()
+        if self._greedy_here(config):
+            future = asyncio.get_running_loop().create_future()
+            return await self._greedy(_Greedy(messages, None, prefix, max_chars, config, future))
+        return await asyncio.to_thread(self._complete_sync, messages, prefix, max_chars, config)
 
     def count_tokens(self, text: str) -> int:
         """Tokens ``text`` takes in this model (loads the model)."""
