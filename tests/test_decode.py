@@ -322,3 +322,75 @@ async def test_greedy_calls_made_together_are_decoded_in_one_batch() -> None:
     assert not isinstance(mixed[1], BaseException) and mixed[1].failure is not None
     assert mixed[1].failure.reason.value == "judge_error"
     assert "prompt of 3549 tokens exceeds the context window (2048)" in mixed[1].failure.detail
+
+
+@pytest.mark.slow
+async def test_a_batch_that_fails_is_decoded_call_by_call_so_only_the_culprit_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import asyncio
+
+    import assay.models._local as local
+    from assay.grounding._decompose import SENTENCE_PROMPT, SentenceToSplit
+    from assay.models import GenerateConfig, LocalJudge
+    from assay.prompts import ask
+
+    real = local.greedy_decode_many
+    culprit = "The bridge opened"
+
+    def flaky(llama, prompts, grammars, limits, **kw):  # type: ignore[no-untyped-def]
+        if any(culprit in llama.detokenize(p).decode(errors="ignore") for p in prompts):
+            raise RuntimeError("llama_decode returned -1")  # as llama.cpp reports a bad batch
+        return real(llama, prompts, grammars, limits, **kw)
+
+    monkeypatch.setattr(local, "greedy_decode_many", flaky)
+    judge = LocalJudge(smollm2_path(), n_ctx=2048)
+    short = GenerateConfig(max_tokens=24)
+    values = [SentenceToSplit(question="", previous="", sentence=s) for s in SENTENCES]
+    answers = await asyncio.gather(
+        *(ask(judge, SENTENCE_PROMPT, v, config=short) for v in values), return_exceptions=True
+    )
+    assert isinstance(answers[2], RuntimeError)  # the culprit's own error, as it was before batching
+    for answer in answers[:2]:
+        assert not isinstance(answer, BaseException) and answer.call.usage.completion_tokens > 0
+    assert judge.decode_stats["batches"] == 0  # the batch failed; each was decoded alone
+
+
+def test_sequences_come_from_the_argument_or_the_environment_and_bad_ones_name_their_source(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from assay.errors import ConfigError
+    from assay.models import LocalJudge
+    from assay.models._decode import SEQUENCES
+
+    monkeypatch.delenv("ASSAY_LOCAL_SEQUENCES", raising=False)
+    assert LocalJudge().sequences == SEQUENCES
+    monkeypatch.setenv("ASSAY_LOCAL_SEQUENCES", "1")
+    assert LocalJudge().sequences == 1
+    assert LocalJudge(sequences=3).sequences == 3  # the argument wins
+    for bad in ("0", "9", "two", "1.5"):
+        monkeypatch.setenv("ASSAY_LOCAL_SEQUENCES", bad)
+        with pytest.raises(ConfigError, match=f"ASSAY_LOCAL_SEQUENCES must be a whole number from 1 to 8, got '{bad}'"):
+            LocalJudge()
+    with pytest.raises(ConfigError, match="sequences must be a whole number from 1 to 8, got '0'"):
+        LocalJudge(sequences=0)
+
+
+@pytest.mark.slow
+def test_a_run_hands_a_samples_rewrites_to_the_local_judge_together() -> None:
+    """Through the runner's stack (cache, retries, request slots) too: one worker's calls are not serialised."""
+    import assay
+    from assay.metrics import Faithfulness
+    from assay.models import LocalJudge
+
+    judge = LocalJudge(smollm2_path(), n_ctx=2048)
+    sample = assay.Sample(
+        id="tower",
+        answer="The Eiffel Tower is in Paris. It was built in 1889 and it is 330 metres tall. "
+        "It was designed by the company of Gustave Eiffel, and it opened in March.",
+        contexts=("The Eiffel Tower, in Paris, was built in 1889. It is 330 metres tall.",),
+    )
+    result = assay.evaluate([sample], [Faithfulness()], judge, cache=False, progress="none")
+    calls = result.results[0].scores["faithfulness"].calls
+    assert sum(1 for c in calls if c.purpose == "faithfulness.sentence_statements") == 2
+    assert judge.decode_stats["batches"] >= 1 and judge.decode_stats["batched"] >= 2

@@ -381,8 +381,17 @@ class LocalJudge(JudgeModel):
 
     @property
     def max_concurrency(self) -> int:
-        """One: llama.cpp runs one sequence at a time and reuses the previous prefix."""
+        """One: the runner scores one sample at a time, so each kind of prompt reuses its prefix.
+
+        The greedy calls that sample makes at once are still decoded together
+        (:attr:`batched_calls`).
+        """
         return 1
+
+    @property
+    def batched_calls(self) -> int:
+        """:attr:`sequences`: the greedy calls one sample makes at once are decoded as one batch."""
+        return self.sequences
 
     @property
     def prefers_per_statement(self) -> bool:
@@ -499,25 +508,41 @@ class LocalJudge(JudgeModel):
             except Exception as exc:
                 answers[i] = exc
         for group in self._groups([i for i in prompts if answers[i] is None], prompts):
-            tokens = [prompts[i] for i in group]
             try:
-                grammars = [self._call_grammar(calls[i]) for i in group]
-                limits = [self._max_tokens(calls[i].config) for i in group]
-                started = time.perf_counter()
-                with _LOCKS[self._key]:
-                    _STATES[self._key].restore(llama, tokens[0][: prompt_cells(tokens)[0] + 1])
-                    decoded = greedy_decode_many(llama, tokens, grammars, limits, draft=self.draft_tokens)
-                    _STATES[self._key].remember(llama)
+                self._decode_group(llama, calls, prompts, group, answers)
             except Exception as exc:
-                for i in group:
-                    answers[i] = exc
-                continue
-            if len(group) > 1:
-                self.decode_stats["batches"] += 1
-                self.decode_stats["batched"] += len(group)
-            for i, prompt, result in zip(group, tokens, decoded, strict=True):
-                answers[i] = self._answer(llama, calls[i], prompt, result, started)
+                if len(group) == 1:
+                    answers[group[0]] = exc
+                    continue
+                for i in group:  # one call's failure must not fail the calls it was batched with
+                    try:
+                        self._decode_group(llama, calls, prompts, [i], answers)
+                    except Exception as alone:
+                        answers[i] = alone
         return [a if a is not None else JudgeError("no answer") for a in answers]
+
+    def _decode_group(
+        self,
+        llama: Any,
+        calls: list[_Greedy],
+        prompts: dict[int, list[int]],
+        group: list[int],
+        answers: list[JudgeResponse | Exception | None],
+    ) -> None:
+        """Decode ``group``'s calls as one batch under the model's lock; their answers go into ``answers``."""
+        tokens = [prompts[i] for i in group]
+        grammars = [self._call_grammar(calls[i]) for i in group]
+        limits = [self._max_tokens(calls[i].config) for i in group]
+        started = time.perf_counter()
+        with _LOCKS[self._key]:
+            _STATES[self._key].restore(llama, tokens[0][: prompt_cells(tokens)[0] + 1])
+            decoded = greedy_decode_many(llama, tokens, grammars, limits, draft=self.draft_tokens)
+            _STATES[self._key].remember(llama)
+        if len(group) > 1:
+            self.decode_stats["batches"] += 1
+            self.decode_stats["batched"] += len(group)
+        for i, prompt, result in zip(group, tokens, decoded, strict=True):
+            answers[i] = self._answer(llama, calls[i], prompt, result, started)
 
     def _groups(self, order: list[int], prompts: dict[int, list[int]]) -> list[list[int]]:
         """Calls in order, grouped while the prompts (and some room to generate) fit the window together."""

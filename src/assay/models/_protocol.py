@@ -105,6 +105,16 @@ class JudgeModel(Protocol):
         return self.model_id
 
     @property
+    def batched_calls(self) -> int:
+        """Calls one worker may keep in flight because the judge decodes them together (default 1).
+
+        The local judge decodes the greedy calls a metric makes at once as one batch
+        (:attr:`~assay.models.LocalJudge.sequences`); the runner's request slots are its
+        workers times this, or the calls would reach it one at a time.
+        """
+        return 1
+
+    @property
     def interruptible(self) -> bool:
         """Whether a call may be timed out and abandoned (default True).
 

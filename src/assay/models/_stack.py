@@ -169,7 +169,10 @@ def build_judge_stack(
         The judge to hand to metrics; close it with :func:`~assay.models.close_judge`.
     """
     if limiter is None:
-        ceiling = max(1, workers or limits.concurrency or judge.max_concurrency)
+        # a judge that decodes calls together gets them together: a worker's calls share its slots
+        ceiling = max(1, workers or limits.concurrency or judge.max_concurrency) * max(
+            1, int(getattr(judge, "batched_calls", 1))
+        )
         limiter = RateLimiter(max_concurrency=ceiling, rpm=limits.rpm, tpm=limits.tpm, adaptive=limits.adaptive)
     # An in-process model cannot be interrupted mid-call: a timeout would only orphan its thread.
     timeout = limits.timeout_s if judge.interruptible else None

@@ -46,6 +46,11 @@ class JudgeWrapper(JudgeModel):
         return self.inner.identity
 
     @property
+    def batched_calls(self) -> int:
+        """The inner judge's (1 if it does not say)."""
+        return int(getattr(self.inner, "batched_calls", 1))
+
+    @property
     def interruptible(self) -> bool:
         """The inner judge's."""
         return self.inner.interruptible
