@@ -74,7 +74,7 @@ class JudgeModel(Protocol):
     callers turn that into an unscored result with reason ``judge_error``.
 
     Subclass it (``class MyJudge(JudgeModel): ...``) to inherit the defaults of the
-    optional capabilities (:attr:`identity`, :attr:`interruptible`); a class that only
+    optional capabilities (:attr:`identity`, :attr:`batched_calls`, :attr:`interruptible`); a class that only
     matches it structurally must define them itself.
     """
 

@@ -170,9 +170,7 @@ def build_judge_stack(
     """
     if limiter is None:
         # a judge that decodes calls together gets them together: a worker's calls share its slots
-        ceiling = max(1, workers or limits.concurrency or judge.max_concurrency) * max(
-            1, int(getattr(judge, "batched_calls", 1))
-        )
+        ceiling = max(1, workers or limits.concurrency or judge.max_concurrency) * max(1, judge.batched_calls)
         limiter = RateLimiter(max_concurrency=ceiling, rpm=limits.rpm, tpm=limits.tpm, adaptive=limits.adaptive)
     # An in-process model cannot be interrupted mid-call: a timeout would only orphan its thread.
     timeout = limits.timeout_s if judge.interruptible else None

@@ -47,8 +47,8 @@ class JudgeWrapper(JudgeModel):
 
     @property
     def batched_calls(self) -> int:
-        """The inner judge's (1 if it does not say)."""
-        return int(getattr(self.inner, "batched_calls", 1))
+        """The inner judge's."""
+        return self.inner.batched_calls
 
     @property
     def interruptible(self) -> bool:
