@@ -200,13 +200,13 @@ def test_sequences_decoded_together_do_not_see_each_other(llama) -> None:  # typ
     """
     import numpy as np
 
+    from assay.models._decode import prompt_cells
+
     prompts = _many_prompts(llama)
     first = _prompt_logits(llama, prompts)
+    shared = prompt_cells(prompts)[0]
     for i in range(1, len(prompts)):  # the same lengths, other words
         other = [list(p) for p in prompts]
-        shared = len(other[0]) - 1
-        for p in prompts[1:]:
-            shared = min(shared, next(k for k, (a, b) in enumerate(zip(prompts[0], p, strict=False)) if a != b))
         j = (i + 1) % len(prompts)
         other[j] = other[j][:shared] + [t + 1 for t in other[j][shared:]]
         again = _prompt_logits(llama, other)

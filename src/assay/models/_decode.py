@@ -172,15 +172,6 @@ def _logits(llama: Any, index: int) -> np.ndarray:
     return np.ctypeslib.as_array(pointer, shape=(llama.n_vocab(),))
 
 
-def _decode_batch(llama: Any, tokens: Sequence[int]) -> None:
-    """Append ``tokens`` to the sequence with logits for every one of them."""
-    n_past = llama.n_tokens
-    llama._batch.set_batch(batch=list(tokens), n_past=n_past, logits_all=True)
-    llama._ctx.decode(llama._batch)
-    llama.input_ids[n_past : n_past + len(tokens)] = tokens
-    llama.n_tokens = n_past + len(tokens)
-
-
 def greedy_decode(
     llama: Any,
     prompt: Sequence[int],
@@ -209,48 +200,25 @@ def greedy_decode(
     vocab = llama._model.vocab
     eval_prompt(llama, prompt)
     check = _GrammarCheck(llama, grammar) if grammar is not None else None
-    context = list(prompt)
-    out: list[int] = []
-    steps = drafted = accepted = 0
-    logits = _logits(llama, -1)
+    state = _Sequence(0, list(prompt), max_tokens, check, pos=len(prompt), logits=_logits(llama, -1).copy())
     try:
         while True:
-            token = check.best(logits) if check is not None else int(logits.argmax())
-            if llama_cpp.llama_vocab_is_eog(vocab, token):
-                return Decoded(out, "stop", steps, drafted, accepted)
-            if check is not None:
-                check.accept(token)
-            out.append(token)
-            context.append(token)
-            room = min(max_tokens - len(out), n_ctx - llama.n_tokens - 1)
-            if room <= 0:
-                return Decoded(out, "length", steps, drafted, accepted)
-            guess = draft_from_context(context, min(draft, room - 1)) if draft > 0 else []
-            _decode_batch(llama, [token, *guess])
-            steps += 1
-            drafted += len(guess)
-            taken = 0
-            for i, proposed in enumerate(guess):
-                logits_i = _logits(llama, i)
-                best = check.best(logits_i) if check is not None else int(logits_i.argmax())
-                if best != proposed or llama_cpp.llama_vocab_is_eog(vocab, best):
-                    break
-                if check is not None:
-                    check.accept(best)
-                out.append(best)
-                context.append(best)
-                taken += 1
-            accepted += taken
-            if taken < len(guess):
-                keep = llama.n_tokens - (len(guess) - taken)
-                llama._ctx.kv_cache_seq_rm(-1, keep, -1)
-                llama.n_tokens = keep
-            logits = _logits(llama, taken)
-            if len(out) >= max_tokens:
-                return Decoded(out, "length", steps, drafted, accepted)
+            _choose(state, vocab, n_ctx, draft, llama_cpp)
+            if state.finish is not None:
+                break
+            batch = _Batch(llama)
+            for k, token in enumerate(state.pending):
+                batch.add(token, state.pos + k, 0, True)
+            batch.decode()
+            _verify(llama, state, vocab, llama_cpp)
+            if state.finish is not None:
+                break
+        return Decoded(state.out, state.finish, state.steps, state.drafted, state.accepted)
     finally:
         if check is not None:
             check.close()
+        llama.input_ids[: state.pos] = (state.prompt + state.out)[: state.pos]
+        llama.n_tokens = state.pos
 
 
 SEQUENCES = 8
@@ -308,7 +276,6 @@ class _Sequence:
     prompt: list[int]
     max_tokens: int
     check: _GrammarCheck | None
-    context: list[int]
     pos: int = 0  # tokens in this sequence's cache
     out: list[int] = field(default_factory=list)
     logits: np.ndarray | None = None
@@ -371,7 +338,7 @@ def greedy_decode_many(
             if seq and shared:
                 llama._ctx.kv_cache_seq_cp(0, seq, 0, shared)
             check = _GrammarCheck(llama, grammar) if grammar is not None else None
-            states.append(_Sequence(seq, list(prompt), limit, check, list(prompt), pos=shared))
+            states.append(_Sequence(seq, list(prompt), limit, check, pos=shared))
         _read_prompts(llama, states)
         live = list(states)
         while live:
@@ -501,12 +468,11 @@ def _choose(state: _Sequence, vocab: Any, n_ctx: int, draft: int, llama_cpp: Any
     if check is not None:
         check.accept(token)
     state.out.append(token)
-    state.context.append(token)
     room = min(state.max_tokens - len(state.out), n_ctx - state.pos - 1)
     if room <= 0:
         state.finish = "length"
         return
-    guess = draft_from_context(state.context, min(draft, room - 1)) if draft > 0 else []
+    guess = draft_from_context(state.prompt + state.out, min(draft, room - 1)) if draft > 0 else []
     state.pending = [token, *guess]
 
 
@@ -525,7 +491,6 @@ def _verify(llama: Any, state: _Sequence, vocab: Any, llama_cpp: Any) -> None:
         if check is not None:
             check.accept(best)
         state.out.append(best)
-        state.context.append(best)
         taken += 1
     state.accepted += taken
     state.pos += 1 + taken

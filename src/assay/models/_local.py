@@ -81,7 +81,7 @@ class _Greedy:
     prefix: str | None  # complete_string: the answer's start (the grammar is one JSON string's body)
     max_chars: int
     config: GenerateConfig
-    future: asyncio.Future[JudgeResponse]
+    future: asyncio.Future[JudgeResponse] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
 @dataclass
@@ -255,9 +255,10 @@ def _window_from_environment() -> int:
 
 def _sequences(given: int | None) -> int:
     """``given``, else ``$ASSAY_LOCAL_SEQUENCES``, else :data:`SEQUENCES`; 1 to :data:`SEQUENCES`."""
-    where, raw = ("sequences", str(given)) if given is not None else ("ASSAY_LOCAL_SEQUENCES", "")
-    if given is None:
-        raw = os.environ.get("ASSAY_LOCAL_SEQUENCES", "").strip()
+    if given is not None:
+        where, raw = "sequences", str(given)
+    else:
+        where, raw = "ASSAY_LOCAL_SEQUENCES", os.environ.get("ASSAY_LOCAL_SEQUENCES", "").strip()
         if not raw:
             return SEQUENCES
     try:
@@ -591,8 +592,7 @@ class LocalJudge(JudgeModel):
         """
         config = config or GenerateConfig()
         if self._greedy_here(config):
-            future = asyncio.get_running_loop().create_future()
-            return await self._greedy(_Greedy(messages, schema, None, 0, config, future))
+            return await self._greedy(_Greedy(messages, schema, None, 0, config))
         return await asyncio.to_thread(self._generate_sync, messages, schema, config)
 
     def _formatter(self, llama: Any) -> Any:
@@ -726,8 +726,7 @@ class LocalJudge(JudgeModel):
         """
         config = config or GenerateConfig()
         if self._greedy_here(config):
-            future = asyncio.get_running_loop().create_future()
-            return await self._greedy(_Greedy(messages, None, prefix, max_chars, config, future))
+            return await self._greedy(_Greedy(messages, None, prefix, max_chars, config))
         return await asyncio.to_thread(self._complete_sync, messages, prefix, max_chars, config)
 
     def count_tokens(self, text: str) -> int:
