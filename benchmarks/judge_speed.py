@@ -18,10 +18,17 @@ process):
   as shipped (Q4_K_M): the judge as it shipped before issue 32;
 - ``loop``: our greedy loop with drafts and the AMX build where this machine grants it,
   the weights as shipped (the judge after issue 32's first round);
-- ``q8``: the same, and on the AMX build the weights' Q8_0 copy (``ASSAY_LOCAL_LAYOUT``),
-  one call at a time (the second round);
-- ``new``: the shipped judge: the same, with the greedy calls a metric makes together
-  decoded as one batch (``ASSAY_LOCAL_SEQUENCES``).
+- ``q8``: the same, and on the AMX build the weights' Q8_0 copy (``ASSAY_LOCAL_LAYOUT``)
+  multiplied block by block (``GGML_AMX_Q8_0_GROUPED=0``), one call at a time (the second
+  round);
+- ``batched``: the same, with the greedy calls a metric makes together decoded as one
+  batch (``ASSAY_LOCAL_SEQUENCES``; the third round);
+- ``new``: the shipped judge: the same, with the AMX kernel that scales each group of
+  256 weights once (the fourth round).
+
+``q8`` and ``batched`` load today's copy (one scale per 256 weights) with the kernel of
+their round, which scales every block of 32: their speed is their round's, their verdicts
+are not exactly (their round's copy had a scale per block).
 
 Per workload it prints seconds per item for each, the ratio of the last to each other,
 the target, and, for each other configuration, whether every item got the same score and
@@ -30,7 +37,7 @@ items are named). The CPU model, its vector extensions
 and the load average are printed with the figures; run it alone.
 
     python benchmarks/judge_speed.py                        # 3 RAG answers, 3 summaries, 2 trajectories, the demo
-    python benchmarks/judge_speed.py --rag 5 --summaries 5 --agents 0 --no-demo --configs loop,new
+    python benchmarks/judge_speed.py --rag 5 --summaries 5 --agents 0 --no-demo --configs batched,new
 """
 
 from __future__ import annotations
@@ -56,7 +63,18 @@ TARGETS = {"rag": 15.0, "summary": 10.0, "agent": 30.0, "demo": 30.0}
 CONFIGS = {  # the environment each configuration's processes run in
     "old": {"ASSAY_AMX": "off", "ASSAY_LOCAL_DECODE_LOOP": "llama_cpp", "ASSAY_LOCAL_LAYOUT": "shipped"},
     "loop": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "shipped", "ASSAY_LOCAL_SEQUENCES": "1"},
-    "q8": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "auto", "ASSAY_LOCAL_SEQUENCES": "1"},
+    "q8": {
+        "ASSAY_LOCAL_DECODE_LOOP": "assay",
+        "ASSAY_LOCAL_LAYOUT": "auto",
+        "ASSAY_LOCAL_SEQUENCES": "1",
+        "GGML_AMX_Q8_0_GROUPED": "0",
+    },
+    "batched": {
+        "ASSAY_LOCAL_DECODE_LOOP": "assay",
+        "ASSAY_LOCAL_LAYOUT": "auto",
+        "ASSAY_LOCAL_SEQUENCES": "8",
+        "GGML_AMX_Q8_0_GROUPED": "0",
+    },
     "new": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "auto", "ASSAY_LOCAL_SEQUENCES": "8"},
 }
 
@@ -156,7 +174,7 @@ def main() -> None:
     parser.add_argument("--summaries", type=int, default=3)
     parser.add_argument("--agents", type=int, default=2)
     parser.add_argument("--no-demo", action="store_true")
-    parser.add_argument("--configs", default="old,loop,q8,new", help="the last is compared with each other")
+    parser.add_argument("--configs", default="old,loop,q8,batched,new", help="the last is compared with each other")
     parser.add_argument("--child", choices=list(CONFIGS), help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
