@@ -140,6 +140,9 @@ def test_the_q8_0_layout_is_made_by_llama_cpp_verified_kept_and_loadable(
 ) -> None:
     """The real quantizer on a real GGUF (SmolLM2 standing in for the default weights)."""
     source = _copy(smollm2_path(), tmp_path / "models")
+    earlier = source.with_name(weights._OLD_AMX_LAYOUT_FILES[0])  # an earlier version's copy: never loaded now
+    earlier.write_bytes(b"old copy")
+    earlier.with_suffix(".verified").write_text("stamp")
     # Output that is not the known file (here: another model) is refused, and nothing is left behind.
     with pytest.raises(ModelWeightsError, match=r"has sha256 ([0-9a-f]{64}), expected") as refused:
         weights.amx_layout_path(source)

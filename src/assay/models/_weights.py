@@ -219,8 +219,8 @@ def amx_layout_path(source: Path, progress: Progress | None = None) -> Path:
     :data:`AMX_LAYOUT_SHA256` and moved into place; needs about 1.9 GB of disk beside the
     default weights. Call only after ``llama_cpp`` is importable (the build chosen).
     ``progress`` hears (0, size) before the quantizer runs (about 10 s on two cores), then
-    the grouping's (about 30 s), then the checksum's. An earlier version's copy is removed
-    once this one is in place.
+    the grouping's (about 30 s), then the checksum's. An earlier version's copy, which this
+    version never loads, is removed first, so its 1.9 GB count as free.
 
     Raises:
         ModelWeightsError: not enough free disk, the quantizer failed, or its output is not
@@ -230,6 +230,9 @@ def amx_layout_path(source: Path, progress: Progress | None = None) -> Path:
     stamp = target.with_suffix(".verified")
     if target.is_file() and stamp.is_file() and stamp.read_text() == _stamp(target, AMX_LAYOUT_SHA256):
         return target
+    for earlier in _OLD_AMX_LAYOUT_FILES:  # never loaded by this version: its room is the new copy's
+        target.with_name(earlier).unlink(missing_ok=True)
+        target.with_name(earlier).with_suffix(".verified").unlink(missing_ok=True)
     free = shutil.disk_usage(target.parent).free
     if free < _AMX_LAYOUT_BYTES + _SPARE_BYTES:
         raise ModelWeightsError(
@@ -262,9 +265,6 @@ def amx_layout_path(source: Path, progress: Progress | None = None) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     stamp.write_text(_stamp(target, AMX_LAYOUT_SHA256))
-    for old in _OLD_AMX_LAYOUT_FILES:
-        target.with_name(old).unlink(missing_ok=True)
-        target.with_name(old).with_suffix(".verified").unlink(missing_ok=True)
     return target
 
 
