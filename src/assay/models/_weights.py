@@ -172,7 +172,8 @@ def group_scales(path: Path, progress: Progress | None = None) -> int:
     import gguf
     import numpy as np
 
-    per_group = SCALE_GROUP // 32
+    block, block_bytes = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType.Q8_0]  # 32 weights: float16 scale, int8s
+    per_group = SCALE_GROUP // block
     reader = gguf.GGUFReader(path, "r+")
     tensors = [
         t
@@ -181,7 +182,7 @@ def group_scales(path: Path, progress: Progress | None = None) -> int:
     ]
     total, done = sum(int(t.n_bytes) for t in tensors), 0
     for tensor in tensors:
-        groups = tensor.data.reshape(-1, per_group, 34)  # a block: float16 scale, 32 int8
+        groups = tensor.data.reshape(-1, per_group, block_bytes)
         for start in range(0, len(groups), 1 << 16):
             chunk = groups[start : start + (1 << 16)]
             values = chunk[:, :, :2].copy().view(np.float16).astype(np.float32) * chunk[:, :, 2:].view(np.int8)
@@ -209,7 +210,7 @@ def amx_layout_path(source: Path, progress: Progress | None = None) -> Path:
     copy read prompts 1.2-1.5x faster and generated 1.26-1.59x faster (``docs/design/speed.md``).
     Without AMX it is the other way round, so only an AMX run asks for it. Every Q4_K
     weight is stored again with 8 bits, first per 32-weight block, then on one grid per 256
-    (:func:`group_scales`; each step an error under 1/250 of the group's largest weight,
+    (:func:`group_scales`; each step an error of at most 1/254 of the group's largest weight,
     against 1/15 for the 4-bit steps it encodes), which lets the AMX build's patched kernel
     scale a group's tile products once instead of once per block: the model's verdicts,
     measured before and after on the dev sets, are the same judge's.
