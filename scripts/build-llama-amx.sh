@@ -17,7 +17,7 @@ if ! grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
 fi
 version=$("$py" -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))') || {
   say "llama-cpp-python is not installed"; exit 0; }
-flags="${CMAKE_ARGS:-} -DGGML_AMX_TILE=ON -DGGML_AMX_INT8=ON"
+flags="${CMAKE_ARGS:-} -DGGML_AMX_TILE=ON -DGGML_AMX_INT8=ON -DGGML_AMX_BF16=ON"
 key=$( (echo "$version $flags"; cat "$here/llama-amx.patch" "$here/amx_probe.c") | sha256sum | cut -c1-16)
 # Where the AMX build is loaded, the judge reads the default weights' Q8_0 copy: make it now
 # (about 15 s, once) rather than in the user's first run. Never fails the install.

