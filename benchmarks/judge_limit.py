@@ -42,8 +42,20 @@ KERNELS = (
     ("int8-avxvnni", ("avx_vnni",)),
     ("int8-avx512vnni", ("avx512_vnni",)),
     ("int8-amx", ("amx_int8",)),
+    ("bf16-amx", ("amx_bf16",)),
 )
-EXTENSIONS = ("avx2", "fma", "avx_vnni", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8")
+EXTENSIONS = (
+    "avx2",
+    "fma",
+    "avx_vnni",
+    "avx512f",
+    "avx512bw",
+    "avx512_vnni",
+    "avx512_bf16",
+    "amx_tile",
+    "amx_int8",
+    "amx_bf16",
+)
 
 
 def cpu() -> tuple[str, set[str]]:
@@ -228,7 +240,13 @@ def main() -> None:
     machine.update(numpy_figures(threads))
     print(f"measured on {threads} threads:")
     for key, value in machine.items():
-        unit = "GB/s" if key.endswith("gb_s") else "GFLOP/s" if "fp32" in key or "sgemm" in key else "GOPS"
+        unit = (
+            "GB/s"
+            if key.endswith("gb_s")
+            else "GFLOP/s"
+            if "fp32" in key or "sgemm" in key or "bf16" in key
+            else "GOPS"
+        )
         print(f"  {key}: {value:.1f} {unit}" if isinstance(value, float) else f"  {key}: {value}")
     runs = {"chosen": child_judge(dict(os.environ), args)}
     if args.compare:

@@ -23,8 +23,14 @@ process):
   round);
 - ``batched``: the same, with the greedy calls a metric makes together decoded as one
   batch (``ASSAY_LOCAL_SEQUENCES``; the third round);
-- ``new``: the shipped judge: the same, with the AMX kernel that scales each group of
-  256 weights once (the fourth round).
+- ``grouped``: the same, with the AMX kernel that scales each group of 256 weights once
+  (the fourth round), attention's products left to llama.cpp's F16 kernel
+  (``GGML_AMX_ATTN=0``);
+- ``new``: the shipped judge: the same, with attention's two products as AMX BF16 tile
+  products (the fifth round).
+
+Every configuration but ``new`` sets ``GGML_AMX_ATTN=0``. The fifth round's vectorized
+softmax is in every configuration on the AMX build (it computes the same values, bitwise).
 
 ``q8`` and ``batched`` load today's copy (one scale per 256 weights) with the kernel of
 their round, which scales every block of 32: their speed is their round's, their verdicts
@@ -62,18 +68,31 @@ DATA = HERE.parents[1] / "shared" / "data"
 TARGETS = {"rag": 15.0, "summary": 10.0, "agent": 30.0, "demo": 30.0}
 CONFIGS = {  # the environment each configuration's processes run in
     "old": {"ASSAY_AMX": "off", "ASSAY_LOCAL_DECODE_LOOP": "llama_cpp", "ASSAY_LOCAL_LAYOUT": "shipped"},
-    "loop": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "shipped", "ASSAY_LOCAL_SEQUENCES": "1"},
+    "loop": {
+        "ASSAY_LOCAL_DECODE_LOOP": "assay",
+        "ASSAY_LOCAL_LAYOUT": "shipped",
+        "ASSAY_LOCAL_SEQUENCES": "1",
+        "GGML_AMX_ATTN": "0",
+    },
     "q8": {
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
         "ASSAY_LOCAL_LAYOUT": "auto",
         "ASSAY_LOCAL_SEQUENCES": "1",
         "GGML_AMX_Q8_0_GROUPED": "0",
+        "GGML_AMX_ATTN": "0",
     },
     "batched": {
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
         "ASSAY_LOCAL_LAYOUT": "auto",
         "ASSAY_LOCAL_SEQUENCES": "8",
         "GGML_AMX_Q8_0_GROUPED": "0",
+        "GGML_AMX_ATTN": "0",
+    },
+    "grouped": {
+        "ASSAY_LOCAL_DECODE_LOOP": "assay",
+        "ASSAY_LOCAL_LAYOUT": "auto",
+        "ASSAY_LOCAL_SEQUENCES": "8",
+        "GGML_AMX_ATTN": "0",
     },
     "new": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "auto", "ASSAY_LOCAL_SEQUENCES": "8"},
 }
@@ -174,7 +193,9 @@ def main() -> None:
     parser.add_argument("--summaries", type=int, default=3)
     parser.add_argument("--agents", type=int, default=2)
     parser.add_argument("--no-demo", action="store_true")
-    parser.add_argument("--configs", default="old,loop,q8,batched,new", help="the last is compared with each other")
+    parser.add_argument(
+        "--configs", default="old,loop,q8,batched,grouped,new", help="the last is compared with each other"
+    )
     parser.add_argument("--child", choices=list(CONFIGS), help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()

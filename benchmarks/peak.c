@@ -4,7 +4,7 @@
  *
  *   peak KERNEL THREADS SECONDS  ->  prints "KERNEL GOPS" (multiply and add counted apart)
  *
- * KERNEL: fp32-avx2 (FMA), fp32-avx512, int8-avxvnni, int8-avx512vnni, int8-amx. */
+ * KERNEL: fp32-avx2 (FMA), fp32-avx512, int8-avxvnni, int8-avx512vnni, int8-amx, bf16-amx. */
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -90,6 +90,21 @@ __attribute__((target("amx-tile,amx-int8"))) static double int8_amx(long n) {
     return (double)n * 4 * 16 * 16 * 64 * 2;
 }
 
+__attribute__((target("amx-tile,amx-bf16"))) static double bf16_amx(long n) {
+    _tile_loadconfig(&config);
+    _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+    _tile_loadd(4, tile_a, 64); _tile_loadd(5, tile_a, 64);
+    _tile_loadd(6, tile_b, 64); _tile_loadd(7, tile_b, 64);
+    for (long i = 0; i < n; i++) {
+        _tile_dpbf16ps(0, 4, 6); _tile_dpbf16ps(1, 4, 7); _tile_dpbf16ps(2, 5, 6); _tile_dpbf16ps(3, 5, 7);
+    }
+    static float out[16 * 16];
+    _tile_stored(0, out, 64);
+    _tile_release();
+    sink_f = out[0];
+    return (double)n * 4 * 16 * 16 * 32 * 2;
+}
+
 typedef double (*kernel_fn)(long);
 struct job { kernel_fn fn; long n; double ops; };
 static void *run(void *arg) { struct job *j = arg; j->ops = j->fn(j->n); return NULL; }
@@ -104,11 +119,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(name, "fp32-avx512")) fn = fp32_avx512;
     else if (!strcmp(name, "int8-avxvnni")) fn = int8_avxvnni;
     else if (!strcmp(name, "int8-avx512vnni")) fn = int8_avx512vnni;
-    else if (!strcmp(name, "int8-amx")) {
+    else if (!strcmp(name, "int8-amx") || !strcmp(name, "bf16-amx")) {
         if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) { puts("refused"); return 1; }
         config.palette_id = 1;
         for (int t = 0; t < 8; t++) { config.rows[t] = 16; config.colsb[t] = 64; }
-        fn = int8_amx;
+        fn = strcmp(name, "int8-amx") ? bf16_amx : int8_amx;
     }
     if (!fn || threads < 1) { fprintf(stderr, "unknown kernel %s\n", name); return 2; }
     long n = 1000;  /* calibrate on one thread: about 50 ms */
