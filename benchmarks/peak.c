@@ -75,35 +75,29 @@ struct tile_config {
 static struct tile_config config __attribute__((aligned(64)));
 static int8_t tile_a[16 * 64] __attribute__((aligned(64))), tile_b[16 * 64] __attribute__((aligned(64)));
 
-__attribute__((target("amx-tile,amx-int8"))) static double int8_amx(long n) {
+/* Four tile products a step into four accumulators, from tiles already loaded: INT8
+ * (64 products a 4-byte cell) or BF16 (32 a cell, float sums). */
+__attribute__((target("amx-tile,amx-int8,amx-bf16"))) static double amx(long n, int bf16) {
     _tile_loadconfig(&config);
     _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
     _tile_loadd(4, tile_a, 64); _tile_loadd(5, tile_a, 64);
     _tile_loadd(6, tile_b, 64); _tile_loadd(7, tile_b, 64);
-    for (long i = 0; i < n; i++) {
-        _tile_dpbusd(0, 4, 6); _tile_dpbusd(1, 4, 7); _tile_dpbusd(2, 5, 6); _tile_dpbusd(3, 5, 7);
-    }
+    if (bf16)
+        for (long i = 0; i < n; i++) {
+            _tile_dpbf16ps(0, 4, 6); _tile_dpbf16ps(1, 4, 7); _tile_dpbf16ps(2, 5, 6); _tile_dpbf16ps(3, 5, 7);
+        }
+    else
+        for (long i = 0; i < n; i++) {
+            _tile_dpbusd(0, 4, 6); _tile_dpbusd(1, 4, 7); _tile_dpbusd(2, 5, 6); _tile_dpbusd(3, 5, 7);
+        }
     static int32_t out[16 * 16];
     _tile_stored(0, out, 64);
     _tile_release();
     sink_i = out[0];
-    return (double)n * 4 * 16 * 16 * 64 * 2;
+    return (double)n * 4 * 16 * 16 * (bf16 ? 32 : 64) * 2;
 }
-
-__attribute__((target("amx-tile,amx-bf16"))) static double bf16_amx(long n) {
-    _tile_loadconfig(&config);
-    _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
-    _tile_loadd(4, tile_a, 64); _tile_loadd(5, tile_a, 64);
-    _tile_loadd(6, tile_b, 64); _tile_loadd(7, tile_b, 64);
-    for (long i = 0; i < n; i++) {
-        _tile_dpbf16ps(0, 4, 6); _tile_dpbf16ps(1, 4, 7); _tile_dpbf16ps(2, 5, 6); _tile_dpbf16ps(3, 5, 7);
-    }
-    static float out[16 * 16];
-    _tile_stored(0, out, 64);
-    _tile_release();
-    sink_f = out[0];
-    return (double)n * 4 * 16 * 16 * 32 * 2;
-}
+static double int8_amx(long n) { return amx(n, 0); }
+static double bf16_amx(long n) { return amx(n, 1); }
 
 typedef double (*kernel_fn)(long);
 struct job { kernel_fn fn; long n; double ops; };
