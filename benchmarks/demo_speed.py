@@ -58,9 +58,16 @@ def instrument(stats: dict[str, list[float]]) -> None:
 
     def timed_group(self: Any, llama: Any, calls: Any, prompts: Any, members: list[int], answers: Any) -> None:
         """Greedy calls decoded together (one row per kind; a batch counts each of its calls)."""
-        started = time.perf_counter()
+        before, started = decoded(self), time.perf_counter()
         group(self, llama, calls, prompts, members, answers)
         first = calls[members[0]]
+        if first.choices:  # P(supported), read together
+            row = stats["verify: P(supported)"]
+            row[0] += len(members)
+            row[1] += sum(len(prompts[i]) for i in members)
+            row[2] += decoded(self) - before
+            row[3] += time.perf_counter() - started
+            return
         kind = "reason" if first.prefix is not None else first.schema.__name__ if first.schema else "text"
         row = stats[f"generate: {kind}"]
         row[0] += len(members)

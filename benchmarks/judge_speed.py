@@ -26,10 +26,12 @@ process):
 - ``grouped``: the same, with the AMX kernel that scales each group of 256 weights once
   (the fourth round), attention's products left to llama.cpp's F16 kernel
   (``GGML_AMX_ATTN=0``);
-- ``new``: the shipped judge: the same, with attention's two products as AMX BF16 tile
-  products (the fifth round).
+- ``tiles``: the same, with attention's two products as AMX BF16 tile products (the
+  fifth round), verdict calls read one at a time (``ASSAY_LOCAL_BATCH_CHOICES=0``);
+- ``new``: the shipped judge: the same, with the verdict calls on one evidence window
+  read in one batch, one sequence each (the sixth round).
 
-Every configuration but ``new`` sets ``GGML_AMX_ATTN=0``. The fifth round's vectorized
+Every configuration but ``tiles`` and ``new`` sets ``GGML_AMX_ATTN=0``. The fifth round's vectorized
 softmax is in every configuration on the AMX build (it computes the same values, bitwise).
 
 ``q8`` and ``batched`` load today's copy (one scale per 256 weights) with the kernel of
@@ -93,6 +95,12 @@ CONFIGS = {  # the environment each configuration's processes run in
         "ASSAY_LOCAL_LAYOUT": "auto",
         "ASSAY_LOCAL_SEQUENCES": "8",
         "GGML_AMX_ATTN": "0",
+    },
+    "tiles": {
+        "ASSAY_LOCAL_DECODE_LOOP": "assay",
+        "ASSAY_LOCAL_LAYOUT": "auto",
+        "ASSAY_LOCAL_SEQUENCES": "8",
+        "ASSAY_LOCAL_BATCH_CHOICES": "0",
     },
     "new": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "auto", "ASSAY_LOCAL_SEQUENCES": "8"},
 }
@@ -194,7 +202,7 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=2)
     parser.add_argument("--no-demo", action="store_true")
     parser.add_argument(
-        "--configs", default="old,loop,q8,batched,grouped,new", help="the last is compared with each other"
+        "--configs", default="old,loop,q8,batched,grouped,tiles,new", help="the last is compared with each other"
     )
     parser.add_argument("--child", choices=list(CONFIGS), help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path)

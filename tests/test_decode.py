@@ -280,13 +280,83 @@ def test_sequences_wait_for_cells_when_the_window_is_short(monkeypatch: pytest.M
 @pytest.mark.slow
 def test_prompts_that_do_not_fit_together_are_refused(llama) -> None:  # type: ignore[no-untyped-def]
     from assay.errors import JudgeError
-    from assay.models._decode import greedy_decode_many
+    from assay.models._decode import greedy_decode_many, prompt_logits_many
 
     long = [list(range(100, 900)), list(range(1000, 1800)), list(range(2000, 2800))]
     with pytest.raises(JudgeError, match="2400 tokens together, above the context window"):
         greedy_decode_many(llama, long, [None] * 3, [8] * 3)
     with pytest.raises(JudgeError, match="9 sequences at once"):
         greedy_decode_many(llama, [[1, 2]] * 9, [None] * 9, [1] * 9)
+    with pytest.raises(JudgeError, match="2400 tokens together, above the context window"):
+        prompt_logits_many(llama, long)
+
+
+@pytest.mark.slow
+def test_prompts_read_together_give_each_its_own_logits_and_leave_the_shared_prefix(llama) -> None:  # type: ignore[no-untyped-def]
+    """The logits after each prompt, read in one batch, are the ones it gets alone (up to batching's rounding)."""
+    import llama_cpp
+    import numpy as np
+
+    from assay.models._decode import prompt_cells, prompt_logits_many
+
+    prompts = _many_prompts(llama)
+    alone = []
+    for prompt in prompts:
+        llama.reset()
+        llama.eval(prompt)
+        alone.append(
+            np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llama._ctx.ctx, -1), shape=(llama.n_vocab(),)).copy()
+        )
+    llama.reset()
+    together = prompt_logits_many(llama, prompts)
+    assert len(together) == len(prompts)
+    for mine, own in zip(together, alone, strict=True):
+        assert mine.argmax() == own.argmax()
+        assert np.abs(mine - own).max() < 0.1 * np.abs(own).max()  # another prompt's logits differ by units
+    assert not np.allclose(together[0], together[1])  # each row is its own prompt's
+    shared = prompt_cells(prompts)[0]
+    assert llama.n_tokens == shared and llama._input_ids.tolist() == prompts[0][:shared]
+    # nothing of the other sequences is left in the cache: a prompt read alone now reads as alone
+    again = prompt_logits_many(llama, [prompts[2]])[0]
+    assert again.argmax() == alone[2].argmax() and np.abs(again - alone[2]).max() < 0.1 * np.abs(alone[2]).max()
+
+
+@pytest.mark.slow
+async def test_choice_calls_made_together_are_read_in_one_batch() -> None:
+    """The local judge reads the verdict calls asked at once in one batch; a call that cannot be read fails alone."""
+    import asyncio
+
+    from assay.errors import ConfigError, JudgeError
+    from assay.models import LocalJudge
+
+    def messages(sentence: str) -> list[dict[str, str]]:
+        return [{"role": "user", "content": f"{SHARED}Is this sentence about science? {sentence}"}]
+
+    one_by_one = LocalJudge(smollm2_path(), n_ctx=2048, batch_choices=False)
+    expected = [
+        await one_by_one.choice_probabilities(messages(s), prefix="Answer: ", choices=["yes", "no"]) for s in SENTENCES
+    ]
+    assert one_by_one.decode_stats["batches"] == 0
+
+    judge = LocalJudge(smollm2_path(), n_ctx=2048)
+    got = await asyncio.gather(
+        *(judge.choice_probabilities(messages(s), prefix="Answer: ", choices=["yes", "no"]) for s in SENTENCES)
+    )
+    assert judge.decode_stats["batches"] == 1 and judge.decode_stats["batched"] == len(SENTENCES)
+    for mine, own in zip(got, expected, strict=True):
+        assert mine["yes"] == pytest.approx(own["yes"], abs=0.02) and mine["yes"] + mine["no"] == pytest.approx(1)
+        assert mine.usage.prompt_tokens == own.usage.prompt_tokens > 0
+    assert len({round(p["yes"], 6) for p in got}) == len(SENTENCES)  # each call got its own answer
+
+    mixed = await asyncio.gather(
+        judge.choice_probabilities(messages(SENTENCES[0]), prefix="Answer: ", choices=["yes", "no"]),
+        judge.choice_probabilities(messages("word " * 3000), prefix="Answer: ", choices=["yes", "no"]),
+        judge.choice_probabilities(messages(SENTENCES[1]), prefix="Answer: ", choices=["yes", "yes"]),
+        return_exceptions=True,
+    )
+    assert isinstance(mixed[0], dict) and mixed[0]["yes"] == pytest.approx(expected[0]["yes"], abs=0.02)
+    assert isinstance(mixed[1], JudgeError) and "exceeds the context window (2048)" in str(mixed[1])
+    assert isinstance(mixed[2], ConfigError) and "two distinct answers" in str(mixed[2])
 
 
 @pytest.mark.slow

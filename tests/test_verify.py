@@ -205,3 +205,71 @@ def test_a_supported_verdict_says_the_judge_passed_it_and_what_the_evidence_impl
     reason = outcome.verdict.reason
     assert reason.startswith("the judge's P(supported) 0.80 >= threshold 0.5: context 1 says:")
     assert "implied by the evidence: Two bridges: the evidence describes 2 (north; south)" in reason
+
+
+class BatchingJudge(LogitJudge):
+    """A LogitJudge that says it decodes calls together, and records how many were in flight at once."""
+
+    def __init__(self, p1: dict[str, float], batched: int, fail_on: str | None = None) -> None:
+        super().__init__(p1, fail_on=fail_on)
+        self.batched = batched
+        self.in_flight = 0
+        self.most = 0
+
+    @property
+    def batched_calls(self) -> int:
+        return self.batched
+
+    async def choice_probabilities(self, messages, *, prefix, choices, config=None):  # type: ignore[no-untyped-def]
+        import asyncio
+
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            await asyncio.sleep(0)  # a batch forms while the others queue
+            return await super().choice_probabilities(messages, prefix=prefix, choices=choices, config=config)
+        finally:
+            self.in_flight -= 1
+
+
+@pytest.mark.parametrize("windowed", [False, True])
+def test_statements_on_one_context_reach_a_batching_judge_together(windowed: bool) -> None:
+    """The verdict calls on one context are asked at once of a judge that decodes calls together.
+
+    Both ways of reading the contexts (whole, or one shared evidence window) give the same
+    verdicts in the same order whichever way the calls are made.
+    """
+    statements = ["The KEY tower is tall.", "The KEY tower is old.", "The KEY tower is red.", "The KEY tower is far."]
+    p1 = {"The KEY tower is tall.": 0.9, "The KEY tower is old.": 0.2, "The KEY tower is red.": 0.8}
+    p1["The KEY tower is far."] = 0.1
+    context = "The KEY tower is tall and old. " + ("It stands by the river. " * 80 if windowed else "")
+    verifier = StatementVerifier(threshold=0.5, reasons="none", verbatim=False, evidence_chars=600, whole_chars=400)
+    together, alone = BatchingJudge(p1, batched=8), BatchingJudge(p1, batched=1)
+    got = {}
+    for judge in (together, alone):
+        outcomes = _run(verifier.verify([context], statements, judge))
+        got[judge.batched] = [(o.verdict.value if o.verdict else None, o.probability) for o in outcomes]
+    assert together.most == len(statements)  # all four at once: one batch for the local judge
+    assert alone.most == 1
+    assert got[8] == got[1] == [(1, 0.9), (0, 0.2), (1, 0.8), (0, 0.1)]
+    assert sorted(s for s, _ in together.seen) == sorted(statements)
+
+
+def test_a_failed_call_in_a_batch_names_the_first_failure_and_keeps_the_verdicts_judged() -> None:
+    """Asked at once, every call runs: the first failure in order is the sample's, the others keep their verdicts.
+
+    One at a time, the first failure still stops the calls after it (nothing is asked
+    that the sample will not use).
+    """
+    statements = ["KEY a.", "KEY b.", "KEY c.", "KEY d."]
+    p1 = dict.fromkeys(statements, 0.9)
+    verifier = StatementVerifier(threshold=0.5, reasons="none", verbatim=False)
+    together = BatchingJudge(p1, batched=8, fail_on="KEY b.")
+    outcomes = _run(verifier.verify(["KEY context."], statements, together))
+    assert [o.verdict.value if o.verdict else None for o in outcomes] == [1, None, 1, 1]
+    assert outcomes[1].failure is not None and outcomes[1].failure.detail == "boom"
+    alone = BatchingJudge(p1, batched=1, fail_on="KEY b.")
+    outcomes = _run(verifier.verify(["KEY context."], statements, alone))
+    assert [o.verdict.value if o.verdict else None for o in outcomes] == [1, None, None, None]
+    assert [s for s, _ in alone.seen] == ["KEY a.", "KEY b."]
+    assert [len(o.calls) for o in outcomes] == [1, 1, 0, 0]

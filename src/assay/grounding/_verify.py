@@ -50,6 +50,7 @@ that failed where a check found one, and otherwise gets a reason written by the 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from collections.abc import Sequence
@@ -418,23 +419,20 @@ class StatementVerifier:
         self, judge: JudgeModel, states: list[_State], contexts: Sequence[str], threshold: bool
     ) -> _State | None:
         """One call per statement against its own evidence; statements sharing a window go together."""
-        order = sorted(states, key=lambda st: tuple(st.evidence.blocks()) if st.evidence else ())
-        for state in order:
-            window = state.evidence.blocks() if state.evidence is not None else []
-            if not window:
-                # Nothing in the contexts shares a word with the statement: judge it whole.
-                failed = await self._judge_chunks(judge, [state], list(contexts), threshold, self.chunk_chars)
-                if failed is not None:
-                    return failed
-                continue
-            value = StatementCheck(context=window, statement=state.statement)
-            if threshold:
-                await self._probability(judge, value, state)
+
+        def window(state: _State) -> tuple[str, ...]:
+            return tuple(state.evidence.blocks()) if state.evidence is not None else ()
+
+        for blocks, same in itertools.groupby(sorted(states, key=window), key=window):
+            group = list(same)
+            if not blocks:
+                # Nothing in the contexts shares a word with these statements: judge them whole.
+                failed = await self._judge_chunks(judge, group, list(contexts), threshold, self.chunk_chars)
             else:
-                await self._generated(judge, value, state)
-            state.judged += 1
-            if state.failure is not None:
-                return state
+                checks = [(state, StatementCheck(context=list(blocks), statement=state.statement)) for state in group]
+                failed = await self._judge_all(judge, checks, threshold)
+            if failed is not None:
+                return failed
         return None
 
     async def _judge_chunks(
@@ -450,17 +448,41 @@ class StatementVerifier:
         for state in states:
             state.needed = len(chunks)
         for chunk in chunks:
-            for state in states:
-                if state.supported:
-                    continue
-                value = StatementCheck(context=chunk, statement=state.statement)
-                if threshold:
-                    await self._probability(judge, value, state)
-                else:
-                    await self._generated(judge, value, state)
-                state.judged += 1
-                if state.failure is not None:
-                    return state
+            checks = [
+                (state, StatementCheck(context=chunk, statement=state.statement))
+                for state in states
+                if not state.supported
+            ]
+            failed = await self._judge_all(judge, checks, threshold)
+            if failed is not None:
+                return failed
+        return None
+
+    async def _judge_all(
+        self, judge: JudgeModel, checks: list[tuple[_State, StatementCheck]], threshold: bool
+    ) -> _State | None:
+        """Judge each statement on its context; the first (in order) whose call failed, if any.
+
+        The calls share their context, so a judge that decodes calls together (the local
+        one: :attr:`~assay.models.JudgeModel.batched_calls`) gets them at once and reads
+        the context once for all of them. Any other gets them one at a time, and the first
+        failure stops the rest.
+        """
+
+        async def judge_one(state: _State, value: StatementCheck) -> None:
+            if threshold:
+                await self._probability(judge, value, state)
+            else:
+                await self._generated(judge, value, state)
+            state.judged += 1
+
+        if getattr(judge, "batched_calls", 1) > 1:
+            await asyncio.gather(*(judge_one(state, value) for state, value in checks))
+            return next((state for state, _ in checks if state.failure is not None), None)
+        for state, value in checks:
+            await judge_one(state, value)
+            if state.failure is not None:
+                return state
         return None
 
     async def check(

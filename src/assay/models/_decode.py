@@ -42,6 +42,7 @@ __all__ = [
     "greedy_decode",
     "greedy_decode_many",
     "prompt_cells",
+    "prompt_logits_many",
 ]
 
 DRAFT_MAX = 8
@@ -317,26 +318,11 @@ def greedy_decode_many(
     import llama_cpp
 
     n_ctx = llama.n_ctx()
-    if len(prompts) > llama.context_params.n_seq_max:
-        raise JudgeError(f"{len(prompts)} sequences at once, above the context's {llama.context_params.n_seq_max}")
-    if any(not p for p in prompts):
-        raise JudgeError("empty prompt")
-    shared, cells = prompt_cells(prompts)
-    if cells > n_ctx:
-        raise JudgeError(f"{len(prompts)} prompts take {cells} tokens together, above the context window ({n_ctx})")
     vocab = llama._model.vocab
-    prefix = list(prompts[0][:shared])
-    live_prefix = common_prefix(llama._input_ids.tolist(), prefix)
-    if live_prefix > 0 and llama._ctx.kv_cache_seq_rm(-1, live_prefix, -1):
-        llama.n_tokens = live_prefix
-    else:
-        llama.reset()
-    llama.eval(prefix[live_prefix:])  # also drops every cell past the prefix, in every sequence
+    shared = _open_sequences(llama, prompts)
     states: list[_Sequence] = []
     try:
         for seq, (prompt, grammar, limit) in enumerate(zip(prompts, grammars, max_tokens, strict=True)):
-            if seq and shared:
-                llama._ctx.kv_cache_seq_cp(0, seq, 0, shared)
             check = _GrammarCheck(llama, grammar) if grammar is not None else None
             states.append(_Sequence(seq, list(prompt), limit, check, pos=shared))
         _read_prompts(llama, states)
@@ -375,11 +361,69 @@ def greedy_decode_many(
         for state in states:
             if state.check is not None:
                 state.check.close()
-        for seq in range(1, len(prompts)):
-            llama._ctx.kv_cache_seq_rm(seq, -1, -1)
-        llama._ctx.kv_cache_seq_rm(0, shared, -1)
-        llama.input_ids[:shared] = prompts[0][:shared]
-        llama.n_tokens = shared
+        _close_sequences(llama, prompts, shared)
+
+
+def prompt_logits_many(llama: Any, prompts: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    """The logits after each of ``prompts``, read together: one sequence each in one KV cache.
+
+    The verdicts on the statements that share an evidence window differ only in their last
+    few dozen tokens. One at a time, each of those short reads costs a whole forward pass
+    (the weights are read once per pass, whatever its rows); together, one pass reads them
+    all. The prompts' shared prefix is evaluated once (reusing the live cache), as in
+    :func:`greedy_decode_many`, and afterwards the live cache holds it alone. Each row of
+    logits is what the prompt alone would give, up to the floating-point differences of
+    batched evaluation.
+    """
+    if len(prompts) == 1:
+        eval_prompt(llama, prompts[0])
+        return [_logits(llama, -1).copy()]
+    shared = _open_sequences(llama, prompts)
+    try:
+        states = [_Sequence(seq, list(prompt), 0, None, pos=shared) for seq, prompt in enumerate(prompts)]
+        _read_prompts(llama, states)
+        logits = [state.logits for state in states if state.logits is not None]
+        if len(logits) != len(states):
+            raise JudgeError("a prompt's logits were not read")
+        return logits
+    finally:
+        _close_sequences(llama, prompts, shared)
+
+
+def _open_sequences(llama: Any, prompts: Sequence[Sequence[int]]) -> int:
+    """Check that the prompts fit together, evaluate their shared prefix once and give every sequence its cells.
+
+    Returns the shared prefix's length. Each prompt's own tokens are still to be read
+    (:func:`_read_prompts`); :func:`_close_sequences` undoes the rest.
+    """
+    n_ctx = llama.n_ctx()
+    if len(prompts) > llama.context_params.n_seq_max:
+        raise JudgeError(f"{len(prompts)} sequences at once, above the context's {llama.context_params.n_seq_max}")
+    if any(not p for p in prompts):
+        raise JudgeError("empty prompt")
+    shared, cells = prompt_cells(prompts)
+    if cells > n_ctx:
+        raise JudgeError(f"{len(prompts)} prompts take {cells} tokens together, above the context window ({n_ctx})")
+    prefix = list(prompts[0][:shared])
+    live_prefix = common_prefix(llama._input_ids.tolist(), prefix)
+    if live_prefix > 0 and llama._ctx.kv_cache_seq_rm(-1, live_prefix, -1):
+        llama.n_tokens = live_prefix
+    else:
+        llama.reset()
+    llama.eval(prefix[live_prefix:])  # also drops every cell past the prefix, in every sequence
+    for seq in range(1, len(prompts)):
+        if shared:
+            llama._ctx.kv_cache_seq_cp(0, seq, 0, shared)
+    return shared
+
+
+def _close_sequences(llama: Any, prompts: Sequence[Sequence[int]], shared: int) -> None:
+    """Free every sequence's own cells: the live cache holds the shared prefix only."""
+    for seq in range(1, len(prompts)):
+        llama._ctx.kv_cache_seq_rm(seq, -1, -1)
+    llama._ctx.kv_cache_seq_rm(0, shared, -1)
+    llama.input_ids[:shared] = prompts[0][:shared]
+    llama.n_tokens = shared
 
 
 def prompt_cells(prompts: Sequence[Sequence[int]]) -> tuple[int, int]:

@@ -45,6 +45,7 @@ from assay.models._decode import (
     eval_prompt,
     greedy_decode_many,
     prompt_cells,
+    prompt_logits_many,
 )
 from assay.models._decode import common_prefix as _common_prefix
 from assay.models._protocol import ChatMessage, ChoiceProbabilities, GenerateConfig, JudgeModel, JudgeResponse
@@ -73,16 +74,41 @@ _SETTLE_TURNS = 4
 """Event-loop turns a batch waits for calls made together to join it (a cache lookup takes none)."""
 
 
+_Answer = JudgeResponse | ChoiceProbabilities
+"""What a queued call gets: generated text, or P(choice) for a choice call."""
+
+
 @dataclass
 class _Greedy:
     """One greedy call waiting to be decoded with the others made at the same time."""
 
     messages: Sequence[ChatMessage]
     schema: type[BaseModel] | None
-    prefix: str | None  # complete_string: the answer's start (the grammar is one JSON string's body)
+    prefix: str | None  # complete_string and choices: the answer's start
     max_chars: int
     config: GenerateConfig
-    future: asyncio.Future[JudgeResponse] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    choices: tuple[str, ...] = ()  # choice_probabilities: P(each) after the prefix, nothing generated
+    future: asyncio.Future[_Answer] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+def _choice_answer(
+    logits: Any, choices: Sequence[str], first: dict[str, int], prompt_tokens: int
+) -> ChoiceProbabilities:
+    """P(choice): the logits of the choices' first tokens, renormalised over the choices."""
+    import numpy as np
+
+    picked = np.array([logits[first[c]] for c in choices], dtype=np.float64)
+    picked = np.exp(picked - picked.max())
+    picked /= picked.sum()
+    probabilities = {c: float(p) for c, p in zip(choices, picked, strict=True)}
+    # Counted like an API counts a prompt: all of it, whether or not its prefix was cached.
+    return ChoiceProbabilities(probabilities, Usage(prompt_tokens=prompt_tokens))
+
+
+def _text(answer: _Answer) -> JudgeResponse:
+    if isinstance(answer, ChoiceProbabilities):
+        raise JudgeError("a generating call was answered with choice probabilities")
+    return answer
 
 
 @dataclass
@@ -292,6 +318,10 @@ class LocalJudge(JudgeModel):
         sequences: At temperature 0, how many greedy calls made together (a sample's
             rewrites, reasons, an agent's requirements) are decoded as one batch, 1 to 8;
             1 decodes one call at a time. Default ``$ASSAY_LOCAL_SEQUENCES``, else 8.
+        batch_choices: Whether the verdict calls made together (the statements on one
+            evidence window) are read in one batch too, when ``sequences`` > 1. Default
+            ``$ASSAY_LOCAL_BATCH_CHOICES`` (``0`` reads them one at a time, to measure
+            against), else True.
         progress: Called with (bytes done, total) while the default weights are assembled.
     """
 
@@ -305,6 +335,7 @@ class LocalJudge(JudgeModel):
         draft_tokens: int = DRAFT_MAX,
         decode_loop: Literal["assay", "llama_cpp"] | None = None,
         sequences: int | None = None,
+        batch_choices: bool | None = None,
         progress: Progress | None = None,
     ) -> None:
         if n_ctx is None:
@@ -324,6 +355,9 @@ class LocalJudge(JudgeModel):
         self.draft_tokens = draft_tokens
         self.decode_loop = loop
         self.sequences = _sequences(sequences)
+        if batch_choices is None:
+            batch_choices = os.environ.get("ASSAY_LOCAL_BATCH_CHOICES", "").strip() != "0"
+        self.batch_choices = batch_choices
         self.library: LibraryChoice | None = None  # which llama.cpp build runs it, once loaded
         self.weights: str | None = None  # which layout of the weights it runs, and why, once decided
         self._weights_path: Path | None = None
@@ -467,7 +501,7 @@ class LocalJudge(JudgeModel):
     def _greedy_here(self, config: GenerateConfig) -> bool:
         return config.temperature == 0 and self.decode_loop == "assay"
 
-    async def _greedy(self, call: _Greedy) -> JudgeResponse:
+    async def _greedy(self, call: _Greedy) -> _Answer:
         """Queue a greedy call; calls queued within a few event-loop turns are decoded together."""
         loop = asyncio.get_running_loop()
         pending = self._pending.setdefault(loop, _Pending())
@@ -497,20 +531,28 @@ class LocalJudge(JudgeModel):
             else:
                 call.future.set_result(answer)
 
-    def _decode_greedy(self, calls: list[_Greedy]) -> list[JudgeResponse | Exception]:
-        """Every call's answer (or its own error), in groups that fit the window together."""
+    def _decode_greedy(self, calls: list[_Greedy]) -> list[_Answer | Exception]:
+        """Every call's answer (or its own error), in groups that fit the window together.
+
+        Choice calls and generating calls are grouped apart (a group is read one way).
+        """
         llama = self.load()
-        answers: list[JudgeResponse | Exception | None] = [None] * len(calls)
+        answers: list[_Answer | Exception | None] = [None] * len(calls)
         prompts: dict[int, list[int]] = {}
         for i, call in enumerate(calls):
             try:
+                if call.choices:
+                    prompts[i] = self._choice_prompt(llama, call.messages, call.prefix or "", call.choices)[0]
+                    continue
                 prompts[i] = self._tokenizer(llama, call.messages)(call.prefix or "")
                 # a string to continue needs room for a few tokens of it
                 if len(prompts[i]) + (8 if call.prefix is not None else 0) >= self.n_ctx:
                     raise JudgeError(f"prompt of {len(prompts[i])} tokens exceeds the context window ({self.n_ctx})")
             except Exception as exc:
                 answers[i] = exc
-        for group in self._groups([i for i in prompts if answers[i] is None], prompts):
+        ready = [i for i in prompts if answers[i] is None]
+        kinds = [[i for i in ready if calls[i].choices], [i for i in ready if not calls[i].choices]]
+        for group in (g for kind in kinds for g in self._groups(kind, prompts)):
             try:
                 self._decode_group(llama, calls, prompts, group, answers)
             except Exception as exc:
@@ -530,10 +572,25 @@ class LocalJudge(JudgeModel):
         calls: list[_Greedy],
         prompts: dict[int, list[int]],
         group: list[int],
-        answers: list[JudgeResponse | Exception | None],
+        answers: list[_Answer | Exception | None],
     ) -> None:
         """Decode ``group``'s calls as one batch under the model's lock; their answers go into ``answers``."""
         tokens = [prompts[i] for i in group]
+        if calls[group[0]].choices:
+            with _LOCKS[self._key]:
+                _STATES[self._key].restore(llama, tokens[0][: prompt_cells(tokens)[0] + 1])
+                rows = prompt_logits_many(llama, tokens)
+                _STATES[self._key].remember(llama)
+            if len(group) > 1:
+                self.decode_stats["batches"] += 1
+                self.decode_stats["batched"] += len(group)
+                # restore() counted the shared prefix and one token: the others' own tokens too
+                _STATES[self._key].evaluated += sum(map(len, tokens)) - len(tokens) * prompt_cells(tokens)[0] - 1
+            for i, logits in zip(group, rows, strict=True):
+                call = calls[i]
+                first = self._choice_prompt(llama, call.messages, call.prefix or "", call.choices)[1]
+                answers[i] = _choice_answer(logits, call.choices, first, len(prompts[i]))
+            return
         grammars = [self._call_grammar(calls[i]) for i in group]
         limits = [self._max_tokens(calls[i].config) for i in group]
         started = time.perf_counter()
@@ -594,7 +651,7 @@ class LocalJudge(JudgeModel):
         """
         config = config or GenerateConfig()
         if self._greedy_here(config):
-            return await self._greedy(_Greedy(messages, schema, None, 0, config))
+            return _text(await self._greedy(_Greedy(messages, schema, None, 0, config)))
         return await asyncio.to_thread(self._generate_sync, messages, schema, config)
 
     def _formatter(self, llama: Any) -> Any:
@@ -643,13 +700,12 @@ class LocalJudge(JudgeModel):
         eval_prompt(llama, tokens)
         _STATES[self._key].remember(llama)
 
-    def _choices_sync(
-        self, messages: Sequence[ChatMessage], prefix: str, choices: Sequence[str]
-    ) -> ChoiceProbabilities:
-        llama = self.load()  # first: it chooses the llama.cpp build, which importing llama_cpp fixes
-        import llama_cpp
-        import numpy as np
-
+    def _choice_prompt(
+        self, llama: Any, messages: Sequence[ChatMessage], prefix: str, choices: Sequence[str]
+    ) -> tuple[list[int], dict[str, int]]:
+        """The prompt whose next token decides, and each choice's first token there."""
+        if len(set(choices)) != len(choices) or len(choices) < 2:
+            raise ConfigError(f"choices {list(choices)} must be at least two distinct answers")
         tok = self._tokenizer(llama, messages)
         base = tok(prefix)
         contexts: set[int] = set()
@@ -664,15 +720,20 @@ class LocalJudge(JudgeModel):
         if len(contexts) != 1 or len(set(first.values())) != len(first):
             raise ConfigError(f"choices {list(choices)} must begin with distinct tokens after the prefix")
         prompt = base[: contexts.pop()]
+        if len(prompt) >= self.n_ctx:
+            raise JudgeError(f"prompt of {len(prompt)} tokens exceeds the context window ({self.n_ctx})")
+        return prompt, first
+
+    def _choices_sync(
+        self, messages: Sequence[ChatMessage], prefix: str, choices: Sequence[str]
+    ) -> ChoiceProbabilities:
+        llama = self.load()  # first: it chooses the llama.cpp build, which importing llama_cpp fixes
+        prompt, first = self._choice_prompt(llama, messages, prefix, choices)
         with _LOCKS[self._key]:
-            self._eval_with_prefix_reuse(llama, prompt)
-            logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llama._ctx.ctx, -1), shape=(llama.n_vocab(),))
-            picked = np.array([logits[first[c]] for c in choices], dtype=np.float64)
-        picked = np.exp(picked - picked.max())
-        picked /= picked.sum()
-        probabilities = {c: float(p) for c, p in zip(choices, picked, strict=True)}
-        # Counted like an API counts a prompt: all of it, whether or not its prefix was cached.
-        return ChoiceProbabilities(probabilities, Usage(prompt_tokens=len(prompt)))
+            _STATES[self._key].restore(llama, prompt)
+            logits = prompt_logits_many(llama, [prompt])[0]
+            _STATES[self._key].remember(llama)
+        return _choice_answer(logits, choices, first, len(prompt))
 
     async def choice_probabilities(
         self,
@@ -685,8 +746,17 @@ class LocalJudge(JudgeModel):
         """P(choice) for the first token after the assistant's answer starts with ``prefix``.
 
         One forward pass over the part of the prompt not already in the KV cache; the
-        logits of the choices' first tokens are renormalised over the choices.
+        logits of the choices' first tokens are renormalised over the choices. Choice
+        calls made together (a sample's statements on one evidence window) are read in
+        one batch, one sequence each, their shared prefix once
+        (:func:`~assay.models._decode.prompt_logits_many`); ``sequences=1`` or
+        ``batch_choices=False`` reads them one at a time.
         """
+        if self.sequences > 1 and self.batch_choices:
+            answer = await self._greedy(_Greedy(messages, None, prefix, 0, config or GenerateConfig(), tuple(choices)))
+            if not isinstance(answer, ChoiceProbabilities):
+                raise JudgeError("a choice call was answered with text")
+            return answer
         return await asyncio.to_thread(self._choices_sync, messages, prefix, choices)
 
     def _complete_sync(
@@ -728,7 +798,7 @@ class LocalJudge(JudgeModel):
         """
         config = config or GenerateConfig()
         if self._greedy_here(config):
-            return await self._greedy(_Greedy(messages, None, prefix, max_chars, config))
+            return _text(await self._greedy(_Greedy(messages, None, prefix, max_chars, config)))
         return await asyncio.to_thread(self._complete_sync, messages, prefix, max_chars, config)
 
     def count_tokens(self, text: str) -> int:
