@@ -46,6 +46,7 @@ and the load average are printed with the figures; run it alone.
 
     python benchmarks/judge_speed.py                        # 3 RAG answers, 3 summaries, 2 trajectories, the demo
     python benchmarks/judge_speed.py --rag 5 --summaries 5 --agents 0 --no-demo --configs batched,new
+    python benchmarks/judge_speed.py --rag 2 --summaries 2 --agents 1 --configs tiles,new --repeat 3
 """
 
 from __future__ import annotations
@@ -195,6 +196,11 @@ def demo(config: str) -> dict[str, Any]:
     return {"seconds": seconds, "exit": done.returncode, "values": values, "stderr": done.stderr[-300:]}
 
 
+def _spread(mean: float, values: list[float]) -> str:
+    """``mean`` and, over several runs, the range of the runs' own figures."""
+    return f"{mean:.1f}" if len(values) < 2 else f"{mean:.1f} ({min(values):.1f}-{max(values):.1f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rag", type=int, default=3)
@@ -204,6 +210,9 @@ def main() -> None:
     parser.add_argument(
         "--configs", default="old,loop,q8,batched,grouped,tiles,new", help="the last is compared with each other"
     )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs of the configurations, alternated (this VM's speed drifts)"
+    )
     parser.add_argument("--child", choices=list(CONFIGS), help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -211,34 +220,42 @@ def main() -> None:
         print(json.dumps(asyncio.run(child(args.child, args))))
         return
     print(f"machine: {machine_line()} (at start)")
-    results: dict[str, Any] = {}
-    for config in args.configs.split(","):
-        env = {**os.environ, **CONFIGS[config]}
-        passed = ["--rag", str(args.rag), "--summaries", str(args.summaries), "--agents", str(args.agents)]
-        done = subprocess.run(
-            [sys.executable, __file__, "--child", config, *passed],
-            stdout=subprocess.PIPE,
-            env=env,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            print(f"{config}: the child failed ({done.returncode})")
-            continue
-        results[config] = json.loads(done.stdout.strip().splitlines()[-1])
-        if not args.no_demo:
-            results[config]["demo"] = demo(config)
+    configs = list(dict.fromkeys(args.configs.split(",")))
+    runs: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
+    for _ in range(args.repeat):  # alternated, so a slow spell of the machine falls on every configuration
+        for config in configs:
+            env = {**os.environ, **CONFIGS[config]}
+            passed = ["--rag", str(args.rag), "--summaries", str(args.summaries), "--agents", str(args.agents)]
+            done = subprocess.run(
+                [sys.executable, __file__, "--child", config, *passed],
+                stdout=subprocess.PIPE,
+                env=env,
+                text=True,
+                check=False,
+            )
+            if done.returncode != 0:
+                print(f"{config}: the child failed ({done.returncode})")
+                continue
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            if not args.no_demo:
+                result["demo"] = demo(config)
+            runs[config].append(result)
     print()
-    for config, r in results.items():
-        print(
-            f"{config}: llama.cpp build {r['library']} ({r['library_reason']}); weights {r.get('weights')}; "
-            f"decoding {r.get('decode_stats')}"
-        )
-    names = [c for c in args.configs.split(",") if c in results]
+    for config, rs in runs.items():
+        for r in rs:
+            print(
+                f"{config}: llama.cpp build {r['library']} ({r['library_reason']}); weights {r.get('weights')}; "
+                f"decoding {r.get('decode_stats')}"
+            )
+    names = [c for c in configs if runs[c]]
     last, others = names[-1], names[:-1]
     keys = ("value", "statements", "verdicts")
     print(
-        "\n| workload | items | "
+        f"\n{args.repeat} run(s) of each, alternated; seconds per item: the mean over every run, "
+        "and the range of the runs' own means\n"
+    )
+    print(
+        "| workload | items | "
         + " | ".join(f"{c} s/item" for c in names)
         + "".join(f" | {last}/{c}" for c in others)
         + " | target | "
@@ -247,33 +264,44 @@ def main() -> None:
     )
     print("|---|---|" + "---|" * (len(names) + 2 * len(others) + 1))
     for work in ("rag", "summary", "agent"):
-        per = {c: results[c]["runs"].get(work, []) for c in names}
-        if not all(per.values()):
+        per = {c: [r["runs"].get(work, []) for r in runs[c]] for c in names}
+        if not all(all(items) for items in per.values()):
             continue
-        means = {c: statistics.mean(x["seconds"] for x in per[c]) for c in names}
+        run_means = {c: [statistics.mean(x["seconds"] for x in items) for items in per[c]] for c in names}
+        means = {c: statistics.mean(run_means[c]) for c in names}
         ratios = "".join(f" | {means[last] / means[c]:.2f}" for c in others)
         same = []
         for c in others:
-            moved = [a["id"] for a, b in zip(per[c], per[last], strict=True) if any(a[k] != b[k] for k in keys)]
+            moved = sorted(
+                {
+                    a["id"]
+                    for items in per[c]
+                    for a, b in zip(items, per[last][0], strict=True)
+                    if any(a[k] != b[k] for k in keys)
+                }
+            )
             same.append("all" if not moved else f"moved: {', '.join(moved)}")
-        loads = max(x["load"] for c in names for x in per[c])
+        loads = max(x["load"] for c in names for items in per[c] for x in items)
         met = "met" if means[last] <= TARGETS[work] else "missed"
-        cells = " | ".join(f"{means[c]:.1f}" for c in names)
+        cells = " | ".join(_spread(means[c], run_means[c]) for c in names)
         print(
-            f"| {work} | {len(per[last])} | {cells}{ratios} | {TARGETS[work]:.0f} s ({met}) | "
+            f"| {work} | {len(per[last][0])} | {cells}{ratios} | {TARGETS[work]:.0f} s ({met}) | "
             + " | ".join(same)
             + f" (max load {loads:.1f}) |"
         )
-    if not args.no_demo and all("demo" in results[c] for c in names):
-        d = {c: results[c]["demo"] for c in names}
-        ratios = "".join(f" | {d[last]['seconds'] / d[c]['seconds']:.2f}" for c in others)
-        same = " | ".join("all" if d[c]["values"] == d[last]["values"] else "moved" for c in others)
-        cells = " | ".join(f"{d[c]['seconds']:.1f} (exit {d[c]['exit']})" for c in names)
-        met = "met" if d[last]["seconds"] <= TARGETS["demo"] else "missed"
+    if not args.no_demo and all(all("demo" in r for r in runs[c]) for c in names):
+        d = {c: [r["demo"] for r in runs[c]] for c in names}
+        secs = {c: [x["seconds"] for x in d[c]] for c in names}
+        means = {c: statistics.mean(secs[c]) for c in names}
+        ratios = "".join(f" | {means[last] / means[c]:.2f}" for c in others)
+        same = " | ".join("all" if all(x["values"] == d[last][0]["values"] for x in d[c]) else "moved" for c in others)
+        exits = {c: sorted({x["exit"] for x in d[c]}) for c in names}
+        cells = " | ".join(f"{_spread(means[c], secs[c])} (exit {','.join(map(str, exits[c]))})" for c in names)
+        met = "met" if means[last] <= TARGETS["demo"] else "missed"
         print(f"| demo (whole command) | 12 | {cells}{ratios} | 30 s ({met}) | {same} |")
     print(f"\nload average at end {os.getloadavg()[0]:.2f}")
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+        args.json.write_text(json.dumps(runs, indent=1))
 
 
 if __name__ == "__main__":
