@@ -325,12 +325,18 @@ def test_prompts_read_together_give_each_its_own_logits_and_leave_the_shared_pre
 async def test_choice_calls_made_together_are_read_in_one_batch() -> None:
     """The local judge reads the verdict calls asked at once in one batch; a call that cannot be read fails alone."""
     import asyncio
+    import itertools
 
     from assay.errors import ConfigError, JudgeError
     from assay.models import LocalJudge
 
+    # the cues set each call's P apart, so an answer handed to the wrong call shows
+    cues = dict(zip(SENTENCES, ["The answer is yes.", "The answer is no.", ""], strict=True))
+
     def messages(sentence: str) -> list[dict[str, str]]:
-        return [{"role": "user", "content": f"{SHARED}Is this sentence about science? {sentence}"}]
+        return [
+            {"role": "user", "content": f"{SHARED}Is this sentence about science? {sentence} {cues.get(sentence, '')}"}
+        ]
 
     one_by_one = LocalJudge(smollm2_path(), n_ctx=2048, batch_choices=False)
     expected = [
@@ -343,10 +349,11 @@ async def test_choice_calls_made_together_are_read_in_one_batch() -> None:
         *(judge.choice_probabilities(messages(s), prefix="Answer: ", choices=["yes", "no"]) for s in SENTENCES)
     )
     assert judge.decode_stats["batches"] == 1 and judge.decode_stats["batched"] == len(SENTENCES)
-    for mine, own in zip(got, expected, strict=True):
-        assert mine["yes"] == pytest.approx(own["yes"], abs=0.02) and mine["yes"] + mine["no"] == pytest.approx(1)
+    alone = sorted(p["yes"] for p in expected)
+    assert min(b - a for a, b in itertools.pairwise(alone)) > 0.06  # apart by more than twice the tolerance below
+    for mine, own in zip(got, expected, strict=True):  # each call got its own answer, up to batching's rounding
+        assert mine["yes"] == pytest.approx(own["yes"], abs=0.03) and mine["yes"] + mine["no"] == pytest.approx(1)
         assert mine.usage.prompt_tokens == own.usage.prompt_tokens > 0
-    assert len({round(p["yes"], 6) for p in got}) == len(SENTENCES)  # each call got its own answer
 
     mixed = await asyncio.gather(
         judge.choice_probabilities(messages(SENTENCES[0]), prefix="Answer: ", choices=["yes", "no"]),
@@ -354,7 +361,7 @@ async def test_choice_calls_made_together_are_read_in_one_batch() -> None:
         judge.choice_probabilities(messages(SENTENCES[1]), prefix="Answer: ", choices=["yes", "yes"]),
         return_exceptions=True,
     )
-    assert isinstance(mixed[0], dict) and mixed[0]["yes"] == pytest.approx(expected[0]["yes"], abs=0.02)
+    assert isinstance(mixed[0], dict) and mixed[0]["yes"] == pytest.approx(expected[0]["yes"], abs=0.03)
     assert isinstance(mixed[1], JudgeError) and "exceeds the context window (2048)" in str(mixed[1])
     assert isinstance(mixed[2], ConfigError) and "two distinct answers" in str(mixed[2])
 
