@@ -414,3 +414,25 @@ def test_a_dry_runs_progress_says_it_estimates_and_scores_nothing(tmp_path: Path
         assert "│ 4 │ 1 │ 8 │" in " ".join(out.split()).replace("  ", " ")  # the table agrees with the progress
     code, out = invoke("run", "data.jsonl", "--judge", "openai:gpt-4o-mini", "--dry-run", "--progress", "none")
     assert code == 0 and "estimating" not in out and "nothing was called" in out
+
+
+def test_a_ctrl_c_that_a_library_wrapped_is_still_the_interrupt() -> None:
+    """Ctrl-C can land inside pydantic's serializer, which re-raises it as its own error: still an interrupt (exit 130).
+
+    Seen in the suite: the KeyboardInterrupt raised in ``_omit_empty`` came out as a
+    PydanticSerializationError and the run exited 1 without the resume hint.
+    """
+    import signal
+
+    from assay.cli._run import _bounded_interrupt
+
+    guard = _bounded_interrupt(lambda: None)
+    with pytest.raises(KeyboardInterrupt) as caught, guard:
+        try:
+            guard._handler(signal.SIGINT, None)
+        except KeyboardInterrupt as exc:
+            raise ValueError("Error calling function `_omit_empty`: KeyboardInterrupt") from exc
+    assert isinstance(caught.value.__cause__, ValueError)
+    assert signal.getsignal(signal.SIGINT) is not guard._handler  # restored
+    with pytest.raises(ValueError, match="no Ctrl-C"), _bounded_interrupt(lambda: None):
+        raise ValueError("no Ctrl-C: an error stays an error")

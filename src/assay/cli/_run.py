@@ -283,8 +283,10 @@ class _bounded_interrupt:
     def __init__(self, give_up: Callable[[], None]) -> None:
         self.give_up = give_up
         self.previous: Any = None
+        self.fired = False
 
     def _handler(self, signum: int, frame: Any) -> None:
+        self.fired = True
         timer = threading.Timer(INTERRUPT_GRACE_S, self.give_up)
         timer.daemon = True
         timer.start()
@@ -295,9 +297,13 @@ class _bounded_interrupt:
         if threading.current_thread() is threading.main_thread():
             self.previous = signal.signal(signal.SIGINT, self._handler)
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: object) -> None:
         if self.previous is not None:
             signal.signal(signal.SIGINT, self.previous)
+        if self.fired and error is not None and not isinstance(error, KeyboardInterrupt):
+            # The KeyboardInterrupt can land inside a library that wraps what it raises (pydantic's
+            # serializer turns it into PydanticSerializationError): it is still the Ctrl-C.
+            raise KeyboardInterrupt from error
 
 
 def _mark_interrupted(store_path: Path, run_id: str) -> None:
