@@ -417,3 +417,45 @@ def test_cache_commands_refuse_a_missing_file_or_a_foreign_database(tmp_path: Pa
     text = tmp_path / "notes.sqlite"
     text.write_text("not a database at all")
     assert "not a judge-call cache" in _cli("info", "--path", str(text)).output
+
+
+class _Batching(ScriptedJudge):
+    """A judge that, like the local one, takes one sample at a time and decodes its calls together."""
+
+    @property
+    def max_concurrency(self) -> int:
+        return 1
+
+    @property
+    def batched_calls(self) -> int:
+        return 8
+
+
+@pytest.mark.parametrize(
+    ("judge", "concurrency", "warned"),
+    [(_Batching([]), 4, True), (_Batching([]), 1, False), (_Batching([]), None, False), (ScriptedJudge([]), 8, False)],
+)
+def test_more_samples_in_flight_than_a_batching_judge_takes_warns_that_verdicts_may_differ(
+    judge: Any, concurrency: int | None, warned: bool
+) -> None:
+    """Several samples on a judge that batches calls in flight: which share a batch depends on timing, so say so."""
+    import warnings
+
+    from assay.models._stack import Limits, build_judge_stack
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        build_judge_stack(judge, limits=Limits(concurrency=concurrency))
+    said = [str(w.message) for w in seen if issubclass(w.category, RuntimeWarning)]
+    assert bool(said) is warned
+    if warned:
+        assert "4 samples in flight" in said[0] and "can differ between two runs" in said[0]
+
+
+def test_the_command_line_prints_a_warning_as_one_line_of_its_own(capsys: pytest.CaptureFixture[str]) -> None:
+    from assay.cli import _show_warning
+
+    _show_warning(RuntimeWarning("2 samples in flight [red]x[/red]"), RuntimeWarning, "file.py", 12)
+    err = capsys.readouterr().err
+    assert err.startswith("warning: 2 samples in flight") and "[red]x[/red]" in err  # markup shown, not applied
+    assert "file.py" not in err and "RuntimeWarning" not in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 
 import typer
 
@@ -54,6 +55,14 @@ def version() -> None:
     typer.echo(__version__)
 
 
+def _show_warning(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+    """Python warnings on the command line: one line in the CLI's own style, without the source line."""
+    from assay._safety import printable
+    from assay.cli._console import err_console
+
+    err_console.print(f"[bold yellow]warning[/bold yellow]: {printable(str(message))}", soft_wrap=True)
+
+
 def main() -> None:
     """Entry point of the ``assay`` script.
 
@@ -61,6 +70,7 @@ def main() -> None:
     "could not run" error, not click's 2, which ``assay run`` uses for invalid input rows;
     under ``assay gate`` it exits 3, the gate's usage code (2 means flaky there).
     """
+    warnings.showwarning = _show_warning
     try:
         code = app(standalone_mode=False)
     except UsageError as exc:

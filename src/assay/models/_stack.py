@@ -18,6 +18,7 @@ the temperature are part of its key.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -168,6 +169,15 @@ def build_judge_stack(
     Returns:
         The judge to hand to metrics; close it with :func:`~assay.models.close_judge`.
     """
+    samples = workers or limits.concurrency
+    if samples and samples > judge.max_concurrency and judge.batched_calls > 1:
+        warnings.warn(
+            f"{samples} samples in flight on {judge.model_id}, which decodes the calls in flight together: "
+            "which calls share a batch then depends on timing, and a verdict near its threshold can differ "
+            f"between two runs of the same data (at {judge.max_concurrency}, the judge's own, they do not)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     if limiter is None:
         # a judge that decodes calls together gets them together: a worker's calls share its slots
         ceiling = max(1, workers or limits.concurrency or judge.max_concurrency) * max(1, judge.batched_calls)
