@@ -411,8 +411,8 @@ def _open_sequences(llama: Any, prompts: Sequence[Sequence[int]]) -> int:
     else:
         llama.reset()
     llama.eval(prefix[live_prefix:])  # also drops every cell past the prefix, in every sequence
-    for seq in range(1, len(prompts)):
-        if shared:
+    if shared:
+        for seq in range(1, len(prompts)):
             llama._ctx.kv_cache_seq_cp(0, seq, 0, shared)
     return shared
 

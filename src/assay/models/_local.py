@@ -88,6 +88,7 @@ class _Greedy:
     max_chars: int
     config: GenerateConfig
     choices: tuple[str, ...] = ()  # choice_probabilities: P(each) after the prefix, nothing generated
+    first: dict[str, int] = field(default_factory=dict)  # each choice's first token, once tokenised
     future: asyncio.Future[_Answer] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
@@ -542,7 +543,7 @@ class LocalJudge(JudgeModel):
         for i, call in enumerate(calls):
             try:
                 if call.choices:
-                    prompts[i] = self._choice_prompt(llama, call.messages, call.prefix or "", call.choices)[0]
+                    prompts[i], call.first = self._choice_prompt(llama, call.messages, call.prefix or "", call.choices)
                     continue
                 prompts[i] = self._tokenizer(llama, call.messages)(call.prefix or "")
                 # a string to continue needs room for a few tokens of it
@@ -577,19 +578,12 @@ class LocalJudge(JudgeModel):
         """Decode ``group``'s calls as one batch under the model's lock; their answers go into ``answers``."""
         tokens = [prompts[i] for i in group]
         if calls[group[0]].choices:
-            with _LOCKS[self._key]:
-                _STATES[self._key].restore(llama, tokens[0][: prompt_cells(tokens)[0] + 1])
-                rows = prompt_logits_many(llama, tokens)
-                _STATES[self._key].remember(llama)
+            rows = self._read_choices(llama, tokens)
             if len(group) > 1:
                 self.decode_stats["batches"] += 1
                 self.decode_stats["batched"] += len(group)
-                # restore() counted the shared prefix and one token: the others' own tokens too
-                _STATES[self._key].evaluated += sum(map(len, tokens)) - len(tokens) * prompt_cells(tokens)[0] - 1
             for i, logits in zip(group, rows, strict=True):
-                call = calls[i]
-                first = self._choice_prompt(llama, call.messages, call.prefix or "", call.choices)[1]
-                answers[i] = _choice_answer(logits, call.choices, first, len(prompts[i]))
+                answers[i] = _choice_answer(logits, calls[i].choices, calls[i].first, len(prompts[i]))
             return
         grammars = [self._call_grammar(calls[i]) for i in group]
         limits = [self._max_tokens(calls[i].config) for i in group]
@@ -729,11 +723,19 @@ class LocalJudge(JudgeModel):
     ) -> ChoiceProbabilities:
         llama = self.load()  # first: it chooses the llama.cpp build, which importing llama_cpp fixes
         prompt, first = self._choice_prompt(llama, messages, prefix, choices)
+        return _choice_answer(self._read_choices(llama, [prompt])[0], choices, first, len(prompt))
+
+    def _read_choices(self, llama: Any, prompts: list[list[int]]) -> list[Any]:
+        """The logits after each prompt, read together under the model's lock from the best saved prefix."""
+        shared = prompt_cells(prompts)[0]
+        states = _STATES[self._key]
         with _LOCKS[self._key]:
-            _STATES[self._key].restore(llama, prompt)
-            logits = prompt_logits_many(llama, [prompt])[0]
-            _STATES[self._key].remember(llama)
-        return _choice_answer(logits, choices, first, len(prompt))
+            states.restore(llama, prompts[0][: shared + 1])
+            rows = prompt_logits_many(llama, prompts)
+            states.remember(llama)
+        # restore() counted the shared prefix and one token: the other tokens of every prompt too
+        states.evaluated += sum(map(len, prompts)) - len(prompts) * shared - 1
+        return rows
 
     async def choice_probabilities(
         self,

@@ -169,8 +169,8 @@ def build_judge_stack(
     Returns:
         The judge to hand to metrics; close it with :func:`~assay.models.close_judge`.
     """
-    samples = workers or limits.concurrency
-    if samples and samples > judge.max_concurrency and judge.batched_calls > 1:
+    samples = max(1, workers or limits.concurrency or judge.max_concurrency)
+    if samples > judge.max_concurrency and judge.batched_calls > 1:
         warnings.warn(
             f"{samples} samples in flight on {judge.model_id}, which decodes the calls in flight together: "
             "which calls share a batch then depends on timing, and a verdict near its threshold can differ "
@@ -180,7 +180,7 @@ def build_judge_stack(
         )
     if limiter is None:
         # a judge that decodes calls together gets them together: a worker's calls share its slots
-        ceiling = max(1, workers or limits.concurrency or judge.max_concurrency) * max(1, judge.batched_calls)
+        ceiling = samples * max(1, judge.batched_calls)
         limiter = RateLimiter(max_concurrency=ceiling, rpm=limits.rpm, tpm=limits.tpm, adaptive=limits.adaptive)
     # An in-process model cannot be interrupted mid-call: a timeout would only orphan its thread.
     timeout = limits.timeout_s if judge.interruptible else None
