@@ -140,7 +140,7 @@ class HiddenStateJudge(LocalJudge):
     """
 
     def __init__(self, *args: Any, mode: str = "cb", **kwargs: Any) -> None:
-        kwargs.setdefault("sequences", 1)  # verdict calls one at a time, through _choices_sync below
+        kwargs.setdefault("batch_choices", False)  # verdict calls one at a time, through _choices_sync below
         super().__init__(*args, **kwargs)
         self.mode = mode
         self.records: dict[str, tuple[float, np.ndarray | None]] = {}

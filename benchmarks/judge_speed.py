@@ -31,7 +31,9 @@ process):
 - ``new``: the shipped judge: the same, with the verdict calls on one evidence window
   read in one batch, one sequence each (the sixth round).
 
-Every configuration but ``tiles`` and ``new`` sets ``GGML_AMX_ATTN=0``. The fifth round's vectorized
+Every configuration but ``tiles`` and ``new`` sets ``GGML_AMX_ATTN=0``, and every one but
+``new`` reads the verdict calls one at a time (``loop`` and ``q8`` decode one call at a
+time anyway). The fifth round's vectorized
 softmax is in every configuration on the AMX build (it computes the same values, bitwise).
 
 ``q8`` and ``batched`` load today's copy (one scale per 256 weights) with the kernel of
@@ -70,7 +72,12 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE.parents[1] / "shared" / "data"
 TARGETS = {"rag": 15.0, "summary": 10.0, "agent": 30.0, "demo": 30.0}
 CONFIGS = {  # the environment each configuration's processes run in
-    "old": {"ASSAY_AMX": "off", "ASSAY_LOCAL_DECODE_LOOP": "llama_cpp", "ASSAY_LOCAL_LAYOUT": "shipped"},
+    "old": {
+        "ASSAY_AMX": "off",
+        "ASSAY_LOCAL_DECODE_LOOP": "llama_cpp",
+        "ASSAY_LOCAL_LAYOUT": "shipped",
+        "ASSAY_LOCAL_BATCH_CHOICES": "0",
+    },
     "loop": {
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
         "ASSAY_LOCAL_LAYOUT": "shipped",
@@ -88,6 +95,7 @@ CONFIGS = {  # the environment each configuration's processes run in
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
         "ASSAY_LOCAL_LAYOUT": "auto",
         "ASSAY_LOCAL_SEQUENCES": "8",
+        "ASSAY_LOCAL_BATCH_CHOICES": "0",
         "GGML_AMX_Q8_0_GROUPED": "0",
         "GGML_AMX_ATTN": "0",
     },
@@ -95,6 +103,7 @@ CONFIGS = {  # the environment each configuration's processes run in
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
         "ASSAY_LOCAL_LAYOUT": "auto",
         "ASSAY_LOCAL_SEQUENCES": "8",
+        "ASSAY_LOCAL_BATCH_CHOICES": "0",
         "GGML_AMX_ATTN": "0",
     },
     "tiles": {

@@ -232,18 +232,26 @@ class BatchingJudge(LogitJudge):
             self.in_flight -= 1
 
 
-@pytest.mark.parametrize("windowed", [False, True])
-def test_statements_on_one_context_reach_a_batching_judge_together(windowed: bool) -> None:
+@pytest.mark.parametrize("read", ["whole", "shared window", "own windows"])
+def test_statements_on_one_context_reach_a_batching_judge_together(read: str) -> None:
     """The verdict calls on one context are asked at once of a judge that decodes calls together.
 
-    Both ways of reading the contexts (whole, or one shared evidence window) give the same
-    verdicts in the same order whichever way the calls are made.
+    Each way of reading the contexts (whole, one window shared by every statement, or each
+    statement's own window, grouped where they are the same) gives the same verdicts in the
+    same order whichever way the calls are made.
     """
     statements = ["The KEY tower is tall.", "The KEY tower is old.", "The KEY tower is red.", "The KEY tower is far."]
     p1 = {"The KEY tower is tall.": 0.9, "The KEY tower is old.": 0.2, "The KEY tower is red.": 0.8}
     p1["The KEY tower is far."] = 0.1
-    context = "The KEY tower is tall and old. " + ("It stands by the river. " * 80 if windowed else "")
-    verifier = StatementVerifier(threshold=0.5, reasons="none", verbatim=False, evidence_chars=600, whole_chars=400)
+    context = "The KEY tower is tall and old. " + ("It stands by the river. " * 80 if read != "whole" else "")
+    verifier = StatementVerifier(
+        threshold=0.5,
+        reasons="none",
+        verbatim=False,
+        evidence_chars=600,
+        whole_chars=400,
+        shared_evidence=read != "own windows",
+    )
     together, alone = BatchingJudge(p1, batched=8), BatchingJudge(p1, batched=1)
     got = {}
     for judge in (together, alone):
@@ -253,6 +261,8 @@ def test_statements_on_one_context_reach_a_batching_judge_together(windowed: boo
     assert alone.most == 1
     assert got[8] == got[1] == [(1, 0.9), (0, 0.2), (1, 0.8), (0, 0.1)]
     assert sorted(s for s, _ in together.seen) == sorted(statements)
+    if read != "whole":  # each judged on an evidence window, not on the whole context
+        assert all(len(seen) < len(context) for _, seen in together.seen)
 
 
 def test_a_failed_call_in_a_batch_names_the_first_failure_and_keeps_the_verdicts_judged() -> None:
