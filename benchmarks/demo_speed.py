@@ -40,33 +40,28 @@ TARGET_S = 120.0
 def instrument(stats: dict[str, list[float]]) -> None:
     """Count calls, billed and decoded tokens and seconds per kind of call."""
     judge = _local.LocalJudge
-    choices, group = judge._choices_sync, judge._decode_group
+    read, group = judge._read_choices, judge._decode_group
 
     def decoded(self: Any) -> int:
         return _local._STATES[self._key].evaluated
 
-    def timed_choices(self: Any, messages: Any, prefix: str, options: Any) -> Any:
-        self.load()
+    def timed_read(self: Any, llama: Any, prompts: list[list[int]]) -> Any:
+        """P(supported) reads, one at a time or together (a batch counts each of its calls)."""
         before, started = decoded(self), time.perf_counter()
-        result = choices(self, messages, prefix, options)
+        rows = read(self, llama, prompts)
         row = stats["verify: P(supported)"]
-        row[0] += 1
-        row[1] += result.usage.prompt_tokens
+        row[0] += len(prompts)
+        row[1] += sum(map(len, prompts))
         row[2] += decoded(self) - before
         row[3] += time.perf_counter() - started
-        return result
+        return rows
 
     def timed_group(self: Any, llama: Any, calls: Any, prompts: Any, members: list[int], answers: Any) -> None:
         """Greedy calls decoded together (one row per kind; a batch counts each of its calls)."""
-        before, started = decoded(self), time.perf_counter()
+        started = time.perf_counter()
         group(self, llama, calls, prompts, members, answers)
         first = calls[members[0]]
-        if first.choices:  # P(supported), read together
-            row = stats["verify: P(supported)"]
-            row[0] += len(members)
-            row[1] += sum(len(prompts[i]) for i in members)
-            row[2] += decoded(self) - before
-            row[3] += time.perf_counter() - started
+        if first.choices:  # counted by timed_read
             return
         kind = "reason" if first.prefix is not None else first.schema.__name__ if first.schema else "text"
         row = stats[f"generate: {kind}"]
@@ -77,7 +72,7 @@ def instrument(stats: dict[str, list[float]]) -> None:
         )
         row[3] += time.perf_counter() - started
 
-    judge._choices_sync = timed_choices  # type: ignore[method-assign]
+    judge._read_choices = timed_read  # type: ignore[method-assign]
     judge._decode_group = timed_group  # type: ignore[method-assign,assignment]
 
 
