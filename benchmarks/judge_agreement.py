@@ -95,9 +95,11 @@ VARIANT = re.compile(
 ENSEMBLE = re.compile(r"^mean\((?P<members>[^)]+)\)$")
 
 
-def load(name: str, n: int, seed: int) -> list[dict[str, Any]]:
-    """A seeded sample with the set's own label ratio."""
+def load(name: str, n: int, seed: int, chars: tuple[int, int] | None = None) -> list[dict[str, Any]]:
+    """A seeded sample with the set's own label ratio (of the items whose contexts total ``chars``, if given)."""
     rows = [json.loads(line) for line in (DATA / SETS[name]).open()]
+    if chars is not None:
+        rows = [r for r in rows if chars[0] <= sum(map(len, contexts_of(name, r))) <= chars[1]]
     rng = random.Random(seed)
     positives = [r for r in rows if int(r["label"]) == 1]
     negatives = [r for r in rows if int(r["label"]) == 0]
@@ -442,6 +444,11 @@ async def main() -> None:
     parser.add_argument("--report", default="", help="extra variants or ensembles to report from the cache only")
     parser.add_argument("--chunk-chars", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--context-chars",
+        default="",
+        help="LOW-HIGH: only items whose contexts total that many characters (e.g. 2001-3000: where a chunk size acts)",
+    )
     parser.add_argument("--speed", action="store_true", help="measure statements per second instead")
     parser.add_argument("--documents", type=int, default=8, help="--speed: documents (and BEGIN snippets)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
@@ -477,7 +484,11 @@ async def main() -> None:
         await speed(judge, args.documents, per_document=6)
         return
     sets = [s.strip() for s in args.sets.split(",")]
-    rows = {name: load(name, args.n, args.seed) for name in sets}
+    chars = None
+    if args.context_chars:
+        low, _, high = args.context_chars.partition("-")
+        chars = (int(low or 0), int(high or 10**9))
+    rows = {name: load(name, args.n, args.seed, chars) for name in sets}
     CACHE.mkdir(exist_ok=True)
     path = CACHE / f"agreement-{model_slug(judge)}-s{args.seed}.json"
     cache: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}

@@ -547,7 +547,14 @@ def test_an_old_record_reads_as_schema_1_and_a_new_one_as_schema_2() -> None:
     "name", [n for n in V1 if n in registry_metrics() and n != "faithfulness" and not n.startswith("agent_goal")]
 )
 def test_schema_1_specs_of_the_registry_metrics_rebuild_the_same_metric(name: str) -> None:
-    assert metric_from_spec(V1[name]) == registry_metrics()[name]
+    expected = registry_metrics()[name]
+    verifier = getattr(expected, "verifier", None)
+    if verifier is not None:
+        # Recorded when chunks were 2,000 characters (the default until issue 32): the
+        # record's own size is rebuilt, not today's default.
+        assert verifier.chunk_chars == 3000
+        expected = dataclasses.replace(expected, verifier=dataclasses.replace(verifier, chunk_chars=2000))
+    assert metric_from_spec(V1[name]) == expected
 
 
 @pytest.mark.parametrize("name", [n for n in V1 if n.startswith("agent_goal")])
