@@ -220,7 +220,7 @@ class HiddenStateJudge(LocalJudge):
             first[choice] = ids[common]
         prompt = base[:common]
         with _LOCKS[self._key]:
-            self._eval_with_prefix_reuse(llama, prompt[:-1])
+            self._eval_with_prefix_reuse(llama, prompt[:-1], self._instructions(llama, messages, prompt))
             llama_cpp.llama_set_embeddings(llama._ctx.ctx, True)
             try:
                 llama.eval(prompt[-1:])

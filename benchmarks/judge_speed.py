@@ -28,11 +28,23 @@ process):
   (``GGML_AMX_ATTN=0``);
 - ``tiles``: the same, with attention's two products as AMX BF16 tile products (the
   fifth round), verdict calls read one at a time (``ASSAY_LOCAL_BATCH_CHOICES=0``);
-- ``new``: the shipped judge: the same, with the verdict calls on one evidence window
-  read in one batch, one sequence each (the sixth round).
+- ``sixth``: the same, with the verdict calls on one evidence window read in one batch,
+  one sequence each (the sixth round);
+- ``new``: the shipped judge: the same, with whole contexts read in chunks of up to 3,000
+  characters, the evidence window's size, instead of 2,000, and the instructions' cells
+  loaded from disk where an earlier process saved them (the seventh round). Every other
+  configuration builds faithfulness with 2,000-character chunks
+  (``JUDGE_SPEED_CHUNK_CHARS``, this benchmark's own; the demo gets ``--set
+  faithfulness.chunk_chars=2000``) and keeps no instruction cells on disk
+  (``ASSAY_LOCAL_INSTRUCTION_CACHE=off``: it still reads them alone, which costs what
+  reading them with the rest of the first prompt did).
 
-Every configuration but ``tiles`` and ``new`` sets ``GGML_AMX_ATTN=0``, and every one but
-``new`` reads the verdict calls one at a time (``loop`` and ``q8`` decode one call at a
+The instruction files are the user's (``<cache dir>/instructions``): ``new``'s first run
+saves them if no earlier run did, and is the slower for it; the workloads other than the
+demo warm the judge first, so only the demo's figure depends on them.
+
+Every configuration but ``tiles``, ``sixth`` and ``new`` sets ``GGML_AMX_ATTN=0``, and every one but
+``sixth`` and ``new`` reads the verdict calls one at a time (``loop`` and ``q8`` decode one call at a
 time anyway). The fifth round's vectorized
 softmax is in every configuration on the AMX build (it computes the same values, bitwise).
 
@@ -48,7 +60,7 @@ and the load average are printed with the figures; run it alone.
 
     python benchmarks/judge_speed.py                        # 3 RAG answers, 3 summaries, 2 trajectories, the demo
     python benchmarks/judge_speed.py --rag 5 --summaries 5 --agents 0 --no-demo --configs batched,new
-    python benchmarks/judge_speed.py --rag 2 --summaries 2 --agents 1 --configs tiles,new --repeat 3
+    python benchmarks/judge_speed.py --rag 2 --summaries 2 --agents 1 --configs sixth,new --repeat 3
 """
 
 from __future__ import annotations
@@ -71,20 +83,27 @@ from judge_limit import machine_line
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parents[1] / "shared" / "data"
 TARGETS = {"rag": 15.0, "summary": 10.0, "agent": 30.0, "demo": 30.0}
+CHUNK = "JUDGE_SPEED_CHUNK_CHARS"  # not the judge's: this benchmark's children build faithfulness with it
 CONFIGS = {  # the environment each configuration's processes run in
     "old": {
         "ASSAY_AMX": "off",
         "ASSAY_LOCAL_DECODE_LOOP": "llama_cpp",
         "ASSAY_LOCAL_LAYOUT": "shipped",
         "ASSAY_LOCAL_BATCH_CHOICES": "0",
+        CHUNK: "2000",
+        "ASSAY_LOCAL_INSTRUCTION_CACHE": "off",
     },
     "loop": {
+        CHUNK: "2000",
+        "ASSAY_LOCAL_INSTRUCTION_CACHE": "off",
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
         "ASSAY_LOCAL_LAYOUT": "shipped",
         "ASSAY_LOCAL_SEQUENCES": "1",
         "GGML_AMX_ATTN": "0",
     },
     "q8": {
+        CHUNK: "2000",
+        "ASSAY_LOCAL_INSTRUCTION_CACHE": "off",
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
         "ASSAY_LOCAL_LAYOUT": "auto",
         "ASSAY_LOCAL_SEQUENCES": "1",
@@ -92,6 +111,8 @@ CONFIGS = {  # the environment each configuration's processes run in
         "GGML_AMX_ATTN": "0",
     },
     "batched": {
+        CHUNK: "2000",
+        "ASSAY_LOCAL_INSTRUCTION_CACHE": "off",
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
         "ASSAY_LOCAL_LAYOUT": "auto",
         "ASSAY_LOCAL_SEQUENCES": "8",
@@ -100,6 +121,8 @@ CONFIGS = {  # the environment each configuration's processes run in
         "GGML_AMX_ATTN": "0",
     },
     "grouped": {
+        CHUNK: "2000",
+        "ASSAY_LOCAL_INSTRUCTION_CACHE": "off",
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
         "ASSAY_LOCAL_LAYOUT": "auto",
         "ASSAY_LOCAL_SEQUENCES": "8",
@@ -107,10 +130,19 @@ CONFIGS = {  # the environment each configuration's processes run in
         "GGML_AMX_ATTN": "0",
     },
     "tiles": {
+        CHUNK: "2000",
+        "ASSAY_LOCAL_INSTRUCTION_CACHE": "off",
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
         "ASSAY_LOCAL_LAYOUT": "auto",
         "ASSAY_LOCAL_SEQUENCES": "8",
         "ASSAY_LOCAL_BATCH_CHOICES": "0",
+    },
+    "sixth": {
+        "ASSAY_LOCAL_DECODE_LOOP": "assay",
+        "ASSAY_LOCAL_LAYOUT": "auto",
+        "ASSAY_LOCAL_SEQUENCES": "8",
+        CHUNK: "2000",
+        "ASSAY_LOCAL_INSTRUCTION_CACHE": "off",
     },
     "new": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "auto", "ASSAY_LOCAL_SEQUENCES": "8"},
 }
@@ -135,6 +167,7 @@ def fingerprint(score: Any) -> dict[str, Any]:
 
 async def child(config: str, args: argparse.Namespace) -> dict[str, Any]:
     from assay import Sample
+    from assay.grounding import StatementVerifier
     from assay.metrics import AgentGoalAccuracy, Faithfulness
     from assay.models import LocalJudge
 
@@ -147,7 +180,8 @@ async def child(config: str, args: argparse.Namespace) -> dict[str, Any]:
         "weights": judge.weights,
         "runs": {},
     }
-    metric = Faithfulness()
+    chunk = os.environ.get(CHUNK)
+    metric = Faithfulness() if chunk is None else Faithfulness(verifier=StatementVerifier(chunk_chars=int(chunk)))
     warm = Sample(
         id="warm", answer="The tower is tall. It was built in 1889.", contexts=("The tower was built in 1889.",)
     )
@@ -193,6 +227,8 @@ def demo(config: str) -> dict[str, Any]:
             str(assay), "run", str(HERE.parent / "examples" / "rag.jsonl"), "--out", f"{tmp}/out.jsonl",
             "--no-cache", "--store", f"{tmp}/runs.sqlite", "--progress", "none",
         ]  # fmt: skip
+        if CHUNK in CONFIGS[config]:
+            command += ["--set", f"faithfulness.chunk_chars={CONFIGS[config][CHUNK]}"]
         started = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
         seconds = time.perf_counter() - started
@@ -217,7 +253,7 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=2)
     parser.add_argument("--no-demo", action="store_true")
     parser.add_argument(
-        "--configs", default="old,loop,q8,batched,grouped,tiles,new", help="the last is compared with each other"
+        "--configs", default="old,loop,q8,batched,grouped,tiles,sixth,new", help="the last is compared with each other"
     )
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs of the configurations, alternated (this VM's speed drifts)"

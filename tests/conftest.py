@@ -1,8 +1,20 @@
 from __future__ import annotations
 
+import os
 import socket
 
 import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _instruction_cells_in_a_scratch_directory(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """The local judge keeps instruction cells on disk; tests keep theirs out of the user's cache."""
+    if "ASSAY_LOCAL_INSTRUCTION_CACHE" in os.environ:
+        yield
+        return
+    os.environ["ASSAY_LOCAL_INSTRUCTION_CACHE"] = str(tmp_path_factory.mktemp("instructions"))
+    yield
+    del os.environ["ASSAY_LOCAL_INSTRUCTION_CACHE"]
 
 
 @pytest.fixture(autouse=True)

@@ -48,6 +48,7 @@ from assay.models._decode import (
     prompt_logits_many,
 )
 from assay.models._decode import common_prefix as _common_prefix
+from assay.models._instructions import InstructionFiles, instruction_files
 from assay.models._protocol import ChatMessage, ChoiceProbabilities, GenerateConfig, JudgeModel, JudgeResponse
 from assay.models._weights import (
     AMX_LAYOUT_FILE,
@@ -89,6 +90,7 @@ class _Greedy:
     config: GenerateConfig
     choices: tuple[str, ...] = ()  # choice_probabilities: P(each) after the prefix, nothing generated
     first: dict[str, int] = field(default_factory=dict)  # each choice's first token, once tokenised
+    instructions: int = 0  # how many of its prompt's tokens are its instructions, once tokenised
     future: asyncio.Future[_Answer] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
@@ -202,24 +204,75 @@ class _PrefixStates:
     so P(supported) differs from a cold evaluation only by floating-point batching effects
     (under 0.005 in our checks), as the live-cache reuse always has.
 
+    A prompt's instructions (its system message) are read alone, before the rest, the
+    first time they are needed, and their cells are kept on disk for the next process
+    (:mod:`assay.models._instructions`): every call then starts from the same cells,
+    whether they were computed in this process or loaded.
+
     Args:
         limit: Prompts kept (one per kind of prompt in practice).
         min_gain: A saved prompt is restored only when it shares this many more tokens
             than the live cache does (a restore copies memory; a few tokens are cheaper to
             evaluate).
+        files: Where instruction cells are kept between processes (None: not kept).
     """
 
-    def __init__(self, limit: int = 4, min_gain: int = 32) -> None:
+    def __init__(self, limit: int = 4, min_gain: int = 32, files: InstructionFiles | None = None) -> None:
         self.limit = limit
         self.min_gain = min_gain
+        self.files = files
         self._saved: list[tuple[list[int], Any, int]] = []  # (token ids, KV bytes as a ctypes array, size)
         self.evaluated = 0  # prompt tokens actually decoded (not restored, not reused)
         self.restored = 0  # prompt tokens served from a saved state
+        self.loaded = 0  # prompt tokens served from an instruction file
 
-    def restore(self, llama: Any, tokens: Sequence[int]) -> None:
-        """Make the live cache the saved prompt sharing the longest prefix with ``tokens``, if that beats it."""
+    def restore(self, llama: Any, tokens: Sequence[int], instructions: int = 0) -> None:
+        """Make the live cache the saved prompt sharing the longest prefix with ``tokens``, if that beats it.
+
+        ``instructions``: how many of ``tokens`` are the prompt's instructions. When
+        neither the live cache nor a saved prompt holds them, they are loaded from their
+        file or read alone first (:meth:`_instructions`).
+        """
+        if instructions >= self.min_gain and instructions < len(tokens):
+            held = [llama._input_ids.tolist()] + [entry[0] for entry in self._saved]
+            covered = max(_common_prefix(ids, tokens) for ids in held)
+            if covered < instructions:
+                self._instructions(llama, list(tokens[:instructions]))
+        self._restore(llama, tokens)
+
+    def _instructions(self, llama: Any, tokens: list[int]) -> None:
+        """Make the live cache exactly the cells of ``tokens`` read alone: loaded from their file, or read and saved."""
+        import ctypes
+
+        payload = self.files.load(tokens) if self.files is not None else None
+        if payload is not None:
+            buffer = (ctypes.c_uint8 * len(payload)).from_buffer_copy(payload)
+            if self._set(llama, tokens, buffer, len(payload)):
+                self.loaded += len(tokens)
+                self._keep(tokens, buffer, len(payload))
+                return
+        llama.reset()  # from an empty cache: the cells must not depend on what was read before
+        eval_prompt(llama, tokens)
+        self.evaluated += len(tokens)
+        buffer, size = _cells(llama)
+        self._keep(tokens, buffer, size)
+        if self.files is not None:
+            self.files.save(tokens, buffer, size)
+
+    def _set(self, llama: Any, tokens: Sequence[int], buffer: Any, size: int) -> bool:
+        """Load ``size`` bytes of ``buffer`` as the cells of ``tokens``; False (and an empty cache) if refused."""
         import llama_cpp
 
+        llama._ctx.kv_cache_clear()
+        if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, buffer, size, 0) != size:
+            llama.reset()
+            return False
+        llama.input_ids[: len(tokens)] = tokens
+        llama.n_tokens = len(tokens)
+        llama._requires_eval = True  # the logits are not restored: the caller evaluates >= 1 token
+        return True
+
+    def _restore(self, llama: Any, tokens: Sequence[int]) -> None:
         live = _common_prefix(llama._input_ids.tolist(), tokens)
         best, shared = None, live + self.min_gain - 1
         for entry in self._saved:
@@ -230,33 +283,37 @@ class _PrefixStates:
             self.evaluated += len(tokens) - live
             return
         ids, buffer, size = best
-        llama._ctx.kv_cache_clear()
-        if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, buffer, size, 0) != size:
+        if not self._set(llama, ids, buffer, size):
             self._saved.remove(best)  # the cache was cleared: evaluate from scratch
-            llama.reset()
             self.evaluated += len(tokens)
             return
-        llama.input_ids[: len(ids)] = ids
-        llama.n_tokens = len(ids)
-        llama._requires_eval = True  # the logits are not restored: the caller evaluates >= 1 token
         self.restored += shared
         self.evaluated += len(tokens) - shared
 
     def remember(self, llama: Any) -> None:
         """Save the live cache; it replaces a saved prompt it shares at least half of."""
-        import ctypes
-
-        import llama_cpp
-
         ids = llama._input_ids.tolist()
         if self.limit <= 0 or len(ids) < self.min_gain:
             return
-        size = llama_cpp.llama_state_seq_get_size(llama._ctx.ctx, 0)
-        buffer = (ctypes.c_uint8 * size)()
-        written = llama_cpp.llama_state_seq_get_data(llama._ctx.ctx, buffer, size, 0)
+        self._keep(ids, *_cells(llama))
+
+    def _keep(self, ids: list[int], buffer: Any, size: int) -> None:
+        if self.limit <= 0:
+            return
         self._saved = [e for e in self._saved if 2 * _common_prefix(e[0], ids) < len(e[0])]
-        self._saved.append((ids, buffer, written))
+        self._saved.append((ids, buffer, size))
         del self._saved[: -self.limit]
+
+
+def _cells(llama: Any) -> tuple[Any, int]:
+    """The live cache's cells (sequence 0) as a ctypes buffer, and how many bytes of it are used."""
+    import ctypes
+
+    import llama_cpp
+
+    size = llama_cpp.llama_state_seq_get_size(llama._ctx.ctx, 0)
+    buffer = (ctypes.c_uint8 * size)()
+    return buffer, llama_cpp.llama_state_seq_get_data(llama._ctx.ctx, buffer, size, 0)
 
 
 @functools.lru_cache(maxsize=8)
@@ -349,6 +406,7 @@ class LocalJudge(JudgeModel):
         self.max_string_chars = max_string_chars
         self._progress = progress
         self._grammars: dict[type[BaseModel], Any] = {}
+        self._system_ids: dict[str, list[int]] = {}  # a system message's tokens, rendered alone
         source = "decode_loop" if decode_loop is not None else "ASSAY_LOCAL_DECODE_LOOP"
         loop = decode_loop or os.environ.get("ASSAY_LOCAL_DECODE_LOOP", "").strip() or "assay"
         if loop not in ("assay", "llama_cpp"):
@@ -462,7 +520,8 @@ class LocalJudge(JudgeModel):
                 )
                 enable_sequences(_LOADED[key])
                 _LOCKS[key] = threading.Lock()
-                _STATES[key] = _PrefixStates()
+                files = instruction_files(path, n_ctx=self.n_ctx, n_batch=512, n_threads=self.n_threads)
+                _STATES[key] = _PrefixStates(files=files)
             self._key = key
             return _LOADED[key]
 
@@ -484,7 +543,7 @@ class LocalJudge(JudgeModel):
         prompt = self._tokenizer(llama, messages)("")
         started = time.perf_counter()
         with _LOCKS[self._key]:
-            _STATES[self._key].restore(llama, prompt)
+            _STATES[self._key].restore(llama, prompt, self._instructions(llama, messages, prompt))
             try:
                 result = llama.create_chat_completion(
                     messages=[dict(m) for m in messages],
@@ -544,16 +603,18 @@ class LocalJudge(JudgeModel):
             try:
                 if call.choices:
                     prompts[i], call.first = self._choice_prompt(llama, call.messages, call.prefix or "", call.choices)
-                    continue
-                prompts[i] = self._tokenizer(llama, call.messages)(call.prefix or "")
-                # a string to continue needs room for a few tokens of it
-                if len(prompts[i]) + (8 if call.prefix is not None else 0) >= self.n_ctx:
-                    raise JudgeError(f"prompt of {len(prompts[i])} tokens exceeds the context window ({self.n_ctx})")
+                else:
+                    prompts[i] = self._tokenizer(llama, call.messages)(call.prefix or "")
+                    # a string to continue needs room for a few tokens of it
+                    if len(prompts[i]) + (8 if call.prefix is not None else 0) >= self.n_ctx:
+                        n = len(prompts[i])
+                        raise JudgeError(f"prompt of {n} tokens exceeds the context window ({self.n_ctx})")
+                call.instructions = self._instructions(llama, call.messages, prompts[i])
             except Exception as exc:
                 answers[i] = exc
         ready = [i for i in prompts if answers[i] is None]
         kinds = [[i for i in ready if calls[i].choices], [i for i in ready if not calls[i].choices]]
-        for group in (g for kind in kinds for g in self._groups(kind, prompts)):
+        for group in (g for kind in kinds for g in self._groups(kind, prompts, calls)):
             try:
                 self._decode_group(llama, calls, prompts, group, answers)
             except Exception as exc:
@@ -577,8 +638,9 @@ class LocalJudge(JudgeModel):
     ) -> None:
         """Decode ``group``'s calls as one batch under the model's lock; their answers go into ``answers``."""
         tokens = [prompts[i] for i in group]
+        instructions = calls[group[0]].instructions  # the same for the whole group (_groups)
         if calls[group[0]].choices:
-            rows = self._read_choices(llama, tokens)
+            rows = self._read_choices(llama, tokens, instructions)
             if len(group) > 1:
                 self.decode_stats["batches"] += 1
                 self.decode_stats["batched"] += len(group)
@@ -589,7 +651,7 @@ class LocalJudge(JudgeModel):
         limits = [self._max_tokens(calls[i].config) for i in group]
         started = time.perf_counter()
         with _LOCKS[self._key]:
-            _STATES[self._key].restore(llama, tokens[0][: prompt_cells(tokens)[0] + 1])
+            _STATES[self._key].restore(llama, tokens[0][: prompt_cells(tokens)[0] + 1], instructions)
             decoded = greedy_decode_many(llama, tokens, grammars, limits, draft=self.draft_tokens)
             _STATES[self._key].remember(llama)
         if len(group) > 1:
@@ -598,11 +660,18 @@ class LocalJudge(JudgeModel):
         for i, prompt, result in zip(group, tokens, decoded, strict=True):
             answers[i] = self._answer(llama, calls[i], prompt, result, started)
 
-    def _groups(self, order: list[int], prompts: dict[int, list[int]]) -> list[list[int]]:
-        """Calls in order, grouped while the prompts (and some room to generate) fit the window together."""
+    def _groups(self, order: list[int], prompts: dict[int, list[int]], calls: list[_Greedy]) -> list[list[int]]:
+        """Calls in order, grouped while the prompts (and some room to generate) fit the window together.
+
+        A group's calls have the same instructions, so the group starts from their cells
+        as read alone (:meth:`_PrefixStates.restore`).
+        """
         groups: list[list[int]] = []
         for i in order:
-            if groups and len(groups[-1]) < self.sequences:
+            head = groups[-1][0] if groups else i
+            n = calls[head].instructions
+            same = calls[i].instructions == n and prompts[i][:n] == prompts[head][:n]
+            if groups and same and len(groups[-1]) < self.sequences:
                 trial = [prompts[j] for j in (*groups[-1], i)]
                 if prompt_cells(trial)[1] + GENERATION_CELLS * len(trial) <= self.n_ctx:
                     groups[-1].append(i)
@@ -675,6 +744,24 @@ class LocalJudge(JudgeModel):
 
         return tokens
 
+    def _instructions(self, llama: Any, messages: Sequence[ChatMessage], prompt: Sequence[int]) -> int:
+        """How many of ``prompt``'s tokens are its instructions: the system message, as the template lays it out.
+
+        Only text of ours is counted (the system message, never the user's turn that
+        holds the answer and contexts): the tokens ``prompt`` shares with the system
+        message rendered alone.
+        """
+        if not messages or messages[0].get("role") != "system":
+            return 0
+        text = str(messages[0].get("content", ""))
+        ids = self._system_ids.get(text)
+        if ids is None:
+            ids = self._tokenizer(llama, messages[:1])("")
+            if len(self._system_ids) >= 64:
+                self._system_ids.clear()
+            self._system_ids[text] = ids
+        return _common_prefix(ids, prompt)
+
     def _response(self, text: str, choice: dict[str, Any], result: dict[str, Any], started: float) -> JudgeResponse:
         usage = result.get("usage") or {}
         return JudgeResponse(
@@ -688,9 +775,9 @@ class LocalJudge(JudgeModel):
             finish_reason=choice.get("finish_reason"),
         )
 
-    def _eval_with_prefix_reuse(self, llama: Any, tokens: list[int]) -> None:
+    def _eval_with_prefix_reuse(self, llama: Any, tokens: list[int], instructions: int = 0) -> None:
         """Evaluate ``tokens``, re-using the KV cache of the longest prefix already evaluated (or saved)."""
-        _STATES[self._key].restore(llama, tokens)
+        _STATES[self._key].restore(llama, tokens, instructions)
         eval_prompt(llama, tokens)
         _STATES[self._key].remember(llama)
 
@@ -723,14 +810,18 @@ class LocalJudge(JudgeModel):
     ) -> ChoiceProbabilities:
         llama = self.load()  # first: it chooses the llama.cpp build, which importing llama_cpp fixes
         prompt, first = self._choice_prompt(llama, messages, prefix, choices)
-        return _choice_answer(self._read_choices(llama, [prompt])[0], choices, first, len(prompt))
+        rows = self._read_choices(llama, [prompt], self._instructions(llama, messages, prompt))
+        return _choice_answer(rows[0], choices, first, len(prompt))
 
-    def _read_choices(self, llama: Any, prompts: list[list[int]]) -> list[Any]:
-        """The logits after each prompt, read together under the model's lock from the best saved prefix."""
+    def _read_choices(self, llama: Any, prompts: list[list[int]], instructions: int = 0) -> list[Any]:
+        """The logits after each prompt, read together under the model's lock from the best saved prefix.
+
+        ``instructions``: how many tokens all the prompts begin with are their instructions.
+        """
         shared = prompt_cells(prompts)[0]
         states = _STATES[self._key]
         with _LOCKS[self._key]:
-            states.restore(llama, prompts[0][: shared + 1])
+            states.restore(llama, prompts[0][: shared + 1], instructions)
             rows = prompt_logits_many(llama, prompts)
             states.remember(llama)
         # restore() counted the shared prefix and one token: the other tokens of every prompt too
@@ -771,7 +862,7 @@ class LocalJudge(JudgeModel):
             raise JudgeError(f"prompt of {len(tokens)} tokens exceeds the context window ({self.n_ctx})")
         started = time.perf_counter()
         with _LOCKS[self._key]:
-            _STATES[self._key].restore(llama, tokens)
+            _STATES[self._key].restore(llama, tokens, self._instructions(llama, messages, tokens))
             result = llama.create_completion(
                 prompt=tokens,
                 grammar=_string_body_grammar(max_chars),
