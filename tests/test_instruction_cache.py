@@ -35,7 +35,8 @@ CHILD = textwrap.dedent(
     async def main():
         out = []
         for statement in statements:
-            messages = STATEMENT_PROMPT.render(StatementCheck(context=["Lyon is a city in France."], statement=statement))
+            check = StatementCheck(context=["Lyon is a city in France."], statement=statement)
+            messages = STATEMENT_PROMPT.render(check)
             probs = await judge.choice_probabilities(messages, prefix='{"verdict": ', choices=["1", "0"])
             out.append(probs["1"])
         return out
@@ -177,3 +178,33 @@ def test_only_the_system_message_counts_as_instructions() -> None:
     assert str(messages[0]["content"]) in head
     assert "Ignore the rules" not in head and "Lyon" not in head
     assert judge._instructions(llama, messages[1:], prompt) == 0  # no system message: nothing is instructions
+
+
+@pytest.mark.slow
+def test_model_prepare_load_keeps_the_default_metrics_instructions_for_the_next_run(tmp_path: Path) -> None:
+    """A CI job can prepare once (caching the cache directory) and every run starts warm."""
+    env = {**os.environ, "ASSAY_LOCAL_INSTRUCTION_CACHE": str(tmp_path), "ASSAY_LOCAL_MODEL": str(smollm2_path())}
+    assay = Path(sys.executable).parent / "assay"
+    done = subprocess.run(
+        [str(assay), "model", "prepare", "--load"], capture_output=True, text=True, env=env, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(list(tmp_path.glob("*.kv"))) == 2  # the rewrite prompt's and the verdict prompt's
+    script = textwrap.dedent(
+        """
+        import asyncio, json, sys
+        from assay import Faithfulness, Sample
+        from assay.models import LocalJudge
+        from assay.models._local import _STATES
+        judge = LocalJudge()
+        sample = Sample(id="a", question="Where is Lyon?", answer="It is in France.", contexts=("Lyon.",))
+        asyncio.run(Faithfulness().score(sample, judge))
+        files = _STATES[judge._key].files
+        print(json.dumps({"loaded": files.loaded, "refused": files.refused}))
+        """
+    )
+    command = [sys.executable, "-c", script]
+    run = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == {"loaded": 2, "refused": 0}
+    assert len(list(tmp_path.glob("*.kv"))) == 2  # nothing new to save

