@@ -147,6 +147,24 @@ def test_files_are_kept_whole_or_not_at_all_and_the_least_recently_used_go_first
     assert InstructionFiles(tmp_path, "other key").load([1, 2, KEEP + 2]) is None
 
 
+def test_files_are_kept_up_to_a_total_size_the_newest_always(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ctypes
+
+    from assay.models import _instructions
+
+    monkeypatch.setattr(_instructions, "KEEP_BYTES", 3000)
+    files = InstructionFiles(tmp_path, "key")
+    cells = (ctypes.c_uint8 * 1000)()
+    for n in range(5):
+        assert files.save([n], cells, 1000)
+        os.utime(files._path([n]), ns=(n * 10**9, n * 10**9))
+    assert files.load([4]) is not None and files.load([3]) is not None  # two of ~1,100 bytes fit in 3,000
+    assert files.load([0]) is None and len(list(tmp_path.glob("*.kv"))) == 2
+    big = (ctypes.c_uint8 * 5000)()
+    assert files.save([9], big, 5000)
+    assert files.load([9]) is not None  # the newest is kept even when it alone is over the budget
+
+
 def test_the_cache_is_off_or_elsewhere_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     weights = tmp_path / "w.gguf"
     weights.write_bytes(b"x")

@@ -27,8 +27,8 @@ after it is another judge's. So:
 - **Writing is best effort and atomic.** A full disk or a read-only cache directory
   costs speed, never a run: the file is written beside its final name and renamed into
   place, so a reader never sees half of it, and two processes saving one key at once
-  both leave a whole file. At most :data:`KEEP` files are kept (the least recently used
-  go first).
+  both leave a whole file. At most :data:`KEEP` files and :data:`KEEP_BYTES` bytes are
+  kept (the least recently used go first; the newest is always kept).
 
 ``ASSAY_LOCAL_INSTRUCTION_CACHE=off`` keeps nothing on disk (the instructions are still
 read alone first); any other value is the directory to use, by default
@@ -50,12 +50,14 @@ from typing import Any
 
 from assay.models._weights import cache_dir
 
-__all__ = ["KEEP", "InstructionFiles", "identity", "instruction_files"]
+__all__ = ["KEEP", "KEEP_BYTES", "InstructionFiles", "identity", "instruction_files"]
 
 ENV = "ASSAY_LOCAL_INSTRUCTION_CACHE"
 MAGIC = b"ASSAYKV1"
 KEEP = 32
 """Files kept (a few kinds of prompt per judge configuration; each ~28 KB a token for the default model)."""
+KEEP_BYTES = 512 * 2**20
+"""Bytes kept in all: the newest files up to this (the default metric's two take 38 MB)."""
 
 
 def _file_facts(path: Path) -> str:
@@ -160,9 +162,12 @@ class InstructionFiles:
             files = sorted(self.directory.glob("*.kv"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
         except OSError:
             return
-        for old in files[KEEP:]:
+        total = 0
+        for rank, path in enumerate(files):
             with contextlib.suppress(OSError):
-                old.unlink()
+                total += path.stat().st_size
+                if rank >= KEEP or (rank > 0 and total > KEEP_BYTES):
+                    path.unlink()
 
 
 def instruction_files(weights: Path, *, n_ctx: int, n_batch: int, n_threads: int) -> InstructionFiles | None:
