@@ -58,7 +58,8 @@ def paired(labels: np.ndarray, before: np.ndarray, after: np.ndarray, seed: int 
             diffs[name].append(measure(labels[idx], after[idx]) - measure(labels[idx], before[idx]))
     out: dict[str, float] = {"n": len(labels), "changed": int((before != after).sum())}
     for name, measure in MEASURES.items():
-        low, high = np.percentile(diffs[name], [2.5, 97.5])
+        # a set with one label (every resample too) has no balanced accuracy: no interval, not a crash
+        low, high = np.nanpercentile(diffs[name], [2.5, 97.5]) if diffs[name] else (np.nan, np.nan)
         b, a = measure(labels, before), measure(labels, after)
         out |= {f"{name}_before": b, f"{name}_after": a, f"{name}_low": float(low), f"{name}_high": float(high)}
     return out
