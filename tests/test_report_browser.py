@@ -341,7 +341,7 @@ def test_header_shows_settings_as_a_table_the_gates_verdict_and_no_raw_json(tmp_
         assert settings["decomposer"].startswith("faithfulness: llm")
         # gpt-4o-mini answers 1/0: the threshold was not used, and the table says so.
         assert settings["verifier threshold"].startswith("faithfulness: not used: the judge answers 1/0")
-        assert "chunks of 2,000 characters" in settings["chunking"]
+        assert "chunks of 3,000 characters" in settings["chunking"]
         assert settings["repeats"] == "2" and settings["temperature"] == "0.7"
         assert settings["dataset"] == "data/questions.jsonl (size=7 mtime_ns=1)"
         # The header reads as text: no JSON outside the closed disclosure, which holds the spec.
