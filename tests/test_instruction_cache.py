@@ -144,6 +144,12 @@ def test_files_are_kept_whole_or_not_at_all_and_the_least_recently_used_go_first
     assert len(kept) == KEEP
     assert files.load([1, 2, 0]) is None and files.load([1, 2, KEEP + 2]) == bytes(range(64))
     assert not list(tmp_path.glob(".*.part"))
+    cut_short, fresh = tmp_path / ".killed.part", tmp_path / ".writing.part"
+    cut_short.write_bytes(b"half")
+    os.utime(cut_short, ns=(0, 0))
+    fresh.write_bytes(b"half")  # another process may be writing it now
+    assert files.save([7], cells, 64)
+    assert not cut_short.exists() and fresh.exists()
     assert InstructionFiles(tmp_path, "other key").load([1, 2, KEEP + 2]) is None
 
 
@@ -226,3 +232,16 @@ def test_model_prepare_load_keeps_the_default_metrics_instructions_for_the_next_
     assert run.returncode == 0, run.stderr[-2000:]
     assert json.loads(run.stdout.strip().splitlines()[-1]) == {"loaded": 2, "refused": 0}
     assert len(list(tmp_path.glob("*.kv"))) == 2  # nothing new to save
+
+
+@pytest.mark.slow
+def test_two_runs_saving_the_same_instructions_at_once_leave_one_whole_file(tmp_path: Path) -> None:
+    environment = {**os.environ, "ASSAY_LOCAL_INSTRUCTION_CACHE": str(tmp_path)}
+    command = [sys.executable, "-c", CHILD, str(smollm2_path()), *STATEMENTS]
+    runs = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=environment) for _ in range(2)]
+    outputs = [json.loads(run.communicate(timeout=300)[0].strip().splitlines()[-1]) for run in runs]
+    assert all(run.returncode == 0 for run in runs)
+    assert len(list(tmp_path.glob("*.kv"))) == 1 and not list(tmp_path.glob(".*.part"))
+    later = judged(tmp_path, *STATEMENTS)
+    assert later["files"] == {"loaded": 1, "refused": 0}
+    assert later["p"] == outputs[0]["p"] == outputs[1]["p"]

@@ -44,6 +44,7 @@ import json
 import os
 import struct
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -158,6 +159,12 @@ class InstructionFiles:
         return True
 
     def _prune(self) -> None:
+        stale = time.time() - 3600  # a write cut short (the process killed) leaves its part behind
+        with contextlib.suppress(OSError):
+            for part in self.directory.glob(".*.part"):
+                with contextlib.suppress(OSError):
+                    if part.stat().st_mtime < stale:
+                        part.unlink()
         try:
             files = sorted(self.directory.glob("*.kv"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
         except OSError:
