@@ -245,3 +245,22 @@ def test_two_runs_saving_the_same_instructions_at_once_leave_one_whole_file(tmp_
     later = judged(tmp_path, *STATEMENTS)
     assert later["files"] == {"loaded": 1, "refused": 0}
     assert later["p"] == outputs[0]["p"] == outputs[1]["p"]
+
+
+def test_model_info_says_where_the_instructions_are_and_how_much_they_take(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ctypes
+
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    monkeypatch.setenv("ASSAY_LOCAL_INSTRUCTION_CACHE", str(tmp_path))
+    InstructionFiles(tmp_path, "key").save([1, 2], (ctypes.c_uint8 * (3 * 2**20))(), 3 * 2**20)
+    shown = CliRunner().invoke(app, ["model", "info"], env={"COLUMNS": "300"})
+    assert shown.exit_code == 0, shown.output
+    assert f"instructions: {tmp_path} (1 file, 3 MB)" in shown.output
+    monkeypatch.setenv("ASSAY_LOCAL_INSTRUCTION_CACHE", "off")
+    shown = CliRunner().invoke(app, ["model", "info"])
+    assert "instructions: not kept (ASSAY_LOCAL_INSTRUCTION_CACHE=off)" in shown.output

@@ -51,7 +51,7 @@ from typing import Any
 
 from assay.models._weights import cache_dir
 
-__all__ = ["KEEP", "KEEP_BYTES", "InstructionFiles", "identity", "instruction_files"]
+__all__ = ["KEEP", "KEEP_BYTES", "InstructionFiles", "identity", "instruction_files", "instructions_dir"]
 
 ENV = "ASSAY_LOCAL_INSTRUCTION_CACHE"
 MAGIC = b"ASSAYKV1"
@@ -177,12 +177,22 @@ class InstructionFiles:
                     path.unlink()
 
 
-def instruction_files(weights: Path, *, n_ctx: int, n_batch: int, n_threads: int) -> InstructionFiles | None:
-    """The files for a judge loaded from ``weights`` with these settings; None when turned off."""
+def instructions_dir() -> Path | None:
+    """Where instruction cells are kept: ``$ASSAY_LOCAL_INSTRUCTION_CACHE``, else ``<cache dir>/instructions``.
+
+    None when that variable says ``off``.
+    """
     chosen = os.environ.get(ENV, "").strip()
     if chosen.lower() in ("off", "0", "no", "false"):
         return None
-    directory = Path(chosen).expanduser() if chosen else cache_dir() / "instructions"
+    return Path(chosen).expanduser() if chosen else cache_dir() / "instructions"
+
+
+def instruction_files(weights: Path, *, n_ctx: int, n_batch: int, n_threads: int) -> InstructionFiles | None:
+    """The files for a judge loaded from ``weights`` with these settings; None when turned off."""
+    directory = instructions_dir()
+    if directory is None:
+        return None
     try:
         key = identity(weights, n_ctx=n_ctx, n_batch=n_batch, n_threads=n_threads)
     except (OSError, AttributeError):
