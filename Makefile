@@ -35,8 +35,15 @@ $(STAMP): pyproject.toml
 
 # A second llama.cpp build with AMX, used only where a probe in a child process finds AMX
 # granted (here and again at run time); a no-op elsewhere and when up to date.
+# Then, once per environment, the default metric's instructions are read and their KV cells
+# kept in the cache directory (assay model prepare --load, ~10 s), so the first run starts
+# as warm as every later one. A failure here is reported and left to the run to explain.
+INSTRUCTIONS := $(VENV)/.assay-instructions
 install: $(STAMP)
 	@scripts/build-llama-amx.sh $(VENV)
+	@test -f $(INSTRUCTIONS) || { $(BIN)/assay model prepare --load >$(VENV)/instructions.log 2>&1 \
+		&& touch $(INSTRUCTIONS) && echo "instructions: read once and kept (assay model info)"; } \
+		|| echo "note: could not read the judge's instructions ahead of time: see $(VENV)/instructions.log"
 
 demo: install
 	$(BIN)/assay run examples/rag.jsonl --out results.jsonl
