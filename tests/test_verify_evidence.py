@@ -329,6 +329,26 @@ def test_by_default_contexts_are_read_whole_up_to_8000_characters_and_through_on
     assert all(o.evidence is not None and o.evidence.chars <= 3000 for o in outcomes)
 
 
+@pytest.mark.parametrize("length", [2112, 2600, 3000])
+def test_a_context_up_to_the_windows_size_is_read_in_one_piece_not_a_chunk_and_a_tail(length: int) -> None:
+    """A 2,112-character summary source was a 1,950-character chunk and a 160-character tail.
+
+    Every statement the first chunk did not support was read again against the tail.
+    """
+    sentences = [f"Report {i} says the ferry to island {i} leaves at dawn from pier {i}." for i in range(200)]
+    context = " ".join(sentences)[:length].rsplit(" ", 1)[0]
+    assert length - 20 < len(context) <= length
+    statements = ["The ferry to island 3 leaves at dawn.", "The ferry to the moon leaves at noon."]
+    judge = ReadingJudge()
+    _run(StatementVerifier().verify([context], statements, judge))
+    assert len(judge.shown) == 2  # one read per statement, the unsupported one included
+    ((shown,),) = [{shown for _, shown in judge.shown}]
+    assert shown.endswith(context)  # the whole context, numbered
+    judge = ReadingJudge()
+    _run(StatementVerifier().verify([context + " " + context], statements, judge))  # over 3,000: chunks
+    assert len({shown for _, shown in judge.shown}) >= 2
+
+
 class Doubtful(ReadingJudge):
     """A judge that doubts everything, as the small model did copies in a crowded window."""
 
