@@ -11,7 +11,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, Trans
 from assay.cli._console import EXIT_USAGE, err_console, out_console
 from assay.errors import AssayError
 from assay.models import LocalJudge, cache_dir, local_model_path
-from assay.models._instructions import instructions_dir
+from assay.models._instructions import instructions_dir, kept
 from assay.models._protocol import ChatMessage
 
 __all__ = ["model_app"]
@@ -64,8 +64,5 @@ def info() -> None:
     if directory is None:
         out_console.print("instructions: not kept (ASSAY_LOCAL_INSTRUCTION_CACHE=off)")
         return
-    files = list(directory.glob("*.kv")) if directory.is_dir() else []
-    size = sum(f.stat().st_size for f in files)
-    out_console.print(
-        f"instructions: {directory} ({len(files)} file{'s' if len(files) != 1 else ''}, {size / 2**20:.0f} MB)"
-    )
+    count, size = kept(directory)
+    out_console.print(f"instructions: {directory} ({count} file{'s' if count != 1 else ''}, {size / 2**20:.0f} MB)")

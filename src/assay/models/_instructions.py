@@ -51,7 +51,7 @@ from typing import Any
 
 from assay.models._weights import cache_dir
 
-__all__ = ["KEEP", "KEEP_BYTES", "InstructionFiles", "identity", "instruction_files", "instructions_dir"]
+__all__ = ["KEEP", "KEEP_BYTES", "InstructionFiles", "identity", "instruction_files", "instructions_dir", "kept"]
 
 ENV = "ASSAY_LOCAL_INSTRUCTION_CACHE"
 MAGIC = b"ASSAYKV1"
@@ -166,7 +166,7 @@ class InstructionFiles:
                     if part.stat().st_mtime < stale:
                         part.unlink()
         try:
-            files = sorted(self.directory.glob("*.kv"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+            files = sorted(_files(self.directory), key=lambda p: p.stat().st_mtime_ns, reverse=True)
         except OSError:
             return
         total = 0
@@ -175,6 +175,16 @@ class InstructionFiles:
                 total += path.stat().st_size
                 if rank >= KEEP or (rank > 0 and total > KEEP_BYTES):
                     path.unlink()
+
+
+def _files(directory: Path) -> list[Path]:
+    return list(directory.glob("*.kv")) if directory.is_dir() else []
+
+
+def kept(directory: Path) -> tuple[int, int]:
+    """How many instruction files ``directory`` holds, and their bytes in all."""
+    files = _files(directory)
+    return len(files), sum(f.stat().st_size for f in files)
 
 
 def instructions_dir() -> Path | None:

@@ -525,24 +525,18 @@ class LocalJudge(JudgeModel):
             self._key = key
             return _LOADED[key]
 
-    def keep_instructions(self, prompts: Sequence[Sequence[ChatMessage]]) -> int:
+    def keep_instructions(self, prompts: Sequence[Sequence[ChatMessage]]) -> None:
         """Read each prompt's instructions now (or load them), keeping their cells for later processes.
 
-        ``assay model prepare --load`` does this for the default metric's prompts, so a CI
-        job that caches the cache directory starts every run with them. Returns how many
-        instruction tokens were read or loaded.
+        ``assay model prepare --load`` (and ``make install``) does this for the default
+        metric's prompts, so the first run starts with them.
         """
         llama = self.load()
-        states = _STATES[self._key]
-        done = 0
         for messages in prompts:
             tokens = self._tokenizer(llama, messages)("")
             n = self._instructions(llama, messages, tokens)
-            if n >= states.min_gain:
-                with _LOCKS[self._key]:
-                    states.restore(llama, tokens[: n + 1], n)
-                done += n
-        return done
+            with _LOCKS[self._key]:
+                _STATES[self._key].restore(llama, tokens[: n + 1], n)  # restore() skips what is too short
 
     def _grammar(self, schema: type[BaseModel]) -> Any:
         if schema not in self._grammars:
