@@ -45,10 +45,10 @@ def instrument(stats: dict[str, list[float]]) -> None:
     def decoded(self: Any) -> int:
         return _local._STATES[self._key].evaluated
 
-    def timed_read(self: Any, llama: Any, prompts: list[list[int]]) -> Any:
+    def timed_read(self: Any, llama: Any, prompts: list[list[int]], instructions: int = 0) -> Any:
         """P(supported) reads, one at a time or together (a batch counts each of its calls)."""
         before, started = decoded(self), time.perf_counter()
-        rows = read(self, llama, prompts)
+        rows = read(self, llama, prompts, instructions)
         row = stats["verify: P(supported)"]
         row[0] += len(prompts)
         row[1] += sum(map(len, prompts))

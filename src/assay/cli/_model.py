@@ -10,9 +10,8 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, Trans
 
 from assay.cli._console import EXIT_USAGE, err_console, out_console
 from assay.errors import AssayError
-from assay.models import LocalJudge, cache_dir, local_model_path
+from assay.models import ChatMessage, LocalJudge, cache_dir, local_model_path
 from assay.models._instructions import instructions_dir, kept
-from assay.models._protocol import ChatMessage
 
 __all__ = ["model_app"]
 
