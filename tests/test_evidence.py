@@ -370,6 +370,26 @@ def test_embeddings_find_a_paraphrase_that_shares_no_word() -> None:
     check_evidence(index, ev, 1200)
 
 
+def test_a_texts_vector_does_not_depend_on_the_texts_encoded_beside_it() -> None:
+    """Encoded alone, in any batch, beside texts of any length (padded or cut at 256 tokens):
+    the same vector, bit for bit. The encoder's batch size is a speed setting only."""
+    from assay.models._encoders import MiniLMEncoder
+
+    texts = [
+        "Curie.",
+        *CURIE.split(". "),
+        RIVERS,
+        " ".join([RIVERS] * 12),  # past 256 tokens: cut
+        "A doctor prescribed medicine.",
+        "",
+    ]
+    alone = np.stack([MiniLMEncoder(batch_size=1).encode([t])[0] for t in texts])
+    assert np.all(np.abs(np.linalg.norm(alone[:-1], axis=1) - 1) < 1e-5)
+    for size in (2, 3, 64):
+        assert np.array_equal(MiniLMEncoder(batch_size=size).encode(texts), alone), size
+    assert np.array_equal(MiniLMEncoder().encode(texts[::-1]), alone[::-1])
+
+
 def test_exclude_and_budget_hold_with_embeddings() -> None:
     index = ContextIndex.build([CURIE, RIVERS], embed=True)
     ev = index.select("Curie Nobel", budget_chars=150, top_k=4, neighbours=1, exclude=lambda s: "1903" in s)
