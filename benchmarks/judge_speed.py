@@ -30,21 +30,24 @@ process):
   fifth round), verdict calls read one at a time (``ASSAY_LOCAL_BATCH_CHOICES=0``);
 - ``sixth``: the same, with the verdict calls on one evidence window read in one batch,
   one sequence each (the sixth round);
-- ``new``: the shipped judge: the same, with whole contexts read in chunks of up to 3,000
-  characters, the evidence window's size, instead of 2,000, and the instructions' cells
-  loaded from disk where an earlier process saved them (the seventh round). Every other
-  configuration builds faithfulness with 2,000-character chunks
-  (``JUDGE_SPEED_CHUNK_CHARS``, this benchmark's own; the demo gets ``--set
-  faithfulness.chunk_chars=2000``) and keeps no instruction cells on disk
-  (``ASSAY_LOCAL_INSTRUCTION_CACHE=off``: it still reads them alone, which costs what
-  reading them with the rest of the first prompt did).
+- ``seventh``: the same, with whole contexts read in chunks of up to 3,000 characters, the
+  evidence window's size, instead of 2,000, and the instructions' cells loaded from disk
+  where an earlier process saved them (the seventh round). Every earlier configuration
+  builds faithfulness with 2,000-character chunks (``JUDGE_SPEED_CHUNK_CHARS``, this
+  benchmark's own; the demo gets ``--set faithfulness.chunk_chars=2000``) and keeps no
+  instruction cells on disk (``ASSAY_LOCAL_INSTRUCTION_CACHE=off``: it still reads them
+  alone, which costs what reading them with the rest of the first prompt did).
+- ``new``: the shipped judge: the same, with the evidence index's MiniLM encoding one
+  sentence a pass instead of 64 (the eighth round; the vectors are bitwise the same).
+  Every earlier configuration encodes 64 a pass (``JUDGE_SPEED_ENCODER_BATCH``, this
+  benchmark's own; not in the demo, whose contexts are a few sentences).
 
 The instruction files are the user's (``<cache dir>/instructions``): ``new``'s first run
 saves them if no earlier run did, and is the slower for it; the workloads other than the
 demo warm the judge first, so only the demo's figure depends on them.
 
-Every configuration but ``tiles``, ``sixth`` and ``new`` sets ``GGML_AMX_ATTN=0``, and every one but
-``sixth`` and ``new`` reads the verdict calls one at a time (``loop`` and ``q8`` decode one call at a
+Every configuration but ``tiles``, ``sixth``, ``seventh`` and ``new`` sets ``GGML_AMX_ATTN=0``, and every one but
+``sixth``, ``seventh`` and ``new`` reads the verdict calls one at a time (``loop`` and ``q8`` decode one call at a
 time anyway). The fifth round's vectorized
 softmax is in every configuration on the AMX build (it computes the same values, bitwise).
 
@@ -60,7 +63,7 @@ and the load average are printed with the figures; run it alone.
 
     python benchmarks/judge_speed.py                        # 3 RAG answers, 3 summaries, 2 trajectories, the demo
     python benchmarks/judge_speed.py --rag 5 --summaries 5 --agents 0 --no-demo --configs batched,new
-    python benchmarks/judge_speed.py --rag 2 --summaries 2 --agents 1 --configs sixth,new --repeat 3
+    python benchmarks/judge_speed.py --rag 2 --summaries 2 --agents 1 --configs seventh,new --repeat 3
 """
 
 from __future__ import annotations
@@ -84,8 +87,11 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE.parents[1] / "shared" / "data"
 TARGETS = {"rag": 15.0, "summary": 10.0, "agent": 30.0, "demo": 30.0}
 CHUNK = "JUDGE_SPEED_CHUNK_CHARS"  # not the judge's: this benchmark's children build faithfulness with it
+ENCODER_BATCH = "JUDGE_SPEED_ENCODER_BATCH"  # texts a MiniLM pass in evidence selection (not the demo's)
+BEFORE_EIGHTH = {ENCODER_BATCH: "64"}  # what every round before the eighth ran with
 CONFIGS = {  # the environment each configuration's processes run in
     "old": {
+        **BEFORE_EIGHTH,
         "ASSAY_AMX": "off",
         "ASSAY_LOCAL_DECODE_LOOP": "llama_cpp",
         "ASSAY_LOCAL_LAYOUT": "shipped",
@@ -94,6 +100,7 @@ CONFIGS = {  # the environment each configuration's processes run in
         "ASSAY_LOCAL_INSTRUCTION_CACHE": "off",
     },
     "loop": {
+        **BEFORE_EIGHTH,
         CHUNK: "2000",
         "ASSAY_LOCAL_INSTRUCTION_CACHE": "off",
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
@@ -102,6 +109,7 @@ CONFIGS = {  # the environment each configuration's processes run in
         "GGML_AMX_ATTN": "0",
     },
     "q8": {
+        **BEFORE_EIGHTH,
         CHUNK: "2000",
         "ASSAY_LOCAL_INSTRUCTION_CACHE": "off",
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
@@ -111,6 +119,7 @@ CONFIGS = {  # the environment each configuration's processes run in
         "GGML_AMX_ATTN": "0",
     },
     "batched": {
+        **BEFORE_EIGHTH,
         CHUNK: "2000",
         "ASSAY_LOCAL_INSTRUCTION_CACHE": "off",
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
@@ -121,6 +130,7 @@ CONFIGS = {  # the environment each configuration's processes run in
         "GGML_AMX_ATTN": "0",
     },
     "grouped": {
+        **BEFORE_EIGHTH,
         CHUNK: "2000",
         "ASSAY_LOCAL_INSTRUCTION_CACHE": "off",
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
@@ -130,6 +140,7 @@ CONFIGS = {  # the environment each configuration's processes run in
         "GGML_AMX_ATTN": "0",
     },
     "tiles": {
+        **BEFORE_EIGHTH,
         CHUNK: "2000",
         "ASSAY_LOCAL_INSTRUCTION_CACHE": "off",
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
@@ -138,11 +149,18 @@ CONFIGS = {  # the environment each configuration's processes run in
         "ASSAY_LOCAL_BATCH_CHOICES": "0",
     },
     "sixth": {
+        **BEFORE_EIGHTH,
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
         "ASSAY_LOCAL_LAYOUT": "auto",
         "ASSAY_LOCAL_SEQUENCES": "8",
         CHUNK: "2000",
         "ASSAY_LOCAL_INSTRUCTION_CACHE": "off",
+    },
+    "seventh": {
+        **BEFORE_EIGHTH,
+        "ASSAY_LOCAL_DECODE_LOOP": "assay",
+        "ASSAY_LOCAL_LAYOUT": "auto",
+        "ASSAY_LOCAL_SEQUENCES": "8",
     },
     "new": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "auto", "ASSAY_LOCAL_SEQUENCES": "8"},
 }
@@ -167,8 +185,7 @@ def fingerprint(score: Any) -> dict[str, Any]:
 
 async def child(config: str, args: argparse.Namespace) -> dict[str, Any]:
     from assay import Sample
-    from assay.grounding import StatementVerifier
-    from assay.metrics import AgentGoalAccuracy, Faithfulness
+    from assay.metrics import AgentGoalAccuracy
     from assay.models import LocalJudge
 
     judge = LocalJudge()  # the build and the decoding loop come from CONFIGS' environment
@@ -180,8 +197,13 @@ async def child(config: str, args: argparse.Namespace) -> dict[str, Any]:
         "weights": judge.weights,
         "runs": {},
     }
+    from assay.grounding._evidence import _shared_minilm
+    from assay.metrics._registry import build_metric
+
     chunk = os.environ.get(CHUNK)
-    metric = Faithfulness() if chunk is None else Faithfulness(verifier=StatementVerifier(chunk_chars=int(chunk)))
+    metric = build_metric("faithfulness", {} if chunk is None else {"chunk_chars": chunk})
+    if os.environ.get(ENCODER_BATCH):
+        _shared_minilm().batch_size = int(os.environ[ENCODER_BATCH])
     warm = Sample(
         id="warm", answer="The tower is tall. It was built in 1889.", contexts=("The tower was built in 1889.",)
     )
@@ -253,7 +275,9 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=2)
     parser.add_argument("--no-demo", action="store_true")
     parser.add_argument(
-        "--configs", default="old,loop,q8,batched,grouped,tiles,sixth,new", help="the last is compared with each other"
+        "--configs",
+        default="old,loop,q8,batched,grouped,tiles,sixth,seventh,new",
+        help="the last is compared with each other",
     )
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs of the configurations, alternated (this VM's speed drifts)"
