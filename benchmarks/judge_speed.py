@@ -37,10 +37,12 @@ process):
   benchmark's own; the demo gets ``--set faithfulness.chunk_chars=2000``) and keeps no
   instruction cells on disk (``ASSAY_LOCAL_INSTRUCTION_CACHE=off``: it still reads them
   alone, which costs what reading them with the rest of the first prompt did).
-- ``new``: the shipped judge: the same, with the evidence index's MiniLM encoding one
-  sentence a pass instead of 64 (the eighth round; the vectors are bitwise the same).
-  Every earlier configuration encodes 64 a pass (``JUDGE_SPEED_ENCODER_BATCH``, this
-  benchmark's own; not in the demo, whose contexts are a few sentences).
+- ``new``: the shipped judge: the same, with the evidence index's MiniLM batching
+  sentences by tokens (up to 256 padded tokens a pass) instead of 64 sentences padded to
+  the longest (the eighth round; the vectors are bitwise the same). Every earlier
+  configuration encodes 64 a pass (``JUDGE_SPEED_ENCODER_BATCH``, this benchmark's own,
+  with ``encoder_speed.py``'s ``FixedCount``; not in the demo, whose contexts are a few
+  sentences).
 
 The instruction files are the user's (``<cache dir>/instructions``): ``new``'s first run
 saves them if no earlier run did, and is the slower for it; the workloads other than the
@@ -197,13 +199,16 @@ async def child(config: str, args: argparse.Namespace) -> dict[str, Any]:
         "weights": judge.weights,
         "runs": {},
     }
-    from assay.grounding._evidence import _shared_minilm
+    from assay.grounding import _evidence
     from assay.metrics._registry import build_metric
 
     chunk = os.environ.get(CHUNK)
     metric = build_metric("faithfulness", {} if chunk is None else {"chunk_chars": chunk})
-    if os.environ.get(ENCODER_BATCH):
-        _shared_minilm().batch_size = int(os.environ[ENCODER_BATCH])
+    if os.environ.get(ENCODER_BATCH):  # the encoder as it was: that many texts a pass, whatever their length
+        from encoder_speed import FixedCount
+
+        old_encoder = FixedCount(int(os.environ[ENCODER_BATCH]))
+        _evidence._shared_minilm = lambda: old_encoder
     warm = Sample(
         id="warm", answer="The tower is tall. It was built in 1889.", contexts=("The tower was built in 1889.",)
     )

@@ -371,8 +371,8 @@ def test_embeddings_find_a_paraphrase_that_shares_no_word() -> None:
 
 
 def test_a_texts_vector_does_not_depend_on_the_texts_encoded_beside_it() -> None:
-    """Encoded alone, in any batch, beside texts of any length (padded or cut at 256 tokens):
-    the same vector, bit for bit. The encoder's batch size is a speed setting only."""
+    """Encoded alone, in batches of any size, beside texts of any length (padded, or cut at
+    256 tokens), in any order: the same vector, bit for bit. The batch is a speed setting."""
     from assay.models._encoders import MiniLMEncoder
 
     texts = [
@@ -383,11 +383,14 @@ def test_a_texts_vector_does_not_depend_on_the_texts_encoded_beside_it() -> None
         "A doctor prescribed medicine.",
         "",
     ]
-    alone = np.stack([MiniLMEncoder(batch_size=1).encode([t])[0] for t in texts])
-    assert np.all(np.abs(np.linalg.norm(alone[:-1], axis=1) - 1) < 1e-5)
-    for size in (2, 3, 64):
-        assert np.array_equal(MiniLMEncoder(batch_size=size).encode(texts), alone), size
+    alone = np.stack([MiniLMEncoder().encode([t])[0] for t in texts])
+    assert np.all(np.abs(np.linalg.norm(alone, axis=1) - 1) < 1e-5)
+    assert len({v.tobytes() for v in alone}) == len(texts)
+    for budget in (1, 40, 256, 100_000):  # one text a pass ... all in one
+        assert np.array_equal(MiniLMEncoder(batch_tokens=budget).encode(texts), alone), budget
     assert np.array_equal(MiniLMEncoder().encode(texts[::-1]), alone[::-1])
+    cut = MiniLMEncoder().encode([" ".join([RIVERS] * 20)])  # longer still: the same first 256 tokens
+    assert np.array_equal(cut[0], alone[-3])
 
 
 def test_exclude_and_budget_hold_with_embeddings() -> None:
