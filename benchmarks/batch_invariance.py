@@ -13,8 +13,10 @@ prints the largest difference in any logit and whether the top token is the same
 On the 2-core Xeon (model 207, AMX build, Q8_0 copy), 2026-11-27: beside any other
 sequence the tail's logits were bitwise the same whatever that sequence was, once the
 pass held 8 rows or more; alone they differed from those by 0.23-0.54 in some logit at
-every tail length (the top token the same). So the arithmetic depends on the pass's row
-count below 8 rows and on whether the last layer computes one output row or several.
+every tail length (the top token the same). With ``GGML_AMX_ATTN=0`` (attention in
+llama.cpp's F16 kernel at every row count) the batched reads were bitwise the same at
+every row count, 2 included: the switch to BF16 attention tiles at 8 rows is what varies
+below 8. Reading alone still differed (0.27-0.39).
 """
 
 from __future__ import annotations
