@@ -16,7 +16,9 @@ pass held 8 rows or more; alone they differed from those by 0.23-0.54 in some lo
 every tail length (the top token the same). With ``GGML_AMX_ATTN=0`` (attention in
 llama.cpp's F16 kernel at every row count) the batched reads were bitwise the same at
 every row count, 2 included: the switch to BF16 attention tiles at 8 rows is what varies
-below 8. Reading alone still differed (0.27-0.39).
+below 8. Reading alone still differed (0.27-0.39): the last layer computed one output row
+where a batch of two sequences computes two; read alone with logits asked for its last
+two tokens, the prompt's logits were bitwise the batched ones.
 """
 
 from __future__ import annotations
