@@ -77,7 +77,7 @@ def main() -> None:
     print(machine_line())
     alone = MiniLMEncoder(batch_tokens=1)
     reference = {name: [alone.encode(texts) for texts in lists] for name, lists in workloads.items()}
-    seconds: dict[tuple[str, int], float] = {}
+    seconds: dict[tuple[str, str], float] = {}
     for size in sizes:
         encoder = _encoder(size)
         encoder.encode(["warm up"])

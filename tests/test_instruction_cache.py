@@ -264,3 +264,17 @@ def test_model_info_says_where_the_instructions_are_and_how_much_they_take(
     monkeypatch.setenv("ASSAY_LOCAL_INSTRUCTION_CACHE", "off")
     shown = CliRunner().invoke(app, ["model", "info"])
     assert "instructions: not kept (ASSAY_LOCAL_INSTRUCTION_CACHE=off)" in shown.output
+
+
+def test_counting_the_files_skips_one_another_run_pruned_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ctypes
+
+    from assay.models import _instructions
+
+    InstructionFiles(tmp_path, "key").save([1, 2], (ctypes.c_uint8 * 1000)(), 1000)
+    (only,) = _instructions._files(tmp_path)
+    gone = tmp_path / "pruned.kv"  # listed, then removed by another run before it is read
+    monkeypatch.setattr(_instructions, "_files", lambda directory: [gone, only])
+    assert _instructions.kept(tmp_path) == (1, only.stat().st_size)

@@ -70,12 +70,12 @@ class MiniLMEncoder:
     """Padded tokens a forward pass at most: texts sorted by length go together while the
     batch's rows times its longest text fit (a longer text goes alone). A text's vector is
     the same, bit for bit, in any batch (the padding is masked); only the time changes.
-    Measured (``benchmarks/encoder_speed.py``, 2-core Xeon model 207, bitwise equal
-    vectors): three RAG samples' ~240 context sentences, their 58 passages of 900
-    characters and 1,000 short queries took 1.76, 1.88 and 1.96 s at 256 tokens a pass,
-    against 4.39, 3.99 and 2.78 s in batches of 64 texts (the old default: each padded to
-    its batch's longest) and 2.63, 2.39 and 3.42 s one text a pass. Budgets of 128 to 1,024
-    tokens were within this VM's noise of each other."""
+    Measured (``benchmarks/encoder_speed.py --repeat 5``, 2-core Xeon model 207, alone,
+    bitwise equal vectors), seconds a RAG sample's 79 context sentences / its 19 passages
+    of 900 characters / 1,000 short queries: 0.58 / 0.61 / 1.77 at 256 tokens a pass,
+    1.53 / 1.21 / 2.21 in batches of 64 texts (the old default: each padded to its
+    batch's longest), 0.68 / 0.56 / 2.95 one text a pass. Budgets of 128 to 1,024 tokens
+    were within this VM's noise of each other."""
 
     max_length: int = 256
     threads: int | None = None

@@ -182,9 +182,16 @@ def _files(directory: Path) -> list[Path]:
 
 
 def kept(directory: Path) -> tuple[int, int]:
-    """How many instruction files ``directory`` holds, and their bytes in all."""
-    files = _files(directory)
-    return len(files), sum(f.stat().st_size for f in files)
+    """How many instruction files ``directory`` holds, and their bytes in all.
+
+    A file another run prunes meanwhile is not counted (several runs share the directory).
+    """
+    count = size = 0
+    for path in _files(directory):
+        with contextlib.suppress(OSError):
+            size += path.stat().st_size
+            count += 1
+    return count, size
 
 
 def instructions_dir() -> Path | None:
