@@ -37,21 +37,24 @@ process):
   benchmark's own; the demo gets ``--set faithfulness.chunk_chars=2000``) and keeps no
   instruction cells on disk (``ASSAY_LOCAL_INSTRUCTION_CACHE=off``: it still reads them
   alone, which costs what reading them with the rest of the first prompt did).
-- ``new``: the shipped judge: the same, with the evidence index's MiniLM batching
-  sentences by tokens (up to 256 padded tokens a pass) instead of 64 sentences padded to
-  the longest (the eighth round; the vectors are bitwise the same). Every earlier
-  configuration encodes 64 a pass (``JUDGE_SPEED_ENCODER_BATCH``, this benchmark's own,
-  with ``encoder_speed.py``'s ``FixedCount``; not in the demo, whose contexts are a few
-  sentences).
+- ``eighth``: the same, with the evidence index's MiniLM batching sentences by tokens (up
+  to 256 padded tokens a pass) instead of 64 sentences padded to the longest (the eighth
+  round; the vectors are bitwise the same). Every earlier configuration encodes 64 a pass
+  (``JUDGE_SPEED_ENCODER_BATCH``, this benchmark's own, with ``encoder_speed.py``'s
+  ``FixedCount``; not in the demo, whose contexts are a few sentences).
+- ``new``: the shipped judge: the same, with the weights' blocks laid out in pairs and
+  multiplied 64 deep on the AMX tiles instead of 32, the columns split between the
+  threads and the rows taken in chunks that stay in L2 (the ninth round; the logits are
+  bitwise the same). Every earlier configuration sets ``GGML_AMX_Q8_0_PAIRED=0``.
 
 The instruction files are the user's (``<cache dir>/instructions``): ``new``'s first run
 saves them if no earlier run did, and is the slower for it; the workloads other than the
 demo warm the judge first, so only the demo's figure depends on them.
 
-Every configuration but ``tiles``, ``sixth``, ``seventh`` and ``new`` sets ``GGML_AMX_ATTN=0``, and every one but
-``sixth``, ``seventh`` and ``new`` reads the verdict calls one at a time (``loop`` and ``q8`` decode one call at a
-time anyway). The fifth round's vectorized
-softmax is in every configuration on the AMX build (it computes the same values, bitwise).
+Every configuration but ``tiles``, ``sixth``, ``seventh``, ``eighth`` and ``new`` sets ``GGML_AMX_ATTN=0``,
+and every one but ``sixth``, ``seventh``, ``eighth`` and ``new`` reads the verdict calls one at a time
+(``loop`` and ``q8`` decode one call at a time anyway). The fifth round's vectorized softmax is in every
+configuration on the AMX build (it computes the same values, bitwise).
 
 ``q8`` and ``batched`` load today's copy (one scale per 256 weights) with the kernel of
 their round, which scales every block of 32: their speed is their round's, their verdicts
@@ -65,7 +68,7 @@ and the load average are printed with the figures; run it alone.
 
     python benchmarks/judge_speed.py                        # 3 RAG answers, 3 summaries, 2 trajectories, the demo
     python benchmarks/judge_speed.py --rag 5 --summaries 5 --agents 0 --no-demo --configs batched,new
-    python benchmarks/judge_speed.py --rag 2 --summaries 2 --agents 1 --configs seventh,new --repeat 3
+    python benchmarks/judge_speed.py --rag 2 --summaries 2 --agents 1 --configs eighth,new --repeat 3
 """
 
 from __future__ import annotations
@@ -90,7 +93,8 @@ DATA = HERE.parents[1] / "shared" / "data"
 TARGETS = {"rag": 15.0, "summary": 10.0, "agent": 30.0, "demo": 30.0}
 CHUNK = "JUDGE_SPEED_CHUNK_CHARS"  # not the judge's: this benchmark's children build faithfulness with it
 ENCODER_BATCH = "JUDGE_SPEED_ENCODER_BATCH"  # texts a MiniLM pass in evidence selection (not the demo's)
-BEFORE_EIGHTH = {ENCODER_BATCH: "64"}  # what every round before the eighth ran with
+BEFORE_NINTH = {"GGML_AMX_Q8_0_PAIRED": "0"}  # what every round before the ninth ran with
+BEFORE_EIGHTH = {ENCODER_BATCH: "64", **BEFORE_NINTH}  # and every round before the eighth
 CONFIGS = {  # the environment each configuration's processes run in
     "old": {
         **BEFORE_EIGHTH,
@@ -160,6 +164,12 @@ CONFIGS = {  # the environment each configuration's processes run in
     },
     "seventh": {
         **BEFORE_EIGHTH,
+        "ASSAY_LOCAL_DECODE_LOOP": "assay",
+        "ASSAY_LOCAL_LAYOUT": "auto",
+        "ASSAY_LOCAL_SEQUENCES": "8",
+    },
+    "eighth": {
+        **BEFORE_NINTH,
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
         "ASSAY_LOCAL_LAYOUT": "auto",
         "ASSAY_LOCAL_SEQUENCES": "8",
@@ -281,7 +291,7 @@ def main() -> None:
     parser.add_argument("--no-demo", action="store_true")
     parser.add_argument(
         "--configs",
-        default="old,loop,q8,batched,grouped,tiles,sixth,seventh,new",
+        default="old,loop,q8,batched,grouped,tiles,sixth,seventh,eighth,new",
         help="the last is compared with each other",
     )
     parser.add_argument(

@@ -244,6 +244,26 @@ def test_the_grouped_kernel_computes_what_block_by_block_scaling_computes_for_ev
 
 
 @pytest.mark.slow
+def test_the_paired_kernel_gives_the_32_deep_kernels_logits_bit_for_bit_at_every_row_count() -> None:
+    """The default weights' blocks laid out in pairs and multiplied 64 deep, against 32 deep.
+
+    Integer sums do not depend on their order, so the logits must be bitwise the same:
+    1 row (the VNNI kernel, reading the paired layout), 2-15 (one partial row tile, its
+    rows copied), 16 and 32 (whole tiles loaded in place), 17, 31, 33 (a whole and a
+    partial tile), 70 and 200 (several row blocks and, past 64, the rows in chunks). A
+    partial tile's copy that the compiler dropped (it did, before a barrier told gcc
+    that the tile load reads it) gave logits off by up to 20.
+    """
+    rows = [1, 2, 9, 16, 17, 31, 32, 33, 70, 200]
+    out = _logits_by_rows(rows, {"paired": {}, "32 deep": {"GGML_AMX_Q8_0_PAIRED": "0"}})
+    import numpy as np
+
+    for n in rows:
+        paired, deep32 = (np.array(out[name]["logits"][str(n)]) for name in ("paired", "32 deep"))
+        assert np.array_equal(paired, deep32), f"{n} rows: max difference {np.abs(paired - deep32).max()}"
+
+
+@pytest.mark.slow
 def test_attention_as_bf16_tile_products_follows_llama_cpps_f16_kernel() -> None:
     """Attention's two products on AMX BF16 tiles, against llama.cpp's F16 kernel (tinyBLAS).
 
