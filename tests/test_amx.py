@@ -174,7 +174,7 @@ def test_the_default_weights_run_as_q8_0_on_the_amx_build_and_answer_as_shipped(
 
 
 _LOGITS_BY_ROWS = """
-import json, sys
+import ctypes, json, os, sys
 import numpy as np
 from assay.models import LocalJudge
 from assay.models._amx import _CHECK_PROMPT
@@ -182,7 +182,8 @@ j = LocalJudge(n_ctx=1024)
 llama = j.load()
 import llama_cpp
 tokens = llama.tokenize(_CHECK_PROMPT.encode(), add_bos=False)
-out = {"weights": j.weights, "library": j.library.library, "logits": {}}
+cpu = ctypes.CDLL(os.path.join(os.environ["LLAMA_CPP_LIB_PATH"], "libggml-cpu.so"))  # the build loaded
+out = {"weights": j.weights, "library": j.library.library, "logits": {}, "paired": cpu.ggml_amx_q8_0_paired_count()}
 for rows in json.loads(sys.argv[1]):
     llama.reset()
     llama.eval(tokens[-rows:])
@@ -258,6 +259,8 @@ def test_the_paired_kernel_gives_the_32_deep_kernels_logits_bit_for_bit_at_every
     out = _logits_by_rows(rows, {"paired": {}, "32 deep": {"GGML_AMX_Q8_0_PAIRED": "0"}})
     import numpy as np
 
+    # bitwise equality would also hold if neither ran paired: the build counts the tensors it paired
+    assert out["paired"]["paired"] > 0 and out["32 deep"]["paired"] == 0, {k: v["paired"] for k, v in out.items()}
     for n in rows:
         paired, deep32 = (np.array(out[name]["logits"][str(n)]) for name in ("paired", "32 deep"))
         assert np.array_equal(paired, deep32), f"{n} rows: max difference {np.abs(paired - deep32).max()}"
