@@ -42,17 +42,21 @@ process):
   round; the vectors are bitwise the same). Every earlier configuration encodes 64 a pass
   (``JUDGE_SPEED_ENCODER_BATCH``, this benchmark's own, with ``encoder_speed.py``'s
   ``FixedCount``; not in the demo, whose contexts are a few sentences).
-- ``new``: the shipped judge: the same, with the weights' blocks laid out in pairs and
-  multiplied 64 deep on the AMX tiles instead of 32, the columns split between the
-  threads and the rows taken in chunks that stay in L2 (the ninth round; the logits are
-  bitwise the same). Every earlier configuration sets ``GGML_AMX_Q8_0_PAIRED=0``.
+- ``ninth``: the same, with the weights' blocks laid out in pairs and multiplied 64 deep
+  on the AMX tiles instead of 32, the columns split between the threads and the rows
+  taken in chunks that stay in L2 (the ninth round; the logits are bitwise the same).
+  Every earlier configuration sets ``GGML_AMX_Q8_0_PAIRED=0``.
+- ``new``: the shipped judge: the same, with the paired kernel asking for the next pair of
+  weights while it multiplies one, where they come from memory (the tenth round; the
+  logits are bitwise the same). Every earlier configuration sets
+  ``GGML_AMX_Q8_0_PREFETCH=0``.
 
 The instruction files are the user's (``<cache dir>/instructions``): ``new``'s first run
 saves them if no earlier run did, and is the slower for it; the workloads other than the
 demo warm the judge first, so only the demo's figure depends on them.
 
-Every configuration but ``tiles``, ``sixth``, ``seventh``, ``eighth`` and ``new`` sets ``GGML_AMX_ATTN=0``,
-and every one but ``sixth``, ``seventh``, ``eighth`` and ``new`` reads the verdict calls one at a time
+Every configuration but ``tiles``, ``sixth`` to ``ninth`` and ``new`` sets ``GGML_AMX_ATTN=0``,
+and every one but ``sixth`` to ``ninth`` and ``new`` reads the verdict calls one at a time
 (``loop`` and ``q8`` decode one call at a time anyway). The fifth round's vectorized softmax is in every
 configuration on the AMX build (it computes the same values, bitwise).
 
@@ -68,7 +72,7 @@ and the load average are printed with the figures; run it alone.
 
     python benchmarks/judge_speed.py                        # 3 RAG answers, 3 summaries, 2 trajectories, the demo
     python benchmarks/judge_speed.py --rag 5 --summaries 5 --agents 0 --no-demo --configs batched,new
-    python benchmarks/judge_speed.py --rag 2 --summaries 2 --agents 1 --configs eighth,new --repeat 3
+    python benchmarks/judge_speed.py --rag 2 --summaries 2 --agents 1 --configs ninth,new --repeat 3
 """
 
 from __future__ import annotations
@@ -93,7 +97,8 @@ DATA = HERE.parents[1] / "shared" / "data"
 TARGETS = {"rag": 15.0, "summary": 10.0, "agent": 30.0, "demo": 30.0}
 CHUNK = "JUDGE_SPEED_CHUNK_CHARS"  # not the judge's: this benchmark's children build faithfulness with it
 ENCODER_BATCH = "JUDGE_SPEED_ENCODER_BATCH"  # texts a MiniLM pass in evidence selection (not the demo's)
-BEFORE_NINTH = {"GGML_AMX_Q8_0_PAIRED": "0"}  # what every round before the ninth ran with
+BEFORE_TENTH = {"GGML_AMX_Q8_0_PREFETCH": "0"}  # what every round before the tenth ran with
+BEFORE_NINTH = {"GGML_AMX_Q8_0_PAIRED": "0", **BEFORE_TENTH}  # and every round before the ninth
 BEFORE_EIGHTH = {ENCODER_BATCH: "64", **BEFORE_NINTH}  # and every round before the eighth
 CONFIGS = {  # the environment each configuration's processes run in
     "old": {
@@ -170,6 +175,12 @@ CONFIGS = {  # the environment each configuration's processes run in
     },
     "eighth": {
         **BEFORE_NINTH,
+        "ASSAY_LOCAL_DECODE_LOOP": "assay",
+        "ASSAY_LOCAL_LAYOUT": "auto",
+        "ASSAY_LOCAL_SEQUENCES": "8",
+    },
+    "ninth": {
+        **BEFORE_TENTH,
         "ASSAY_LOCAL_DECODE_LOOP": "assay",
         "ASSAY_LOCAL_LAYOUT": "auto",
         "ASSAY_LOCAL_SEQUENCES": "8",
@@ -291,7 +302,7 @@ def main() -> None:
     parser.add_argument("--no-demo", action="store_true")
     parser.add_argument(
         "--configs",
-        default="old,loop,q8,batched,grouped,tiles,sixth,seventh,eighth,new",
+        default="old,loop,q8,batched,grouped,tiles,sixth,seventh,eighth,ninth,new",
         help="the last is compared with each other",
     )
     parser.add_argument(

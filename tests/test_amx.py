@@ -253,17 +253,26 @@ def test_the_paired_kernel_gives_the_32_deep_kernels_logits_bit_for_bit_at_every
     rows copied), 16 and 32 (whole tiles loaded in place), 17, 31, 33 (a whole and a
     partial tile), 70 and 200 (several row blocks and, past 64, the rows in chunks). A
     partial tile's copy that the compiler dropped (it did, before a barrier told gcc
-    that the tile load reads it) gave logits off by up to 20.
+    that the tile load reads it) gave logits off by up to 20. The kernel's prefetch of
+    the next pair of weights (on by default) must not change them either.
     """
     rows = [1, 2, 9, 16, 17, 31, 32, 33, 70, 200]
-    out = _logits_by_rows(rows, {"paired": {}, "32 deep": {"GGML_AMX_Q8_0_PAIRED": "0"}})
+    configs = {
+        "paired": {},
+        "paired, nothing prefetched": {"GGML_AMX_Q8_0_PREFETCH": "0"},
+        "32 deep": {"GGML_AMX_Q8_0_PAIRED": "0"},
+    }
+    out = _logits_by_rows(rows, configs)
     import numpy as np
 
     # bitwise equality would also hold if neither ran paired: the build counts the tensors it paired
-    assert out["paired"]["paired"] > 0 and out["32 deep"]["paired"] == 0, {k: v["paired"] for k, v in out.items()}
+    counts = {k: v["paired"] for k, v in out.items()}
+    assert counts["paired"] > 0 and counts["paired, nothing prefetched"] > 0 and counts["32 deep"] == 0, counts
     for n in rows:
-        paired, deep32 = (np.array(out[name]["logits"][str(n)]) for name in ("paired", "32 deep"))
-        assert np.array_equal(paired, deep32), f"{n} rows: max difference {np.abs(paired - deep32).max()}"
+        deep32 = np.array(out["32 deep"]["logits"][str(n)])
+        for name in ("paired", "paired, nothing prefetched"):
+            paired = np.array(out[name]["logits"][str(n)])
+            assert np.array_equal(paired, deep32), f"{name}, {n} rows: max difference {np.abs(paired - deep32).max()}"
 
 
 @pytest.mark.slow
