@@ -471,3 +471,72 @@ def test_a_run_hands_a_samples_rewrites_to_the_local_judge_together() -> None:
     calls = result.results[0].scores["faithfulness"].calls
     assert sum(1 for c in calls if c.purpose == "faithfulness.sentence_statements") == 2
     assert judge.decode_stats["batches"] >= 1 and judge.decode_stats["batched"] >= 2
+
+
+def test_the_grammar_check_picks_the_best_allowed_token_as_a_check_of_the_whole_vocabulary_does(llama) -> None:  # type: ignore[no-untyped-def]
+    """The next-best candidates are put to the grammar before the whole vocabulary: the same token either way.
+
+    At the start of a statements object the grammar allows a handful of tokens. Each case
+    puts the best allowed one at another rank: first (no fallback), inside the candidates,
+    just past them, far past them, tied at the candidates' edge with a lower id left out,
+    and tied inside them (the lower id wins, as argmax's does).
+    """
+    import numpy as np
+
+    from assay.grounding._decompose import Statements
+    from assay.models import LocalJudge
+    from assay.models._decode import GRAMMAR_CANDIDATES, _GrammarCheck
+
+    grammar = LocalJudge(smollm2_path(), n_ctx=2048)._grammar(Statements)
+    check = _GrammarCheck(llama, grammar)
+    try:
+        n = llama.n_vocab()
+
+        def reference(logits: np.ndarray) -> int:
+            check._all["id"], check._all["logit"] = np.arange(n), logits
+            check._apply(check._all)
+            return int(check._all["logit"].argmax())
+
+        check._all["logit"] = 0.0
+        check._apply(check._all)
+        allowed = np.flatnonzero(np.isfinite(check._all["logit"]))
+        assert 0 < len(allowed) < 50, len(allowed)  # the grammar refuses most of the vocabulary here
+        refused = np.setdiff1d(np.arange(n), allowed)
+        rng = np.random.default_rng(7)
+        k = GRAMMAR_CANDIDATES
+        sizes: list[int] = []
+        apply = check._apply
+
+        def counted(data: np.ndarray) -> None:
+            sizes.append(len(data))
+            apply(data)
+
+        check._apply = counted
+        for rank in (0, 1, 10, k - 1, k, k + 1, 3 * k, 5_000):
+            logits = rng.normal(0, 1, n).astype(np.float32)
+            logits[allowed] = -10.0
+            if rank:
+                logits[rng.permutation(refused)[:rank]] = np.linspace(30, 20, rank, dtype=np.float32)
+            target = int(rng.choice(allowed))
+            logits[target] = 19.0
+            sizes.clear()
+            assert check.best(logits) == target, rank
+            # the whole vocabulary is checked only when no allowed token is among the candidates
+            # above the lowest of them (the k-th could tie with one left out)
+            assert (n in sizes) == (rank >= k - 1), (rank, sizes)
+            assert reference(logits) == target
+        # a tie at the candidates' edge: the allowed token with the lower id may be left out of them
+        low, high = int(allowed.min()), int(allowed.max())
+        logits = np.full(n, -10.0, dtype=np.float32)
+        logits[rng.permutation(refused)[: k - 1]] = 30.0
+        logits[high] = logits[low] = 5.0
+        assert check.best(logits) == reference(logits) == low
+        # a tie among the candidates: the lower id wins, without the whole vocabulary
+        logits = np.full(n, -10.0, dtype=np.float32)
+        logits[rng.permutation(refused)[:5]] = 30.0
+        logits[high] = logits[low] = 25.0
+        sizes.clear()
+        assert check.best(logits) == low and n not in sizes
+        assert reference(logits) == low
+    finally:
+        check.close()

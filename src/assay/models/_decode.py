@@ -117,8 +117,16 @@ def eval_prompt(llama: Any, tokens: Sequence[int]) -> None:
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
 
 
+GRAMMAR_CANDIDATES = 256
+"""Highest-logit tokens put to the grammar together when the best one is refused, before the
+whole vocabulary: the grammar checks each token on its own, and the vocabulary (151,936
+tokens for the default model) costs about 30 ms a check on a 2-core Xeon, 256 tokens under
+1 ms. On three realistic RAG answers every refusal (5-18 an answer) was settled among 256
+candidates; 64 left some to the whole vocabulary."""
+
+
 class _GrammarCheck:
-    """One llama.cpp grammar sampler, asked about one token first and the whole vocabulary only if needed."""
+    """One llama.cpp grammar sampler, asked about one token first, then the next best, the whole vocabulary last."""
 
     def __init__(self, llama: Any, grammar: Any) -> None:
         import llama_cpp
@@ -133,6 +141,7 @@ class _GrammarCheck:
         self._all = np.zeros(n_vocab, dtype=_TOKEN_DATA)
         self._all["id"] = np.arange(n_vocab, dtype=np.int32)
         self._one = np.zeros(1, dtype=_TOKEN_DATA)
+        self._some = np.zeros(min(GRAMMAR_CANDIDATES, n_vocab), dtype=_TOKEN_DATA)
 
     def _apply(self, data: np.ndarray) -> None:
         array = self._lib.llama_token_data_array(
@@ -144,12 +153,25 @@ class _GrammarCheck:
         self._lib.llama_sampler_apply(self._sampler, ctypes.byref(array))
 
     def best(self, logits: np.ndarray) -> int:
-        """The highest-logit token the grammar allows next."""
+        """The highest-logit token the grammar allows next (the lowest id among equal logits, as argmax)."""
         top = int(logits.argmax())
         self._one["id"][0], self._one["logit"][0] = top, logits[top]
         self._apply(self._one)
         if np.isfinite(self._one["logit"][0]):
             return top
+        some = self._some
+        k = len(some)
+        if k < len(logits):
+            ids = np.argpartition(logits, -k)[-k:]
+            some["id"], some["logit"] = ids, logits[ids]
+            self._apply(some)
+            allowed = np.isfinite(some["logit"])
+            if allowed.any():
+                best = some["logit"][allowed].max()
+                # every token left out has a logit at most the k-th highest: the answer is among
+                # the candidates unless one left out ties with it
+                if best > logits[ids].min():
+                    return int(some["id"][allowed & (some["logit"] == best)].min())
         self._all["logit"] = logits
         self._apply(self._all)
         chosen = int(self._all["logit"].argmax())
