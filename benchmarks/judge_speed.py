@@ -47,9 +47,12 @@ process):
   taken in chunks that stay in L2 (the ninth round; the logits are bitwise the same).
   Every earlier configuration sets ``GGML_AMX_Q8_0_PAIRED=0``.
 - ``new``: the shipped judge: the same, with the paired kernel asking for the next pair of
-  weights while it multiplies one, where they come from memory (the tenth round; the
-  logits are bitwise the same). Every earlier configuration sets
-  ``GGML_AMX_Q8_0_PREFETCH=0``.
+  weights while it multiplies one, where they come from memory (the logits are bitwise
+  the same), and the greedy loop putting the 256 best tokens to the grammar when it
+  refuses the best one, before the whole vocabulary (the same token; the tenth round).
+  Every earlier configuration sets ``GGML_AMX_Q8_0_PREFETCH=0`` and
+  ``JUDGE_SPEED_GRAMMAR_CANDIDATES=0`` (this benchmark's own: the whole vocabulary at
+  once, as before; not in the demo, which runs the ``assay`` command).
 
 The instruction files are the user's (``<cache dir>/instructions``): ``new``'s first run
 saves them if no earlier run did, and is the slower for it; the workloads other than the
@@ -97,7 +100,8 @@ DATA = HERE.parents[1] / "shared" / "data"
 TARGETS = {"rag": 15.0, "summary": 10.0, "agent": 30.0, "demo": 30.0}
 CHUNK = "JUDGE_SPEED_CHUNK_CHARS"  # not the judge's: this benchmark's children build faithfulness with it
 ENCODER_BATCH = "JUDGE_SPEED_ENCODER_BATCH"  # texts a MiniLM pass in evidence selection (not the demo's)
-BEFORE_TENTH = {"GGML_AMX_Q8_0_PREFETCH": "0"}  # what every round before the tenth ran with
+GRAMMAR_CANDIDATES = "JUDGE_SPEED_GRAMMAR_CANDIDATES"  # tokens the grammar checks before the vocabulary (not the demo)
+BEFORE_TENTH = {"GGML_AMX_Q8_0_PREFETCH": "0", GRAMMAR_CANDIDATES: "0"}  # what every round before the tenth ran with
 BEFORE_NINTH = {"GGML_AMX_Q8_0_PAIRED": "0", **BEFORE_TENTH}  # and every round before the ninth
 BEFORE_EIGHTH = {ENCODER_BATCH: "64", **BEFORE_NINTH}  # and every round before the eighth
 CONFIGS = {  # the environment each configuration's processes run in
@@ -225,6 +229,10 @@ async def child(config: str, args: argparse.Namespace) -> dict[str, Any]:
 
     chunk = os.environ.get(CHUNK)
     metric = build_metric("faithfulness", {} if chunk is None else {"chunk_chars": chunk})
+    if os.environ.get(GRAMMAR_CANDIDATES):  # 0: the whole vocabulary right after a refused best token
+        import assay.models._decode
+
+        assay.models._decode.GRAMMAR_CANDIDATES = int(os.environ[GRAMMAR_CANDIDATES])
     if os.environ.get(ENCODER_BATCH):  # the encoder as it was: that many texts a pass, whatever their length
         from encoder_speed import FixedCount
 

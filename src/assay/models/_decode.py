@@ -161,7 +161,7 @@ class _GrammarCheck:
             return top
         some = self._some
         k = len(some)
-        if k < len(logits):
+        if 0 < k < len(logits):
             ids = np.argpartition(logits, -k)[-k:]
             some["id"], some["logit"] = ids, logits[ids]
             self._apply(some)
