@@ -54,6 +54,14 @@ process):
   ``JUDGE_SPEED_GRAMMAR_CANDIDATES=0`` (this benchmark's own: the whole vocabulary at
   once, as before; not in the demo, which runs the ``assay`` command).
 
+- ``avx2-old`` and ``avx2``: ``old`` and ``new`` on llama.cpp built with the flags
+  ``make install`` uses on a CPU without AVX-512 (AVX2, FMA, F16C; no AVX-512, no AMX),
+  through ``LLAMA_CPP_LIB_PATH``, so the judge runs the weights as shipped (Q4_K_M) on the
+  kernels an AVX2 machine runs. Built once into ``<cache dir>/llama-avx2`` by
+  ``scripts/build-llama.sh``. On an AVX-512 machine this times those kernels on its
+  cores and memory, not an AVX2 machine: a first-generation EPYC splits each 256-bit
+  operation in two and reads memory more slowly.
+
 The instruction files are the user's (``<cache dir>/instructions``): ``new``'s first run
 saves them if no earlier run did, and is the slower for it; the workloads other than the
 demo warm the judge first, so only the demo's figure depends on them.
@@ -76,6 +84,7 @@ and the load average are printed with the figures; run it alone.
     python benchmarks/judge_speed.py                        # 3 RAG answers, 3 summaries, 2 trajectories, the demo
     python benchmarks/judge_speed.py --rag 5 --summaries 5 --agents 0 --no-demo --configs batched,new
     python benchmarks/judge_speed.py --rag 2 --summaries 2 --agents 1 --configs ninth,new --repeat 3
+    python benchmarks/judge_speed.py --rag 3 --summaries 3 --agents 1 --configs avx2-old,avx2
 """
 
 from __future__ import annotations
@@ -191,6 +200,41 @@ CONFIGS = {  # the environment each configuration's processes run in
     },
     "new": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "auto", "ASSAY_LOCAL_SEQUENCES": "8"},
 }
+AVX2 = (  # the Makefile's flags on a CPU without AVX-512
+    "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF"
+    " -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+)
+AVX2_CONFIGS = {  # old and new on llama.cpp built for AVX2 only (LLAMA_CPP_LIB_PATH): no AMX, the weights as shipped
+    "avx2-old": CONFIGS["old"],
+    "avx2": CONFIGS["new"],
+}
+CONFIGS.update(AVX2_CONFIGS)
+
+
+def avx2_library() -> str:
+    """llama.cpp's libraries with AVX2 kernels only, built as an AVX2 machine's ``make install`` builds them.
+
+    Built once (about 5 minutes on two cores) into the user's cache, beside the AMX build.
+    """
+    import hashlib
+    from importlib.metadata import version
+
+    llama = version("llama-cpp-python")
+    key = hashlib.sha256(f"{llama} {AVX2}".encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "assay" / "llama-avx2" / key
+    if not (cache / "libllama.so").exists():
+        print(f"building llama.cpp {llama} for AVX2 only into {cache} (about 5 minutes, once)", flush=True)
+        script = HERE.parent / "scripts" / "build-llama.sh"
+        subprocess.run([str(script), sys.executable, llama, str(cache), AVX2], check=True)
+    return str(cache)
+
+
+def environment(config: str) -> dict[str, str]:
+    """The environment ``config``'s processes run in."""
+    env = {**os.environ, **CONFIGS[config]}
+    if config in AVX2_CONFIGS:
+        env["LLAMA_CPP_LIB_PATH"] = avx2_library()
+    return env
 
 
 def summaries(n: int) -> list[dict[str, Any]]:
@@ -278,7 +322,7 @@ async def child(config: str, args: argparse.Namespace) -> dict[str, Any]:
 def demo(config: str) -> dict[str, Any]:
     assay = Path(sys.executable).parent / "assay"
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, **CONFIGS[config]}
+        env = environment(config)
         command = [
             str(assay), "run", str(HERE.parent / "examples" / "rag.jsonl"), "--out", f"{tmp}/out.jsonl",
             "--no-cache", "--store", f"{tmp}/runs.sqlite", "--progress", "none",
@@ -302,61 +346,11 @@ def _spread(mean: float, values: list[float]) -> str:
     return f"{mean:.1f}" if len(values) < 2 else f"{mean:.1f} ({min(values):.1f}-{max(values):.1f})"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rag", type=int, default=3)
-    parser.add_argument("--summaries", type=int, default=3)
-    parser.add_argument("--agents", type=int, default=2)
-    parser.add_argument("--no-demo", action="store_true")
-    parser.add_argument(
-        "--configs",
-        default="old,loop,q8,batched,grouped,tiles,sixth,seventh,eighth,ninth,new",
-        help="the last is compared with each other",
-    )
-    parser.add_argument(
-        "--repeat", type=int, default=1, help="runs of the configurations, alternated (this VM's speed drifts)"
-    )
-    parser.add_argument("--child", choices=list(CONFIGS), help=argparse.SUPPRESS)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
-    if args.child:
-        print(json.dumps(asyncio.run(child(args.child, args))))
-        return
-    print(f"machine: {machine_line()} (at start)")
-    configs = list(dict.fromkeys(args.configs.split(",")))
-    runs: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
-    for _ in range(args.repeat):  # alternated, so a slow spell of the machine falls on every configuration
-        for config in configs:
-            env = {**os.environ, **CONFIGS[config]}
-            passed = ["--rag", str(args.rag), "--summaries", str(args.summaries), "--agents", str(args.agents)]
-            done = subprocess.run(
-                [sys.executable, __file__, "--child", config, *passed],
-                stdout=subprocess.PIPE,
-                env=env,
-                text=True,
-                check=False,
-            )
-            if done.returncode != 0:
-                print(f"{config}: the child failed ({done.returncode})")
-                continue
-            result = json.loads(done.stdout.strip().splitlines()[-1])
-            if not args.no_demo:
-                result["demo"] = demo(config)
-            runs[config].append(result)
-    print()
-    for config, rs in runs.items():
-        for r in rs:
-            print(
-                f"{config}: llama.cpp build {r['library']} ({r['library_reason']}); weights {r.get('weights')}; "
-                f"decoding {r.get('decode_stats')}"
-            )
-    names = [c for c in configs if runs[c]]
+def table(names: list[str], runs: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -> None:
+    """One markdown table: seconds per item for ``names``, the last compared with each other."""
     last, others = names[-1], names[:-1]
     keys = ("value", "statements", "verdicts")
-    print(
-        f"\n{args.repeat} run(s) of each, alternated; seconds per item: the mean over every run, "
-        "and the range of the runs' own means\n"
-    )
+    print()
     print(
         "| workload | items | "
         + " | ".join(f"{c} s/item" for c in names)
@@ -402,6 +396,64 @@ def main() -> None:
         cells = " | ".join(f"{_spread(means[c], secs[c])} (exit {','.join(map(str, exits[c]))})" for c in names)
         met = "met" if means[last] <= TARGETS["demo"] else "missed"
         print(f"| demo (whole command) | 12 | {cells}{ratios} | 30 s ({met}) | {same} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rag", type=int, default=3)
+    parser.add_argument("--summaries", type=int, default=3)
+    parser.add_argument("--agents", type=int, default=2)
+    parser.add_argument("--no-demo", action="store_true")
+    parser.add_argument(
+        "--configs",
+        default="old,loop,q8,batched,grouped,tiles,sixth,seventh,eighth,ninth,new",
+        help="the last is compared with each other",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs of the configurations, alternated (this VM's speed drifts)"
+    )
+    parser.add_argument("--child", choices=list(CONFIGS), help=argparse.SUPPRESS)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(asyncio.run(child(args.child, args))))
+        return
+    print(f"machine: {machine_line()} (at start)")
+    configs = list(dict.fromkeys(args.configs.split(",")))
+    runs: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
+    for _ in range(args.repeat):  # alternated, so a slow spell of the machine falls on every configuration
+        for config in configs:
+            env = environment(config)
+            passed = ["--rag", str(args.rag), "--summaries", str(args.summaries), "--agents", str(args.agents)]
+            done = subprocess.run(
+                [sys.executable, __file__, "--child", config, *passed],
+                stdout=subprocess.PIPE,
+                env=env,
+                text=True,
+                check=False,
+            )
+            if done.returncode != 0:
+                print(f"{config}: the child failed ({done.returncode})")
+                continue
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            if not args.no_demo:
+                result["demo"] = demo(config)
+            runs[config].append(result)
+    print()
+    for config, rs in runs.items():
+        for r in rs:
+            print(
+                f"{config}: llama.cpp build {r['library']} ({r['library_reason']}); weights {r.get('weights')}; "
+                f"decoding {r.get('decode_stats')}"
+            )
+    names = [c for c in configs if runs[c]]
+    print(
+        f"\n{args.repeat} run(s) of each, alternated; seconds per item: the mean over every run, "
+        "and the range of the runs' own means"
+    )
+    for group in ([c for c in names if c not in AVX2_CONFIGS], [c for c in names if c in AVX2_CONFIGS]):
+        if group:  # the AVX2-only build's configurations are compared with each other, in a table of their own
+            table(group, runs, args)
     print(f"\nload average at end {os.getloadavg()[0]:.2f}")
     if args.json:
         args.json.write_text(json.dumps(runs, indent=1))

@@ -38,21 +38,9 @@ fi
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/assay/llama-amx/$key"
 if [ ! -f "$cache/libllama.so" ]; then
   say "granted; building llama.cpp $version with AMX (about 5 minutes on two cores, once per machine)"
-  "$py" -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$work" || {
-    say "cannot download the llama-cpp-python $version source: the default build is used"; exit 0; }
-  tar -xzf "$work"/llama_cpp_python-*.tar.gz -C "$work"
-  src=$(echo "$work"/llama_cpp_python-*/)
-  (cd "$src" && patch -p1 --quiet < "$here/llama-amx.patch") || { say "the patch does not apply: default build used"; exit 0; }
-  # shellcheck disable=SC2086  # the flags are a list of words
-  if ! cmake -S "$src/vendor/llama.cpp" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
-      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=OFF \
-      -DLLAMA_CURL=OFF -DCMAKE_BUILD_RPATH_USE_ORIGIN=ON -DCMAKE_BUILD_RPATH='$ORIGIN' $flags >"$work/cmake.log" 2>&1 \
-    || ! cmake --build "$work/build" --target llama -j"$(nproc)" >>"$work/cmake.log" 2>&1; then
-    say "the build failed (last lines below): the default build is used"; tail -5 "$work/cmake.log"; exit 0
+  if ! said=$("$here/build-llama.sh" "$py" "$version" "$cache" "$flags" "$here/llama-amx.patch" 2>&1); then
+    say "$said"; say "the default build is used"; exit 0
   fi
-  mkdir -p "$cache.partial"
-  cp -P "$work"/build/bin/lib*.so* "$cache.partial/"
-  rm -rf "$cache" && mv "$cache.partial" "$cache"
 fi
 
 rm -rf "$out.partial" && mkdir -p "$out.partial"
