@@ -39,6 +39,7 @@ HERE = Path(__file__).resolve().parent
 KERNELS = (
     ("fp32-avx2", ("avx2", "fma")),
     ("fp32-avx512", ("avx512f",)),
+    ("int8-avx2", ("avx2",)),
     ("int8-avxvnni", ("avx_vnni",)),
     ("int8-avx512vnni", ("avx512_vnni",)),
     ("int8-amx", ("amx_int8",)),
@@ -185,17 +186,28 @@ def child_judge(env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def int8_ceiling(judge: dict[str, Any], machine: dict[str, Any]) -> str | None:
+    """The int8 kernel the judge's build multiplies with: AMX where that build is loaded, else the widest compiled in.
+
+    Read from the build's own system info, not the CPU's flags: a build for AVX2 only
+    (``judge_speed.py``'s ``avx2``) is held to AVX2's ceiling on a CPU that has more.
+    """
+    system = judge.get("system", "")
+    built = (
+        ("int8-amx", judge["library"] == "amx"),
+        ("int8-avx512vnni", "AVX512_VNNI = 1" in system),
+        ("int8-avxvnni", "AVX_VNNI = 1" in system),
+        ("int8-avx2", "AVX2 = 1" in system),
+    )
+    return next((k for k, yes in built if yes and isinstance(machine.get(k), float)), None)
+
+
 def report(judge: dict[str, Any], machine: dict[str, Any]) -> None:
     if "error" in judge:
         print(f"  judge failed: {judge['error']}")
         return
     ops_per_token = 2 * judge["params"]
-    ceiling_name = next(
-        (k for k in ("int8-amx", "int8-avx512vnni", "int8-avxvnni") if isinstance(machine.get(k), float)),
-        None,
-    )
-    if judge["library"] != "amx" and ceiling_name == "int8-amx":
-        ceiling_name = next((k for k in ("int8-avx512vnni", "int8-avxvnni") if isinstance(machine.get(k), float)), None)
+    ceiling_name = int8_ceiling(judge, machine)
     ceiling = machine.get(ceiling_name) if ceiling_name else None
     print(f"  llama.cpp build: {judge['library']} ({judge['library_reason']}); weights: {judge.get('weights')}")
     print(f"  model: {judge['params'] / 1e9:.2f} B parameters, {judge['model_bytes'] / 1e6:.0f} MB")
