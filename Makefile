@@ -9,7 +9,9 @@ STAMP := $(VENV)/.assay-installed
 # not allow (SIGILL), so AMX stays off in this build (the install target adds an AMX build,
 # used only where a probe finds AMX granted). AVX-512 (with VNNI) processes prompts ~1.4x faster
 # than AVX2 on the same cores (docs/design/judging.md); machines without it get AVX2.
-has_cpu_flag = $(shell grep -qw $(1) /proc/cpuinfo 2>/dev/null && echo yes)
+# benchmarks/judge_speed.py passes CPUINFO=/dev/null for the flags of a CPU without AVX-512
+CPUINFO ?= /proc/cpuinfo
+has_cpu_flag = $(shell grep -qw $(1) $(CPUINFO) 2>/dev/null && echo yes)
 LLAMA_SIMD := -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 ifeq ($(call has_cpu_flag,avx512f)$(call has_cpu_flag,avx512bw)$(call has_cpu_flag,avx512vl)$(call has_cpu_flag,avx512dq),yesyesyesyes)
 LLAMA_SIMD += -DGGML_AVX512=ON
@@ -22,7 +24,7 @@ LLAMA_SIMD += -DGGML_AVX512=OFF
 endif
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF $(LLAMA_SIMD) -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 
-.PHONY: install demo test lint bench-agreement clean
+.PHONY: install demo test lint bench-agreement clean llama-cmake-args
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -63,3 +65,6 @@ bench-agreement: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+llama-cmake-args:  # the flags llama.cpp is built with here (make -s llama-cmake-args CPUINFO=/dev/null: a CPU without AVX-512)
+	@echo $(CMAKE_ARGS)

@@ -53,14 +53,14 @@ process):
   Every earlier configuration sets ``GGML_AMX_Q8_0_PREFETCH=0`` and
   ``JUDGE_SPEED_GRAMMAR_CANDIDATES=0`` (this benchmark's own: the whole vocabulary at
   once, as before; not in the demo, which runs the ``assay`` command).
-
 - ``avx2-old`` and ``avx2``: ``old`` and ``new`` on llama.cpp built with the flags
   ``make install`` uses on a CPU without AVX-512 (AVX2, FMA, F16C; no AVX-512, no AMX),
   through ``LLAMA_CPP_LIB_PATH``, so the judge runs the weights as shipped (Q4_K_M) on the
   kernels an AVX2 machine runs. Built once into ``<cache dir>/llama-avx2`` by
   ``scripts/build-llama.sh``. On an AVX-512 machine this times those kernels on its
   cores and memory, not an AVX2 machine: a first-generation EPYC splits each 256-bit
-  operation in two and reads memory more slowly.
+  operation in two and reads memory more slowly. The flags come from the Makefile
+  (``make llama-cmake-args CPUINFO=/dev/null``).
 
 The instruction files are the user's (``<cache dir>/instructions``): ``new``'s first run
 saves them if no earlier run did, and is the slower for it; the workloads other than the
@@ -200,10 +200,6 @@ CONFIGS = {  # the environment each configuration's processes run in
     },
     "new": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "auto", "ASSAY_LOCAL_SEQUENCES": "8"},
 }
-AVX2 = (  # the Makefile's flags on a CPU without AVX-512
-    "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF"
-    " -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
-)
 AVX2_CONFIGS = {  # old and new on llama.cpp built for AVX2 only (LLAMA_CPP_LIB_PATH): no AMX, the weights as shipped
     "avx2-old": CONFIGS["old"],
     "avx2": CONFIGS["new"],
@@ -220,12 +216,16 @@ def avx2_library() -> str:
     from importlib.metadata import version
 
     llama = version("llama-cpp-python")
-    key = hashlib.sha256(f"{llama} {AVX2}".encode()).hexdigest()[:16]
+    env = {k: v for k, v in os.environ.items() if k != "CMAKE_ARGS"}  # the Makefile's, as on a CPU without AVX-512
+    asked = ["make", "-s", "-C", str(HERE.parent), "llama-cmake-args", "CPUINFO=/dev/null"]
+    flags = subprocess.run(asked, env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert "-DGGML_AVX512=OFF" in flags, flags
+    key = hashlib.sha256(f"{llama} {flags}".encode()).hexdigest()[:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "assay" / "llama-avx2" / key
     if not (cache / "libllama.so").exists():
         print(f"building llama.cpp {llama} for AVX2 only into {cache} (about 5 minutes, once)", flush=True)
         script = HERE.parent / "scripts" / "build-llama.sh"
-        subprocess.run([str(script), sys.executable, llama, str(cache), AVX2], check=True)
+        subprocess.run([str(script), sys.executable, llama, str(cache), flags], check=True)
     return str(cache)
 
 
