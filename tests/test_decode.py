@@ -26,6 +26,70 @@ def test_draft_is_empty_without_a_match_or_room() -> None:
     assert draft_from_context([7, 8, 7, 8], 4) == [7, 8]
 
 
+def _rate(guesses: list[list[int]], acceptance: list[float], costs, take: list[int]) -> float:  # type: ignore[no-untyped-def]
+    expected = sum(1 + sum(a ** (i + 1) for i in range(t)) for a, t in zip(acceptance, take, strict=True))
+    return expected / costs(len(guesses) + sum(take))
+
+
+def test_a_pass_checks_the_drafts_that_give_the_most_tokens_for_its_cost() -> None:
+    """Against every choice of draft prefixes: the plan's expected tokens per unit of cost is the highest."""
+    import itertools
+    import random
+
+    from assay.models._decode import PASS_COSTS, plan_drafts
+
+    rng = random.Random(3)
+    for costs in PASS_COSTS.values():
+        for _ in range(150):
+            guesses = [[7] * rng.randint(0, 4) for _ in range(rng.randint(1, 3))]
+            acceptance = [rng.choice([0.05, 0.3, 0.5, 0.8, 0.97]) for _ in guesses]
+            take = plan_drafts(guesses, acceptance, costs)
+            assert all(0 <= t <= len(g) for t, g in zip(take, guesses, strict=True))
+            best = max(
+                _rate(guesses, acceptance, costs, list(choice))
+                for choice in itertools.product(*(range(len(g) + 1) for g in guesses))
+            )
+            assert _rate(guesses, acceptance, costs, take) == pytest.approx(best, rel=1e-12)
+
+
+def test_drafts_are_checked_in_full_where_rows_are_free_and_sparingly_where_they_are_dear() -> None:
+    from assay.models._decode import PASS_COSTS, plan_drafts
+
+    guesses = [[1] * 8, [2] * 8, [3] * 5]
+    refused, fresh, copying = 1 / 12, 0.5, 31 / 34  # 0 of 10 accepted, none yet, 30 of 32
+    assert plan_drafts(guesses, [refused, fresh, copying], PASS_COSTS["flat"]) == [8, 8, 5]
+    dear = plan_drafts(guesses, [refused, fresh, copying], PASS_COSTS["avx2"])
+    cheap = plan_drafts(guesses, [refused, fresh, copying], PASS_COSTS["amx"])
+    assert dear[0] == 0 and dear[2] >= 1 and dear[1] <= dear[2]
+    assert plan_drafts(guesses[2:], [copying], PASS_COSTS["avx2"]) >= [3]  # alone, a copy drafts on
+    assert all(c >= d for c, d in zip(cheap, dear, strict=True)) and sum(cheap) > sum(dear)
+    assert plan_drafts([], [], PASS_COSTS["avx2"]) == []
+    assert plan_drafts([[], []], [0.9, 0.9], PASS_COSTS["avx2"]) == [0, 0]
+
+
+def test_pass_costs_follow_the_build_and_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.errors import ConfigError
+    from assay.models._decode import PASS_COSTS, pass_costs
+
+    monkeypatch.delenv("ASSAY_LOCAL_PASS_COSTS", raising=False)
+    amx = "CPU : SSE3 = 1 | AVX2 = 1 | AVX512 = 1 | AVX512_VNNI = 1 | AMX_INT8 = 1 | OPENMP = 1 |"
+    assert pass_costs(amx).name == "amx"
+    assert pass_costs("CPU : SSE3 = 1 | AVX2 = 1 | AVX512 = 1 | AVX512_VNNI = 1 | OPENMP = 1 |").name == "avx512"
+    assert pass_costs("CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | FMA = 1 | OPENMP = 1 |").name == "avx2"
+    assert pass_costs("CPU : NEON = 1 | ARM_FMA = 1 |").name == "avx2"  # unmeasured: rows priced dear
+    monkeypatch.setenv("ASSAY_LOCAL_PASS_COSTS", " Flat ")
+    assert pass_costs(amx).name == "flat"
+    monkeypatch.setenv("ASSAY_LOCAL_PASS_COSTS", "avx3")
+    with pytest.raises(ConfigError, match="ASSAY_LOCAL_PASS_COSTS must be one of amx, avx512, avx2, flat, got 'avx3'"):
+        pass_costs(amx)
+    for table in PASS_COSTS.values():  # one row costs 1; more rows never cost less
+        assert table.rows[0] == 1 and table(1) == 1.0
+        costs = [table(r) for r in range(1, 100)]
+        assert costs == sorted(costs)
+    assert PASS_COSTS["avx2"](3) == 1.67 and PASS_COSTS["avx2"](7) == pytest.approx((2.44 + 3.51) / 2)
+    assert PASS_COSTS["amx"](80) == pytest.approx(3.42 + 16 * (3.42 - 2.5) / 16)
+
+
 def test_draft_respects_its_limit_and_ngram_sizes() -> None:
     text = [1, 2, 3, 4, 5, 6, 7, 1, 2]
     assert draft_from_context(text, 2) == [3, 4]
@@ -110,6 +174,26 @@ def test_drafts_are_checked_and_a_copy_is_mostly_accepted(llama) -> None:  # typ
     assert drafted.tokens == plain.tokens
     assert plain.steps == len(plain.tokens) - 1 and plain.drafted == 0
     assert drafted.accepted > 0 and drafted.steps < plain.steps
+
+
+@pytest.mark.slow
+def test_where_rows_are_dear_a_call_drafts_while_its_drafts_are_taken(llama) -> None:  # type: ignore[no-untyped-def]
+    """On the AVX2 table a story (drafts refused) stops drafting; a list said again (drafts taken) keeps on."""
+    from assay.models._decode import PASS_COSTS, greedy_decode
+
+    def decode(text: str, costs: str):  # type: ignore[no-untyped-def]
+        llama.reset()
+        llama._ctx.kv_cache_clear()
+        return greedy_decode(llama, llama.tokenize(text.encode(), add_bos=False), None, 48, costs=PASS_COSTS[costs])
+
+    story = "Tell me a story about a dog named Rex who likes the park. Rex"
+    every, dear = decode(story, "flat"), decode(story, "avx2")
+    assert every.drafted >= 12 and every.accepted < every.drafted / 2  # most of its drafts are refused
+    assert dear.drafted <= every.drafted / 3
+    days = "List the days of the week, then again: Monday, Tuesday, Wednesday, Thursday, Friday, Saturday, Sunday. "
+    days += "Again:"
+    copy = decode(days, "avx2")
+    assert copy.accepted >= 8 and copy.steps < len(copy.tokens) - 8
 
 
 @pytest.mark.slow
@@ -367,9 +451,16 @@ async def test_choice_calls_made_together_are_read_in_one_batch() -> None:
 
 
 @pytest.mark.slow
-async def test_greedy_calls_made_together_are_decoded_in_one_batch() -> None:
-    """The local judge batches what a metric asks at once; a call that cannot fit fails alone."""
+async def test_greedy_calls_made_together_are_decoded_in_one_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local judge batches what a metric asks at once; a call that cannot fit fails alone.
+
+    Every draft is checked in full (``flat`` pass costs), so that a call's passes read the
+    same rows of its own alone and in the batch: how many rows a pass reads decides which
+    kernel multiplies them, and so the last bits of its logits.
+    """
     import asyncio
+
+    monkeypatch.setenv("ASSAY_LOCAL_PASS_COSTS", "flat")
 
     from assay.grounding._decompose import SENTENCE_PROMPT, SentenceToSplit
     from assay.models import GenerateConfig, LocalJudge

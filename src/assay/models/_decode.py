@@ -18,6 +18,12 @@ things make that cheaper without changing it:
   accepted draft token is nearly free. The output is the greedy output: a draft only ever
   saves a forward pass, never chooses a token (up to floating-point differences between
   batched and single-token evaluation, which can flip an exact near-tie).
+- **Drafts fitted to the build.** What a row costs depends on the build: on AMX a pass of
+  16 rows costs about 1.4 times one row, on AVX2 kernels about 5 times. Each pass checks
+  the draft tokens that give the most expected tokens per unit of the pass's cost
+  (:func:`plan_drafts`), from the build's measured costs (:data:`PASS_COSTS`) and each
+  call's own record of accepted drafts: a rewrite that copies its sentence keeps
+  drafting, a requirement check whose drafts are refused stops.
 
 Only the greedy case is handled here; sampling at a temperature goes through llama-cpp-python.
 """
@@ -31,22 +37,26 @@ from typing import Any
 
 import numpy as np
 
-from assay.errors import JudgeError
+from assay.errors import ConfigError, JudgeError
 
 __all__ = [
+    "PASS_COSTS",
     "Decoded",
+    "PassCosts",
     "common_prefix",
     "draft_from_context",
     "enable_sequences",
     "eval_prompt",
     "greedy_decode",
     "greedy_decode_many",
+    "pass_costs",
+    "plan_drafts",
     "prompt_cells",
     "prompt_logits_many",
 ]
 
 DRAFT_MAX = 8
-"""Tokens proposed per step: past about this many, a batch costs noticeably more than one token."""
+"""Tokens proposed per step at most (:func:`plan_drafts` checks as many of them as pay)."""
 DRAFT_NGRAM = (4, 3, 2)
 """Suffix lengths tried, longest first, when looking for the last tokens earlier in the text."""
 
@@ -84,6 +94,103 @@ def draft_from_context(tokens: Sequence[int], limit: int, ngram: Sequence[int] =
                 if follow:
                     return follow
     return []
+
+
+@dataclass(frozen=True)
+class PassCosts:
+    """What a forward pass costs by the rows it reads, relative to one row, on one kind of llama.cpp build.
+
+    ``rows`` ascending from 1, ``relative`` the cost at each (1.0 at one row, never
+    decreasing); between two the cost is interpolated, past the last it grows by the
+    last two's slope.
+    """
+
+    name: str
+    rows: tuple[int, ...]
+    relative: tuple[float, ...]
+
+    def __call__(self, rows: int) -> float:
+        xs, ys = self.rows, self.relative
+        if rows >= xs[-1]:
+            return ys[-1] + (rows - xs[-1]) * (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+        return float(np.interp(rows, xs, ys))
+
+
+_ROWS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64)
+PASS_COSTS = {
+    "amx": PassCosts("amx", _ROWS, (1.0, 1.14, 1.2, 1.3, 1.3, 1.35, 1.35, 1.35, 1.35, 1.43, 1.74, 1.89, 2.5, 3.42)),
+    "avx512": PassCosts(
+        "avx512", _ROWS, (1.0, 1.52, 1.77, 1.77, 1.78, 2.44, 2.55, 3.05, 3.32, 3.72, 5.71, 5.71, 7.97, 10.72)
+    ),
+    "avx2": PassCosts(
+        "avx2", _ROWS, (1.0, 1.45, 1.67, 1.67, 2.12, 2.44, 3.51, 4.84, 4.86, 4.86, 7.19, 9.14, 16.34, 16.34)
+    ),
+    "flat": PassCosts("flat", (1, 2), (1.0, 1.0)),
+}
+"""Pass costs by build, relative to one row: ``amx`` (the AMX build, Q8_0 copy), ``avx512``
+and ``avx2`` (the default build, weights as shipped, on a CPU with and without AVX-512),
+and ``flat`` (rows free: every call checks its whole draft, the loop before drafts were
+fitted). Measured with ``benchmarks/judge_limit.py --judge-only --lengths 512 --batches
+1,2,3,4,5,6,8,10,12,16,24,32,48,64`` on a 2-core Xeon (model 207; ``avx2`` is the AVX2-only
+build on it), three runs alone: the median of each run's cost over its one-row cost, made
+non-decreasing. ``ASSAY_LOCAL_PASS_COSTS`` names the table to use instead of the build's."""
+
+PASS_COSTS_ENV = "ASSAY_LOCAL_PASS_COSTS"
+
+
+def pass_costs(system_info: str | None = None) -> PassCosts:
+    """The pass costs of the loaded llama.cpp build, or of the table ``$ASSAY_LOCAL_PASS_COSTS`` names.
+
+    The build is told by its system info (``system_info``; default: llama.cpp's). A build
+    with AMX's INT8 tiles is ``amx``; with AVX-512, ``avx512``; any other (AVX2, and builds
+    nobody measured) ``avx2``, whose rows are dear: a call drafts only while its drafts
+    are taken.
+    """
+    import os
+
+    chosen = os.environ.get(PASS_COSTS_ENV, "").strip().lower()
+    if chosen:
+        if chosen not in PASS_COSTS:
+            raise ConfigError(f"{PASS_COSTS_ENV} must be one of {', '.join(PASS_COSTS)}, got {chosen!r}")
+        return PASS_COSTS[chosen]
+    if system_info is None:
+        import llama_cpp
+
+        system_info = llama_cpp.llama_print_system_info().decode(errors="replace")
+    if "AMX_INT8 = 1" in system_info:
+        return PASS_COSTS["amx"]
+    if "AVX512 = 1" in system_info:
+        return PASS_COSTS["avx512"]
+    return PASS_COSTS["avx2"]
+
+
+def plan_drafts(guesses: Sequence[Sequence[int]], acceptance: Sequence[float], costs: PassCosts) -> list[int]:
+    """How many of each call's draft tokens one pass checks: the most expected tokens per unit of the pass's cost.
+
+    Every call in the pass yields its next token for sure; its i-th draft token is
+    accepted only if the ones before it are, so with the call's acceptance ``a`` (the
+    share of its drafted tokens accepted so far) it adds ``a ** i`` expected tokens and
+    one row. Draft tokens are taken likeliest first, and the pass keeps the number of
+    them whose expected tokens per unit of ``costs(rows)`` is highest (fewest on a tie).
+    Each call's tokens taken are a prefix of its draft.
+    """
+    n = len(guesses)
+    if n == 0:
+        return []
+    pairs = enumerate(zip(guesses, acceptance, strict=True))
+    chances = sorted(
+        ((a ** (i + 1), j, i) for j, (guess, a) in pairs for i in range(len(guess))), key=lambda c: (-c[0], c[1], c[2])
+    )
+    best, best_rate, expected = 0, n / costs(n), float(n)
+    for k, (chance, _, _) in enumerate(chances, 1):
+        expected += chance
+        rate = expected / costs(n + k)
+        if rate > best_rate:
+            best, best_rate = k, rate
+    take = [0] * n
+    for _, j, _ in chances[:best]:
+        take[j] += 1
+    return take
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -204,6 +311,7 @@ def greedy_decode(
     max_tokens: int,
     *,
     draft: int = DRAFT_MAX,
+    costs: PassCosts | None = None,
 ) -> Decoded:
     """Generate greedily after ``prompt`` under ``grammar``, re-using the KV cache of any shared prefix.
 
@@ -213,7 +321,9 @@ def greedy_decode(
         prompt: The full prompt's token ids.
         grammar: A ``LlamaGrammar`` or ``None``.
         max_tokens: At most this many generated tokens (``finish_reason`` ``length`` if reached).
-        draft: Draft tokens proposed per step (0: one token per forward pass).
+        draft: Draft tokens proposed per step at most (0: one token per forward pass).
+        costs: What a pass costs by its rows (default: the loaded build's, :func:`pass_costs`);
+            they decide how much of each draft is checked (:func:`plan_drafts`).
     """
     n_ctx = llama.n_ctx()
     if len(prompt) >= n_ctx:
@@ -223,6 +333,7 @@ def greedy_decode(
     import llama_cpp
 
     vocab = llama._model.vocab
+    costs = costs or pass_costs()
     eval_prompt(llama, prompt)
     check = _GrammarCheck(llama, grammar) if grammar is not None else None
     state = _Sequence(0, list(prompt), max_tokens, check, pos=len(prompt), logits=_logits(llama, -1).copy())
@@ -231,6 +342,7 @@ def greedy_decode(
             _choose(state, vocab, n_ctx, draft, llama_cpp)
             if state.finish is not None:
                 break
+            _plan([state], costs)
             batch = _Batch(llama)
             for k, token in enumerate(state.pending):
                 batch.add(token, state.pos + k, 0, True)
@@ -309,7 +421,14 @@ class _Sequence:
     drafted: int = 0
     accepted: int = 0
     pending: list[int] = field(default_factory=list)  # evaluated this step: the token, then its draft
+    guess: list[int] = field(default_factory=list)  # the draft proposed after the pending token
+    checked: int = 0  # draft tokens compared with the greedy token (accepted, and the first refused)
     first: int = 0  # batch index of the pending token
+
+    @property
+    def acceptance(self) -> float:
+        """The share of this call's compared draft tokens that were accepted, from an even start (1 of 2)."""
+        return (self.accepted + 1) / (self.checked + 2)
 
 
 def greedy_decode_many(
@@ -319,6 +438,7 @@ def greedy_decode_many(
     max_tokens: Sequence[int],
     *,
     draft: int = DRAFT_MAX,
+    costs: PassCosts | None = None,
 ) -> list[Decoded]:
     """:func:`greedy_decode` for several prompts at once, each its own sequence in one KV cache.
 
@@ -338,9 +458,10 @@ def greedy_decode_many(
     instructions.
     """
     if len(prompts) == 1:
-        return [greedy_decode(llama, prompts[0], grammars[0], max_tokens[0], draft=draft)]
+        return [greedy_decode(llama, prompts[0], grammars[0], max_tokens[0], draft=draft, costs=costs)]
     import llama_cpp
 
+    costs = costs or pass_costs()
     n_ctx = llama.n_ctx()
     vocab = llama._model.vocab
     shared = _open_sequences(llama, prompts)
@@ -358,6 +479,7 @@ def greedy_decode_many(
             live = [s for s in live if not _finished(llama, s, shared)]
             if not live:
                 break
+            _plan(live, costs)
             stepping = []
             used = shared + sum(s.pos - shared for s in live)
             for state in live:
@@ -540,8 +662,15 @@ def _choose(state: _Sequence, vocab: Any, n_ctx: int, draft: int, llama_cpp: Any
     if room <= 0:
         state.finish = "length"
         return
-    guess = draft_from_context(state.prompt + state.out, min(draft, room - 1)) if draft > 0 else []
-    state.pending = [token, *guess]
+    state.guess = draft_from_context(state.prompt + state.out, min(draft, room - 1)) if draft > 0 else []
+    state.pending = [token]
+
+
+def _plan(states: Sequence[_Sequence], costs: PassCosts) -> None:
+    """Each sequence's pending token, then as much of its draft as this pass should check (:func:`plan_drafts`)."""
+    take = plan_drafts([s.guess for s in states], [s.acceptance for s in states], costs)
+    for state, n in zip(states, take, strict=True):
+        state.pending = [state.pending[0], *state.guess[:n]]
 
 
 def _verify(llama: Any, state: _Sequence, vocab: Any, llama_cpp: Any) -> None:
@@ -561,6 +690,7 @@ def _verify(llama: Any, state: _Sequence, vocab: Any, llama_cpp: Any) -> None:
         state.out.append(best)
         taken += 1
     state.accepted += taken
+    state.checked += taken + (taken < len(guess))
     state.pos += 1 + taken
     if taken < len(guess):
         llama._ctx.kv_cache_seq_rm(state.seq, state.pos, -1)
