@@ -46,21 +46,20 @@ process):
   on the AMX tiles instead of 32, the columns split between the threads and the rows
   taken in chunks that stay in L2 (the ninth round; the logits are bitwise the same).
   Every earlier configuration sets ``GGML_AMX_Q8_0_PAIRED=0``.
-- ``tenth``: the same, with the paired kernel asking for the next pair of weights while it
-  multiplies one, where they come from memory (the logits are bitwise the same), and the
-  greedy loop putting the 256 best tokens to the grammar when it refuses the best one,
-  before the whole vocabulary (the same token; the tenth round). Every earlier
-  configuration sets ``GGML_AMX_Q8_0_PREFETCH=0`` and ``JUDGE_SPEED_GRAMMAR_CANDIDATES=0``
-  (this benchmark's own: the whole vocabulary at once, as before; not in the demo, which
-  runs the ``assay`` command).
-- ``new``: the shipped judge: the same, with each pass checking only the draft tokens that
-  pay on this build (``plan_drafts``: the build's pass costs and each call's accepted
-  drafts; the eleventh round). Every earlier configuration sets
-  ``ASSAY_LOCAL_PASS_COSTS=flat``: every draft checked in full.
-- ``avx2-old``, ``avx2-tenth`` and ``avx2``: ``old``, ``tenth`` and ``new`` on llama.cpp built with the flags
-  ``make install`` uses on a CPU without AVX-512 (AVX2, FMA, F16C; no AVX-512, no AMX),
-  through ``LLAMA_CPP_LIB_PATH``, so the judge runs the weights as shipped (Q4_K_M) on the
-  kernels an AVX2 machine runs. Built once into ``<cache dir>/llama-avx2`` by
+- ``new``: the shipped judge: the same, with the paired kernel asking for the next pair of
+  weights while it multiplies one, where they come from memory (the logits are bitwise
+  the same), and the greedy loop putting the 256 best tokens to the grammar when it
+  refuses the best one, before the whole vocabulary (the same token; the tenth round).
+  Every earlier configuration sets ``GGML_AMX_Q8_0_PREFETCH=0`` and
+  ``JUDGE_SPEED_GRAMMAR_CANDIDATES=0`` (this benchmark's own: the whole vocabulary at
+  once, as before; not in the demo, which runs the ``assay`` command).
+- ``fitted``: ``new`` with each pass checking only the draft tokens that pay on this
+  build (``ASSAY_LOCAL_PASS_COSTS=build``: the build's pass costs and each call's accepted
+  drafts); measured, not yet the default.
+- ``avx2-old``, ``avx2`` and ``avx2-fitted``: ``old``, ``new`` and ``fitted`` on llama.cpp
+  built with the flags ``make install`` uses on a CPU without AVX-512 (AVX2, FMA, F16C;
+  no AVX-512, no AMX), through ``LLAMA_CPP_LIB_PATH``, so the judge runs the weights as
+  shipped (Q4_K_M) on the kernels an AVX2 machine runs. Built once into ``<cache dir>/llama-avx2`` by
   ``scripts/build-llama.sh``. On an AVX-512 machine this times those kernels on its
   cores and memory, not an AVX2 machine: a first-generation EPYC splits each 256-bit
   operation in two and reads memory more slowly. The flags come from the Makefile
@@ -89,7 +88,7 @@ and the load average are printed with the figures; run it alone.
     python benchmarks/judge_speed.py --rag 5 --summaries 5 --agents 0 --no-demo --configs batched,new
     python benchmarks/judge_speed.py --rag 2 --summaries 2 --agents 1 --configs ninth,new --repeat 3
     python benchmarks/judge_speed.py --rag 3 --summaries 3 --agents 1 --configs avx2-old,avx2
-    python benchmarks/judge_speed.py --rag 3 --summaries 3 --agents 1 --no-demo --configs tenth,new,avx2-tenth,avx2
+    python benchmarks/judge_speed.py --rag 3 --summaries 3 --agents 1 --configs new,fitted,avx2,avx2-fitted
 """
 
 from __future__ import annotations
@@ -115,8 +114,7 @@ TARGETS = {"rag": 15.0, "summary": 10.0, "agent": 30.0, "demo": 30.0}
 CHUNK = "JUDGE_SPEED_CHUNK_CHARS"  # not the judge's: this benchmark's children build faithfulness with it
 ENCODER_BATCH = "JUDGE_SPEED_ENCODER_BATCH"  # texts a MiniLM pass in evidence selection (not the demo's)
 GRAMMAR_CANDIDATES = "JUDGE_SPEED_GRAMMAR_CANDIDATES"  # tokens the grammar checks before the vocabulary (not the demo)
-BEFORE_ELEVENTH = {"ASSAY_LOCAL_PASS_COSTS": "flat"}  # what every round before the eleventh ran with
-BEFORE_TENTH = {"GGML_AMX_Q8_0_PREFETCH": "0", GRAMMAR_CANDIDATES: "0", **BEFORE_ELEVENTH}  # and before the tenth
+BEFORE_TENTH = {"GGML_AMX_Q8_0_PREFETCH": "0", GRAMMAR_CANDIDATES: "0"}  # what every round before the tenth ran with
 BEFORE_NINTH = {"GGML_AMX_Q8_0_PAIRED": "0", **BEFORE_TENTH}  # and every round before the ninth
 BEFORE_EIGHTH = {ENCODER_BATCH: "64", **BEFORE_NINTH}  # and every round before the eighth
 CONFIGS = {  # the environment each configuration's processes run in
@@ -204,18 +202,13 @@ CONFIGS = {  # the environment each configuration's processes run in
         "ASSAY_LOCAL_LAYOUT": "auto",
         "ASSAY_LOCAL_SEQUENCES": "8",
     },
-    "tenth": {
-        **BEFORE_ELEVENTH,
-        "ASSAY_LOCAL_DECODE_LOOP": "assay",
-        "ASSAY_LOCAL_LAYOUT": "auto",
-        "ASSAY_LOCAL_SEQUENCES": "8",
-    },
     "new": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "auto", "ASSAY_LOCAL_SEQUENCES": "8"},
 }
+CONFIGS["fitted"] = {**CONFIGS["new"], "ASSAY_LOCAL_PASS_COSTS": "build"}  # measured, not yet the default
 AVX2_CONFIGS = {  # on llama.cpp built for AVX2 only (LLAMA_CPP_LIB_PATH): no AMX, the weights as shipped
     "avx2-old": CONFIGS["old"],
-    "avx2-tenth": CONFIGS["tenth"],
     "avx2": CONFIGS["new"],
+    "avx2-fitted": CONFIGS["fitted"],
 }
 CONFIGS.update(AVX2_CONFIGS)
 

@@ -73,6 +73,8 @@ def test_pass_costs_follow_the_build_and_the_environment(monkeypatch: pytest.Mon
 
     monkeypatch.delenv("ASSAY_LOCAL_PASS_COSTS", raising=False)
     amx = "CPU : SSE3 = 1 | AVX2 = 1 | AVX512 = 1 | AVX512_VNNI = 1 | AMX_INT8 = 1 | OPENMP = 1 |"
+    assert pass_costs(amx).name == "flat"  # the default: every draft checked, on any build
+    monkeypatch.setenv("ASSAY_LOCAL_PASS_COSTS", "build")
     assert pass_costs(amx).name == "amx"
     assert pass_costs("CPU : SSE3 = 1 | AVX2 = 1 | AVX512 = 1 | AVX512_VNNI = 1 | OPENMP = 1 |").name == "avx512"
     assert pass_costs("CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | FMA = 1 | OPENMP = 1 |").name == "avx2"
@@ -80,7 +82,7 @@ def test_pass_costs_follow_the_build_and_the_environment(monkeypatch: pytest.Mon
     monkeypatch.setenv("ASSAY_LOCAL_PASS_COSTS", " Flat ")
     assert pass_costs(amx).name == "flat"
     monkeypatch.setenv("ASSAY_LOCAL_PASS_COSTS", "avx3")
-    with pytest.raises(ConfigError, match="ASSAY_LOCAL_PASS_COSTS must be one of amx, avx512, avx2, flat, got 'avx3'"):
+    with pytest.raises(ConfigError, match="must be one of amx, avx512, avx2, flat, build, got 'avx3'"):
         pass_costs(amx)
     for table in PASS_COSTS.values():  # one row costs 1; more rows never cost less
         assert table.rows[0] == 1 and table(1) == 1.0

@@ -18,12 +18,13 @@ things make that cheaper without changing it:
   accepted draft token is nearly free. The output is the greedy output: a draft only ever
   saves a forward pass, never chooses a token (up to floating-point differences between
   batched and single-token evaluation, which can flip an exact near-tie).
-- **Drafts fitted to the build.** What a row costs depends on the build: on AMX a pass of
-  16 rows costs about 1.4 times one row, on AVX2 kernels about 5 times. Each pass checks
-  the draft tokens that give the most expected tokens per unit of the pass's cost
-  (:func:`plan_drafts`), from the build's measured costs (:data:`PASS_COSTS`) and each
-  call's own record of accepted drafts: a rewrite that copies its sentence keeps
-  drafting, a requirement check whose drafts are refused stops.
+- **Drafts fitted to the build** (``ASSAY_LOCAL_PASS_COSTS=build``; not yet the default).
+  What a row costs depends on the build: on AMX a pass of 16 rows costs about 1.4 times
+  one row, on AVX2 kernels about 5 times. Each pass then checks the draft tokens that
+  give the most expected tokens per unit of the pass's cost (:func:`plan_drafts`), from
+  the build's measured costs (:data:`PASS_COSTS`) and each call's own record of accepted
+  drafts: a rewrite that copies its sentence keeps drafting, a requirement check whose
+  drafts are refused stops. By default every draft is checked in full (``flat``).
 
 Only the greedy case is handled here; sampling at a temperature goes through llama-cpp-python.
 """
@@ -133,25 +134,28 @@ and ``flat`` (rows free: every call checks its whole draft, the loop before draf
 fitted). Measured with ``benchmarks/judge_limit.py --judge-only --lengths 512 --batches
 1,2,3,4,5,6,8,10,12,16,24,32,48,64`` on a 2-core Xeon (model 207; ``avx2`` is the AVX2-only
 build on it), three runs alone: the median of each run's cost over its one-row cost, made
-non-decreasing. ``ASSAY_LOCAL_PASS_COSTS`` names the table to use instead of the build's."""
+non-decreasing. ``ASSAY_LOCAL_PASS_COSTS`` chooses (:func:`pass_costs`)."""
 
 PASS_COSTS_ENV = "ASSAY_LOCAL_PASS_COSTS"
 
 
 def pass_costs(system_info: str | None = None) -> PassCosts:
-    """The pass costs of the loaded llama.cpp build, or of the table ``$ASSAY_LOCAL_PASS_COSTS`` names.
+    """The pass costs drafts are planned with: ``$ASSAY_LOCAL_PASS_COSTS``'s table, ``flat`` if unset.
 
-    The build is told by its system info (``system_info``; default: llama.cpp's). A build
-    with AMX's INT8 tiles is ``amx``; with AVX-512, ``avx512``; any other (AVX2, and builds
-    nobody measured) ``avx2``, whose rows are dear: a call drafts only while its drafts
-    are taken.
+    ``build`` picks the loaded llama.cpp build's table from its system info
+    (``system_info``; default: llama.cpp's): a build with AMX's INT8 tiles is ``amx``;
+    with AVX-512, ``avx512``; any other (AVX2, and builds nobody measured) ``avx2``, whose
+    rows are dear: a call drafts only while its drafts are taken. ``flat`` is the
+    default until the verdicts' quality is measured with the others on each build
+    (they change which rows a pass reads, and so near-tie text).
     """
     import os
 
-    chosen = os.environ.get(PASS_COSTS_ENV, "").strip().lower()
-    if chosen:
+    chosen = os.environ.get(PASS_COSTS_ENV, "").strip().lower() or "flat"
+    if chosen != "build":
         if chosen not in PASS_COSTS:
-            raise ConfigError(f"{PASS_COSTS_ENV} must be one of {', '.join(PASS_COSTS)}, got {chosen!r}")
+            choices = ", ".join([*PASS_COSTS, "build"])
+            raise ConfigError(f"{PASS_COSTS_ENV} must be one of {choices}, got {chosen!r}")
         return PASS_COSTS[chosen]
     if system_info is None:
         import llama_cpp

@@ -368,9 +368,9 @@ class LocalJudge(JudgeModel):
         max_string_chars: Grammar bound on each free-text string in an answer.
         draft_tokens: At temperature 0, tokens drafted from the prompt per step at most (0:
             one token per forward pass); the answer is the same either way. How many are
-            checked in each pass is chosen from the build's pass costs and each call's
-            accepted drafts (:func:`~assay.models._decode.plan_drafts`;
-            ``$ASSAY_LOCAL_PASS_COSTS`` names another build's table, ``flat`` checks them all).
+            checked in each pass is chosen from ``$ASSAY_LOCAL_PASS_COSTS``: ``flat`` (the
+            default) checks them all, ``build`` fits them to the build's pass costs and each
+            call's accepted drafts (:func:`~assay.models._decode.plan_drafts`).
         decode_loop: ``assay``: greedy answers come from our loop
             (:func:`~assay.models._decode.greedy_decode`); ``llama_cpp``: from
             llama-cpp-python's own (slower; kept to measure against). Default
