@@ -46,17 +46,21 @@ process):
   on the AMX tiles instead of 32, the columns split between the threads and the rows
   taken in chunks that stay in L2 (the ninth round; the logits are bitwise the same).
   Every earlier configuration sets ``GGML_AMX_Q8_0_PAIRED=0``.
-- ``new``: the shipped judge: the same, with the paired kernel asking for the next pair of
+- ``tenth``: the same, with the paired kernel asking for the next pair of
   weights while it multiplies one, where they come from memory (the logits are bitwise
   the same), and the greedy loop putting the 256 best tokens to the grammar when it
   refuses the best one, before the whole vocabulary (the same token; the tenth round).
   Every earlier configuration sets ``GGML_AMX_Q8_0_PREFETCH=0`` and
   ``JUDGE_SPEED_GRAMMAR_CANDIDATES=0`` (this benchmark's own: the whole vocabulary at
   once, as before; not in the demo, which runs the ``assay`` command).
+- ``new``: the shipped judge: the same, with each draft cut before its first token the
+  grammar refuses, and a call ending as soon as its grammar allows the end, without a
+  pass to choose the end token (the twelfth round). Every earlier configuration sets
+  ``JUDGE_SPEED_GRAMMAR_DRAFTS=0`` (this benchmark's own; not in the demo).
 - ``fitted``: ``new`` with each pass checking only the draft tokens that pay on this
   build (``ASSAY_LOCAL_PASS_COSTS=build``: the build's pass costs and each call's accepted
   drafts); measured, not yet the default.
-- ``avx2-old``, ``avx2`` and ``avx2-fitted``: ``old``, ``new`` and ``fitted`` on llama.cpp
+- ``avx2-old``, ``avx2-tenth``, ``avx2`` and ``avx2-fitted``: ``old``, ``tenth``, ``new`` and ``fitted`` on llama.cpp
   built with the flags ``make install`` uses on a CPU without AVX-512 (AVX2, FMA, F16C;
   no AVX-512, no AMX), through ``LLAMA_CPP_LIB_PATH``, so the judge runs the weights as
   shipped (Q4_K_M) on the kernels an AVX2 machine runs. Built once into ``<cache dir>/llama-avx2`` by
@@ -69,8 +73,8 @@ The instruction files are the user's (``<cache dir>/instructions``): ``new``'s f
 saves them if no earlier run did, and is the slower for it; the workloads other than the
 demo warm the judge first, so only the demo's figure depends on them.
 
-Every configuration but ``tiles``, ``sixth`` to ``ninth`` and ``new`` sets ``GGML_AMX_ATTN=0``,
-and every one but ``sixth`` to ``ninth`` and ``new`` reads the verdict calls one at a time
+Every configuration but ``tiles``, ``sixth`` to ``tenth`` and ``new`` sets ``GGML_AMX_ATTN=0``,
+and every one but ``sixth`` to ``tenth`` and ``new`` reads the verdict calls one at a time
 (``loop`` and ``q8`` decode one call at a time anyway). The fifth round's vectorized softmax is in every
 configuration on the AMX build (it computes the same values, bitwise).
 
@@ -89,6 +93,7 @@ and the load average are printed with the figures; run it alone.
     python benchmarks/judge_speed.py --rag 2 --summaries 2 --agents 1 --configs ninth,new --repeat 3
     python benchmarks/judge_speed.py --rag 3 --summaries 3 --agents 1 --configs avx2-old,avx2
     python benchmarks/judge_speed.py --rag 3 --summaries 3 --agents 1 --configs new,fitted,avx2,avx2-fitted
+    python benchmarks/judge_speed.py --rag 3 --summaries 3 --agents 1 --configs tenth,new,avx2-tenth,avx2 --repeat 2
 """
 
 from __future__ import annotations
@@ -114,7 +119,9 @@ TARGETS = {"rag": 15.0, "summary": 10.0, "agent": 30.0, "demo": 30.0}
 CHUNK = "JUDGE_SPEED_CHUNK_CHARS"  # not the judge's: this benchmark's children build faithfulness with it
 ENCODER_BATCH = "JUDGE_SPEED_ENCODER_BATCH"  # texts a MiniLM pass in evidence selection (not the demo's)
 GRAMMAR_CANDIDATES = "JUDGE_SPEED_GRAMMAR_CANDIDATES"  # tokens the grammar checks before the vocabulary (not the demo)
-BEFORE_TENTH = {"GGML_AMX_Q8_0_PREFETCH": "0", GRAMMAR_CANDIDATES: "0"}  # what every round before the tenth ran with
+GRAMMAR_DRAFTS = "JUDGE_SPEED_GRAMMAR_DRAFTS"  # 0: drafts past the grammar, and a pass for the end token (not the demo)
+BEFORE_TWELFTH = {GRAMMAR_DRAFTS: "0"}  # what every round before the twelfth ran with
+BEFORE_TENTH = {"GGML_AMX_Q8_0_PREFETCH": "0", GRAMMAR_CANDIDATES: "0", **BEFORE_TWELFTH}  # and before the tenth
 BEFORE_NINTH = {"GGML_AMX_Q8_0_PAIRED": "0", **BEFORE_TENTH}  # and every round before the ninth
 BEFORE_EIGHTH = {ENCODER_BATCH: "64", **BEFORE_NINTH}  # and every round before the eighth
 CONFIGS = {  # the environment each configuration's processes run in
@@ -204,9 +211,11 @@ CONFIGS = {  # the environment each configuration's processes run in
     },
     "new": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "auto", "ASSAY_LOCAL_SEQUENCES": "8"},
 }
+CONFIGS["tenth"] = {**CONFIGS["new"], **BEFORE_TWELFTH}
 CONFIGS["fitted"] = {**CONFIGS["new"], "ASSAY_LOCAL_PASS_COSTS": "build"}  # measured, not yet the default
 AVX2_CONFIGS = {  # on llama.cpp built for AVX2 only (LLAMA_CPP_LIB_PATH): no AMX, the weights as shipped
     "avx2-old": CONFIGS["old"],
+    "avx2-tenth": CONFIGS["tenth"],
     "avx2": CONFIGS["new"],
     "avx2-fitted": CONFIGS["fitted"],
 }
@@ -283,6 +292,10 @@ async def child(config: str, args: argparse.Namespace) -> dict[str, Any]:
         import assay.models._decode
 
         assay.models._decode.GRAMMAR_CANDIDATES = int(os.environ[GRAMMAR_CANDIDATES])
+    if os.environ.get(GRAMMAR_DRAFTS) == "0":  # drafts as proposed, and a pass to choose the end token
+        import assay.models._decode
+
+        assay.models._decode.GRAMMAR_DRAFTS = False
     if os.environ.get(ENCODER_BATCH):  # the encoder as it was: that many texts a pass, whatever their length
         from encoder_speed import FixedCount
 

@@ -158,11 +158,12 @@ def test_greedy_loop_answers_as_llama_cpp_python_does(llama, prompt: str, schema
         assert text == expected, (draft, text, expected)
         assert decoded.finish_reason == finish
         assert len(decoded.tokens) == count
-        # the KV cache holds the prompt and the generated tokens (the last one of a cut answer may be unread)
+        # the KV cache holds the prompt and the generated tokens; the last one of a cut answer,
+        # or the one that completed the grammar (the end needs no pass), may be unread
         read = llama._input_ids.tolist()
         assert read[: len(tokens)] == tokens and read[len(tokens) :] == decoded.tokens[: len(read) - len(tokens)]
         assert len(read) == len(tokens) + len(decoded.tokens) or (
-            finish == "length" and len(read) == len(tokens) + count - 1
+            (finish == "length" or grammar is not None) and len(read) == len(tokens) + count - 1
         )
 
 
@@ -636,3 +637,105 @@ def test_the_grammar_check_picks_the_best_allowed_token_as_a_check_of_the_whole_
         assert reference(logits) == low
     finally:
         check.close()
+
+
+# Each judge prompt's output model, as the model writes it (compact JSON, as the examples show).
+ANSWERS = {
+    "Statements": '{"statements": ["The Rhine is 1,230 km long.", "It flows north."]}',
+    "StatementJudgement": '{"verdict": 0, "reason": "The context gives 1,230 km."}',
+    "Requirements": '{"requirements": ["Cancel reservation ABC"]}',
+    "RequirementJudgement": '{"verdict": "not met", "calls": [2, 3], "reason": "No call cancels it."}',
+    "VerdictList": '{"verdicts": [{"statement": "The Rhine is long.", "reason": "It says so.", "verdict": 1}]}',
+    "GoalAndEndState": '{"user_goal": "Cancel ABC.", "end_state": "ABC was cancelled."}',
+    "RelevanceJudgement": '{"relevant": 1, "noncommittal": 0, "reason": "It answers."}',
+}
+
+
+def _judge_output_models() -> dict[str, type]:
+    """Every output model of a judge prompt defined in assay (the metrics and retrieval load them all)."""
+    import sys
+
+    import assay.metrics
+    import assay.retrieval  # noqa: F401
+    from assay.prompts import JudgePrompt
+
+    found: dict[str, type] = {}
+    for name, module in list(sys.modules.items()):
+        if name.startswith("assay."):
+            for value in vars(module).values():
+                if isinstance(value, JudgePrompt):
+                    found[value.output_model.__name__] = value.output_model
+    return found
+
+
+@pytest.mark.slow
+def test_every_judge_grammar_allows_nothing_after_its_value_but_the_end(llama) -> None:  # type: ignore[no-untyped-def]
+    """The loop ends a call as soon as its grammar allows the end: that must mean the answer is whole.
+
+    For each judge prompt's output model (and the reason's string grammar), an answer is
+    fed token by token: the grammar allows the end only after its last token, and then
+    allows no other token of the vocabulary, not even a space. A draft that runs past the
+    answer is cut where it does.
+    """
+    import llama_cpp
+    import numpy as np
+
+    from assay.models import LocalJudge
+    from assay.models._decode import _GrammarCheck
+    from assay.models._local import _string_body_grammar
+
+    models = _judge_output_models()
+    assert set(models) == set(ANSWERS), "a judge prompt's output model has no answer here"
+    judge = LocalJudge(smollm2_path(), n_ctx=2048)
+    grammars = {name: (judge._grammar(model), ANSWERS[name]) for name, model in models.items()}
+    grammars["reason"] = (_string_body_grammar(200), 'The context gives 1,230 km, not 1,300."')
+    for name, (grammar, answer) in grammars.items():
+        if name in models:
+            models[name].model_validate_json(answer)  # a valid answer
+        tokens = llama.tokenize(answer.encode(), add_bos=False)
+        after = llama.tokenize(b' {"x": 1}\n\nExample', add_bos=False)
+        newline = llama.tokenize(b"\n", add_bos=False)  # a raw newline: in no string, between no two tokens
+        check = _GrammarCheck(llama, grammar)
+        try:
+            assert check.allowed(tokens + after) == len(tokens), name  # the draft is cut at the end
+            assert check.allowed(tokens[:3] + newline + tokens[3:]) == 3, name  # ... or where it goes wrong
+            for k, token in enumerate(tokens):
+                assert not check.complete(), (name, k)
+                check.accept(token)
+            assert check.complete(), name
+            check._all["logit"] = 0.0
+            check._apply(check._all)
+            allowed = np.flatnonzero(np.isfinite(check._all["logit"]))
+            assert len(allowed) and all(llama_cpp.llama_vocab_is_eog(llama._model.vocab, int(t)) for t in allowed), (
+                name,
+                [llama.detokenize([int(t)]) for t in allowed[:5]],
+            )
+        finally:
+            check.close()
+
+
+@pytest.mark.slow
+def test_a_call_ends_without_a_pass_and_drafts_stop_where_the_grammar_does(  # type: ignore[no-untyped-def]
+    llama, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same answer with and without the grammar's help; one pass fewer at the end, no draft past the JSON."""
+    from assay.grounding._decompose import Statements
+    from assay.models import LocalJudge, _decode
+
+    grammar = LocalJudge(smollm2_path(), n_ctx=2048)._grammar(Statements)
+    example = '{"statements": ["The sky is blue.", "The grass is green."]}'
+    text = f"Example: {example}\nThe end of the example.\n"
+    text += "Rewrite as JSON statements: The sky is blue and the grass is green.\nAnswer: "
+    prompt = llama.tokenize(text.encode(), add_bos=False)
+    runs = {}
+    for on in (False, True):
+        monkeypatch.setattr(_decode, "GRAMMAR_DRAFTS", on)
+        for draft in (0, 8):
+            answer, decoded = _ours(llama, prompt, grammar, 48, draft)
+            runs[on, draft] = (answer, decoded)
+    assert runs[True, 0][0] == runs[False, 0][0] == runs[True, 8][0] == runs[False, 8][0]
+    assert runs[True, 0][0].endswith("}") and runs[True, 0][1].finish_reason == "stop"
+    assert runs[True, 0][1].steps == runs[False, 0][1].steps - 1  # no pass to choose the end token
+    # the copy of the example runs on into "\nThe end of the example.": those draft tokens are never read
+    assert runs[True, 8][1].drafted < runs[False, 8][1].drafted
+    assert runs[True, 8][1].accepted == runs[False, 8][1].accepted

@@ -25,6 +25,13 @@ things make that cheaper without changing it:
   the build's measured costs (:data:`PASS_COSTS`) and each call's own record of accepted
   drafts: a rewrite that copies its sentence keeps drafting, a requirement check whose
   drafts are refused stops. By default every draft is checked in full (``flat``).
+- **Drafts the grammar allows** (:data:`GRAMMAR_DRAFTS`). A draft is cut before its first
+  token the grammar refuses (a copy of the prompt's examples runs on past a string's
+  closing quote): that token could never be accepted, so the model never reads it.
+- **The end without a pass.** The judge's grammars are a JSON value or the rest of one
+  JSON string, and once the grammar allows the end nothing may follow but whitespace. A
+  call ends as soon as a token completes its grammar, instead of reading that token to
+  choose the end-of-generation token after it.
 
 Only the greedy case is handled here; sampling at a temperature goes through llama-cpp-python.
 """
@@ -228,6 +235,11 @@ def eval_prompt(llama: Any, tokens: Sequence[int]) -> None:
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
 
 
+GRAMMAR_DRAFTS = True
+"""Cut each draft before its first token the grammar refuses, and end a call as soon as its
+grammar allows the end (the module's doc). False: drafts as proposed, and the end token
+chosen from one more pass (the loop before; ``benchmarks/judge_speed.py`` measures both)."""
+
 GRAMMAR_CANDIDATES = 256
 """Highest-logit tokens put to the grammar together when the best one is refused, before the
 whole vocabulary: the grammar checks each token on its own, and the vocabulary (151,936
@@ -255,6 +267,38 @@ class _GrammarCheck:
         self._all["id"] = np.arange(n_vocab, dtype=np.int32)
         self._one = np.zeros(1, dtype=_TOKEN_DATA)
         self._some = np.zeros(min(GRAMMAR_CANDIDATES, n_vocab), dtype=_TOKEN_DATA)
+        vocab = llama._model.vocab
+        eos = llama_cpp.llama_vocab_eos(vocab)
+        self._end = eos if eos >= 0 else llama_cpp.llama_vocab_eot(vocab)
+
+    def _allows(self, sampler: Any, token: int) -> bool:
+        self._one["id"][0], self._one["logit"][0] = token, 0.0
+        array = self._lib.llama_token_data_array(
+            data=self._one.ctypes.data_as(ctypes.POINTER(self._lib.llama_token_data)),
+            size=1,
+            selected=-1,
+            sorted=False,
+        )
+        self._lib.llama_sampler_apply(sampler, ctypes.byref(array))
+        return bool(np.isfinite(self._one["logit"][0]))
+
+    def complete(self) -> bool:
+        """Whether the grammar allows the end here (for the judge's grammars: nothing but whitespace may follow)."""
+        return self._end >= 0 and self._allows(self._sampler, self._end)
+
+    def allowed(self, tokens: Sequence[int]) -> int:
+        """How many of ``tokens``, in order from here, the grammar accepts (on a copy: its own state stays)."""
+        if not tokens:
+            return 0
+        copy = self._lib.llama_sampler_clone(self._sampler)
+        try:
+            for i, token in enumerate(tokens):
+                if not self._allows(copy, token):
+                    return i
+                self._lib.llama_sampler_accept(copy, token)
+            return len(tokens)
+        finally:
+            self._lib.llama_sampler_free(copy)
 
     def _apply(self, data: np.ndarray) -> None:
         array = self._lib.llama_token_data_array(
@@ -662,11 +706,16 @@ def _choose(state: _Sequence, vocab: Any, n_ctx: int, draft: int, llama_cpp: Any
     if check is not None:
         check.accept(token)
     state.out.append(token)
+    if check is not None and GRAMMAR_DRAFTS and check.complete():
+        state.finish = "stop"  # the end: nothing to read
+        return
     room = min(state.max_tokens - len(state.out), n_ctx - state.pos - 1)
     if room <= 0:
         state.finish = "length"
         return
     state.guess = draft_from_context(state.prompt + state.out, min(draft, room - 1)) if draft > 0 else []
+    if check is not None and GRAMMAR_DRAFTS:
+        del state.guess[check.allowed(state.guess) :]
     state.pending = [token]
 
 
@@ -693,12 +742,15 @@ def _verify(llama: Any, state: _Sequence, vocab: Any, llama_cpp: Any) -> None:
             check.accept(best)
         state.out.append(best)
         taken += 1
+        if check is not None and GRAMMAR_DRAFTS and check.complete():
+            state.finish = "stop"
+            break
     state.accepted += taken
-    state.checked += taken + (taken < len(guess))
+    state.checked += taken + (taken < len(guess) and state.finish is None)  # the end is no refusal
     state.pos += 1 + taken
     if taken < len(guess):
         llama._ctx.kv_cache_seq_rm(state.seq, state.pos, -1)
     state.logits = _logits(llama, state.first + taken).copy()
     state.pending = []
-    if len(state.out) >= state.max_tokens:
+    if state.finish is None and len(state.out) >= state.max_tokens:
         state.finish = "length"

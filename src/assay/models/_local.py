@@ -191,6 +191,21 @@ def json_string_grammar(gbnf: str) -> str:
     return gbnf.replace(_LOOSE_CHAR, _JSON_CHAR)
 
 
+def json_value_ends(gbnf: str) -> str:
+    """End a grammar from llama-cpp-python's JSON converter at its value's last character.
+
+    The converter lets optional whitespace follow the root value, so a model could spend a
+    forward pass writing a space before the end token. Without it, the grammar allows
+    nothing after the value's closing ``}`` but the end, which the decoding loop relies on
+    to end a call without a pass (:mod:`assay.models._decode`).
+    """
+    lines = gbnf.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("root ::= ") and line.endswith(" space"):
+            lines[i] = line.removesuffix(" space")
+    return "\n".join(lines)
+
+
 class _PrefixStates:
     """Saved KV caches of recent prompts, so each kind of prompt resumes from its own prefix.
 
@@ -546,7 +561,8 @@ class LocalJudge(JudgeModel):
             import llama_cpp
 
             bounded = _bound_strings(schema_of(schema), self.max_string_chars)
-            gbnf = json_string_grammar(llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(bounded)))
+            gbnf = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(bounded))
+            gbnf = json_value_ends(json_string_grammar(gbnf))
             self._grammars[schema] = llama_cpp.llama_grammar.LlamaGrammar.from_string(gbnf, verbose=False)
         return self._grammars[schema]
 
