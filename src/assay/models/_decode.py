@@ -367,7 +367,9 @@ def greedy_decode(
         llama: A loaded ``llama_cpp.Llama``; its KV cache and ``input_ids`` are updated as
             llama-cpp-python's own loop would leave them (prompt and generated tokens).
         prompt: The full prompt's token ids.
-        grammar: A ``LlamaGrammar`` or ``None``.
+        grammar: A ``LlamaGrammar`` or ``None``. The call ends as soon as the grammar allows
+            the end (with :data:`GRAMMAR_DRAFTS`): it must allow nothing after its answer but
+            whitespace, as the judge's do (``assay.models._local.json_value_ends``).
         max_tokens: At most this many generated tokens (``finish_reason`` ``length`` if reached).
         draft: Draft tokens proposed per step at most (0: one token per forward pass).
         costs: What a pass costs by its rows (default: the loaded build's, :func:`pass_costs`);
