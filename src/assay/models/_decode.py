@@ -271,20 +271,14 @@ class _GrammarCheck:
         eos = llama_cpp.llama_vocab_eos(vocab)
         self._end = eos if eos >= 0 else llama_cpp.llama_vocab_eot(vocab)
 
-    def _allows(self, sampler: Any, token: int) -> bool:
+    def _allows(self, token: int, sampler: Any = None) -> bool:
         self._one["id"][0], self._one["logit"][0] = token, 0.0
-        array = self._lib.llama_token_data_array(
-            data=self._one.ctypes.data_as(ctypes.POINTER(self._lib.llama_token_data)),
-            size=1,
-            selected=-1,
-            sorted=False,
-        )
-        self._lib.llama_sampler_apply(sampler, ctypes.byref(array))
+        self._apply(self._one, sampler)
         return bool(np.isfinite(self._one["logit"][0]))
 
     def complete(self) -> bool:
         """Whether the grammar allows the end here (for the judge's grammars: nothing but whitespace may follow)."""
-        return self._end >= 0 and self._allows(self._sampler, self._end)
+        return self._end >= 0 and self._allows(self._end)
 
     def allowed(self, tokens: Sequence[int]) -> int:
         """How many of ``tokens``, in order from here, the grammar accepts (on a copy: its own state stays)."""
@@ -293,21 +287,22 @@ class _GrammarCheck:
         copy = self._lib.llama_sampler_clone(self._sampler)
         try:
             for i, token in enumerate(tokens):
-                if not self._allows(copy, token):
+                if not self._allows(token, copy):
                     return i
                 self._lib.llama_sampler_accept(copy, token)
             return len(tokens)
         finally:
             self._lib.llama_sampler_free(copy)
 
-    def _apply(self, data: np.ndarray) -> None:
+    def _apply(self, data: np.ndarray, sampler: Any = None) -> None:
+        """Set the logits of ``data``'s tokens the grammar refuses (in ``sampler``'s state, default its own) to -inf."""
         array = self._lib.llama_token_data_array(
             data=data.ctypes.data_as(ctypes.POINTER(self._lib.llama_token_data)),
             size=len(data),
             selected=-1,
             sorted=False,
         )
-        self._lib.llama_sampler_apply(self._sampler, ctypes.byref(array))
+        self._lib.llama_sampler_apply(sampler or self._sampler, ctypes.byref(array))
 
     def best(self, logits: np.ndarray) -> int:
         """The highest-logit token the grammar allows next (the lowest id among equal logits, as argmax)."""
@@ -343,6 +338,11 @@ class _GrammarCheck:
         if self._sampler:
             self._lib.llama_sampler_free(self._sampler)
             self._sampler = None
+
+
+def _ends(check: _GrammarCheck | None) -> bool:
+    """Whether the call ends here, its grammar complete (with :data:`GRAMMAR_DRAFTS`)."""
+    return check is not None and GRAMMAR_DRAFTS and check.complete()
 
 
 def _logits(llama: Any, index: int) -> np.ndarray:
@@ -708,7 +708,7 @@ def _choose(state: _Sequence, vocab: Any, n_ctx: int, draft: int, llama_cpp: Any
     if check is not None:
         check.accept(token)
     state.out.append(token)
-    if check is not None and GRAMMAR_DRAFTS and check.complete():
+    if _ends(check):
         state.finish = "stop"  # the end: nothing to read
         return
     room = min(state.max_tokens - len(state.out), n_ctx - state.pos - 1)
@@ -744,7 +744,7 @@ def _verify(llama: Any, state: _Sequence, vocab: Any, llama_cpp: Any) -> None:
             check.accept(best)
         state.out.append(best)
         taken += 1
-        if check is not None and GRAMMAR_DRAFTS and check.complete():
+        if _ends(check):
             state.finish = "stop"
             break
     state.accepted += taken
