@@ -53,19 +53,14 @@ process):
   Every earlier configuration sets ``GGML_AMX_Q8_0_PREFETCH=0`` and
   ``JUDGE_SPEED_GRAMMAR_CANDIDATES=0`` (this benchmark's own: the whole vocabulary at
   once, as before; not in the demo, which runs the ``assay`` command).
-- ``twelfth``: the same, with each draft cut before its first token the
+- ``new``: the shipped judge: the same, with each draft cut before its first token the
   grammar refuses, and a call ending as soon as its grammar allows the end, without a
   pass to choose the end token (the twelfth round). Every earlier configuration sets
   ``JUDGE_SPEED_GRAMMAR_DRAFTS=0`` (this benchmark's own; not in the demo).
-- ``new``: the shipped judge: the same, with a statement's reason ending at its first
-  sentence, the call stopping as soon as a second one begins (the thirteenth round).
-  Every earlier configuration sets ``JUDGE_SPEED_REASON_SENTENCES=0`` (this benchmark's
-  own; not in the demo): reasons written on to the 200-character cap.
 - ``fitted``: ``new`` with each pass checking only the draft tokens that pay on this
   build (``ASSAY_LOCAL_PASS_COSTS=build``: the build's pass costs and each call's accepted
   drafts); measured, not yet the default.
-- ``avx2-old``, ``avx2-tenth``, ``avx2-twelfth``, ``avx2`` and ``avx2-fitted``: ``old``, ``tenth``,
-  ``twelfth``, ``new`` and ``fitted`` on llama.cpp
+- ``avx2-old``, ``avx2-tenth``, ``avx2`` and ``avx2-fitted``: ``old``, ``tenth``, ``new`` and ``fitted`` on llama.cpp
   built with the flags ``make install`` uses on a CPU without AVX-512 (AVX2, FMA, F16C;
   no AVX-512, no AMX), through ``LLAMA_CPP_LIB_PATH``, so the judge runs the weights as
   shipped (Q4_K_M) on the kernels an AVX2 machine runs. Built once into ``<cache dir>/llama-avx2`` by
@@ -78,8 +73,8 @@ The instruction files are the user's (``<cache dir>/instructions``): ``new``'s f
 saves them if no earlier run did, and is the slower for it; the workloads other than the
 demo warm the judge first, so only the demo's figure depends on them.
 
-Every configuration but ``tiles``, ``sixth`` to ``twelfth`` and ``new`` sets ``GGML_AMX_ATTN=0``,
-and every one but ``sixth`` to ``twelfth`` and ``new`` reads the verdict calls one at a time
+Every configuration but ``tiles``, ``sixth`` to ``tenth`` and ``new`` sets ``GGML_AMX_ATTN=0``,
+and every one but ``sixth`` to ``tenth`` and ``new`` reads the verdict calls one at a time
 (``loop`` and ``q8`` decode one call at a time anyway). The fifth round's vectorized softmax is in every
 configuration on the AMX build (it computes the same values, bitwise).
 
@@ -99,7 +94,6 @@ and the load average are printed with the figures; run it alone.
     python benchmarks/judge_speed.py --rag 3 --summaries 3 --agents 1 --configs avx2-old,avx2
     python benchmarks/judge_speed.py --rag 3 --summaries 3 --agents 1 --configs new,fitted,avx2,avx2-fitted
     python benchmarks/judge_speed.py --rag 3 --summaries 3 --agents 1 --configs tenth,new,avx2-tenth,avx2 --repeat 2
-    python benchmarks/judge_speed.py --rag 3 --summaries 3 --agents 1 --configs twelfth,new --repeat 2
 """
 
 from __future__ import annotations
@@ -126,9 +120,7 @@ CHUNK = "JUDGE_SPEED_CHUNK_CHARS"  # not the judge's: this benchmark's children 
 ENCODER_BATCH = "JUDGE_SPEED_ENCODER_BATCH"  # texts a MiniLM pass in evidence selection (not the demo's)
 GRAMMAR_CANDIDATES = "JUDGE_SPEED_GRAMMAR_CANDIDATES"  # tokens the grammar checks before the vocabulary (not the demo)
 GRAMMAR_DRAFTS = "JUDGE_SPEED_GRAMMAR_DRAFTS"  # 0: drafts past the grammar, and a pass for the end token (not the demo)
-REASON_SENTENCES = "JUDGE_SPEED_REASON_SENTENCES"  # 0: reasons written on to the cap, not one sentence (not the demo)
-BEFORE_THIRTEENTH = {REASON_SENTENCES: "0"}  # what every round before the thirteenth ran with
-BEFORE_TWELFTH = {GRAMMAR_DRAFTS: "0", **BEFORE_THIRTEENTH}  # and before the twelfth
+BEFORE_TWELFTH = {GRAMMAR_DRAFTS: "0"}  # what every round before the twelfth ran with
 BEFORE_TENTH = {"GGML_AMX_Q8_0_PREFETCH": "0", GRAMMAR_CANDIDATES: "0", **BEFORE_TWELFTH}  # and before the tenth
 BEFORE_NINTH = {"GGML_AMX_Q8_0_PAIRED": "0", **BEFORE_TENTH}  # and every round before the ninth
 BEFORE_EIGHTH = {ENCODER_BATCH: "64", **BEFORE_NINTH}  # and every round before the eighth
@@ -219,13 +211,11 @@ CONFIGS = {  # the environment each configuration's processes run in
     },
     "new": {"ASSAY_LOCAL_DECODE_LOOP": "assay", "ASSAY_LOCAL_LAYOUT": "auto", "ASSAY_LOCAL_SEQUENCES": "8"},
 }
-CONFIGS["twelfth"] = {**CONFIGS["new"], **BEFORE_THIRTEENTH}
 CONFIGS["tenth"] = {**CONFIGS["new"], **BEFORE_TWELFTH}
 CONFIGS["fitted"] = {**CONFIGS["new"], "ASSAY_LOCAL_PASS_COSTS": "build"}  # measured, not yet the default
 AVX2_CONFIGS = {  # on llama.cpp built for AVX2 only (LLAMA_CPP_LIB_PATH): no AMX, the weights as shipped
     "avx2-old": CONFIGS["old"],
     "avx2-tenth": CONFIGS["tenth"],
-    "avx2-twelfth": CONFIGS["twelfth"],
     "avx2": CONFIGS["new"],
     "avx2-fitted": CONFIGS["fitted"],
 }
@@ -306,11 +296,6 @@ async def child(config: str, args: argparse.Namespace) -> dict[str, Any]:
         import assay.models._decode
 
         assay.models._decode.GRAMMAR_DRAFTS = False
-    if os.environ.get(REASON_SENTENCES) == "0":  # a reason written on past its first sentence, to the cap
-        import assay.models._local
-
-        assay.models._local._sentence_written = lambda llama, prompt: None
-        assay.models._local._one_sentence = lambda text: text
     if os.environ.get(ENCODER_BATCH):  # the encoder as it was: that many texts a pass, whatever their length
         from encoder_speed import FixedCount
 

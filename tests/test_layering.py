@@ -22,7 +22,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # lowest first; a layer may import its own layer and any layer listed before it
     (
         "assay._version",
-        "assay._text",
         "assay.errors",
         "assay._sqlite",
         "assay._safety",

@@ -538,36 +538,3 @@ def test_grouped_scales_share_one_scale_per_256_weights_and_move_each_weight_by_
     first = path.read_bytes()
     weights.group_scales(path)
     assert path.read_bytes() == first
-
-
-COPY = 'Copy this JSON: {"reason": "The sky is blue over Paris. The grass is green in spring. Snow is white."}'
-
-
-async def test_a_reason_is_its_first_sentence_and_its_call_stops_there(
-    tiny: LocalJudge, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import asyncio
-
-    from assay._text import first_sentence
-    from assay.models import _local
-
-    prefix = '{"reason": "The sky'
-    messages = [{"role": "user", "content": COPY}]
-    other = [{"role": "user", "content": COPY.replace("Paris", "Berlin")}]
-    alone = await tiny.complete_string(messages, prefix=prefix)
-    together = await asyncio.gather(
-        tiny.complete_string(messages, prefix=prefix), tiny.complete_string(other, prefix=prefix)
-    )  # decoded as one batch: each sequence stops on its own
-    sampled = await tiny.complete_string(messages, prefix=prefix, config=GenerateConfig(temperature=0.7, seed=3))
-    monkeypatch.setattr(_local, "_sentence_written", lambda llama, prompt: None)
-    monkeypatch.setattr(_local, "_one_sentence", lambda text: text)
-    before = tiny.decode_stats["steps"]
-    whole = await tiny.complete_string(messages, prefix=prefix)
-    whole_steps = tiny.decode_stats["steps"] - before
-    # Without the stop the model goes on into the next sentences; with it, the first one is the reason.
-    assert whole.text.startswith(" is blue over Paris. The grass")
-    assert alone.text == together[0].text == " is blue over Paris."
-    assert together[1].text == " is blue over Berlin."
-    assert alone.usage.completion_tokens < whole.usage.completion_tokens and whole_steps > 1
-    # The sampled path (llama-cpp-python's loop) keeps one sentence too.
-    assert sampled.text.strip() and first_sentence(sampled.text) is None

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any
-
-from assay._text import SENTENCE_END
 
 __all__ = ["SEGMENT_CHARS", "located_sentences", "text_pieces"]
 
@@ -21,20 +20,24 @@ SEGMENT_CHARS = 2000
 """pysbd reads a text in pieces of about this many characters (see :func:`text_pieces`)."""
 
 
+_PIECE_END = re.compile(r"(?:(?<=[a-z]{4}[.!?])|(?<=[0-9]{2}[.!?]))\s+(?=[A-Z])")
+
+
 def text_pieces(text: str, size: int = SEGMENT_CHARS) -> list[str]:
     """``text`` cut into pieces of at least ``size`` characters at clear sentence ends.
 
     pysbd's time grows faster than the text (a 5,000-sentence answer took 80 s, the
     event loop blocked all along); pieces keep it linear. A text up to ``size`` characters
-    is one piece, so ordinary answers split exactly as before. A cut falls only at a clear
-    sentence end (:data:`assay._text.SENTENCE_END`): never inside "Dr. Smith", "U.S. Army",
-    "No. 5" or "e.g. The".
+    is one piece, so ordinary answers split exactly as before. A cut falls only where a
+    word of four or more lowercase letters (or a number of two or more digits) ends in
+    ``.``, ``!`` or ``?`` and whitespace and an uppercase letter follow: never inside
+    "Dr. Smith", "U.S. Army", "No. 5" or "e.g. The".
     """
     if len(text) <= size:
         return [text]
     pieces: list[str] = []
     start = 0
-    for end in SENTENCE_END.finditer(text):
+    for end in _PIECE_END.finditer(text):
         if end.start() - start >= size:
             pieces.append(text[start : end.start()])
             start = end.end()

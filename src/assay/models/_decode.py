@@ -39,7 +39,7 @@ Only the greedy case is handled here; sampling at a temperature goes through lla
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -340,12 +340,9 @@ class _GrammarCheck:
             self._sampler = None
 
 
-def _ends(state: _Sequence) -> bool:
-    """Whether the call ends here: its grammar complete (with :data:`GRAMMAR_DRAFTS`), or its text says so."""
-    check = state.check
-    if check is not None and GRAMMAR_DRAFTS and check.complete():
-        return True
-    return state.stop is not None and state.stop(state.out)
+def _ends(check: _GrammarCheck | None) -> bool:
+    """Whether the call ends here, its grammar complete (with :data:`GRAMMAR_DRAFTS`)."""
+    return check is not None and GRAMMAR_DRAFTS and check.complete()
 
 
 def _logits(llama: Any, index: int) -> np.ndarray:
@@ -363,7 +360,6 @@ def greedy_decode(
     *,
     draft: int = DRAFT_MAX,
     costs: PassCosts | None = None,
-    stop: Callable[[list[int]], bool] | None = None,
 ) -> Decoded:
     """Generate greedily after ``prompt`` under ``grammar``, re-using the KV cache of any shared prefix.
 
@@ -378,8 +374,6 @@ def greedy_decode(
         draft: Draft tokens proposed per step at most (0: one token per forward pass).
         costs: What a pass costs by its rows (default: the loaded build's, :func:`pass_costs`);
             they decide how much of each draft is checked (:func:`plan_drafts`).
-        stop: Called with the tokens generated so far after each one is taken: ``True`` ends
-            the call there (``finish_reason`` ``stop``; the caller cuts the text).
     """
     n_ctx = llama.n_ctx()
     if len(prompt) >= n_ctx:
@@ -392,7 +386,7 @@ def greedy_decode(
     costs = costs or pass_costs()
     eval_prompt(llama, prompt)
     check = _GrammarCheck(llama, grammar) if grammar is not None else None
-    state = _Sequence(0, list(prompt), max_tokens, check, pos=len(prompt), logits=_logits(llama, -1).copy(), stop=stop)
+    state = _Sequence(0, list(prompt), max_tokens, check, pos=len(prompt), logits=_logits(llama, -1).copy())
     try:
         while True:
             _choose(state, vocab, n_ctx, draft, llama_cpp)
@@ -480,7 +474,6 @@ class _Sequence:
     guess: list[int] = field(default_factory=list)  # the draft proposed after the pending token
     checked: int = 0  # draft tokens compared with the greedy token (accepted, and the first refused)
     first: int = 0  # batch index of the pending token
-    stop: Callable[[list[int]], bool] | None = None  # ends the call when it says the text is done
 
     @property
     def acceptance(self) -> float:
@@ -496,7 +489,6 @@ def greedy_decode_many(
     *,
     draft: int = DRAFT_MAX,
     costs: PassCosts | None = None,
-    stops: Sequence[Callable[[list[int]], bool] | None] | None = None,
 ) -> list[Decoded]:
     """:func:`greedy_decode` for several prompts at once, each its own sequence in one KV cache.
 
@@ -515,9 +507,8 @@ def greedy_decode_many(
     live cache holds the shared prefix only, ready for the next batch with the same
     instructions.
     """
-    stops = stops or [None] * len(prompts)
     if len(prompts) == 1:
-        return [greedy_decode(llama, prompts[0], grammars[0], max_tokens[0], draft=draft, costs=costs, stop=stops[0])]
+        return [greedy_decode(llama, prompts[0], grammars[0], max_tokens[0], draft=draft, costs=costs)]
     import llama_cpp
 
     costs = costs or pass_costs()
@@ -526,9 +517,9 @@ def greedy_decode_many(
     shared = _open_sequences(llama, prompts)
     states: list[_Sequence] = []
     try:
-        for seq, (prompt, grammar, limit, stop) in enumerate(zip(prompts, grammars, max_tokens, stops, strict=True)):
+        for seq, (prompt, grammar, limit) in enumerate(zip(prompts, grammars, max_tokens, strict=True)):
             check = _GrammarCheck(llama, grammar) if grammar is not None else None
-            states.append(_Sequence(seq, list(prompt), limit, check, pos=shared, stop=stop))
+            states.append(_Sequence(seq, list(prompt), limit, check, pos=shared))
         _read_prompts(llama, states)
         live = list(states)
         while live:
@@ -717,7 +708,7 @@ def _choose(state: _Sequence, vocab: Any, n_ctx: int, draft: int, llama_cpp: Any
     if check is not None:
         check.accept(token)
     state.out.append(token)
-    if _ends(state):
+    if _ends(check):
         state.finish = "stop"  # the end: nothing to read
         return
     room = min(state.max_tokens - len(state.out), n_ctx - state.pos - 1)
@@ -753,7 +744,7 @@ def _verify(llama: Any, state: _Sequence, vocab: Any, llama_cpp: Any) -> None:
             check.accept(best)
         state.out.append(best)
         taken += 1
-        if _ends(state):
+        if _ends(check):
             state.finish = "stop"
             break
     state.accepted += taken

@@ -35,7 +35,6 @@ from pydantic import BaseModel
 
 from assay._schema import schema_of
 from assay._scores import Usage
-from assay._text import first_sentence
 from assay.errors import ConfigError, JudgeError, MissingExtraError, ModelWeightsError
 from assay.models._amx import LibraryChoice, choose_library
 from assay.models._decode import (
@@ -333,20 +332,6 @@ def _cells(llama: Any) -> tuple[Any, int]:
 
 
 @functools.lru_cache(maxsize=8)
-def _one_sentence(text: str) -> str:
-    """``text`` up to the end of its first sentence, if a second one begins (a reason is one sentence)."""
-    return first_sentence(text) or text
-
-
-def _sentence_written(llama: Any, prompt: list[int]) -> Callable[[list[int]], bool]:
-    """A stop for the greedy loop: ``True`` once the text generated after ``prompt`` holds a whole sentence and more."""
-
-    def written(out: list[int]) -> bool:
-        return first_sentence(llama.detokenize(out, prev_tokens=prompt).decode("utf-8", errors="ignore")) is not None
-
-    return written
-
-
 def _string_body_grammar(max_chars: int) -> Any:
     """The rest of one JSON string (no quote, backslash or control character), then its closing quote."""
     import llama_cpp
@@ -696,11 +681,10 @@ class LocalJudge(JudgeModel):
             return
         grammars = [self._call_grammar(calls[i]) for i in group]
         limits = [self._max_tokens(calls[i].config) for i in group]
-        stops = [_sentence_written(llama, prompts[i]) if calls[i].prefix is not None else None for i in group]
         started = time.perf_counter()
         with _LOCKS[self._key]:
             _STATES[self._key].restore(llama, tokens[0][: prompt_cells(tokens)[0] + 1], instructions)
-            decoded = greedy_decode_many(llama, tokens, grammars, limits, draft=self.draft_tokens, stops=stops)
+            decoded = greedy_decode_many(llama, tokens, grammars, limits, draft=self.draft_tokens)
             _STATES[self._key].remember(llama)
         if len(group) > 1:
             self.decode_stats["batches"] += 1
@@ -738,7 +722,7 @@ class LocalJudge(JudgeModel):
     def _answer(self, llama: Any, call: _Greedy, prompt: list[int], decoded: Decoded, started: float) -> JudgeResponse:
         text = llama.detokenize(decoded.tokens, prev_tokens=prompt).decode("utf-8", errors="ignore")
         if call.prefix is not None:
-            text = _one_sentence(text.removesuffix('"'))
+            text = text.removesuffix('"')
         for name, value in (
             ("steps", decoded.steps),
             ("drafted", decoded.drafted),
@@ -920,7 +904,7 @@ class LocalJudge(JudgeModel):
             )
             _STATES[self._key].remember(llama)
         choice = result["choices"][0]
-        return self._response(_one_sentence(str(choice.get("text") or "").removesuffix('"')), choice, result, started)
+        return self._response(str(choice.get("text") or "").removesuffix('"'), choice, result, started)
 
     async def complete_string(
         self,
@@ -930,17 +914,12 @@ class LocalJudge(JudgeModel):
         max_chars: int = 200,
         config: GenerateConfig | None = None,
     ) -> JudgeResponse:
-        """Continue the assistant's answer after ``prefix`` with the body of one JSON string, one sentence.
+        """Continue the assistant's answer after ``prefix`` with the body of one JSON string.
 
         Used to write a reason for a verdict that was already decided (``prefix`` ends with
         ``"reason": "``): the prompt shares its whole prefix with the verdict call, so only
         the reason's tokens are new work. The text returned has no closing quote. Reasons
         asked together are written together (see the module's doc).
-
-        The text ends with its first sentence: at temperature 0 the call stops as soon as
-        a second one clearly begins (:data:`assay._text.SENTENCE_END`), and the rest is
-        cut. The 1.5B went on past its first sentence into the 200-character cap, ending
-        mid-word, and those tokens cost a pass each.
         """
         config = config or GenerateConfig()
         if self._greedy_here(config):
