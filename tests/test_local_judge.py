@@ -538,3 +538,22 @@ def test_grouped_scales_share_one_scale_per_256_weights_and_move_each_weight_by_
     first = path.read_bytes()
     weights.group_scales(path)
     assert path.read_bytes() == first
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.7])
+async def test_a_reason_the_cap_cut_says_so_and_a_whole_one_is_left_alone(tiny: LocalJudge, temperature: float) -> None:
+    config = GenerateConfig(temperature=temperature, seed=3)
+    # The test model runs on into the cap here (greedy: "repeat_the_same_sentence_to_the_same_word...").
+    cut = await tiny.complete_string(
+        [{"role": "user", "content": "Repeat this exactly: The sky is blue. The grass is green. Snow is white."}],
+        prefix='{"reason": "',
+        max_chars=40,
+        config=config,
+    )
+    assert len(cut.text) == 41 and cut.text.endswith("…") and not cut.text.endswith('"…')
+    whole = await tiny.complete_string(
+        [{"role": "user", "content": 'Copy this JSON: {"reason": "The sky is blue."}'}],
+        prefix='{"reason": "The sky',
+        max_chars=200,
+    )
+    assert whole.text.startswith(" is blue") and len(whole.text) < 20 and "…" not in whole.text  # ended by the model

@@ -332,6 +332,12 @@ def _cells(llama: Any) -> tuple[Any, int]:
 
 
 @functools.lru_cache(maxsize=8)
+def _string_body(text: str, max_chars: int) -> str:
+    """A string call's text without its closing quote, and "…" after it if the cap cut it (it would end mid-word)."""
+    text = text.removesuffix('"')
+    return text + "…" if len(text) >= max_chars else text
+
+
 def _string_body_grammar(max_chars: int) -> Any:
     """The rest of one JSON string (no quote, backslash or control character), then its closing quote."""
     import llama_cpp
@@ -722,7 +728,7 @@ class LocalJudge(JudgeModel):
     def _answer(self, llama: Any, call: _Greedy, prompt: list[int], decoded: Decoded, started: float) -> JudgeResponse:
         text = llama.detokenize(decoded.tokens, prev_tokens=prompt).decode("utf-8", errors="ignore")
         if call.prefix is not None:
-            text = text.removesuffix('"')
+            text = _string_body(text, call.max_chars)
         for name, value in (
             ("steps", decoded.steps),
             ("drafted", decoded.drafted),
@@ -904,7 +910,7 @@ class LocalJudge(JudgeModel):
             )
             _STATES[self._key].remember(llama)
         choice = result["choices"][0]
-        return self._response(str(choice.get("text") or "").removesuffix('"'), choice, result, started)
+        return self._response(_string_body(str(choice.get("text") or ""), max_chars), choice, result, started)
 
     async def complete_string(
         self,
@@ -919,7 +925,8 @@ class LocalJudge(JudgeModel):
         Used to write a reason for a verdict that was already decided (``prefix`` ends with
         ``"reason": "``): the prompt shares its whole prefix with the verdict call, so only
         the reason's tokens are new work. The text returned has no closing quote. Reasons
-        asked together are written together (see the module's doc).
+        asked together are written together (see the module's doc). A text the
+        ``max_chars`` cap cut ends with "…", so a reason stopped mid-word says so.
         """
         config = config or GenerateConfig()
         if self._greedy_here(config):
