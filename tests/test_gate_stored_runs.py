@@ -10,6 +10,7 @@ one across a 0.8 pass mark (0.5 / 1.0 / 1.0).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import time
@@ -406,6 +407,41 @@ def interrupted_run(store: Path, n: int = 30, keep: int = 2) -> str:
         info = opened.info(run_id)
     assert (info.status, info.n_samples, info.spec.n_rows) == ("interrupted", keep, n)
     return run_id
+
+
+def test_a_run_whose_event_loop_went_away_is_stored_interrupted_not_failed(tmp_path: Path) -> None:
+    """Ctrl-C can land in the event loop's own code: the loop ends and the run's task is never cancelled.
+
+    The coroutine is then closed later, outside any loop (at garbage collection), and its
+    clean-up wrote "failed" over the "interrupted" the CLI had just recorded (1 run in
+    about 20 of tests/test_store_and_cli.py's Ctrl-C test). A run abandoned that way did
+    not fail: what it judged is stored and it can be resumed.
+    """
+    judged = 0
+
+    async def slow(messages: Sequence[ChatMessage], request: object) -> str:
+        nonlocal judged
+        judged += 1
+        if judged > 2:
+            await asyncio.sleep(60)
+        return every_statement_supported(messages, request)
+
+    async def two_judged() -> None:
+        while judged <= 2:
+            await asyncio.sleep(0.01)
+
+    store = tmp_path / "runs.sqlite"
+    loop = asyncio.new_event_loop()
+    run = aevaluate(sky_rows(30), SENTENCES, FunctionJudge(slow, concurrency=1), store=store, progress=False)
+    task = loop.create_task(run)
+    loop.run_until_complete(two_judged())
+    loop.close()  # its tasks still pending, as when the interrupt leaves the loop without cancelling them
+    with contextlib.suppress(RuntimeError):  # "Event loop is closed", from a lock's clean-up: GC prints and ignores it
+        run.close()  # what garbage collection does to the abandoned coroutine
+    task._log_destroy_pending = False  # the test abandons it on purpose
+    with RunStore(store) as opened:
+        info = opened.info(opened.latest())
+    assert (info.status, info.n_samples) == ("interrupted", 2)
 
 
 def invalid_rows_run(tmp_path: Path) -> str:

@@ -323,8 +323,17 @@ def _is_local(judge: JudgeModel) -> bool:
 
 
 def _cancelling() -> bool:
-    """Whether the current task is being cancelled (asyncio.run's answer to Ctrl-C)."""
-    task = asyncio.current_task()
+    """Whether the run is being torn down by Ctrl-C rather than failing.
+
+    Either its task is being cancelled (asyncio.run's answer to Ctrl-C), or no event loop
+    runs at all: the interrupt landed in the loop's own code, the loop ended without
+    cancelling the run's task, and the coroutine is being closed afterwards (by garbage
+    collection). Such a run was abandoned, not failed: what it judged is stored.
+    """
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running event loop
+        return True
     return task is not None and task.cancelling() > 0
 
 
