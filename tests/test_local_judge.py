@@ -557,3 +557,7 @@ async def test_a_reason_the_cap_cut_says_so_and_a_whole_one_is_left_alone(tiny: 
         max_chars=200,
     )
     assert whole.text.startswith(" is blue") and len(whole.text) < 20 and "…" not in whole.text  # ended by the model
+    # The reason's grammar is parsed once per cap, not on every reason.
+    from assay.models._local import _string_body_grammar
+
+    assert _string_body_grammar(200) is _string_body_grammar(200)

@@ -331,13 +331,13 @@ def _cells(llama: Any) -> tuple[Any, int]:
     return buffer, llama_cpp.llama_state_seq_get_data(llama._ctx.ctx, buffer, size, 0)
 
 
-@functools.lru_cache(maxsize=8)
 def _string_body(text: str, max_chars: int) -> str:
     """A string call's text without its closing quote, and "…" after it if the cap cut it (it would end mid-word)."""
     text = text.removesuffix('"')
     return text + "…" if len(text) >= max_chars else text
 
 
+@functools.lru_cache(maxsize=8)
 def _string_body_grammar(max_chars: int) -> Any:
     """The rest of one JSON string (no quote, backslash or control character), then its closing quote."""
     import llama_cpp
