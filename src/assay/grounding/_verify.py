@@ -363,8 +363,9 @@ class StatementVerifier:
             live = [state for state in live if state.copied is None]
         total = sum(len(c) for c in contexts)
         windowed = self.evidence_chars is not None and total > self.whole_chars and index is not None
-        kept = _without_addressed(contexts) if self.guard else list(contexts)
-        read, read_chars = kept, self.chunk_chars  # what chunked judging reads: whole contexts, or the shared window
+        kept = _Kept(contexts, self.guard)
+        read: list[str] | None = None  # what chunked judging reads: the shared window, or whole contexts
+        read_chars = self.chunk_chars
         if windowed and self.shared_evidence:
             assert self.evidence_chars is not None and index is not None
             window = index.select_shared(
@@ -382,8 +383,9 @@ class StatementVerifier:
                 state.shown = evidence
                 if evidence.best is not None:  # else it is judged against the whole contexts
                     state.evidence = evidence
-            failed = await self._judge_windows(judge, live, kept, threshold)
+            failed = await self._judge_windows(judge, live, kept.contexts, threshold)
         else:
+            read = kept.contexts if read is None else read
             failed = await self._judge_chunks(judge, live, read, threshold, read_chars)
             if index is not None:
                 for state in live:
@@ -403,7 +405,7 @@ class StatementVerifier:
             for state in live:
                 if state.best < 0:
                     continue
-                evidence_text = " ".join(state.evidence.blocks() if state.evidence is not None else kept)
+                evidence_text = " ".join(state.evidence.blocks() if state.evidence is not None else kept.contexts)
                 state.features = detail_features(state.statement, evidence_text)
                 state.vetoed = vetoes(state.features, counts_to_judge=self.counts_to_judge)
                 if state.vetoed:
@@ -418,7 +420,9 @@ class StatementVerifier:
                         continue  # the supporting sentence is the reason
                     explain.append(state)
             # Asked together: the local judge writes them in one batch, an API concurrently.
-            await asyncio.gather(*(self._reason(judge, state.best_context or kept, state) for state in explain))
+            await asyncio.gather(
+                *(self._reason(judge, state.best_context or kept.contexts, state) for state in explain)
+            )
         return [self._outcome(state, threshold) for state in states]
 
     async def _judge_windows(
@@ -683,6 +687,25 @@ def _cited(evidence: Evidence | None) -> tuple[EvidenceRef, ...]:
     best = evidence.best
     others = sorted((s for s in evidence.spans if s.score > 0 and s != best), key=lambda s: -s.score)[:2]
     return tuple(EvidenceRef(context=s.context, start=s.start, end=s.end, text=s.text) for s in (best, *others))
+
+
+class _Kept:
+    """The contexts without their judge-addressed sentences, worked out only if something reads them.
+
+    A sample read through a shared evidence window never needs them (the window leaves
+    such sentences out itself), and splitting every passage again costs a RAG answer
+    about 0.2 s.
+    """
+
+    def __init__(self, contexts: Sequence[str], guard: bool) -> None:
+        self._given, self._guard = contexts, guard
+        self._kept: list[str] | None = None
+
+    @property
+    def contexts(self) -> list[str]:
+        if self._kept is None:
+            self._kept = _without_addressed(self._given) if self._guard else list(self._given)
+        return self._kept
 
 
 def _without_addressed(contexts: Sequence[str]) -> list[str]:
