@@ -11,6 +11,9 @@ sets in ../shared/data/grounding/:
 
 Variants (``--variants``, comma-separated):
 
+- ``product`` (the default): the faithfulness metric's own verifier with every setting as
+  it ships (chunks, evidence window, whole-context limit, shared window, detail checks,
+  guard), reasons left out; the same as the ``ev`` variant spelled with those settings;
 - ``p1-v1``, ``p1-v2``: P(supported) read from the logits with verdict prompt v1 / v2;
   a ``-c5000`` suffix changes the chunk size for that variant;
 - ``atoms-v2``: the claim is first decomposed into atomic statements (the faithfulness
@@ -26,7 +29,9 @@ Variants (``--variants``, comma-separated):
   probabilities. Computed from the cached members, no extra judge calls.
 
 Every item's result is cached in benchmarks/.cache/ by judge, seed, set, variant and item
-id, so a larger ``--n`` only judges what is new and a cut-off run keeps what it measured.
+id (the variant with every setting resolved: ``ev-v2`` is cached as
+``ev-v2-c2000-e1200-w2000``, ``p1-v2 --chunk-chars 3000`` as ``p1-v2-c3000``), so a
+larger ``--n`` only judges what is new and a cut-off run keeps what it measured.
 Items are judged grouped by context, so the judge reuses a context's KV cache the way
 faithfulness does.
 
@@ -95,6 +100,18 @@ VARIANT = re.compile(
 ENSEMBLE = re.compile(r"^mean\((?P<members>[^)]+)\)$")
 
 
+def _product_key() -> str:
+    """``product`` as an ``ev`` variant: the faithfulness metric's own verifier, every setting as it ships."""
+    shipped = StatementVerifier()
+    assert shipped.evidence_chars is not None and shipped.verbatim and shipped.counts_to_judge
+    prompt = next(version for version, prompt in PROMPTS.items() if prompt is shipped.prompt)
+    flags = "-d0" * (not shipped.details) + "-g0" * (not shipped.guard) + "-s" * shipped.shared_evidence
+    return f"ev-v{prompt}-c{shipped.chunk_chars}-e{shipped.evidence_chars}-w{shipped.whole_chars}{flags}"
+
+
+PRODUCT_KEY = _product_key()
+
+
 def load(name: str, n: int, seed: int, chars: tuple[int, int] | None = None) -> list[dict[str, Any]]:
     """A seeded sample with the set's own label ratio (of the items whose contexts total ``chars``, if given)."""
     rows = [json.loads(line) for line in (DATA / SETS[name]).open()]
@@ -134,10 +151,11 @@ class Variant:
     """One way of asking the judge; ``judge_row`` returns the cache entry for one item."""
 
     def __init__(self, key: str, default_chars: int) -> None:
+        if key == "product":
+            key = PRODUCT_KEY
         match = VARIANT.match(key)
         if match is None:
-            raise SystemExit(f"unknown variant {key!r}: expected p1-vN, gen-vN or atoms-vN (optionally -cCHARS)")
-        self.key = key
+            raise SystemExit(f"unknown variant {key!r}: expected product, p1-vN, gen-vN, atoms-vN or ev-vN")
         self.kind = match["kind"]
         chars = int(match["chars"] or default_chars)
         method = "generate" if self.kind == "gen" else "threshold"
@@ -154,6 +172,9 @@ class Variant:
                 guard=not match["noguard"],
                 shared_evidence=bool(match["shared"]),
             )
+            v = self.verifier
+            flags = "-d0" * (not v.details) + "-g0" * (not v.guard) + "-s" * v.shared_evidence
+            self.key = f"ev-v{match['prompt']}-c{v.chunk_chars}-e{v.evidence_chars}-w{v.whole_chars}{flags}"
         else:
             # As the verifier was before issue 15: whole contexts in chunks, max over chunks.
             self.verifier = StatementVerifier(
@@ -166,6 +187,9 @@ class Variant:
                 details=False,
                 guard=False,
             )
+            self.key = f"{self.kind}-v{match['prompt']}-c{chars}"
+        # The cache is keyed by every setting resolved (a chunk size from --chunk-chars
+        # included), so an entry is never read back for a variant judged another way.
         self.decomposer = LLMDecomposer()
 
     async def judge_rows(self, judge: JudgeModel, name: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -440,7 +464,7 @@ async def main() -> None:
     parser.add_argument("--judge", default="local")
     parser.add_argument("--n", type=int, default=60, help="items per set (seeded, stratified)")
     parser.add_argument("--sets", default="begin,wice,summedits")
-    parser.add_argument("--variants", default="p1-v1,p1-v2", help="comma-separated; see the module docstring")
+    parser.add_argument("--variants", default="product", help="comma-separated; see the module docstring")
     parser.add_argument("--report", default="", help="extra variants or ensembles to report from the cache only")
     parser.add_argument("--chunk-chars", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
@@ -510,8 +534,8 @@ async def main() -> None:
     if args.first:
         rows = {name: items[: args.first] for name, items in rows.items()}
 
-    print(f"judge {judge.model_id}; {args.n} items per set (seed {args.seed}); chunks of {args.chunk_chars} chars")
     variants = [Variant(v.strip(), args.chunk_chars) for v in args.variants.split(",") if v.strip()]
+    print(f"judge {judge.model_id}; {args.n} items per set (seed {args.seed}); {', '.join(v.key for v in variants)}")
     for name in sets:
         for variant in variants:
             await score_items(judge, name, rows[name], variant, cache, save)
