@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections import Counter
-from collections.abc import Iterator
+from collections import Counter, OrderedDict
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pytest
@@ -391,6 +391,79 @@ def test_a_texts_vector_does_not_depend_on_the_texts_encoded_beside_it() -> None
     assert np.array_equal(MiniLMEncoder().encode(texts[::-1]), alone[::-1])
     cut = MiniLMEncoder().encode([" ".join([RIVERS] * 20)])  # longer still: the same first 256 tokens
     assert np.array_equal(cut[0], alone[-3])
+
+
+@pytest.fixture
+def encoded(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Every batch the MiniLM encoder is asked for, with the process's kept vectors emptied."""
+    from assay.models._encoders import MiniLMEncoder
+
+    batches: list[list[str]] = []
+    real = MiniLMEncoder.encode
+
+    def spy(self: MiniLMEncoder, texts: Sequence[str]) -> np.ndarray:
+        batches.append(list(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(_evidence, "_VECTORS", OrderedDict())
+    monkeypatch.setattr(MiniLMEncoder, "encode", spy)
+    return batches
+
+
+def test_a_passage_an_earlier_sample_embedded_is_not_embedded_again(encoded: list[list[str]]) -> None:
+    """Samples share passages (one corpus, many questions; many summaries of one document):
+    the shared MiniLM embeds a sentence once per process, and the index built from kept
+    vectors is bitwise the one built afresh."""
+    first = ContextIndex.build([CURIE])
+    assert encoded == [list(first.texts)]
+    encoded.clear()
+    second = ContextIndex.build([RIVERS, CURIE])
+    rivers = [RIVERS[s:e] for s, e in sentence_spans(RIVERS)]
+    assert encoded == [rivers]
+    from assay.models._encoders import MiniLMEncoder
+
+    afresh = ContextIndex.build([RIVERS, CURIE], encoder=MiniLMEncoder())  # a caller's encoder: nothing kept
+    assert second._vectors is not None and afresh._vectors is not None
+    assert np.array_equal(second._vectors, afresh._vectors)
+    for statement in ("Curie was born in Warsaw.", "The Amazon is long."):
+        assert second.select_shared([statement]) == afresh.select_shared([statement])
+
+
+def test_a_statement_is_embedded_once_per_index_and_a_shared_windows_statements_together(
+    encoded: list[list[str]],
+) -> None:
+    index = ContextIndex.build([CURIE, RIVERS])
+    encoded.clear()
+    statements = ["Curie was born in Warsaw.", "The Nile flows north.", "..."]
+    index.select_shared(statements)
+    for statement in statements:
+        index.select(statement)
+    for statement in statements[:2]:
+        index.cosine(statement)
+    assert encoded == [statements[:2]]  # one batch; a statement without a word is never embedded
+    from assay.models._encoders import MiniLMEncoder
+
+    alone = [MiniLMEncoder().encode([s])[0] for s in statements[:2]]
+    assert all(np.array_equal(index._queries[s], v) for s, v in zip(statements[:2], alone, strict=True))
+
+
+def test_a_callers_own_encoder_is_asked_every_time() -> None:
+    class Counting:
+        model_id = "counting"
+
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def encode(self, texts: Sequence[str]) -> np.ndarray:
+            self.seen.extend(texts)
+            return np.full((len(texts), 4), 0.5, dtype=np.float32)
+
+    encoder = Counting()
+    for _ in range(2):
+        ContextIndex.build([CURIE], encoder=encoder).cosine("Curie was born in Warsaw.")
+    sentences = [CURIE[s:e] for s, e in sentence_spans(CURIE)]
+    assert encoder.seen == [*sentences, "Curie was born in Warsaw."] * 2
+    assert not any(s in _evidence._VECTORS and _evidence._VECTORS[s].shape == (4,) for s in sentences)
 
 
 def test_exclude_and_budget_hold_with_embeddings() -> None:

@@ -32,7 +32,7 @@ import itertools
 import math
 import re
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -160,6 +160,47 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return [p for start, end in located_sentences(text) for p in _pieces(text, start, end)]
 
 
+@lru_cache(maxsize=1024)
+def _context_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """:func:`sentence_spans` of one context, split once per process (contexts recur across samples)."""
+    return tuple(sentence_spans(text))
+
+
+VECTORS_KEPT = 16384
+"""Sentence vectors of the shared MiniLM kept for later samples (about 25 MB at 384 floats)."""
+_VECTORS: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
+_VECTORS_LOCK = threading.Lock()
+
+
+def _is_shared(encoder: Encoder | None) -> bool:
+    """Whether ``encoder`` is the shared MiniLM (not a caller's encoder, nor a test's stand-in)."""
+    return encoder is not None and _shared_minilm.cache_info().currsize > 0 and encoder is _shared_minilm()
+
+
+def _shared_vectors(encoder: Encoder, texts: Sequence[str]) -> NDArray[np.float32]:
+    """The shared MiniLM's vectors of ``texts``, each text embedded once per process.
+
+    Samples often share passages (one corpus, many questions; many summaries of one
+    document). A text's vector is the same, bit for bit, in any batch
+    (:class:`~assay.models._encoders.MiniLMEncoder`), so a vector kept from an earlier
+    sample is the one this sample would compute. The newest :data:`VECTORS_KEPT` are kept.
+    """
+    with _VECTORS_LOCK:
+        known = {text: _VECTORS[text] for text in texts if text in _VECTORS}
+    missing = [text for text in dict.fromkeys(texts) if text not in known]
+    fresh = encoder.encode(missing) if missing else None
+    found = dict(known)
+    if fresh is not None:
+        found.update(zip(missing, fresh, strict=True))
+    with _VECTORS_LOCK:
+        for text in dict.fromkeys(texts):
+            _VECTORS[text] = found[text]
+            _VECTORS.move_to_end(text)
+        while len(_VECTORS) > VECTORS_KEPT:
+            _VECTORS.popitem(last=False)
+    return np.stack([found[text] for text in texts])
+
+
 @lru_cache(maxsize=1)
 def _shared_minilm() -> Encoder:
     from assay.models._encoders import MiniLMEncoder
@@ -202,6 +243,8 @@ class ContextIndex:
     _postings: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]] = field(repr=False)
     _vectors: NDArray[np.float32] | None = field(repr=False)
     _encoder: Encoder | None = field(repr=False)
+    _queries: dict[str, NDArray[np.float32]] = field(default_factory=dict, repr=False)
+    """Each statement's vector, embedded once however often it is scored."""
 
     @classmethod
     def build(
@@ -231,12 +274,14 @@ class ContextIndex:
                 raise ConfigError(f"ContextIndex.build: contexts[{i}] must be a string, got {type(context).__name__}")
         if encoder is not None and embed is False:
             raise ConfigError("ContextIndex.build: an encoder was given with embed=False")
-        rows = [(c, s, e) for c, text in enumerate(contexts) for s, e in sentence_spans(text)]
+        rows = [(c, s, e) for c, text in enumerate(contexts) for s, e in _context_spans(text)]
         texts = tuple(contexts[c][s:e] for c, s, e in rows)
         where = np.asarray(rows, dtype=np.int64).reshape(len(rows), 3)
         if encoder is None and embed is not False:
             encoder = _default_encoder(required=embed is True)
-        vectors = encoder.encode(texts) if encoder is not None and texts else None
+        vectors = None
+        if encoder is not None and texts:
+            vectors = _shared_vectors(encoder, texts) if _is_shared(encoder) else encoder.encode(texts)
         return cls(tuple(contexts), where, texts, _bm25_postings(texts), vectors, encoder)
 
     def __len__(self) -> int:
@@ -263,8 +308,18 @@ class ContextIndex:
             return None
         if self._vectors is None:
             return np.zeros(0, dtype=np.float64)
-        query = self._encoder.encode([statement])[0].astype(np.float64)
+        query = self._embed([statement])[0].astype(np.float64)
         return np.asarray(self._vectors.astype(np.float64) @ query, dtype=np.float64)
+
+    def _embed(self, statements: Sequence[str]) -> NDArray[np.float32]:
+        """The statements' vectors: those not embedded yet for this index, in one batch."""
+        encoder = self._encoder
+        assert encoder is not None
+        missing = [s for s in dict.fromkeys(statements) if s not in self._queries]
+        if missing:
+            fresh = _shared_vectors(encoder, missing) if _is_shared(encoder) else encoder.encode(missing)
+            self._queries.update(zip(missing, fresh, strict=True))
+        return np.stack([self._queries[s] for s in statements])
 
     def scores(self, statement: str) -> NDArray[np.float64]:
         """The score :meth:`select` ranks by: fused (with embeddings) or BM25 (without).
@@ -342,6 +397,9 @@ class ContextIndex:
         if not statements or not self.texts:
             return Evidence()
         allowed = self._allowed(exclude)
+        worded = [s for s in statements if _WORD.search(s)]
+        if self._encoder is not None and self._vectors is not None and worded:
+            self._embed(worded)  # in one batch, not one call a statement
         every = [self.scores(statement) for statement in statements]
         ranked = [self._seeds(scores, k, allowed) for scores in every]
         seeds = list(

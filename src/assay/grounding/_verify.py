@@ -55,6 +55,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -259,7 +260,9 @@ def vetoes(features: DetailFeatures, *, counts_to_judge: bool = False) -> tuple[
     return tuple(fired)
 
 
+@lru_cache(maxsize=8192)
 def _addressed(text: str) -> bool:
+    """Whether a sentence addresses the judge; asked of each context sentence by every window, so kept."""
     return addresses_judge(text) is not None
 
 
