@@ -400,6 +400,7 @@ def encoded(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
 
     batches: list[list[str]] = []
     real = MiniLMEncoder.encode
+    _evidence._shared_minilm()  # loaded first: loading encodes an empty list, which is not a sample's batch
 
     def spy(self: MiniLMEncoder, texts: Sequence[str]) -> np.ndarray:
         batches.append(list(texts))
