@@ -100,16 +100,20 @@ VARIANT = re.compile(
 ENSEMBLE = re.compile(r"^mean\((?P<members>[^)]+)\)$")
 
 
-def _product_key() -> str:
-    """``product`` as an ``ev`` variant: the faithfulness metric's own verifier, every setting as it ships."""
-    shipped = StatementVerifier()
-    assert shipped.evidence_chars is not None and shipped.verbatim and shipped.counts_to_judge
-    prompt = next(version for version, prompt in PROMPTS.items() if prompt is shipped.prompt)
-    flags = "-d0" * (not shipped.details) + "-g0" * (not shipped.guard) + "-s" * shipped.shared_evidence
-    return f"ev-v{prompt}-c{shipped.chunk_chars}-e{shipped.evidence_chars}-w{shipped.whole_chars}{flags}"
+def ev_key(verifier: StatementVerifier) -> str:
+    """An ``ev`` variant's name with every setting spelled out: its cache key.
+
+    The prompt is named by its own version, so a reworded prompt is never read back from
+    entries judged with the old one. ``verbatim`` and ``counts_to_judge`` are not in the
+    name: every ``ev`` variant keeps them as they ship.
+    """
+    v = verifier
+    flags = "-d0" * (not v.details) + "-g0" * (not v.guard) + "-s" * v.shared_evidence
+    return f"ev-v{v.prompt.version}-c{v.chunk_chars}-e{v.evidence_chars}-w{v.whole_chars}{flags}"
 
 
-PRODUCT_KEY = _product_key()
+PRODUCT_KEY = ev_key(StatementVerifier())
+"""``product``: the faithfulness metric's own verifier, every setting as it ships."""
 
 
 def load(name: str, n: int, seed: int, chars: tuple[int, int] | None = None) -> list[dict[str, Any]]:
@@ -172,9 +176,7 @@ class Variant:
                 guard=not match["noguard"],
                 shared_evidence=bool(match["shared"]),
             )
-            v = self.verifier
-            flags = "-d0" * (not v.details) + "-g0" * (not v.guard) + "-s" * v.shared_evidence
-            self.key = f"ev-v{match['prompt']}-c{v.chunk_chars}-e{v.evidence_chars}-w{v.whole_chars}{flags}"
+            self.key = ev_key(self.verifier)
         else:
             # As the verifier was before issue 15: whole contexts in chunks, max over chunks.
             self.verifier = StatementVerifier(
@@ -187,7 +189,7 @@ class Variant:
                 details=False,
                 guard=False,
             )
-            self.key = f"{self.kind}-v{match['prompt']}-c{chars}"
+            self.key = f"{self.kind}-v{self.verifier.prompt.version}-c{chars}"
         # The cache is keyed by every setting resolved (a chunk size from --chunk-chars
         # included), so an entry is never read back for a variant judged another way.
         self.decomposer = LLMDecomposer()
