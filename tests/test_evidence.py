@@ -448,6 +448,18 @@ def test_a_statement_is_embedded_once_per_index_and_a_shared_windows_statements_
     assert all(np.array_equal(index._queries[s], v) for s, v in zip(statements[:2], alone, strict=True))
 
 
+def test_a_short_context_keeps_its_split_and_a_book_length_one_is_not_held() -> None:
+    _evidence._kept_spans.cache_clear()
+    book = " ".join([RIVERS] * (_evidence.KEPT_CONTEXT_CHARS // len(RIVERS) + 1))
+    assert len(book) > _evidence.KEPT_CONTEXT_CHARS
+    long_index = ContextIndex.build([book], embed=False)
+    assert _evidence._kept_spans.cache_info().currsize == 0
+    assert [long_index.contexts[0][s:e] for _, s, e in long_index.where] == list(long_index.texts)
+    ContextIndex.build([CURIE], embed=False)
+    ContextIndex.build([CURIE, RIVERS], embed=False)
+    assert _evidence._kept_spans.cache_info()[:2] == (1, 2)  # CURIE found once; CURIE and RIVERS split
+
+
 def test_a_callers_own_encoder_is_asked_every_time() -> None:
     class Counting:
         model_id = "counting"

@@ -160,10 +160,19 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return [p for start, end in located_sentences(text) for p in _pieces(text, start, end)]
 
 
+KEPT_CONTEXT_CHARS = 20_000
+"""Contexts up to this long keep their sentence split for later samples (1,024 of them, at
+most 20 MB of text held); a longer one (a whole book) is split again each time."""
+
+
 @lru_cache(maxsize=1024)
-def _context_spans(text: str) -> tuple[tuple[int, int], ...]:
-    """:func:`sentence_spans` of one context, split once per process (contexts recur across samples)."""
+def _kept_spans(text: str) -> tuple[tuple[int, int], ...]:
     return tuple(sentence_spans(text))
+
+
+def _context_spans(text: str) -> Sequence[tuple[int, int]]:
+    """:func:`sentence_spans` of one context, split once per process where it is not too long to keep."""
+    return _kept_spans(text) if len(text) <= KEPT_CONTEXT_CHARS else sentence_spans(text)
 
 
 VECTORS_KEPT = 16384

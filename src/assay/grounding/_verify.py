@@ -260,9 +260,17 @@ def vetoes(features: DetailFeatures, *, counts_to_judge: bool = False) -> tuple[
     return tuple(fired)
 
 
-@lru_cache(maxsize=8192)
 def _addressed(text: str) -> bool:
-    """Whether a sentence addresses the judge; asked of each context sentence by every window, so kept."""
+    """Whether a sentence addresses the judge; asked of each context sentence by every window, so kept.
+
+    Only sentences up to 2,000 characters are kept (8,192 of them): a "sentence" pysbd
+    could not split (a table, a list) is asked again instead of held.
+    """
+    return _kept_addressed(text) if len(text) <= 2000 else addresses_judge(text) is not None
+
+
+@lru_cache(maxsize=8192)
+def _kept_addressed(text: str) -> bool:
     return addresses_judge(text) is not None
 
 
