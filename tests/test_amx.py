@@ -248,13 +248,16 @@ def test_the_grouped_kernel_computes_what_block_by_block_scaling_computes_for_ev
 def test_the_paired_kernel_gives_the_32_deep_kernels_logits_bit_for_bit_at_every_row_count() -> None:
     """The default weights' blocks laid out in pairs and multiplied 64 deep, against 32 deep.
 
-    Integer sums do not depend on their order, so the logits must be bitwise the same:
-    1 row (the VNNI kernel, reading the paired layout), 2-15 (one partial row tile, its
+    The paired layout keeps one scale row per group and no compensation (the VNNI
+    kernel works it out from the values). Integer sums do not depend on their order, so
+    the logits must be bitwise the same: 1 row (the VNNI kernel, reading the paired
+    layout; a compensation summed from the wrong values shifts every logit), 2-15 (one partial row tile, its
     rows copied), 16 and 32 (whole tiles loaded in place), 17, 31, 33 (a whole and a
     partial tile), 70 and 200 (several row blocks and, past 64, the rows in chunks). A
     partial tile's copy that the compiler dropped (it did, before a barrier told gcc
     that the tile load reads it) gave logits off by up to 20. The kernel's prefetch of
-    the next pair of weights (on by default) must not change them either.
+    the next pair of weights, and the VNNI kernel's of the lines 4 blocks ahead (both on by
+    default), must not change them either.
     """
     rows = [1, 2, 9, 16, 17, 31, 32, 33, 70, 200]
     configs = {
