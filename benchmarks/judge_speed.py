@@ -301,6 +301,7 @@ async def child(config: str, args: argparse.Namespace) -> dict[str, Any]:
 
         old_encoder = FixedCount(int(os.environ[ENCODER_BATCH]))
         _evidence._shared_minilm = lambda: old_encoder
+        _evidence._is_shared = lambda encoder: False  # and, as then, no vectors kept between samples
     warm = Sample(
         id="warm", answer="The tower is tall. It was built in 1889.", contexts=("The tower was built in 1889.",)
     )
@@ -440,6 +441,7 @@ def main() -> None:
     print(f"machine: {machine_line()} (at start)")
     configs = list(dict.fromkeys(args.configs.split(",")))
     runs: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
+    failed: list[str] = []
     for _ in range(args.repeat):  # alternated, so a slow spell of the machine falls on every configuration
         for config in configs:
             env = environment(config)
@@ -453,6 +455,7 @@ def main() -> None:
             )
             if done.returncode != 0:
                 print(f"{config}: the child failed ({done.returncode})")
+                failed.append(config)
                 continue
             result = json.loads(done.stdout.strip().splitlines()[-1])
             if not args.no_demo:
@@ -476,6 +479,8 @@ def main() -> None:
     print(f"\nload average at end {os.getloadavg()[0]:.2f}")
     if args.json:
         args.json.write_text(json.dumps(runs, indent=1))
+    if failed:  # a table without a configuration must not pass for a comparison
+        sys.exit(f"failed runs: {', '.join(failed)} (their errors are above); the tables leave them out")
 
 
 if __name__ == "__main__":
