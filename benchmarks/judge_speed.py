@@ -45,12 +45,15 @@ process):
 - ``ninth``: the same, with the weights' blocks laid out in pairs and multiplied 64 deep
   on the AMX tiles instead of 32, the columns split between the threads and the rows
   taken in chunks that stay in L2 (the ninth round; the logits are bitwise the same).
-  Every earlier configuration sets ``GGML_AMX_Q8_0_PAIRED=0``.
+  Every earlier configuration sets ``GGML_AMX_Q8_0_PAIRED=0``. The pairs are laid out as
+  the thirteenth round left them (no compensation, a group's scales once), which has no
+  switch: that round was measured against the previous build itself.
 - ``tenth``: the same, with the paired kernel asking for the next pair of
   weights while it multiplies one, where they come from memory (the logits are bitwise
   the same), and the greedy loop putting the 256 best tokens to the grammar when it
   refuses the best one, before the whole vocabulary (the same token; the tenth round).
-  Every earlier configuration sets ``GGML_AMX_Q8_0_PREFETCH=0`` and
+  ``GGML_AMX_Q8_0_PREFETCH=0`` also turns off the one-row kernel's prefetch (the
+  thirteenth round). Every earlier configuration sets ``GGML_AMX_Q8_0_PREFETCH=0`` and
   ``JUDGE_SPEED_GRAMMAR_CANDIDATES=0`` (this benchmark's own: the whole vocabulary at
   once, as before; not in the demo, which runs the ``assay`` command).
 - ``new``: the shipped judge: the same, with each draft cut before its first token the
