@@ -303,8 +303,7 @@ async def child(config: str, args: argparse.Namespace) -> dict[str, Any]:
         from encoder_speed import FixedCount
 
         old_encoder = FixedCount(int(os.environ[ENCODER_BATCH]))
-        _evidence._shared_minilm = lambda: old_encoder
-        _evidence._is_shared = lambda encoder: False  # and, as then, no vectors kept between samples
+        _evidence._shared_minilm = lambda: old_encoder  # not the shared MiniLM: no vectors kept, as then
     warm = Sample(
         id="warm", answer="The tower is tall. It was built in 1889.", contexts=("The tower was built in 1889.",)
     )

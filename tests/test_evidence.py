@@ -7,6 +7,7 @@ import sys
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -460,7 +461,12 @@ def test_a_short_context_keeps_its_split_and_a_book_length_one_is_not_held() -> 
     assert _evidence._kept_spans.cache_info()[:2] == (1, 2)  # CURIE found once; CURIE and RIVERS split
 
 
-def test_a_callers_own_encoder_is_asked_every_time() -> None:
+@pytest.mark.parametrize("where", ["given", "in the shared one's place"])
+def test_a_callers_own_encoder_is_asked_every_time(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the shared MiniLM's vectors are kept: not those of an encoder a caller passes, nor of
+    one a caller (a benchmark's old encoder) puts where the shared one is made, which once
+    crashed the check for the shared one (it asked the stand-in for ``lru_cache``'s ``cache_info``)."""
+
     class Counting:
         model_id = "counting"
 
@@ -472,8 +478,12 @@ def test_a_callers_own_encoder_is_asked_every_time() -> None:
             return np.full((len(texts), 4), 0.5, dtype=np.float32)
 
     encoder = Counting()
+    given: dict[str, Any] = {"encoder": encoder}
+    if where != "given":
+        monkeypatch.setattr(_evidence, "_shared_minilm", lambda: encoder)
+        given = {}
     for _ in range(2):
-        ContextIndex.build([CURIE], encoder=encoder).cosine("Curie was born in Warsaw.")
+        ContextIndex.build([CURIE], **given).cosine("Curie was born in Warsaw.")
     sentences = [CURIE[s:e] for s, e in sentence_spans(CURIE)]
     assert encoder.seen == [*sentences, "Curie was born in Warsaw."] * 2
     assert not any(s in _evidence._VECTORS and _evidence._VECTORS[s].shape == (4,) for s in sentences)

@@ -181,9 +181,13 @@ _VECTORS: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
 _VECTORS_LOCK = threading.Lock()
 
 
+_SHARED: Encoder | None = None
+"""The shared MiniLM once :func:`_shared_minilm` has loaded it: the one encoder whose vectors are kept."""
+
+
 def _is_shared(encoder: Encoder | None) -> bool:
-    """Whether ``encoder`` is the shared MiniLM (not a caller's encoder, nor a test's stand-in)."""
-    return encoder is not None and _shared_minilm.cache_info().currsize > 0 and encoder is _shared_minilm()
+    """Whether ``encoder`` is the shared MiniLM (not a caller's encoder, nor a stand-in put in its place)."""
+    return encoder is not None and encoder is _SHARED
 
 
 def _shared_vectors(encoder: Encoder, texts: Sequence[str]) -> NDArray[np.float32]:
@@ -214,8 +218,10 @@ def _shared_vectors(encoder: Encoder, texts: Sequence[str]) -> NDArray[np.float3
 def _shared_minilm() -> Encoder:
     from assay.models._encoders import MiniLMEncoder
 
+    global _SHARED
     encoder = MiniLMEncoder()
     encoder.encode([])  # loads the model now: a missing extra raises here, once
+    _SHARED = encoder
     return encoder
 
 
