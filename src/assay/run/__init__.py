@@ -19,7 +19,7 @@ from assay.run._evaluate import aevaluate, evaluate
 from assay.run._outcome import EvalResult
 from assay.run._progress import ProgressMode
 from assay.run._ray import aevaluate_ray
-from assay.run._readers import from_dataframe, from_hf_dataset, read_csv, read_dataset, read_parquet
+from assay.run._readers import from_arrow, from_dataframe, from_hf_dataset, read_csv, read_dataset, read_parquet
 from assay.run._results import SampleResult
 from assay.run._session import DatasetSource, ResumeError, RunOptions, open_dataset
 from assay.run._store import SCHEMA_VERSION, RunInfo, RunSpec, RunStatus, RunStore, new_run_id
@@ -59,6 +59,7 @@ __all__ = [
     "calibrate",
     "count_rows",
     "evaluate",
+    "from_arrow",
     "from_dataframe",
     "from_hf_dataset",
     "is_cacheable",

@@ -84,6 +84,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DATASET_SUFFIXES",
     "check_format",
+    "from_arrow",
     "from_dataframe",
     "from_hf_dataset",
     "read_csv",
@@ -678,7 +679,6 @@ def _parquet_rows(
     limits: SizeLimits | None,
 ) -> Iterator[Row | SampleError]:
     source = str(path)
-    seen: dict[str, int] = {}
     if batch_rows < 1:
         raise DatasetError(f"batch_rows must be at least 1, got {batch_rows}")
     check_data_file(path)
@@ -688,32 +688,23 @@ def _parquet_rows(
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError and friends
         raise DatasetError(f"{path}: not a readable Parquet file ({_brief(exc)})") from None
     try:
-        _check_unique([str(name) for name in parquet_file.schema_arrow.names], source)
-        mapping = fit_mapping(mapping, [str(name) for name in parquet_file.schema_arrow.names], source)
-        renames = _renames(mapping)
-        check_mapped_columns(mapping, [str(name) for name in parquet_file.schema_arrow.names], source)
-        number = 0
-        batches = iter(parquet_file.iter_batches(batch_size=batch_rows))
-        while True:
-            try:
-                batch = next(batches, None)
-            except Exception as exc:  # a corrupt row group
-                raise DatasetError(f"{path}: cannot read rows after row {number} ({_brief(exc)})") from None
-            if batch is None:
-                return
-            for record in batch.to_pylist():
-                number += 1
-                yield _row(
-                    record,
-                    line=number,
-                    source=source,
-                    required=required,
-                    mapping=mapping,
-                    renames=renames,
-                    seen=seen,
-                    unit="row",
-                    limits=limits,
-                )
+
+        def records() -> Iterator[dict[str, Any]]:
+            number = 0
+            batches = iter(parquet_file.iter_batches(batch_size=batch_rows))
+            while True:
+                try:
+                    batch = next(batches, None)
+                except Exception as exc:  # a corrupt row group
+                    raise DatasetError(f"{path}: cannot read rows after row {number} ({_brief(exc)})") from None
+                if batch is None:
+                    return
+                for record in batch.to_pylist():
+                    number += 1
+                    yield record
+
+        names = [str(name) for name in parquet_file.schema_arrow.names]
+        yield from _table_rows(names, records(), required=required, mapping=mapping, source=source, limits=limits)
     finally:
         parquet_file.close()
 
@@ -764,16 +755,84 @@ def _dataframe_rows(
     pandas = _import_optional("pandas", "pandas", "pandas", "Reading a pandas DataFrame")
     if not isinstance(df, pandas.DataFrame):
         raise DatasetError(f"from_dataframe() needs a pandas DataFrame, got {type(df).__name__}")
-    seen: dict[str, int] = {}
     columns = [str(name) for name in df.columns]
-    _check_unique(columns, source or "the DataFrame")
+    records = (dict(zip(columns, values, strict=True)) for values in df.itertuples(index=False, name=None))
+    yield from _table_rows(
+        columns, records, required=required, mapping=mapping, source=source, limits=limits, what="the DataFrame"
+    )
+
+
+def from_arrow(
+    table: Any,
+    *,
+    required: Iterable[str] = (),
+    mapping: Mapping[str, str] | None = None,
+    source: str | None = "<arrow table>",
+    limits: SizeLimits | None = None,
+) -> Iterator[Row | SampleError]:
+    """Stream samples from a ``pyarrow.Table`` or ``RecordBatch``, one record batch at a time.
+
+    Struct and list columns arrive as dicts and lists, with the nulls the schema added to
+    nested objects dropped (see :func:`read_parquet`). Row numbers are 1-based.
+
+    Args:
+        table: The table.
+        required: Fields that must be present and non-empty in every row.
+        mapping: Column renames (``{"my_answer": "answer"}``), applied before the aliases.
+        source: How errors name the table.
+        limits: The text a field and a row may hold (default :class:`~assay.run.SizeLimits`).
+
+    Yields:
+        A :class:`Row` per good row, a :class:`SampleError` per bad one.
+
+    Raises:
+        MissingExtraError: pyarrow is not installed (extra ``parquet``).
+        DatasetError: ``table`` is not an Arrow table or names a column twice; it has no
+            rows (raised when iteration ends).
+    """
+    return require_rows(
+        _arrow_rows(table, tuple(required), mapping, source, limits), f"{source or 'the Arrow table'}: no rows"
+    )
+
+
+def _arrow_rows(
+    table: Any,
+    required: tuple[str, ...],
+    mapping: Mapping[str, str] | None,
+    source: str | None,
+    limits: SizeLimits | None,
+) -> Iterator[Row | SampleError]:
+    arrow = _import_optional("pyarrow", "pyarrow", "parquet", "Reading an Arrow table")
+    if isinstance(table, arrow.RecordBatch):
+        table = arrow.Table.from_batches([table])
+    if not isinstance(table, arrow.Table):
+        raise DatasetError(f"from_arrow() needs a pyarrow Table or RecordBatch, got {type(table).__name__}")
+    records = (record for batch in table.to_batches() for record in batch.to_pylist())
+    names = [str(name) for name in table.schema.names]
+    yield from _table_rows(
+        names, records, required=required, mapping=mapping, source=source, limits=limits, what="the Arrow table"
+    )
+
+
+def _table_rows(
+    columns: list[str],
+    records: Iterable[Mapping[str, Any]],
+    *,
+    required: tuple[str, ...],
+    mapping: Mapping[str, str] | None,
+    source: str | None,
+    limits: SizeLimits | None,
+    what: str | None = None,
+) -> Iterator[Row | SampleError]:
+    """Rows of a columnar table: its columns checked once, each record normalised (:func:`_from_columns`)."""
+    _check_unique(columns, source or what or "the table")
     mapping = fit_mapping(mapping, columns, source)
     renames = _renames(mapping)
     check_mapped_columns(mapping, columns, source)
-    for number, values in enumerate(df.itertuples(index=False, name=None), start=1):
-        record = {name: _plain(value) for name, value in zip(columns, values, strict=True)}
+    seen: dict[str, int] = {}
+    for number, record in enumerate(records, start=1):
         yield _row(
-            record,
+            _from_columns(record),
             line=number,
             source=source,
             required=required,
@@ -841,7 +900,7 @@ def _hf_rows(
     number = 0
     for number, raw in enumerate(rows, start=1):
         columns.see(raw)
-        record = {name: _plain(value) for name, value in raw.items()}
+        record = _from_columns(raw)
         yield _row(
             record,
             line=number,
@@ -904,6 +963,35 @@ def _clean_record(record: Mapping[str, Any], renames: Mapping[str, str]) -> dict
                 value = _json_cell(name, value, want_object=target == "metadata")
         cleaned[name] = value
     return cleaned
+
+
+def _from_columns(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A row of a columnar table as the row wrote it: plain values, and no key a schema invented.
+
+    A columnar format (Parquet, Arrow, a Hugging Face dataset, a DataFrame read from
+    either) stores one schema per column, so every object nested in a cell gains the keys
+    of every other row's objects, as nulls: ``{"order_id": 7}`` comes back as
+    ``{"order_id": 7, "flight": None}`` when another row's arguments had a ``flight``.
+    Such a null is dropped at every depth (tool-call arguments, trace messages, metadata,
+    documents), so the row is judged as written; a top-level null cell is left for the
+    caller, which treats it as absent. The cost: a key really set to null inside a nested
+    object of a columnar table is dropped too (JSON Lines keeps it), since a columnar file
+    cannot tell the two apart.
+    """
+    return {str(name): _without_nulls(_plain(value)) for name, value in record.items()}
+
+
+def _without_nulls(value: Any) -> Any:
+    """``value`` with every null-valued key of every nested object dropped."""
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if not _is_null(item)}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
+
+
+def _is_null(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or type(value).__name__ in _MISSING_TYPES
 
 
 def _plain(value: Any) -> Any:

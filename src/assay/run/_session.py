@@ -36,7 +36,7 @@ from assay.run._dataset import (
     SizeLimits,
     rows_from_items,
 )
-from assay.run._readers import from_dataframe, from_hf_dataset, read_dataset
+from assay.run._readers import from_arrow, from_dataframe, from_hf_dataset, read_dataset
 from assay.run._store import RunSpec
 
 __all__ = ["DatasetSource", "ResumeError", "RunOptions", "check_resume", "open_dataset"]
@@ -220,6 +220,12 @@ def _reader(
             "<dataframe>",
             None,
             lambda required: from_dataframe(data, required=required, mapping=mapping, limits=limits),
+        )
+    if kind.split(".")[0] == "pyarrow" and kind.endswith(("Table", "RecordBatch")):
+        return (
+            "<arrow table>",
+            None,
+            lambda required: from_arrow(data, required=required, mapping=mapping, limits=limits),
         )
     if kind.startswith("datasets."):
         return (
