@@ -169,8 +169,15 @@ class RateLimiter:
                     wait = max(wait, self._tpm.wait_time(tokens))
                 if wait == 0.0 and self.in_flight < self.limit:
                     break
+                # Not asyncio.wait_for: it waits in a task of its own, and a second cancellation
+                # (Ctrl-C cancels the run, then asyncio.run cancels what is left) returns before
+                # that task has taken the lock back, so leaving ``async with cond`` raised
+                # "RuntimeError: Lock is not acquired" and the sample was stored as a metric
+                # error. Condition.wait in this task always takes the lock back, however often
+                # it is cancelled.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(cond.wait(), timeout=wait if wait > 0 else None)
+                    async with asyncio.timeout(wait if wait > 0 else None):
+                        await cond.wait()
             self.in_flight += 1
             number = self._granted
             self._granted += 1
@@ -286,9 +293,8 @@ class ResilientJudge(JudgeWrapper):
             error: JudgeError
             async with self.limiter.slot(estimate):
                 try:
-                    response = await asyncio.wait_for(
-                        self.inner.generate(messages, schema=schema, config=config), self.policy.timeout_s
-                    )
+                    async with asyncio.timeout(self.policy.timeout_s):  # in this task: see slot()
+                        response = await self.inner.generate(messages, schema=schema, config=config)
                 except TimeoutError:
                     error = _timeout_error(self.policy.timeout_s)
                 except JudgeError as exc:
