@@ -254,7 +254,8 @@ async def test_the_cluster_limiter_halves_once_for_a_burst_of_429s_reported_by_m
 
 
 def test_a_call_that_exhausts_its_retries_is_unscored_with_its_reason_never_a_made_up_value() -> None:
-    from assay import Faithfulness, Sample, UnscoredReason, evaluate
+    from assay import EvalResult, Faithfulness, Sample, UnscoredReason, evaluate
+    from assay.errors import JudgeUnavailableError
     from assay.run import Limits
 
     def answer(messages: Sequence[ChatMessage], request: JudgeRequest) -> str:
@@ -263,7 +264,11 @@ def test_a_call_that_exhausts_its_retries_is_unscored_with_its_reason_never_a_ma
     # not a copy of the context (a copy is supported without a call) and standing alone (no rewrite call)
     sample = Sample(id="s", question="Colour?", answer="The sky looks blue today.", contexts=("The sky is blue.",))
     judge = FunctionJudge(answer)
-    result = evaluate([sample], [Faithfulness()], judge, limits=Limits(max_attempts=3, backoff_s=0))
+    # every call failed, so nothing was judged: evaluate says so (issue 56), keeping the result
+    with pytest.raises(JudgeUnavailableError, match=r"every judge call failed \(1 of 1\): 429") as raised:
+        evaluate([sample], [Faithfulness()], judge, limits=Limits(max_attempts=3, backoff_s=0))
+    result = raised.value.result
+    assert isinstance(result, EvalResult)
     (score,) = result.scores("faithfulness")
     assert not score.is_scored and score.unscored_reason is UnscoredReason.JUDGE_ERROR
     assert score.detail and "429" in score.detail

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 __all__ = [
+    "ERROR_REASONS",
     "METRIC_SPEC_VERSION",
     "AnswerMap",
     "AnswerSentence",
@@ -79,6 +80,13 @@ class UnscoredReason(StrEnum):
     """The judge said a part of the question cannot be decided from the evidence (and no part failed)."""
     TOO_MANY_STATEMENTS = "too_many_statements"
     """More statements than the metric's ``max_statements``: not judged, so no row surprises the bill."""
+
+
+ERROR_REASONS: frozenset[UnscoredReason] = frozenset({UnscoredReason.JUDGE_ERROR, UnscoredReason.METRIC_ERROR})
+"""Unscored reasons that are failures, not outcomes: the judge could not be asked (a transport
+error, a server error, a timeout after the retries) or assay itself raised. Such a result is
+never tolerated as unscored: the gate refuses a run holding one (it is not counted in the
+unscored budget), and a resumed run judges its sample again."""
 
 
 class Usage(BaseModel):
@@ -369,6 +377,11 @@ class Score(BaseModel):
     def is_scored(self) -> bool:
         """Whether the score has a value."""
         return self.unscored_reason is None
+
+    @property
+    def is_error(self) -> bool:
+        """Whether it is unscored because something failed (:data:`ERROR_REASONS`), not for what the judge said."""
+        return self.unscored_reason in ERROR_REASONS
 
     @property
     def usage(self) -> Usage:

@@ -14,7 +14,9 @@ The tree::
     │   └── TraceFormatError   a trace is in no format assay reads (names the closest and where it failed)
     ├── ModelWeightsError      the local model's weights are missing or corrupt
     └── JudgeError             a judge backend failed (network, server error, timeout)
-        └── JudgeRefusedError  the backend refused the request outright
+        ├── JudgeRefusedError  the backend refused the request outright
+        └── JudgeUnavailableError  every judge call of a run failed: nothing was judged
+                               (``evaluate`` raises it; ``.result`` keeps what was stored)
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ __all__ = [
     "AssayError",
     "ConfigError",
     "DatasetError",
+    "JudgeCallWarning",
     "JudgeError",
     "JudgeRefusedError",
+    "JudgeUnavailableError",
     "MissingExtraError",
     "ModelWeightsError",
     "SampleError",
@@ -171,6 +175,23 @@ class ModelWeightsError(AssayError):
 
 class JudgeError(AssayError):
     """A judge backend failed to produce any output (network, server error, timeout)."""
+
+
+class JudgeUnavailableError(JudgeError):
+    """Every judge call of a run failed, so nothing was judged (``assay run`` exits 3 for it).
+
+    Raised by :func:`~assay.evaluate` once the run is over (and stored, when it has a
+    store), with the first call's error and its hint; ``result`` is the run's
+    :class:`~assay.EvalResult`, every sample unscored, for whoever wants to look.
+    """
+
+    def __init__(self, message: str, result: object = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class JudgeCallWarning(UserWarning):
+    """Some judge calls of a run failed (not all): said once per kind of error, with the first one's text."""
 
 
 class JudgeRefusedError(JudgeError):

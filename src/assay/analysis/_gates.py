@@ -425,6 +425,37 @@ def refuses_partial_run(run: RunCoverage, policy: GatePolicy | None = None) -> b
     return (not run.finished and not policy.allow_partial) or run.n_invalid > policy.max_invalid_rows
 
 
+def _errors(report: RepeatReport, run: RunCoverage | None) -> tuple[str, ...]:
+    """Why results that are errors (:data:`~assay._scores.ERROR_REASONS`) refuse the gate, naming them; or ``()``.
+
+    An error is not what the judge said of the sample: the judge could not be asked, or
+    assay raised. No option tolerates it (``--allow-partial`` and ``--max-unscored`` do
+    not): the sample must be judged again.
+    """
+    found = [
+        f"line {sample.line}: {score.unscored_reason}" + (f" — {_one_line(score.detail)}" if score.detail else "")
+        for sample in report.samples
+        for score in sample.scores
+        if score.is_error
+    ]
+    if not found:
+        return ()
+    n = len(found)
+    shown = "; ".join(found[:_LINES_SHOWN]) + (f"; … ({n} in all)" if n > _LINES_SHOWN else "")
+    again = (
+        f"judge {'it' if n == 1 else 'them'} again with 'assay run --resume {run.run_id}'"
+        if run is not None and run.resumable
+        else "run it again"
+    )
+    were = "result of" if n == 1 else "results of"
+    return (f"{n} {were} {report.metric} {'is an error' if n == 1 else 'are errors'}, not verdicts ({shown}); {again}",)
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def _tolerated_rows(run: RunCoverage, max_invalid_rows: int) -> str | None:
     """The note for invalid rows within ``max_invalid_rows``: tolerated, never silent."""
     n = run.n_invalid
@@ -836,7 +867,10 @@ def evaluate_gate(report: RepeatReport, policy: GatePolicy, run: RunCoverage | N
             f"({report.n_moved_without_flip} moved a score with no verdict flip); P(pass) comes from the "
             "repeats' scores, which include that, while the flip rate counts matched statements only"
         )
-    unscored_share = report.unscored_share
+    errors = _errors(report, run)
+    # Errors are refused below, whatever the budget: they do not spend it.
+    n_errors = sum(score.is_error for sample in report.samples for score in sample.scores)
+    unscored_share = (report.n_unscored - n_errors) / report.n_records if report.n_records else math.nan
     outcome: GateOutcome
     if not gated or math.isnan(p_pass) or unscored_share > policy.max_unscored + _EPS:
         outcome = "unscored"
@@ -853,8 +887,8 @@ def evaluate_gate(report: RepeatReport, policy: GatePolicy, run: RunCoverage | N
         outcome = "fail"
     else:
         outcome = "flaky"
-    partial = () if run is None else partial_run_reasons(run, policy)
-    if run is not None and refuses_partial_run(run, policy):
+    partial = (() if run is None else partial_run_reasons(run, policy)) + errors
+    if (run is not None and refuses_partial_run(run, policy)) or errors:
         outcome = "incomplete"
     tolerated = _tolerated_rows(run, policy.max_invalid_rows) if run is not None else None
     if tolerated:

@@ -10,6 +10,7 @@ import re
 import signal
 import threading
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -36,7 +37,14 @@ from assay.cli._console import (
     out_console,
 )
 from assay.cli._runs import write_export
-from assay.errors import AssayError, ConfigError, StorageError, did_you_mean
+from assay.errors import (
+    AssayError,
+    ConfigError,
+    JudgeCallWarning,
+    JudgeUnavailableError,
+    StorageError,
+    did_you_mean,
+)
 from assay.metrics import Metric, metric_from_spec
 from assay.metrics._registry import build_metric
 from assay.models import JUDGE_FORMS, get_judge
@@ -147,12 +155,10 @@ def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float,
         f"{cost.failed_calls}) · tokens {cost.usage.prompt_tokens:,} in / {cost.usage.completion_tokens:,} out · "
         f"cost {printable(cost.describe())}"
     )
-    if cost.every_call_failed and cost.first_error:
-        err_console.print(
-            f"[red]every judge call failed[/red] ({cost.failed_calls} of {cost.calls}): "
-            f"{printable(_said(cost.first_error), breaks=False)}",
-            soft_wrap=True,
-        )
+    failure = cost.failure()  # the words evaluate() raises or warns with
+    if failure is not None:
+        colour = "red" if cost.every_call_failed else "yellow"
+        err_console.print(f"[{colour}]{printable(failure, breaks=False)}[/{colour}]", soft_wrap=True)
     models = judge_models_note(cost.models, judge)
     if models:
         err_console.print(f"[bold yellow]warning[/bold yellow]: {printable(models)}", soft_wrap=True)
@@ -243,12 +249,13 @@ def _failing_line(verdict: Verdict) -> str:
     return line + "[/dim]"
 
 
-def exit_code(summary: RunSummary, max_unscored: float) -> tuple[int, str | None]:
+def exit_code(summary: RunSummary, max_unscored: float, run_id: str | None = None) -> tuple[int, str | None]:
     """``assay run``'s exit code for a finished run, and why it is not 0.
 
-    3 when nothing was scored or more than ``max_unscored`` of the (sample, metric)
-    results are unscored (a grader's NA is a verdict and does not count); else 2 when
-    some input rows were invalid; else 0.
+    3 when nothing was scored, when any result is an error (the judge could not be
+    asked, or assay raised: never tolerated, whatever ``max_unscored``), or when more than
+    ``max_unscored`` of the (sample, metric) results are unscored (a grader's NA is a
+    verdict and does not count); else 2 when some input rows were invalid; else 0.
     """
     if summary.n_results == 0 and summary.n_row_errors:
         return EXIT_UNSCORED, (
@@ -256,6 +263,13 @@ def exit_code(summary: RunSummary, max_unscored: float) -> tuple[int, str | None
         )
     if summary.n_scored == 0:
         return EXIT_UNSCORED, f"nothing was scored: {summary.n_unscored} unscored results, 0 scored"
+    if summary.n_errors:
+        n = summary.n_errors
+        again = f"'assay run --resume {run_id}'" if run_id else "'assay run --resume RUN'"
+        return EXIT_UNSCORED, (
+            f"{n} result{'s are errors' if n != 1 else ' is an error'}, not verdicts (first: "
+            f"{_said(summary.first_error() or '')}); {again} judges {'them' if n != 1 else 'it'} again"
+        )
     share = summary.unscored_share
     if share > max_unscored:
         return EXIT_UNSCORED, (
@@ -605,7 +619,9 @@ def run(
 
     code: int | None = None
     try:
-        with _bounded_interrupt(lambda: _give_up(store_path, run_id)):
+        with _bounded_interrupt(lambda: _give_up(store_path, run_id)), warnings.catch_warnings():
+            # the summary below says what evaluate() warns of, in the same words
+            warnings.simplefilter("ignore", JudgeCallWarning)
             result = assay.evaluate(
                 data,
                 metrics,
@@ -632,6 +648,8 @@ def run(
                 max_field_chars=options.max_field_chars,
                 max_row_chars=options.max_row_chars,
             )
+    except JudgeUnavailableError as exc:  # every call failed: the summary says so and the run exits 3
+        result = exc.result  # type: ignore[assignment]  # always the run's EvalResult
     except KeyboardInterrupt:
         _mark_interrupted(store_path, run_id)
         code = EXIT_INTERRUPTED
@@ -664,12 +682,13 @@ def run(
     _print_summary(summary, run_id, result.judge, time.perf_counter() - started, store_path, options.repeats)
     if progress == "none":  # otherwise the progress output said it before judging began
         for note in result.notes:  # what was taken on trust (contexts given as text)
-            err_console.print(f"[yellow]note[/yellow]: {printable(note)}")
+            if note != summary.cost.failure():  # the summary said that one
+                err_console.print(f"[yellow]note[/yellow]: {printable(note)}")
     for _line, message in store.row_errors(run_id)[:20]:
         err_console.print(f"[red]invalid row[/red] {printable(message)}")
     if summary.n_row_errors > 20:
         err_console.print(f"  … and {summary.n_row_errors - 20} more ('assay runs show {run_id}')")
-    code, why = exit_code(summary, max_unscored)
+    code, why = exit_code(summary, max_unscored, run_id)
     if not out_ok and code == EXIT_OK:
         code, why = EXIT_USAGE, f"--out {out} was not written (see above); the run itself is complete in the store"
     if why:

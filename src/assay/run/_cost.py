@@ -13,6 +13,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from pathlib import Path
 from assay._scores import JudgeCall, Usage
 from assay.errors import ConfigError
 
-__all__ = ["DEFAULT_PRICES", "CostReport", "PriceTable", "describe_cost"]
+__all__ = ["DEFAULT_PRICES", "CostReport", "PriceTable", "describe_cost", "error_kind", "error_text"]
 
 DEFAULT_PRICES: Mapping[str, tuple[float, float]] = {
     "local:*": (0.0, 0.0),
@@ -77,6 +78,22 @@ class PriceTable:
         return (usage.prompt_tokens * rate[0] + usage.completion_tokens * rate[1]) / 1_000_000
 
 
+_ERROR_NAME = re.compile(r"^(_?\w*(?:Error|Exception)): ")
+_ERROR_CHARS = 400
+
+
+def error_kind(error: str) -> str:
+    """A failed call's error class name (``"JudgeHTTPError"``), or ``"error"`` when its text names none."""
+    found = _ERROR_NAME.match(error)
+    return found.group(1).lstrip("_") if found else "error"
+
+
+def error_text(error: str) -> str:
+    """A failed call's error on one line, without its class name, at most 400 characters."""
+    text = " ".join(_ERROR_NAME.sub("", error, count=1).split())
+    return text if len(text) <= _ERROR_CHARS else text[: _ERROR_CHARS - 1] + "…"
+
+
 @dataclass
 class CostReport:
     """Calls, tokens and cost accumulated over judge calls."""
@@ -96,6 +113,8 @@ class CostReport:
     (:func:`~assay.analysis.judge_models_note` says what a reader must be told of them)."""
     first_error: str | None = None
     """The error of the first failed call counted (``"JudgeHTTPError: Could not talk to ..."``)."""
+    first_errors: dict[str, str] = field(default_factory=dict)
+    """Kind (the error's class name, ``"error"`` when it names none) -> its first failed call's error."""
 
     def add(self, calls: Iterable[JudgeCall]) -> None:
         """Count these calls (cached ones count as calls made, at no cost).
@@ -115,6 +134,7 @@ class CostReport:
                 self.failed_calls += 1
                 if self.first_error is None:
                     self.first_error = call.error
+                self.first_errors.setdefault(error_kind(call.error), call.error)
             self.usage = self.usage + call.usage
             cost = self.prices.cost(call.model, call.usage)
             if cost is None:
@@ -133,6 +153,22 @@ class CostReport:
     def every_call_failed(self) -> bool:
         """Whether calls were made and every one of them failed (cached answers are not calls made)."""
         return self.calls > 0 and self.failed_calls == self.calls
+
+    def failure(self) -> str | None:
+        """What every door says of failed calls, or ``None`` when none failed.
+
+        ``"every judge call failed (14 of 14): Could not talk to ... is it running?"``, or
+        ``"3 of 40 judge calls failed: <the first error of each kind>"``: the error as the
+        judge backend worded it (its cause and hint), without its class name.
+        """
+        if not self.failed_calls:
+            return None
+        if self.every_call_failed:
+            return (
+                f"every judge call failed ({self.failed_calls} of {self.calls}): {error_text(self.first_error or '')}"
+            )
+        kinds = "; ".join(error_text(text) for text in self.first_errors.values())
+        return f"{self.failed_calls} of {self.calls} judge calls failed: {kinds}"
 
     def brief(self, judge: str | None = None) -> str:
         """``"$0.0123"``, ``"$0.0123 + unknown"`` or ``"unknown"``: for progress lines.

@@ -14,13 +14,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from assay._safety import printable, redact_url
 from assay._version import __version__
-from assay.errors import ConfigError, SampleError, StorageError
+from assay.errors import ConfigError, JudgeCallWarning, JudgeUnavailableError, SampleError, StorageError
 from assay.metrics._base import Metric, score_safely
 from assay.metrics._registry import metrics_from
 from assay.models._cache import JudgeCache
@@ -42,7 +43,7 @@ from assay.run._progress import ProgressMode, load_local_judge, make_reporter
 from assay.run._results import SampleResult
 from assay.run._session import DatasetSource, RunOptions, check_resume, open_dataset
 from assay.run._store import RunSpec, RunStatus, RunStore, StoreError, new_run_id
-from assay.run._summary import RunTally
+from assay.run._summary import RunSummary, RunTally
 
 if TYPE_CHECKING:
     pass
@@ -191,7 +192,8 @@ async def aevaluate(
     tally = RunTally(names, prices)
     if run_store is not None and run_id is not None and done:
         for earlier in run_store.results(run_id):  # a resumed run's progress counts what is stored
-            tally.add(earlier)
+            if (str(earlier.line), earlier.repeat) in done:  # not an error it judges again
+                tally.add(earlier)
 
     calls_made = 0
 
@@ -307,13 +309,33 @@ async def aevaluate(
                 run_store.close()
         if own_cache and judge_cache is not None:
             judge_cache.close()
+    _say_failed_calls(tally.summary(), result)
     return result
 
 
+def _say_failed_calls(summary: RunSummary, result: EvalResult) -> None:
+    """Every door says when judge calls failed, in the same words (:meth:`CostReport.failure`).
+
+    When every call failed and nothing was scored, nothing was judged: raise
+    :class:`~assay.errors.JudgeUnavailableError` (``assay run`` prints the same text and
+    exits 3). When some failed: one warning, and the same text in ``result.notes``.
+    """
+    failure = summary.cost.failure()
+    if failure is None:
+        return
+    if summary.cost.every_call_failed and summary.n_scored == 0:
+        raise JudgeUnavailableError(failure, result)
+    result.notes.append(failure)
+    warnings.warn(failure, JudgeCallWarning, stacklevel=2)
+
+
 def _is_table(data: Any) -> bool:
-    """A pandas DataFrame or a Hugging Face dataset (``pandas.DataFrame.__module__`` is ``"pandas"`` in pandas 3)."""
+    """A pandas DataFrame, a Hugging Face dataset or an Arrow table.
+
+    ``pandas.DataFrame.__module__`` is ``"pandas"`` in pandas 3.
+    """
     module = type(data).__module__
-    return module.split(".")[0] in ("pandas", "datasets")
+    return module.split(".")[0] in ("pandas", "datasets", "pyarrow")
 
 
 def _is_local(judge: JudgeModel) -> bool:
@@ -443,7 +465,7 @@ def evaluate(
     """Score every sample with every metric, optionally as a stored, resumable run.
 
     Args:
-        data: A file path (JSONL, CSV, Parquet, or a ``.json`` array), a pandas DataFrame,
+        data: A file path (JSONL, CSV, Parquet, or a ``.json`` array), a pandas DataFrame, an Arrow table,
             a Hugging Face ``Dataset``, or :class:`~assay.Sample` objects / dicts with the
             same fields (``input``, ``output``, ``retrieved_contexts`` and other common
             names are accepted). Every kind is checked alike, as ``assay run`` checks a
@@ -498,8 +520,14 @@ def evaluate(
             metric needs a field no row has (the message names the field, the columns kept
             as metadata and the ``mapping=`` that would read one as the field).
         ResumeError: ``resume`` names a run whose data, metrics, judge or options differ.
+        JudgeUnavailableError: every judge call failed and nothing was scored (a server
+            that is not running, a wrong base URL or key): the text is the one ``assay run``
+            prints, with the first call's error and its hint; ``.result`` holds the
+            unscored results (stored too, when the run has a store).
 
-    Judge failures never raise: they become unscored scores with a reason. Works inside a
+    A judge call that fails in a run where others succeed never raises: its sample is
+    unscored with a reason, one :class:`~assay.errors.JudgeCallWarning` says the first
+    error of each kind, and ``result.notes`` holds the same text. Works inside a
     running event loop (Jupyter) by running in a worker thread.
     """
     coro = aevaluate(

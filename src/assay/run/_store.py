@@ -29,7 +29,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay._scores import MetricSpec
+from assay._scores import ERROR_REASONS, MetricSpec
 from assay._sqlite import open_sqlite, storage_error
 from assay.errors import SampleError, StorageError
 from assay.run._cost import PriceTable
@@ -138,6 +138,12 @@ class StoreError(StorageError):
     """The run store cannot be used (unknown run, newer schema)."""
 
 
+def _holds_error(record: str) -> bool:
+    """Whether a stored record has a score unscored for an error (:data:`~assay._scores.ERROR_REASONS`)."""
+    scores = json.loads(record).get("scores") or {}
+    return any(score.get("unscored_reason") in ERROR_REASONS for score in scores.values())
+
+
 class RunStore:
     """A SQLite file of runs. Safe to share between the threads of one process."""
 
@@ -222,10 +228,15 @@ class RunStore:
             self._execute("INSERT OR REPLACE INTO row_errors VALUES (?, ?, ?)", (run_id, error.line or 0, str(error)))
 
     def finished(self, run_id: str) -> set[tuple[str, int]]:
-        """(row key, repeat) of every sample already committed for ``run_id``."""
+        """(row key, repeat) of every sample committed for ``run_id`` that a resume need not judge again.
+
+        A result holding an error (:data:`~assay.ERROR_REASONS`: the judge could not be
+        asked, or assay raised) is no verdict: it is left out, so a resume judges it again
+        and replaces it.
+        """
         with self._lock:
-            rows = self._execute("SELECT row_key, repeat FROM results WHERE run_id = ?", (run_id,)).fetchall()
-        return {(str(k), int(r)) for k, r in rows}
+            rows = self._execute("SELECT row_key, repeat, record FROM results WHERE run_id = ?", (run_id,)).fetchall()
+        return {(str(k), int(r)) for k, r, record in rows if not _holds_error(record)}
 
     def set_status(self, run_id: str, status: RunStatus) -> None:
         """Mark the run's status (its summary is always computed from its records)."""

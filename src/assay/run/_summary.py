@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from assay._scores import Summary, SummaryBuilder, UnscoredReason, Usage
-from assay.run._cost import CostReport, PriceTable
+from assay._scores import ERROR_REASONS, Summary, SummaryBuilder, UnscoredReason, Usage
+from assay.run._cost import CostReport, PriceTable, error_text
 
 if TYPE_CHECKING:
     from assay.run._results import SampleResult
@@ -66,6 +66,25 @@ class RunSummary:
             for reason, n in s.unscored_by_reason.items()
             if reason not in NOT_COUNTED_AS_UNSCORED
         )
+
+    @property
+    def n_errors(self) -> int:
+        """Unscored (sample, metric) results that are errors (:data:`~assay._scores.ERROR_REASONS`), never tolerated."""
+        return sum(
+            n for s in self.metrics.values() for reason, n in s.unscored_by_reason.items() if reason in ERROR_REASONS
+        )
+
+    def first_error(self) -> str | None:
+        """``"faithfulness: judge_error — <detail>"`` for the first error result counted, or ``None``."""
+        for name, reasons in self.first_unscored.items():
+            for reason, detail in reasons.items():
+                if reason in ERROR_REASONS:
+                    return f"{name}: {reason} — {error_text(detail)}"
+        for name, s in self.metrics.items():
+            for reason in s.unscored_by_reason:
+                if reason in ERROR_REASONS:
+                    return f"{name}: {reason}"
+        return None
 
     @property
     def unscored_share(self) -> float:

@@ -1,0 +1,124 @@
+"""An error is never a tolerated unscored result (issue 56, item 2).
+
+A run interrupted under ``--rpm`` stored three rows as ``metric_error — RuntimeError: Lock
+is not acquired``; ``--resume`` did not judge them again, the run became ``finished`` with
+3 of 40 unscored, under the tolerated share, and ``assay gate`` printed GATE PASS. An error
+raised inside assay (``metric_error``) or by the transport (``judge_error``) is not what the
+judge said of a sample: the run exits 3 naming it, the gate refuses the run (exit 2, naming
+the lines) whatever ``--max-unscored`` and ``--allow-partial`` say, and a resume judges
+those rows again.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from assay import Sample, evaluate
+from assay.cli import app
+from assay.metrics import Faithfulness
+from assay.models import FunctionJudge
+from assay.run import RunStore
+
+pytest.importorskip("openai")
+from assay.testing import FakeOpenAIServer
+
+N = 40
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+
+def _rows() -> str:
+    return "".join(
+        json.dumps({"id": f"r{i}", "question": "Colour?", "answer": f"Row {i}. The sky is blue.", "contexts": ["x"]})
+        + "\n"
+        for i in range(N)
+    )
+
+
+def _answer(user: str) -> str:
+    if "<sentence>" in user:
+        return json.dumps({"statements": [user.split("<sentence>\n")[1].split("\n</sentence>")[0]]})
+    if "<answer>" in user:
+        answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
+        return json.dumps({"statements": [s.strip() + "." for s in answer.split(".") if s.strip()]})
+    items = user.split("<statements>\n")[1].split("\n</statements>")[0].splitlines()
+    return json.dumps({"verdicts": [{"statement": t, "reason": "r", "verdict": int("sky" in t)} for t in items]})
+
+
+BROKEN = {"Row 3.", "Row 17.", "Row 30."}
+_STATE = {"broken": True}
+
+
+def _server_failing_three_rows(body: dict[str, Any]) -> str:
+    user = body["messages"][-1]["content"]
+    if _STATE["broken"] and any(row in user for row in BROKEN):
+        raise RuntimeError("upstream fell over")  # the connection drops, every attempt
+    return _answer(user)
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "300"})
+    return result.exit_code, " ".join(result.output.split())
+
+
+def test_transport_errors_exit_3_refuse_the_gate_and_are_judged_again_on_resume(tmp_path: Path) -> None:
+    (tmp_path / "data.jsonl").write_text(_rows())
+    with FakeOpenAIServer(_server_failing_three_rows) as server:
+        judge = ("--judge", "openai:fake", "--base-url", server.base_url, "--retries", "1", "--no-cache")
+        code, out = _cli("run", "data.jsonl", *judge, "--progress", "none")
+        # 3 of 40 unscored is under the tolerated tenth: before, this exited 0 and the gate passed
+        assert code == 3, out
+        assert "3 results are errors, not verdicts (first: faithfulness: judge_error — " in out
+        assert "assay run --resume" in out
+        with RunStore(".assay/runs.sqlite") as store:
+            (info,) = store.runs()
+            assert info.status == "finished" and info.n_results == N
+            assert len(store.finished(info.run_id)) == N - 3  # the three are left for a resume
+        for extra in ((), ("--max-unscored", "0.5"), ("--allow-partial",)):
+            code, out = _cli("gate", info.run_id, "-m", "faithfulness=0.3", *extra)
+            assert code == 2, (extra, out)
+            assert "GATE INCOMPLETE" in out
+            assert "3 results of faithfulness are errors, not verdicts" in out
+            for line in (4, 18, 31):  # the rows' lines in the file
+                assert f"line {line}: judge_error" in out
+            assert f"assay run --resume {info.run_id}" in out
+        _STATE["broken"] = False  # the server is mended; the run resumes at the URL it was judged at
+        served = server.calls
+        try:
+            code, out = _cli("run", "--resume", info.run_id, "--progress", "none")
+        finally:
+            _STATE["broken"] = True
+        assert code == 0, out
+        assert 0 < server.calls - served <= 3 * 4, server.calls - served  # only the three rows, not the other 37
+    code, out = _cli("gate", info.run_id, "-m", "faithfulness=0.3")
+    assert code == 0 and "GATE PASS" in out, out
+    with RunStore(".assay/runs.sqlite") as store:
+        values = [r["scores"]["faithfulness"]["value"] for r in store.records(info.run_id)]
+    assert values == [0.5] * N
+
+
+def test_a_metric_that_raises_is_an_error_in_the_python_gate_too(tmp_path: Path) -> None:
+    def judge(messages: list[dict[str, str]], _schema: Any) -> str:
+        user = messages[-1]["content"]
+        if "Row 2." in user:
+            raise ValueError("a bug in a plugin")  # not a JudgeError: the metric raises, metric_error
+        return _answer(user)
+
+    samples = [Sample(id=f"s{i}", answer=f"Row {i}. The sky is blue.", contexts=("x",)) for i in range(20)]
+    store = tmp_path / "runs.sqlite"
+    result = evaluate(samples, [Faithfulness(strategy="batch")], FunctionJudge(judge), progress="none", store=store)
+    reasons = [r.scores["faithfulness"].unscored_reason for r in result.results]
+    assert reasons.count("metric_error") == 1
+    gate = result.gate("faithfulness", threshold=0.3)
+    assert gate.outcome == "incomplete"
+    assert any("1 result of faithfulness is an error, not verdicts" in p and "line 3" in p for p in gate.partial)
+    assert "ValueError: a bug in a plugin" in " ".join(gate.partial)
+    assert gate.unscored_share == 0.0  # not spent from the unscored budget: refused instead
