@@ -74,7 +74,7 @@ class Block:
 
 
 def code_blocks(path: Path, page: str = "README.md") -> list[Block]:
-    """The fenced code blocks of ``path`` (named ``page``), each with the skip reason of the marker before it (if any)."""
+    """The fenced code blocks of ``path`` (named ``page``), each with the skip reason of the marker before it."""
     lines = path.read_text(encoding="utf-8").splitlines()
     blocks: list[Block] = []
     index = 0
