@@ -29,16 +29,19 @@ def metrics_table() -> str:
     """The metric registry as a Markdown table: name, what it asks, options (``*``: required)."""
     from assay.cli._metrics import metric_rows
 
-    def cell(text: str) -> str:
-        return html.escape(text).replace("|", "\\|").replace("\n", " ")
+    def cell(text: str) -> str:  # plain text: HTML escaped, no table separator
+        return html.escape(text).replace("|", "&#124;").replace("\n", " ")
+
+    def code(text: str) -> str:  # HTML, not backticks: a backtick span would show the escapes as typed
+        return "<code>" + cell(text) + "</code>"
 
     lines = [
         "| metric (`-m`) | what it asks | options (`--set NAME.OPTION=VALUE`; `*` required) |",
         "|---|---|---|",
     ]
     for name, summary, options in metric_rows():
-        shown = ", ".join(f"`{cell(o)}`" for o in options.split(", ")) if options != "—" else "—"
-        lines.append(f"| `{name}` | {cell(summary)} | {shown} |")
+        shown = ", ".join(code(o) for o in options.split(", ")) if options != "—" else "—"
+        lines.append(f"| {code(name)} | {cell(summary)} | {shown} |")
     return "\n".join(lines)
 
 

@@ -96,4 +96,14 @@ def test_a_missing_marker_fails_the_build() -> None:
 
     with pytest.raises(PluginError, match="marker"):
         docs_hooks.on_page_markdown("# Metrics\n\nno marker here\n", page=_Page())
-    assert "| `faithfulness` |" in docs_hooks.on_page_markdown(docs_hooks.METRICS_MARKER, page=_Page())
+    assert "| <code>faithfulness</code> |" in docs_hooks.on_page_markdown(docs_hooks.METRICS_MARKER, page=_Page())
+
+
+def test_a_table_cell_cannot_be_split_or_inject_html(monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.cli import _metrics
+
+    monkeypatch.setattr(_metrics, "metric_rows", lambda: [("odd|name", "asks <b>this</b> | that", "k=a|b, m*")])
+    row = docs_hooks.metrics_table().splitlines()[-1]
+    assert row.count("|") == 4  # the row's own separators only
+    assert "<b>" not in row and "&lt;b&gt;" in row
+    assert "<code>k=a&#124;b</code>, <code>m*</code>" in row
