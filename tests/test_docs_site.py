@@ -107,3 +107,13 @@ def test_a_table_cell_cannot_be_split_or_inject_html(monkeypatch: pytest.MonkeyP
     assert row.count("|") == 4  # the row's own separators only
     assert "<b>" not in row and "&lt;b&gt;" in row
     assert "<code>k=a&#124;b</code>, <code>m*</code>" in row
+
+
+def test_the_readmes_links_resolve() -> None:
+    # README.md is not a page of the site, so --strict does not check it; GitHub renders these links.
+    for readme in (ROOT / "README.md", ROOT / "CHANGELOG.md"):
+        targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme.read_text(encoding="utf-8"))
+        local = [t for t in targets if "://" not in t]
+        assert local or readme.name == "CHANGELOG.md"
+        for target in local:
+            assert (readme.parent / target).exists(), f"{readme.name}: link to {target}, which does not exist"
