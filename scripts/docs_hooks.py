@@ -8,12 +8,16 @@
   assay.cli utils docs`` prints), in process; the page is then checked to show every
   command, so a generator that changed shape cannot leave it silently empty.
 
+- the API reference: the docstrings cross-reference in Sphinx's roles (``:class:`~assay.Sample```),
+  which mkdocstrings leaves as typed; each becomes the code name it points at (``Sample``).
+
 A failure raises ``PluginError``, which fails ``mkdocs build`` (strict or not).
 """
 
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
 import typer
@@ -23,6 +27,7 @@ METRICS_PAGE = "reference/metrics.md"
 METRICS_MARKER = "<!-- assay-metrics-reference -->"
 CLI_PAGE = "reference/cli.md"
 CLI_MARKER = "<!-- assay-cli-reference -->"
+_ROLE = re.compile(r":(?:class|func|meth|attr|data|mod|exc|obj):<code>(~?)([\w.]+)</code>")
 
 
 def metrics_table() -> str:
@@ -88,8 +93,14 @@ def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
     return markdown
 
 
+def sphinx_roles_as_code(content: str) -> str:
+    """``:class:<code>~a.b.C</code>`` (a Sphinx role as rendered) -> ``<code>C</code>``; without ``~``: ``a.b.C``."""
+    return _ROLE.sub(lambda m: f"<code>{m[2].rsplit('.', 1)[-1] if m[1] else m[2]}</code>", content)
+
+
 def on_page_content(content: str, page: Any, **_: Any) -> str:
-    """Check that the CLI reference shows every command of the app."""
+    """Show the docstrings' Sphinx roles as code; check that the CLI reference shows every command of the app."""
+    content = sphinx_roles_as_code(content)
     if page.file.src_uri == CLI_PAGE:
         missing = [c for c in cli_commands() if f"assay {c}" not in content]
         if missing:

@@ -117,3 +117,12 @@ def test_the_readmes_links_resolve() -> None:
         assert local or readme.name == "CHANGELOG.md"
         for target in local:
             assert (readme.parent / target).exists(), f"{readme.name}: link to {target}, which does not exist"
+
+
+def test_sphinx_roles_in_docstrings_show_as_code(site: Path) -> None:
+    text = (site / "reference" / "api.html").read_text(encoding="utf-8")
+    assert ":class:<code>" not in text and ":func:<code>" not in text
+    shown = docs_hooks.sphinx_roles_as_code(
+        ":class:<code>~assay.run.SizeLimits</code>, :func:<code>assay.evaluate</code>"
+    )
+    assert shown == "<code>SizeLimits</code>, <code>assay.evaluate</code>"
