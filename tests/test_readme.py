@@ -1,6 +1,7 @@
-"""Every code block of README.md runs here, so an example that does not run fails CI.
+"""Every code block of README.md and of the documentation site runs here, so an example that does not run fails CI.
 
-How (issue 35):
+The pages: README.md and every ``.md`` file under ``docs/`` (the site's pages and the design
+notes, issue 59). How (issue 35):
 
 - Blocks are the fenced ```python, ```bash, ```console and ```yaml blocks (:func:`code_blocks`).
   A block that truly cannot run (an install, a synopsis with placeholders, the GitHub Action
@@ -51,6 +52,7 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 SKIP = re.compile(r"<!--\s*readme-test:\s*skip\s*\((?P<why>[^)]+)\)\s*-->")
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)\s*$")
 USAGE_EXIT = {"gate": 3}  # every other command's usage error exits 1 (README, "Exit codes")
@@ -64,14 +66,15 @@ class Block:
     line: int  # of the opening fence, 1-based
     code: str
     skip: str | None  # the reason given by a ``readme-test: skip`` marker just before it
+    page: str = "README.md"  # the file's path from the repository's root
 
     @property
     def name(self) -> str:
-        return f"README.md:{self.line} ({self.lang})"
+        return f"{self.page}:{self.line} ({self.lang})"
 
 
-def code_blocks(path: Path) -> list[Block]:
-    """The fenced code blocks of ``path``, each with the skip reason of the marker before it (if any)."""
+def code_blocks(path: Path, page: str = "README.md") -> list[Block]:
+    """The fenced code blocks of ``path`` (named ``page``), each with the skip reason of the marker before it."""
     lines = path.read_text(encoding="utf-8").splitlines()
     blocks: list[Block] = []
     index = 0
@@ -86,18 +89,24 @@ def code_blocks(path: Path) -> list[Block]:
         before = next((lines[k] for k in range(index - 1, -1, -1) if lines[k].strip()), "")
         marker = SKIP.search(before)
         blocks.append(
-            Block(opened["lang"], index + 1, "\n".join(lines[index + 1 : end]), marker["why"] if marker else None)
+            Block(opened["lang"], index + 1, "\n".join(lines[index + 1 : end]), marker["why"] if marker else None, page)
         )
         index = end + 1
     return blocks
 
 
-BLOCKS = code_blocks(README)
+BLOCKS = [b for path in PAGES for b in code_blocks(path, path.relative_to(ROOT).as_posix())]
 RUN = [b for b in BLOCKS if b.skip is None and b.lang in ("python", "bash", "console")]
 
 
+def test_every_page_is_read() -> None:
+    pages = {b.page for b in BLOCKS}
+    for must in ("README.md", "docs/getting-started/first-run.md", "docs/guides/rag.md", "docs/reference/formats.md"):
+        assert must in pages, f"{must}: no code block found; is the page still read?"
+
+
 def test_every_block_runs_or_says_why_not() -> None:
-    assert len(BLOCKS) > 10
+    assert len(BLOCKS) > 40
     for block in BLOCKS:
         if block.skip is not None:
             assert block.skip.strip(), f"{block.name}: a skip marker needs its reason"
@@ -155,7 +164,7 @@ def workdir(tmp_path: Path, server: str, monkeypatch: pytest.MonkeyPatch) -> Ite
 @pytest.mark.parametrize("block", RUN, ids=[b.name for b in RUN])
 def test_the_block_runs(block: Block, workdir: Path) -> None:
     if block.lang == "python":
-        namespace: dict[str, Any] = {"__name__": f"readme_{block.line}"}
+        namespace: dict[str, Any] = {"__name__": f"doc_block_{block.line}"}
         exec(compile(block.code, block.name, "exec"), namespace)
         from assay.models import get_judge
 

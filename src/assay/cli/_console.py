@@ -27,7 +27,7 @@ __all__ = [
     "verdict_lines",
 ]
 
-# ``assay run``'s exit codes, which CI relies on (README, "Exit codes").
+# ``assay run``'s exit codes, which CI relies on (docs/reference/exit-codes.md).
 EXIT_OK = 0
 """Every row was evaluated and the unscored share is within ``--max-unscored``."""
 EXIT_USAGE = 1

@@ -9,7 +9,24 @@ from rich.table import Table
 from assay.cli._console import out_console
 from assay.metrics._registry import metric_entries
 
-__all__ = ["metrics"]
+__all__ = ["metric_rows", "metrics"]
+
+
+def metric_rows() -> list[tuple[str, str, str]]:
+    """Every known metric as (name, what it asks, its options), sorted by name.
+
+    Options read ``name=default``, or ``name*`` when required. The command's table and the
+    documentation's metrics reference (``scripts/docs_hooks.py``) are both made from these.
+    """
+    rows = []
+    for name, entry in sorted(metric_entries().items()):
+        params = inspect.signature(entry.factory).parameters
+        shown = ", ".join(
+            f"{p}*" if params[p].default is inspect.Parameter.empty else f"{p}={params[p].default}"
+            for p in entry.options
+        )
+        rows.append((name, entry.summary, shown or "—"))
+    return rows
 
 
 def metrics() -> None:
@@ -17,11 +34,6 @@ def metrics() -> None:
     table = Table(title="metrics (assay run -m NAME --set NAME.OPTION=VALUE)", title_justify="left")
     for column in ("name", "what", "options (* required)"):
         table.add_column(column)
-    for name, entry in sorted(metric_entries().items()):
-        params = inspect.signature(entry.factory).parameters
-        shown = ", ".join(
-            f"{p}*" if params[p].default is inspect.Parameter.empty else f"{p}={params[p].default}"
-            for p in entry.options
-        )
-        table.add_row(name, entry.summary, shown or "—")
+    for row in metric_rows():
+        table.add_row(*row)
     out_console.print(table)
