@@ -176,6 +176,10 @@ def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float,
             end = end_state_lines(score.model_dump(mode="json", include={"details"}))
             if end:  # an agent score: what was done, then the requirements not met
                 failing = "\n".join([*end, failing]) if failing else "\n".join(end)
+            if not failing and score.explanation:
+                # No verdict counts against it, yet it is below 1 (an extra tool call lowers
+                # tool_call_accuracy's precision): its explanation is the reason.
+                failing = f"[dim]{printable(score.explanation, breaks=False)}[/dim]"
             row: list[str | Text] = [str(r.line), printable(r.sample.id, breaks=False), fmt_score(score.value)]
             row.append(failing or "—")
             if anchored:
