@@ -88,7 +88,7 @@ def test_too_few_statements():
     assert "score 0.500 < 0.8" in out
     assert "✗ The moon is cheese." in out and "judge: the context never mentions the moon" in out
     assert "1 unsupported statement(s) (strict)" in out and "✗ The moon is made of cheese." in out
-    assert "1 statements, fewer than the required 2" in out
+    assert "1 statement, fewer than the required 2" in out
 
 
 def test_unscored_fails_with_its_reason_never_silently(pytester: pytest.Pytester) -> None:

@@ -409,7 +409,7 @@ def _faithfulness_failure(score: Score, min: float, strict: bool, min_statements
         return "unscored, which never passes"
     n = len(score.verdicts)
     if min_statements and n < min_statements:
-        return f"{n} statements, fewer than the required {min_statements}"
+        return f"{counted(n, 'statement')}, fewer than the required {min_statements}"
     if strict and score.failing:
         return f"{len(score.failing)} unsupported statement(s) (strict)"
     if math.isnan(score.value) or score.value < min - 1e-9:

@@ -36,7 +36,7 @@ from assay.cli._console import (
     out_console,
 )
 from assay.cli._runs import write_export
-from assay.errors import AssayError, ConfigError, StorageError, did_you_mean
+from assay.errors import AssayError, ConfigError, StorageError, counted, did_you_mean
 from assay.metrics import Metric, metric_from_spec
 from assay.metrics._registry import build_metric
 from assay.models import JUDGE_FORMS, get_judge
@@ -143,7 +143,7 @@ def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float,
     out_console.print(table)
     cost = summary.cost
     out_console.print(
-        f"{summary.n_results} results · judge calls {cost.calls} (cached {cost.cached_calls}, failed "
+        f"{counted(summary.n_results, 'result')} · judge calls {cost.calls} (cached {cost.cached_calls}, failed "
         f"{cost.failed_calls}) · tokens {cost.usage.prompt_tokens:,} in / {cost.usage.completion_tokens:,} out · "
         f"cost {printable(cost.describe())}"
     )
@@ -267,7 +267,11 @@ def exit_code(summary: RunSummary, max_unscored: float) -> tuple[int, str | None
             f"({share:.1%}, above --max-unscored {max_unscored:.0%}); the mean covers only what was judged"
         )
     if summary.n_row_errors:
-        return EXIT_BAD_ROWS, f"{summary.n_row_errors} input rows were invalid and not judged"
+        return (
+            EXIT_BAD_ROWS,
+            f"{counted(summary.n_row_errors, 'input row')} {'was' if summary.n_row_errors == 1 else 'were'} "
+            "invalid and not judged",
+        )
     return EXIT_OK, None
 
 
