@@ -176,6 +176,17 @@ def test_a_failing_score_without_a_failing_verdict_shows_its_reason_in_the_run_s
     assert "unmatched calls made: 1: get_order({})" in lowest, result.output
 
 
+def test_a_failing_sample_without_a_failing_verdict_shows_its_reason_in_the_gate(tmp_path: Path) -> None:
+    rows = [agent_row(1), agent_row(2, extra_read=True)]
+    store = _stored(tmp_path, rows, "tool_call_accuracy", FunctionJudge(lambda m, r: "{}"))
+    code, out = _gate("--latest", "--store", str(store), "-m", "tool_call_accuracy=0.8", "--per-sample")
+    assert code == 1, out
+    said = " ".join(out.split())
+    assert "score below 0.8: 1 of 1 expected call matched; 2 calls made; unmatched calls made: 1: get_order({})" in (
+        said.replace(" │ ", " ").replace("│", "")
+    ), out
+
+
 # -- a closed pipe -------------------------------------------------------------------------------
 
 

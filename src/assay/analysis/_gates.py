@@ -603,7 +603,9 @@ def _repeat_passes(score: Score, policy: GatePolicy) -> tuple[bool, str]:
     if policy.strict and score.failing:
         return False, "an unsupported statement (strict)"
     if score.value < policy.threshold - _EPS:
-        return False, f"score below {policy.threshold:g}"
+        # No verdict against it (an extra tool call lowers tool_call_accuracy): its explanation says why.
+        reason = f": {score.explanation}" if not score.failing and score.explanation else ""
+        return False, f"score below {policy.threshold:g}{reason}"
     return True, ""
 
 
