@@ -164,7 +164,7 @@ async def main() -> int:
     print(f"\ntarget: 0->1 flip rate <= {TARGET:.0%}: {verdict}")
     if args.json:
         args.json.write_text(json.dumps({**figures, "items": rows}, ensure_ascii=False, indent=1))
-    return 0
+    return 1 if verdict == "FAIL" else 0  # a target missed is not a pass
 
 
 if __name__ == "__main__":

@@ -72,7 +72,7 @@ def samples(n: int, seed: int) -> list[dict[str, Any]]:
     return out
 
 
-async def main() -> None:
+async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--seed", type=int, default=11)
@@ -118,7 +118,8 @@ async def main() -> None:
     mean = statistics.mean(times)
     print(f"\nmean {mean:.1f} s/sample over {len(times)} (max {max(times):.1f}); target {TARGET_S:.0f} s: ratio "
           f"{mean / TARGET_S:.2f} ({'PASS' if mean <= TARGET_S else 'MISS'})")  # fmt: skip
+    return 0 if mean <= TARGET_S else 1  # a MISS is not a pass
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    sys.exit(asyncio.run(main()))

@@ -71,6 +71,13 @@ def csv_bytes(*rows: list[str], header: bool = True) -> bytes:
     return out.getvalue().encode()
 
 
+def separated(delimiter: bytes, *rows: list[str]) -> bytes:
+    """A header and rows separated by ``delimiter`` (cells quoted only when they must be)."""
+    out = io.StringIO(newline="")
+    csv.writer(out, delimiter=delimiter.decode(), lineterminator="\n").writerows([HEADER, *rows])
+    return out.getvalue().encode()
+
+
 def crow(n: int, answer: str = ANSWER, contexts: str | None = None) -> list[str]:
     return [f"g{n}", "Where is Paris?", answer, contexts if contexts is not None else json.dumps([CONTEXT])]
 
@@ -375,6 +382,37 @@ CASES: dict[str, Case] = {
     "json-file-of-json-lines": Case("d.json", jsonl(good(1), good(2)), 0, ("g1", "g2")),
     # -- CSV --------------------------------------------------------------------------------
     "csv-good": Case("d.csv", csv_bytes(crow(1), crow(2)), 0, ("g1", "g2")),
+    # Issue 56: a spreadsheet in a European locale writes ';'; a TSV saved as .csv has tabs.
+    "csv-semicolon-separated": Case(
+        "d.csv", separated(b";", crow(1, answer="Paris, the capital, is in France."), crow(2)), 0, ("g1", "g2")
+    ),
+    "csv-tab-separated": Case("d.csv", separated(b"\t", crow(1), crow(2)), 0, ("g1", "g2")),
+    "csv-semicolons-and-tabs-no-comma": Case(
+        "d.csv",
+        b"id;question\tanswer;contexts\n" + csv_bytes(crow(1), header=False),
+        1,
+        message=("d.csv: the header holds both ';' and tabs and no comma", "save the file as comma-separated"),
+    ),
+    "jsonl-raw-control-character-in-a-string": Case(
+        "d.jsonl",
+        jsonl(good(1), '{"id": "x", "answer": "a\x01b", "contexts": ["c"]}'),  # a raw control character
+        2,
+        ("g1",),
+        errors=((":2:", "invalid JSON: Invalid control character at line 1 column 25"),),  # not "at at line"
+    ),
+    "jsonl-misspelt-answer-column-on-one-row": Case(
+        "d.jsonl",
+        jsonl(good(1), {"id": "x", "question": "Q?", "answr": ANSWER, "contexts": [CONTEXT]}),
+        2,
+        ("g1",),
+        errors=(
+            (
+                ":2:",
+                "missing or empty field 'answer' (the row has 'answr', kept as metadata; if it holds the answer: "
+                "--map answr=answer on the command line, mapping={'answr': 'answer'} in Python)",
+            ),
+        ),
+    ),
     "csv-empty-file": Case("d.csv", b"", 1, message=("d.csv: no rows",)),
     "csv-header-only": Case("d.csv", csv_bytes(), 1, message=("d.csv: no rows",)),
     "csv-bom-and-crlf": Case(

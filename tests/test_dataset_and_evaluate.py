@@ -191,7 +191,7 @@ def test_contexts_given_as_one_string_is_said_once_for_the_run(capsys: pytest.Ca
     listed = evaluate([{**ROW, "contexts": '["The sky is blue.", "It rains."]'}], Faithfulness(), verdict_judge())
     assert listed.results[0].sample.contexts == ("The sky is blue.", "It rains.")
     assert listed.notes == [
-        "contexts was a list written as text in 1 row of <1 samples>; each was read as the list it holds "
+        "contexts was a list written as text in 1 row of <1 sample>; each was read as the list it holds "
         "(give the list itself to avoid the guess)"
     ]
     assert evaluate([ROW], Faithfulness(), verdict_judge()).notes == []

@@ -379,3 +379,55 @@ def test_an_empty_answer_is_an_answer_in_every_door(tmp_path: Path) -> None:
     doors = {**BATCH_DOORS, "csv": through_csv, **ONE_BY_ONE}
     for name, outcome in outcomes(doors, rows, "faithfulness", tmp_path):
         assert judged(outcome) == expected, name
+
+
+# -- issue 56: the same MESSAGE from every door, not only the same outcome ---------------------
+
+MAP_ANSWR = "--map answr=answer on the command line, mapping={'answr': 'answer'} in Python"
+
+
+def test_a_misspelt_column_on_one_row_gives_every_door_the_same_hint(tmp_path: Path) -> None:
+    rows = [row(1), row(2, answer=_ABSENT, answr="The sky is blue."), row(3)]
+    expected = Outcome(
+        invalid={2: f"missing or empty field 'answer' (the row has 'answr', kept as metadata; if it holds the answer: "
+                 f"{MAP_ANSWR})"},
+        scored={1: 1.0, 3: 1.0},
+        contexts=frozenset({(CONTEXT,)}),
+    )  # fmt: skip
+    doors = {**BATCH_DOORS, "pytest plugin": through_pytest_plugin}
+    for name, outcome in outcomes(doors, rows, ["faithfulness"], tmp_path):
+        assert judged(outcome) == expected, name
+
+
+def test_a_misspelt_column_on_every_row_is_the_same_advice_in_every_door(tmp_path: Path) -> None:
+    rows = [row(n, answer=_ABSENT, answr="The sky is blue.") for n in (1, 2)]
+    for name, outcome in outcomes(BATCH_DOORS, rows, "faithfulness", tmp_path):
+        assert outcome.refused is not None and outcome.calls == 0, name
+        assert outcome.refused.endswith(
+            f"add it to the data, or name the column that holds it: {MAP_ANSWR} (columns kept as metadata: 'answr')"
+        ), (name, outcome.refused)
+    # One sample at a time, the sample's own error, with the same mapping advice.
+    (plugin_door,) = outcomes({"pytest plugin": through_pytest_plugin}, rows, "faithfulness", tmp_path)
+    assert plugin_door[1].calls == 0
+    assert set(plugin_door[1].invalid.values()) == {
+        f"missing or empty field 'answer' (the row has 'answr', kept as metadata; if it holds the answer: {MAP_ANSWR})"
+    }
+
+
+def test_contexts_as_one_string_get_the_same_note_from_every_door(tmp_path: Path) -> None:
+    rows = [row(1, contexts="one passage"), row(2, contexts="another passage")]
+    said = "contexts was one string, not a list, in {rows}; each was taken as one context (give a list to pass several)"
+    result = evaluate(rows, "faithfulness", Judge().model(), progress=False)
+    assert result.notes == [said.format(rows="2 rows of <2 samples>")]
+    frame = evaluate(pd.DataFrame(rows), "faithfulness", Judge().model(), progress=False)
+    assert frame.notes == [said.format(rows="2 rows of <dataframe>")]
+    session = plugin.SessionRun(store_path=None, report_path=None)
+    judge = Judge()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plugin, "_SESSIONS", [(None, session)])
+        for number, sample in enumerate(rows, start=1):
+            session._test = f"test_x.py::test_{number}"
+            plugin.assert_faithful(sample, min=0.0, judge=judge.model(), metric=Faithfulness())
+    note = said.format(rows="2 samples (test_x.py::test_1, test_x.py::test_2)")
+    assert session.note_lines() == [f"assay: note: {note}"]
+    assert f"assay: note: {note}" in session.summary_lines()

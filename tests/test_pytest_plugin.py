@@ -88,7 +88,7 @@ def test_too_few_statements():
     assert "score 0.500 < 0.8" in out
     assert "✗ The moon is cheese." in out and "judge: the context never mentions the moon" in out
     assert "1 unsupported statement(s) (strict)" in out and "✗ The moon is made of cheese." in out
-    assert "1 statements, fewer than the required 2" in out
+    assert "1 statement, fewer than the required 2" in out
 
 
 def test_unscored_fails_with_its_reason_never_silently(pytester: pytest.Pytester) -> None:
@@ -231,7 +231,8 @@ def test_bad_sample():
     assert "faithfulness: mean 0.750, scored 2, unscored 1 (refusal 1), failed assertions 2 of 3" in out
     # The invalid sample was never judged: the session's run is partial, and the summary says a gate will not pass it.
     assert (
-        "assay: a partial run, which 'assay gate' does not pass: 1 input row was invalid (line 6) and not judged; "
+        "assay: a partial run, which 'assay gate' does not pass: 1 input row was invalid "
+        "(test test_inner.py::test_bad_sample) and not judged; "
         "fix it and run again, or pass --max-invalid-rows 1" in out
     )
     assert info.spec.n_rows == 6  # a finished session knows its size: 5 assertions and 1 invalid sample
@@ -304,3 +305,99 @@ def gate(store: Path, run_id: str, *args: str) -> tuple[int, str]:
 
     result = CliRunner().invoke(app, ["gate", run_id, "--store", str(store), *args], env={"COLUMNS": "300"})
     return result.exit_code, " ".join(result.output.split())
+
+
+# -- issue 56: the pytest door says what the other doors say, without assay's frames --------------
+
+
+@pytest.mark.parametrize("tb", ["auto", "long"])
+def test_assays_own_errors_show_no_frame_of_assay(pytester: pytest.Pytester, tb: str) -> None:
+    result = run(
+        pytester,
+        """
+from assay.pytest_plugin import assert_scores
+
+def test_percent():
+    assert_faithful(sample("The sky is blue."), min=80, judge=judge, metric=metric)
+
+def test_misspelt_metric():
+    assert_scores(sample("The sky is blue."), ["faithfulnes"], judge=judge)
+
+def test_misspelt_column():
+    assert_faithful({"id": "m", "answr": "The sky is blue.", "contexts": ["c"]}, judge=judge, metric=metric)
+""",
+        f"--tb={tb}",
+    )
+    result.assert_outcomes(failed=3)
+    out = result.stdout.str()
+    assert "ConfigError: min is a score between 0 and 1, not 80; did you mean 0.8?" in out
+    assert "ConfigError: unknown metric 'faithfulnes'; did you mean 'faithfulness'?" in out
+    assert (
+        "SampleError: assay: invalid sample: missing or empty field 'answer' (the row has 'answr', kept as metadata; "
+        "if it holds the answer: --map answr=answer on the command line, mapping={'answr': 'answer'} in Python)"
+    ) in out
+    for frame in (
+        "errors.py",
+        "_registry.py",
+        "pytest_plugin.py",
+        "_dataset.py",
+        "def check_threshold",
+        "site-packages",
+    ):
+        assert frame not in out, frame
+    # Each failure shows the test's own line, and nothing under it.
+    assert out.count("test_inner.py:") >= 3
+
+
+def test_the_sessions_gate_names_the_tests_of_invalid_samples_not_lines(pytester: pytest.Pytester) -> None:
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    result = run(
+        pytester,
+        """
+def test_ok():
+    assert_faithful(sample("The sky is blue."), min=0.0, judge=judge, metric=metric)
+
+def test_no_contexts():
+    assert_faithful({"id": "a", "answer": "The sky is blue."}, judge=judge, metric=metric)
+
+def test_no_answer():
+    assert_faithful({"id": "b", "contexts": ["The sky is blue."]}, judge=judge, metric=metric)
+""",
+    )
+    result.assert_outcomes(passed=1, failed=2)
+    tests = "tests test_inner.py::test_no_contexts, test_inner.py::test_no_answer"
+    assert f"2 input rows were invalid ({tests}) and not judged" in result.stdout.str()
+    store = pytester.path / ".assay" / "runs.sqlite"
+    gate = CliRunner().invoke(app, ["gate", "--latest", "--store", str(store)], env={"COLUMNS": "400"})
+    assert gate.exit_code == 2, gate.output
+    said = " ".join(gate.output.split())
+    assert f"2 input rows were invalid ({tests}) and not judged" in said
+    assert "lines 2, 3" not in said and "(line" not in said
+
+
+def test_contexts_as_one_string_are_noted_once_for_the_session(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        """
+def one_string(id):
+    return {"id": id, "answer": "The sky is blue.", "contexts": "The sky is blue."}
+
+def test_a():
+    assert_faithful(one_string("a"), min=0.0, judge=judge, metric=metric)
+
+def test_b():
+    assert_faithful(one_string("b"), min=0.0, judge=judge, metric=metric)
+""",
+    )
+    result.assert_outcomes(passed=2)
+    out = result.stdout.str()
+    note = (
+        "assay: note: contexts was one string, not a list, in 2 samples "
+        "(test_inner.py::test_a, test_inner.py::test_b); "
+        "each was taken as one context (give a list to pass several)"
+    )
+    assert out.count("contexts was one string") == 1
+    assert note in out

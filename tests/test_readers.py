@@ -319,7 +319,7 @@ def test_dataframe_rows_with_numpy_values_and_missing_cells() -> None:
     assert rows[1].sample.contexts == ("c3", "c4")
     (error,) = errors
     assert (error.source, error.line) == ("<dataframe>", 2)
-    assert str(error) == "<dataframe>: row 2: missing or empty field 'answer'"
+    assert str(error) == "<dataframe>: index 'q': missing or empty field 'answer'"  # the frame's own label
 
 
 def test_dataframe_mapping_and_type_errors() -> None:

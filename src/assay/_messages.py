@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from assay.errors import json_message
+
 __all__ = ["INVALID_ARGUMENTS", "Message", "ToolCall"]
 
 
@@ -87,7 +89,8 @@ def _arguments_object(arguments: object) -> object:
             parsed = json.loads(arguments)
         except json.JSONDecodeError as exc:
             raise ValueError(
-                f"tool call arguments are not valid JSON ({exc.msg} at column {exc.colno}): {arguments[:80]!r}"
+                f"tool call arguments are not valid JSON ({json_message(exc)} at column {exc.colno}): "
+                f"{arguments[:80]!r}"
             ) from None
         if not isinstance(parsed, dict):
             raise ValueError(f"tool call arguments must be a JSON object, got {type(parsed).__name__}")

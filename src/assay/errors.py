@@ -22,6 +22,7 @@ The tree::
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Iterable
 
 __all__ = [
@@ -38,7 +39,9 @@ __all__ = [
     "StorageError",
     "TraceFormatError",
     "check_threshold",
+    "counted",
     "did_you_mean",
+    "json_message",
 ]
 
 
@@ -58,6 +61,25 @@ def closest(word: str, choices: Iterable[str]) -> str | None:
     options = {choice.lower(): choice for choice in choices if choice}
     close = difflib.get_close_matches(word.lower(), list(options), n=1, cutoff=0.75)
     return options[close[0]] if close else None
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` with its noun, singular for one: ``"1 sample"``, ``"3 samples"``, ``"1 bad row"``.
+
+    ``plural`` for a noun that does not take an ``s`` (``counted(n, "repeat", "repeats")``
+    needs none; ``counted(n, "query", "queries")`` does).
+    """
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def json_message(exc: json.JSONDecodeError) -> str:
+    """What a JSON decode error says, without the dangling "at" some of its messages end in.
+
+    The standard library's ``msg`` for a raw control character is ``"Invalid control
+    character at"``: followed by a location it read ``... at at line 1``. Every message
+    that names the place itself (``at line L column C``) starts from this.
+    """
+    return exc.msg.removesuffix(" at")
 
 
 def check_threshold(value: float, name: str = "threshold") -> float:
@@ -111,7 +133,10 @@ class SampleError(AssayError, ValueError):
     ``unit`` names what ``line`` counts: ``"line"`` (JSONL and CSV: the physical line,
     shown as ``file:12:``, or ``file:12-40:`` when the row spans to ``end_line``),
     ``"item"`` (the 1-based index in a JSON array file, shown as ``file: item 3:``) or
-    ``"row"`` (Parquet, DataFrames and datasets, shown as ``file: row 3:``).
+    ``"row"`` (Parquet and datasets, shown as ``file: row 3:``). ``label`` is shown in
+    place of the number where the data names its rows itself: a DataFrame's index label
+    (``<dataframe>: index 0:``, ``<dataframe>: index 'q17':``), while ``line`` keeps the
+    1-based position.
     """
 
     def __init__(
@@ -122,11 +147,13 @@ class SampleError(AssayError, ValueError):
         line: int | None = None,
         end_line: int | None = None,
         unit: str = "line",
+        label: str | None = None,
     ) -> None:
         self.source = source
         self.line = line
         self.end_line = end_line
         self.unit = unit
+        self.label = label
         self.detail = message
         super().__init__(f"{self.where}{message}")
 
@@ -142,7 +169,7 @@ class SampleError(AssayError, ValueError):
         )
         if self.unit == "line":
             return f"{self.source}:{span}: " if self.source is not None else f"line {span}: "
-        place = f"{self.unit} {span}: "
+        place = f"{self.unit} {self.label if self.label is not None else span}: "
         return f"{self.source}: {place}" if self.source is not None else place
 
 

@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from assay._scores import Binary, UnscoredReason
+from assay.errors import json_message
 
 __all__ = [
     "ParsedVerdict",
@@ -167,7 +168,7 @@ def _scan(text: str) -> _Scan:
             values.append(json.loads(candidate))
         except json.JSONDecodeError as exc:
             if json_error is None and candidate[0] in "{[":
-                json_error = f"invalid JSON {candidate[:60]!r}: {exc.msg} at char {exc.pos}"
+                json_error = f"invalid JSON {candidate[:60]!r}: {json_message(exc)} at char {exc.pos}"
     return _Scan(values, truncated, json_error)
 
 

@@ -34,12 +34,13 @@ which ``assay gate`` does not pass: the summary says so, and why.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import pytest
 
@@ -47,11 +48,11 @@ from assay._safety import printable
 from assay._samples import Sample
 from assay._scores import MetricSpec, Score, summarize
 from assay.analysis import partial_run_reasons
-from assay.errors import AssayError, ConfigError, SampleError, check_threshold
+from assay.errors import AssayError, ConfigError, SampleError, check_threshold, counted
 from assay.metrics import BinaryJudgeGrader, Faithfulness, Metric, metrics_from
 from assay.models import JudgeModel, get_judge
 from assay.run import Row, RunSpec, RunStatus, RunStore, SampleResult, evaluate, new_run_id
-from assay.run._dataset import required_fields, rows_from_items
+from assay.run._dataset import NOTES, required_fields, rows_from_items
 
 __all__ = [
     "SessionRun",
@@ -132,6 +133,8 @@ class SessionRun:
     run_id: str | None = None
     error: str | None = None
     partial: tuple[str, ...] = ()
+    notes: dict[str, list[str]] = field(default_factory=dict)
+    """What was taken on trust in a sample (a key of :data:`~assay.run._dataset.NOTES`) -> the tests, in order."""
     _test: str | None = None
 
     @property
@@ -150,6 +153,21 @@ class SessionRun:
         """Keep a sample that could not be read (it fails its test before any judging)."""
         where = f"{self._test}: " if self._test else ""
         self.invalid.append(SampleError(f"{where}invalid sample: {problem}", line=self.n_recorded + 1))
+
+    def add_notes(self, notes: Sequence[str]) -> None:
+        """Note what was taken on trust in a sample (``contexts`` given as one string), said once at the end."""
+        for note in notes:
+            self.notes.setdefault(note, []).append(self._test or "?")
+
+    def note_lines(self) -> list[str]:
+        """Each note once, in the words ``assay run`` and ``evaluate`` use, with the tests it came from."""
+        lines = []
+        for key, tests in self.notes.items():
+            named = list(dict.fromkeys(tests))
+            more = f" and {len(named) - _TESTS_SHOWN} more" if len(named) > _TESTS_SHOWN else ""
+            rows = f"{counted(len(tests), 'sample')} ({', '.join(named[:_TESTS_SHOWN])}{more})"
+            lines.append("assay: note: " + NOTES[key].format(rows=rows))
+        return lines
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> object:
@@ -213,7 +231,7 @@ class SessionRun:
     def summary_lines(self) -> list[str]:
         """What the terminal summary prints: the run, then one line per metric."""
         if not self.n_recorded:
-            return []
+            return self.note_lines()
         n = len(self.assertions)
         judges = ", ".join(dict.fromkeys(a.judge for a in self.assertions)) or "none"
         counts = f"{n} assertion{'s' if n != 1 else ''}, {self._n_failed()} failed, judge {judges}"
@@ -237,6 +255,7 @@ class SessionRun:
             lines.append(
                 f"  {name}: mean {mean}, scored {s.n_scored}, {unscored}, failed assertions {failed} of {len(mine)}"
             )
+        lines += self.note_lines()
         if self.report_path is not None:
             shown = self._shown(self.report_path)
             if self.run_id is not None and self.error is None:
@@ -257,6 +276,8 @@ class SessionRun:
         for line in lines:
             terminalreporter.write_line(printable(line, markup=False))
 
+
+_TESTS_SHOWN = 3
 
 _SESSIONS: list[tuple[pytest.Config, SessionRun]] = []
 """The active sessions, innermost last (pytester runs sessions inside a session)."""
@@ -294,14 +315,45 @@ def assay_judge(request: pytest.FixtureRequest) -> JudgeModel:
     return get_judge(str(spec))
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _without_assay_frames(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``function`` raising assay's own errors from the caller's line, with no frame of assay below it.
+
+    ``__tracebackhide__`` hides only the frame that sets it: a ``ConfigError`` raised in
+    ``check_threshold`` (errors.py) or the metric registry still showed their whole source.
+    An :class:`~assay.errors.AssayError` is a mistake the person fixes from its message (a
+    bad ``min``, a misspelt metric, an invalid sample), so it is raised afresh here, its
+    traceback and chain dropped; any other exception is assay's bug and keeps every frame.
+    """
+
+    @functools.wraps(function)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        __tracebackhide__ = True
+        try:
+            return function(*args, **kwargs)
+        except AssayError as exc:
+            raise exc.with_traceback(None) from None
+
+    return wrapper
+
+
 def _as_sample(sample: Sample | Mapping[str, Any], metrics: Sequence[Metric]) -> Sample:
-    """The sample, checked as every door checks a row (a field ``metrics`` need included), or a failure."""
+    """The sample, checked as every door checks a row (a field ``metrics`` need included), or a failure.
+
+    What the check took on trust (``contexts`` given as one string) is noted once for the
+    session, in the words ``assay run`` and ``evaluate`` use.
+    """
     __tracebackhide__ = True
     (item,) = rows_from_items([sample], required=required_fields(metrics), source=None)
+    session = _current()
     if isinstance(item, Row):
+        if session is not None:
+            session.add_notes(item.notes)
         return item.sample
     problem = item.detail
-    session = _current()
     if session is not None:
         session.add_invalid(problem)
     raise SampleError(f"assay: invalid sample: {problem}")
@@ -315,6 +367,7 @@ def _judged(sample: Sample, metric: Metric, judge: JudgeModel | str | None) -> t
     return result.results[0].scores[metric.name], result.judge
 
 
+@_without_assay_frames
 def score_sample(sample: Sample | Mapping[str, Any], metric: Metric, judge: JudgeModel | str | None = None) -> Score:
     """Score one sample with one metric (judge: a model, a judge string, or ``None`` for the default)."""
     __tracebackhide__ = True
@@ -332,6 +385,8 @@ def _describe(score: Score, sample: Sample, what: str) -> str:
         lines.append(f"  unscored ({score.unscored_reason.value}): {shown(score.detail or 'no detail')}")
     for verdict in score.failing:
         lines.append(f"  ✗ {shown(verdict.subject)}\n      judge: {shown(verdict.reason or '(no reason given)')}")
+    if score.is_scored and not score.failing and score.explanation:
+        lines.append(f"  {shown(score.explanation)}")  # below its minimum with no verdict against it: why
     supported = [v for v in score.verdicts if v.value in (1, "PASS")]
     if supported:
         lines.append(f"  ({len(supported)} of {len(score.verdicts)} verdicts positive)")
@@ -354,7 +409,7 @@ def _faithfulness_failure(score: Score, min: float, strict: bool, min_statements
         return "unscored, which never passes"
     n = len(score.verdicts)
     if min_statements and n < min_statements:
-        return f"{n} statements, fewer than the required {min_statements}"
+        return f"{counted(n, 'statement')}, fewer than the required {min_statements}"
     if strict and score.failing:
         return f"{len(score.failing)} unsupported statement(s) (strict)"
     if math.isnan(score.value) or score.value < min - 1e-9:
@@ -362,6 +417,7 @@ def _faithfulness_failure(score: Score, min: float, strict: bool, min_statements
     return None
 
 
+@_without_assay_frames
 def assert_faithful(
     sample: Sample | Mapping[str, Any],
     min: float = 0.8,
@@ -395,6 +451,7 @@ def assert_faithful(
     return _check(chosen, score, judge_id, check, _faithfulness_failure(score, min, strict, min_statements))
 
 
+@_without_assay_frames
 def assert_grade(
     sample: Sample | Mapping[str, Any],
     grader: Metric | str,
@@ -426,6 +483,7 @@ def assert_grade(
     return _check(chosen, score, judge_id, f"assert_grade(min={min:g})", failure)
 
 
+@_without_assay_frames
 def assert_scores(
     sample: Sample | Mapping[str, Any],
     metrics: Sequence[Metric | str],
@@ -485,7 +543,9 @@ def assert_scores(
     if failures:
         passed = [n for n in names if n not in failed]
         tail = f"\n(passed: {', '.join(passed)})" if passed else ""
-        raise AssertionError(f"{len(failures)} of {len(names)} metrics failed\n" + "\n".join(failures) + tail)
+        raise AssertionError(
+            f"{len(failures)} of {counted(len(names), 'metric')} failed\n" + "\n".join(failures) + tail
+        )
     return scores
 
 

@@ -14,7 +14,7 @@ from assay._traces._common import TRACE_FORMATS, _Builder, _Invalid, _named, _se
 from assay._traces._langchain import _langchain
 from assay._traces._openinference import _openinference
 from assay._traces._responses import _responses
-from assay.errors import TraceFormatError
+from assay.errors import TraceFormatError, json_message
 
 _Converter = Callable[[Any, _Builder], None]
 _CONVERTERS: dict[str, _Converter] = {
@@ -104,7 +104,8 @@ def _prepare(data: Any) -> Any:
             return json.loads(data)
         except json.JSONDecodeError as exc:
             raise TraceFormatError(
-                f"trace: a string that is not JSON ({exc.msg} at column {exc.colno}); give the messages as a list",
+                f"trace: a string that is not JSON ({json_message(exc)} at column {exc.colno}); "
+                "give the messages as a list",
                 problem="not JSON",
             ) from None
     if isinstance(data, list | tuple) and any(isinstance(m, Message) for m in data):

@@ -53,7 +53,7 @@ from assay._scores import Score
 from assay.analysis._judges import answered_by, judge_models_note
 from assay.analysis._repeats import RepeatReport, SampleRepeats, statement_key
 from assay.analysis._stats import wilson_interval
-from assay.errors import ConfigError, check_threshold, did_you_mean
+from assay.errors import ConfigError, check_threshold, counted, did_you_mean
 
 __all__ = [
     "DEFAULT_FLIP_RATE",
@@ -326,6 +326,8 @@ class RunCoverage:
         n_invalid: Input rows that were invalid and never judged.
         invalid_lines: Their lines (all of them, or the first few when fewer are known).
         resumable: Whether ``assay run --resume`` can continue the run (a pytest session cannot).
+        invalid_tests: For a pytest session's run, which has no lines: the tests whose
+            samples were invalid, named in place of lines.
     """
 
     run_id: str
@@ -335,6 +337,7 @@ class RunCoverage:
     n_invalid: int = 0
     invalid_lines: tuple[int, ...] = ()
     resumable: bool = True
+    invalid_tests: tuple[str, ...] = ()
 
     @property
     def finished(self) -> bool:
@@ -352,12 +355,15 @@ class RunCoverage:
 _LINES_SHOWN = 10
 
 
-def _lines(lines: Sequence[int], n: int) -> str:
-    shown = ", ".join(str(line) for line in lines[:_LINES_SHOWN])
+def _lines(run: RunCoverage, n: int) -> str:
+    """Where the invalid rows are: `` (lines 9, 11)``, or the tests of a pytest session (which has no lines)."""
+    places: Sequence[object] = run.invalid_tests or run.invalid_lines
+    shown = ", ".join(str(place) for place in places[:_LINES_SHOWN])
     if not shown:
         return ""
-    more = f", … ({n} in all)" if n > min(len(lines), _LINES_SHOWN) else ""
-    return f" ({'line' if n == 1 else 'lines'} {shown}{more})"
+    more = f", … ({n} in all)" if n > min(len(places), _LINES_SHOWN) else ""
+    unit = "test" if run.invalid_tests else "line"
+    return f" ({unit if n == 1 else unit + 's'} {shown}{more})"
 
 
 def _rows(n: int) -> str:
@@ -394,7 +400,7 @@ def _invalid(run: RunCoverage, max_invalid_rows: int) -> str | None:
     were = "input row was" if n == 1 else "input rows were"
     limit = f" (the limit is {max_invalid_rows})" if max_invalid_rows else ""
     return (
-        f"{n} {were} invalid{_lines(run.invalid_lines, n)} and not judged{limit}; fix {'it' if n == 1 else 'them'} "
+        f"{n} {were} invalid{_lines(run, n)} and not judged{limit}; fix {'it' if n == 1 else 'them'} "
         f"and run again, or pass --max-invalid-rows {n}"
     )
 
@@ -463,7 +469,7 @@ def _tolerated_rows(run: RunCoverage, max_invalid_rows: int) -> str | None:
         return None
     were = "input row was" if n == 1 else "input rows were"
     return (
-        f"{n} {were} invalid{_lines(run.invalid_lines, n)} and not judged: tolerated by --max-invalid-rows "
+        f"{n} {were} invalid{_lines(run, n)} and not judged: tolerated by --max-invalid-rows "
         f"{max_invalid_rows}; the gate covers the {_rows(run.n_judged)} judged"
     )
 
@@ -628,7 +634,9 @@ def _repeat_passes(score: Score, policy: GatePolicy) -> tuple[bool, str]:
     if policy.strict and score.failing:
         return False, "an unsupported statement (strict)"
     if score.value < policy.threshold - _EPS:
-        return False, f"score below {policy.threshold:g}"
+        # No verdict against it (an extra tool call lowers tool_call_accuracy): its explanation says why.
+        reason = f": {score.explanation}" if not score.failing and score.explanation else ""
+        return False, f"score below {policy.threshold:g}{reason}"
     return True, ""
 
 
@@ -863,7 +871,8 @@ def evaluate_gate(report: RepeatReport, policy: GatePolicy, run: RunCoverage | N
     repeat_passes = _repeat_outcomes(report.samples, policy) if method == "repeats" else ()
     if method == "repeats" and report.n_sets_changed:
         notes.append(
-            f"statement sets differed across repeats in {report.n_sets_changed} of {report.n_compared} samples "
+            f"statement sets differed across repeats in {report.n_sets_changed} of "
+            f"{counted(report.n_compared, 'sample')} "
             f"({report.n_moved_without_flip} moved a score with no verdict flip); P(pass) comes from the "
             "repeats' scores, which include that, while the flip rate counts matched statements only"
         )

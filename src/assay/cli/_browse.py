@@ -9,7 +9,7 @@ import typer
 
 from assay._safety import printable
 from assay.cli._console import EXIT_OK, EXIT_USAGE, err_console, out_console
-from assay.errors import AssayError
+from assay.errors import AssayError, counted
 from assay.report import DEFAULT_THRESHOLD, write_browser
 from assay.run._cost import PriceTable
 
@@ -49,5 +49,6 @@ def browse(
         raise typer.Exit(EXIT_USAGE) from None
     index = out / "index.html"
     out_console.print(
-        f"wrote {printable(str(index))}: {len(data.runs)} runs, each report in {printable(str(out / 'runs'))}/"
+        f"wrote {printable(str(index))}: {counted(len(data.runs), 'run')}, "
+        f"each report in {printable(str(out / 'runs'))}/"
     )

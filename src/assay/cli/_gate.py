@@ -42,7 +42,7 @@ from assay.analysis import (
     recommend_threshold,
 )
 from assay.cli._console import err_console, fmt_score, out_console
-from assay.errors import AssayError, ConfigError, check_threshold, did_you_mean
+from assay.errors import AssayError, ConfigError, check_threshold, counted, did_you_mean
 from assay.report import gate_summary_markdown, md_text
 from assay.run import RunStore
 
@@ -119,13 +119,13 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
     if binary and not policy.gates_samples:
         n_pass = sum(1 for s in result.samples if s.is_scored and s.score >= 1.0)
         n_scored = sum(s.is_scored for s in result.samples)
-        level = f"pass rate {fmt_score(result.mean)} ({n_pass} of {n_scored} samples pass) {interval}"
+        level = f"pass rate {fmt_score(result.mean)} ({n_pass} of {counted(n_scored, 'sample')} pass) {interval}"
     else:
         level = f"mean {fmt_score(result.mean)} {interval}"
     partial = " (partial run)" if result.gated_partial else ""
     observed = "pass" if result.observed_pass else "fail"
     if result.outcome == "incomplete":
-        observed = f"{observed} on the {len(result.samples)} samples judged"
+        observed = f"{observed} on the {counted(len(result.samples), 'sample')} judged"
     out_console.print(
         f"[bold {colour}]GATE {result.outcome.upper()}{partial}[/bold {colour}]: {printable(rule)} on {unit} · "
         f"run {run} · observed {observed} · {level} · {noise}",
@@ -142,7 +142,9 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
         out_console.print(
             f"[yellow]unscored results above the limit: {result.unscored_share:.3f} > {policy.max_unscored:g}[/yellow]"
         )
-    failing = result.failing
+    # A passing gate has no failing samples: a sample below the threshold of a gate on the
+    # mean is not what the verdict says failed (a table titled so read as a failure).
+    failing = result.failing if result.outcome != "pass" else ()
     flaky = [
         s
         for s in result.samples
@@ -151,7 +153,9 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
     shown = [*failing, *flaky] if policy.gates_samples else list(failing)
     if shown:
         table = Table(
-            title="failing samples" if not flaky else "failing and flaky samples", title_justify="left", show_lines=True
+            title=f"{'failing and flaky' if failing and flaky else 'flaky' if flaky else 'failing'} samples",
+            title_justify="left",
+            show_lines=True,
         )
         table.add_column("line", justify="right")
         table.add_column("id")
@@ -246,23 +250,39 @@ def _print_advice(result: GateResult, report: RepeatReport) -> None:
         f"{policy.max_flake:g}; binomial model{unmodelled})",
         title_justify="left",
     )
+    # Only the rows the model can compute: a rate at which no count up to 200 makes the gate
+    # stable and no threshold above 0 is stable at n says nothing (it read "0.00" in every row).
+    computed = []
+    for p in rates:
+        (row,) = recommend_statements(p, eps, (policy.threshold,), target=policy.max_flake)
+        best = recommend_threshold(typical, p, eps, target=policy.max_flake) if typical else None
+        best = best if best else None  # 0: only "score >= 0" is stable, which is no threshold
+        if row.n_statements or best is not None:
+            computed.append((p, row, best))
+    if not computed:
+        out_console.print(
+            f"[dim]statements needed for a stable {policy.threshold:g} gate: more than 200 at every true rate shown "
+            f"(flip rate {eps:.3g}); no threshold above 0 is stable at n={typical}[/dim]",
+            soft_wrap=True,
+        )
+        return
+    thresholds = any(best is not None for _, _, best in computed)
     table.add_column("true rate", justify="right")
     table.add_column("judge says 1", justify="right")
     table.add_column("statements needed", justify="right")
     table.add_column("P(pass) there", justify="right")
     table.add_column("outcome")
-    table.add_column(f"highest stable threshold at n={typical}", justify="right")
-    for p in rates:
-        (row,) = recommend_statements(p, eps, (policy.threshold,), target=policy.max_flake)
-        best = recommend_threshold(typical, p, eps, target=policy.max_flake) if typical else None
-        table.add_row(
+    if thresholds:
+        table.add_column(f"highest stable threshold at n={typical}", justify="right")
+    for p, row, best in computed:
+        cells = [
             f"{p:.2f}",
             f"{observed_rate(p, eps):.3f}",
             str(row.n_statements) if row.n_statements else "> 200",
             _pct(row.p_pass),
             row.stability.replace("_", " "),
-            "—" if best is None else f"{best:.2f}",
-        )
+        ]
+        table.add_row(*cells, *(["—" if best is None else f"{best:.2f}"] if thresholds else []))
     out_console.print(table)
 
 

@@ -11,7 +11,7 @@ from assay._safety import printable
 from assay.analysis import GatePolicy
 from assay.cli._console import EXIT_USAGE, err_console
 from assay.cli._gate import parse_gated_metrics
-from assay.errors import AssayError, ConfigError, check_threshold
+from assay.errors import AssayError, ConfigError, check_threshold, counted
 from assay.report import DEFAULT_THRESHOLD, write_report
 from assay.run import RunStore
 from assay.run._cost import PriceTable
@@ -166,6 +166,6 @@ def report(
     else:
         verdict = "".join(f", gate {g.metric} {g.outcome}" for g in data.gate_results)
     err_console.print(
-        f"wrote {printable(str(out))}: {len(data.samples)} samples, {len(data.metrics)} metrics"
+        f"wrote {printable(str(out))}: {counted(len(data.samples), 'sample')}, {counted(len(data.metrics), 'metric')}"
         f"{printable(compared)}{verdict}"
     )

@@ -43,6 +43,7 @@ from assay.errors import (
     JudgeCallWarning,
     JudgeUnavailableError,
     StorageError,
+    counted,
     did_you_mean,
 )
 from assay.metrics import Metric, metric_from_spec
@@ -151,7 +152,7 @@ def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float,
     out_console.print(table)
     cost = summary.cost
     out_console.print(
-        f"{summary.n_results} results · judge calls {cost.calls} (cached {cost.cached_calls}, failed "
+        f"{counted(summary.n_results, 'result')} · judge calls {cost.calls} (cached {cost.cached_calls}, failed "
         f"{cost.failed_calls}) · tokens {cost.usage.prompt_tokens:,} in / {cost.usage.completion_tokens:,} out · "
         f"cost {printable(cost.describe())}"
     )
@@ -182,6 +183,10 @@ def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float,
             end = end_state_lines(score.model_dump(mode="json", include={"details"}))
             if end:  # an agent score: what was done, then the requirements not met
                 failing = "\n".join([*end, failing]) if failing else "\n".join(end)
+            if not failing and score.explanation:
+                # No verdict counts against it, yet it is below 1 (an extra tool call lowers
+                # tool_call_accuracy's precision): its explanation is the reason.
+                failing = f"[dim]{printable(score.explanation, breaks=False)}[/dim]"
             row: list[str | Text] = [str(r.line), printable(r.sample.id, breaks=False), fmt_score(score.value)]
             row.append(failing or "—")
             if anchored:
@@ -277,7 +282,11 @@ def exit_code(summary: RunSummary, max_unscored: float, run_id: str | None = Non
             f"({share:.1%}, above --max-unscored {max_unscored:.0%}); the mean covers only what was judged"
         )
     if summary.n_row_errors:
-        return EXIT_BAD_ROWS, f"{summary.n_row_errors} input rows were invalid and not judged"
+        return (
+            EXIT_BAD_ROWS,
+            f"{counted(summary.n_row_errors, 'input row')} {'was' if summary.n_row_errors == 1 else 'were'} "
+            "invalid and not judged",
+        )
     return EXIT_OK, None
 
 

@@ -23,7 +23,7 @@ from assay.cli._console import (
     stdout,
     verdict_lines,
 )
-from assay.errors import AssayError
+from assay.errors import AssayError, counted
 from assay.run import RunStore
 from assay.run._cost import describe_cost
 
@@ -265,4 +265,4 @@ def export(
         except AssayError as exc:
             err_console.print(f"[red]error:[/red] {printable(str(exc))}")
             raise typer.Exit(EXIT_USAGE) from None
-    err_console.print(f"exported {n} rows")
+    err_console.print(f"exported {counted(n, 'row')}")

@@ -51,6 +51,7 @@ __all__ = [
     "is_fragment",
     "preamble_end",
     "settle",
+    "short_reference",
     "terms",
 ]
 
@@ -290,16 +291,52 @@ def _split_questions(answer: str, located: Sequence[tuple[int, int]]) -> list[tu
     return out
 
 
+SHORT_REFERENCE_WORDS = 4
+"""A text of at most this many words and no verb is a short reference (:func:`short_reference`)."""
+
+
+def short_reference(text: str) -> str | None:
+    """The whole of ``text`` when it is a short reference, one statement to judge whole; else ``None``.
+
+    A short reference is what QA sets are made of: one word, number, name, time, date,
+    amount or measure ("Paris", "1889", "Marie Curie", "9am", "$4.50", "Dr. Who",
+    "1.5 kg", "2021-03-04", "yes"), one sentence on one line, of at most
+    :data:`SHORT_REFERENCE_WORDS` words and with no auxiliary verb (a short sentence,
+    "It is Paris.", is split as any sentence is). It states one thing, whole: split, it
+    would lose its one word (a statement needs two) and its text would be unscored
+    ``no_statements``. A question, filler ("Thanks!"), an interjection ("Okay."; "Yes.
+    Okay." is two sentences) or a sentence about the answer is none.
+    """
+    stripped = text.strip()
+    if not stripped or "\n" in stripped or _words(stripped) > SHORT_REFERENCE_WORDS:
+        return None
+    if _AUXILIARY.search(stripped) or _states_nothing(stripped) or _INTERJECTION.match(stripped):
+        return None
+    if len(located_sentences(stripped)) != 1:
+        return None
+    return stripped
+
+
+_INTERJECTION = re.compile(
+    r"^\W*(?:ok|okay|alright|all right|hmm+|um+|uh+|oh|ah|well|hi|hello|hey|sorry|great|cool|nice)\W*$", re.I
+)
+
+
 @lru_cache(maxsize=1024)
 def answer_sentences(answer: str, question: str = "") -> tuple[SentenceSpan, ...]:
     """The sentences of ``answer`` with exact offsets, each marked checkable or not (and why).
 
     A one-word sentence states nothing, except when it is the whole answer to a question
     ("Paris.", also after a preamble: "Here is the answer: Paris."): that is an elliptical
-    answer, completed from the question. A sentence that
+    answer, completed from the question. An answer that is a short reference
+    (:func:`short_reference`: "Paris", "Dr. Who", "1.5 kg"), with or without a question, is
+    one checkable sentence, however a segmenter would cut it. A sentence that
     states something and then asks ("It is for the best, do you watch the NFL?") is two: the
     statement, checkable, and the question, which is not.
     """
+    if (short := short_reference(answer)) is not None:
+        start = answer.index(short)
+        return (SentenceSpan(start, start + len(short), short),)
     located = _split_questions(answer, _split_preambles(answer, located_sentences(answer)))
     marked = [(start, end, _states_nothing(answer[start:end])) for start, end in located]
     # "Here is the answer: Paris." is still an elliptical answer: only the sentences that may

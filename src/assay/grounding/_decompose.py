@@ -11,7 +11,15 @@ from pydantic import BaseModel, Field
 
 from assay._scores import AnswerMap, JudgeCall
 from assay.grounding._addressed import addresses_judge
-from assay.grounding._anchor import about_the_answer, answer_sentences, is_fragment, is_referent, preamble_end, settle
+from assay.grounding._anchor import (
+    about_the_answer,
+    answer_sentences,
+    is_fragment,
+    is_referent,
+    preamble_end,
+    settle,
+    short_reference,
+)
 from assay.grounding._sentences import _segmenter, text_pieces
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.parsing import Unparsed
@@ -122,6 +130,8 @@ class SentenceDecomposer:
 
     async def decompose(self, question: str, answer: str, judge: JudgeModel) -> Decomposition:
         """Split ``answer`` into sentences (a long answer piece by piece, see :func:`text_pieces`)."""
+        if (short := short_reference(answer)) is not None:
+            return Decomposition((short,))
         segmenter = _segmenter(self.language)
         sentences = (_claim(s) for piece in text_pieces(answer) for s in segmenter.segment(piece))
         return Decomposition(tuple(s for s in sentences if is_checkable(s)))
@@ -135,7 +145,9 @@ class LLMDecomposer:
     name: str = field(default="llm", init=False)
 
     async def decompose(self, question: str, answer: str, judge: JudgeModel) -> Decomposition:
-        """Ask the judge for the answer's statements."""
+        """Ask the judge for the answer's statements (a short reference is its one statement: no call)."""
+        if (short := short_reference(answer)) is not None:
+            return Decomposition((short,))
         result = await ask(
             judge, STATEMENTS_PROMPT, AnswerToSplit(question=question, answer=answer), config=self.config
         )
@@ -200,6 +212,8 @@ class HybridDecomposer:
 
     async def decompose(self, question: str, answer: str, judge: JudgeModel) -> Decomposition:
         """Split ``answer``; rewrite, one call each, the sentences that lean on something else."""
+        if (short := short_reference(answer)) is not None:
+            return Decomposition((short,))
         segmenter = _segmenter(self.language)
         sentences = [_claim(s) for piece in text_pieces(answer) for s in segmenter.segment(piece) if s.strip()]
         statements: list[str] = []
@@ -365,6 +379,8 @@ class AnchoredDecomposer:
                 continue
             if addresses_judge(text) is not None:
                 whole[index] = "addressed to the judge: judged as it is"
+            elif not question.strip() and short_reference(answer) is not None:
+                whole[index] = "a short reference: judged whole"  # no question to complete it from
             elif needs_rewriting(text) or packs_facts(text) or is_fragment(text):
                 rewrites[index] = SentenceToSplit(question=question, previous=previous, sentence=text)
             else:

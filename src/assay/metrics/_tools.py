@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 
 from assay._samples import Message, Sample, ToolCall
 from assay._scores import MetricSpec, Score, Verdict
-from assay.errors import ConfigError
+from assay.errors import ConfigError, counted
 from assay.metrics._common import missing_field
 from assay.metrics._endstate import Action, StateChanges, read_end_state
 from assay.metrics._matching import ArgumentMatch, bipartite_pairs, lcs_pairs, same_json
@@ -187,8 +187,16 @@ class ToolCallAccuracy:
         compared = {"all": "", "ignore_extra_reads": " (extra read calls not charged)", "state_changing": ""}[
             self.calls
         ]
-        what = "expected state-changing calls" if self.calls == "state_changing" else "expected calls"
-        made = f"{len(actual)} state-changing calls made" if self.calls == "state_changing" else f"{n_calls} calls made"
+        what = (
+            f"expected state-changing call{'s' if len(expected) != 1 else ''}"
+            if self.calls == "state_changing"
+            else f"expected call{'s' if len(expected) != 1 else ''}"
+        )
+        made = (
+            f"{counted(len(actual), 'state-changing call')} made"
+            if self.calls == "state_changing"
+            else f"{counted(n_calls, 'call')} made"
+        )
         explanation = f"{len(pairs)} of {len(expected)} {what} matched; {made}{compared}"
         if extra:
             explanation += "; unmatched calls made: " + " | ".join(

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 
 from assay._safety import redact_secrets
 from assay.analysis import GateResult, RepeatReport, SampleGate, combined_outcome, is_pass_fail
+from assay.errors import counted
 
 __all__ = ["gate_summary_markdown", "md_text"]
 
@@ -245,7 +246,7 @@ def _gate_section(
         lines += [
             f"**Judge noise from repeats:** statement flip rate {_num(gated.flip_rate, 4)} over "
             f"{gated.n_statements_compared} matched statements · **decomposition:** statement sets differed in "
-            f"{gated.n_sets_changed}/{gated.n_compared} samples · scores moved in {gated.n_scores_moved} "
+            f"{gated.n_sets_changed}/{counted(gated.n_compared, 'sample')} · scores moved in {gated.n_scores_moved} "
             f"({gated.n_moved_without_flip} with no verdict flip)",
             "",
         ]
@@ -263,7 +264,8 @@ def _gate_section(
         ]
         if len(candidates) > len(rows):
             lines += [
-                f"Showing {len(rows)} of {len(candidates)} samples that failed or lost a statement; every one is in "
+                f"Showing {len(rows)} of {counted(len(candidates), 'sample')} that failed or lost a statement; "
+                "every one is in "
                 f"`assay gate {md_text(run_id, 80)}` and in the HTML report (`assay report {md_text(run_id, 80)}`).",
                 "",
             ]

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from assay.errors import ConfigError, DatasetError, SampleError, did_you_mean
+from assay.errors import ConfigError, DatasetError, SampleError, did_you_mean, json_message
 from assay.retrieval import _measures as m
 from assay.retrieval._judges import JudgePair, MatchDecision, RelevanceJudge
 
@@ -247,7 +247,7 @@ def _example(
     try:
         row = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise SampleError(f"not valid JSON: {exc.msg} (column {exc.colno})", source=source, line=n) from None
+        raise SampleError(f"not valid JSON: {json_message(exc)} (column {exc.colno})", source=source, line=n) from None
     if not isinstance(row, dict):
         raise SampleError("each line must be a JSON object", source=source, line=n)
     fields: dict[str, Any] = {}

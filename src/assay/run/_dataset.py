@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from assay._samples import Sample
-from assay.errors import ConfigError, DatasetError, SampleError, did_you_mean
+from assay.errors import ConfigError, DatasetError, SampleError, closest, did_you_mean, json_message
 
 __all__ = [
     "ALIASES",
@@ -41,7 +41,10 @@ __all__ = [
     "check_mapped_columns",
     "contexts_from_text",
     "count_rows",
+    "likely_column",
+    "map_advice",
     "missing_problem",
+    "python_literal",
     "read_jsonl",
     "required_fields",
     "rows_from_items",
@@ -228,6 +231,7 @@ def sample_from_record(
     seen_ids: MutableMapping[str, int] | None = None,
     limits: SizeLimits | None = None,
     notes: list[str] | None = None,
+    label: str | None = None,
 ) -> Sample:
     """Build a :class:`Sample` from one dict, naming the row in any error.
 
@@ -246,6 +250,7 @@ def sample_from_record(
         notes: Where to add what was taken on trust (keys of :data:`NOTES`): ``contexts``
             given as one string is one context, or the list a JSON or Python list literal
             in it holds.
+        label: How errors name the row in place of its number (a DataFrame's index label).
 
     Raises:
         SampleError: the row is not an object, holds a text longer than
@@ -256,7 +261,7 @@ def sample_from_record(
     """
 
     def error(message: str) -> SampleError:
-        return SampleError(message, source=source, line=line, unit=unit)
+        return SampleError(message, source=source, line=line, unit=unit, label=label)
 
     if not isinstance(record, dict):
         raise error(f"expected a JSON object, got {type(record).__name__}")
@@ -293,7 +298,8 @@ def sample_from_record(
     if seen_ids is not None and line is not None:
         first = seen_ids.setdefault(sample.id, line)
         if first != line:
-            raise error(f"id {sample.id!r} already used on {unit} {first}; ids must be unique")
+            earlier = f"{unit} {first}" if label is None else f"row {first} (counted from 1)"
+            raise error(f"id {sample.id!r} already used on {earlier}; ids must be unique")
     return sample
 
 
@@ -332,7 +338,31 @@ def missing_problem(sample: Sample, required: Iterable[str], record: Mapping[str
             "so it is kept in metadata and never judged against; give this row what was retrieved, as "
             "'retrieval_context' (DeepEval), 'retrieved_contexts' (Ragas) or 'contexts')"
         )
+    else:
+        # A key of the row named like the field (a misspelt 'answr', a 'retrieved_context')
+        # is the likely one: said here as the dataset-level check says it (one wording).
+        kept = [key for key in sample.metadata if key not in IDEAL_CONTEXT_COLUMNS]
+        for name in missing:
+            column = likely_column(name, kept)
+            if column is not None:
+                hint = (
+                    f" (the row has '{column}', kept as metadata; if it holds the {name}: {map_advice(column, name)})"
+                )
+                break
     return f"missing or empty field {names}{hint}"
+
+
+def likely_column(field_name: str, columns: Iterable[str]) -> str | None:
+    """The column of ``columns`` named like ``field_name`` or one of its :data:`ALIASES` (a misspelling), or None."""
+    options = list(columns)
+    aliases = [key for key, target in ALIASES.items() if target == field_name]
+    close = (closest(name, options) for name in (field_name, *aliases))
+    return next((name for name in close if name is not None), None)
+
+
+def map_advice(column: str, field_name: str) -> str:
+    """How to read ``column`` as ``field_name``, in both doors' words (the command line's and Python's)."""
+    return f"--map {column}={field_name} on the command line, mapping={{{column!r}: {field_name!r}}} in Python"
 
 
 def required_fields(metrics: Iterable[Any]) -> tuple[str, ...]:
@@ -537,11 +567,27 @@ def contexts_from_text(text: str) -> str | list[Any]:
             raise
         if not (stripped[1:].lstrip().startswith(("'", '"')) and stripped.endswith("]")):
             return text  # "[1] A citation-style passage": text, not a list
-        try:
-            value = ast.literal_eval(stripped)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        value = python_literal(stripped)
+        if value is None:
             raise ValueError(f"looks like a list but is neither JSON nor a Python list ({exc})") from None
     return value if isinstance(value, list) else text
+
+
+def python_literal(text: str) -> list[Any] | dict[str, Any] | None:
+    """The list or dict a Python literal writes (``[{'name': 'x', 'ok': True, 'n': None}]``), or ``None``.
+
+    pandas writes a cell holding a list or dict to CSV as its ``repr``: single quotes,
+    ``None``, ``True``. Read with :func:`ast.literal_eval`, which builds literals only and
+    runs no code; any other text, or a literal that is no list or dict, is ``None``.
+    """
+    stripped = text.strip()
+    if not stripped.startswith(("[", "{")):
+        return None
+    try:
+        value = ast.literal_eval(stripped)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, list | dict) else None
 
 
 def text_problem(value: Any) -> str | None:
@@ -612,7 +658,7 @@ def parse_json(text: str, *, strict: bool = True) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_unique_keys, strict=strict)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        raise ValueError(f"invalid JSON: {json_message(exc)} at line {exc.lineno} column {exc.colno}") from None
     except _DuplicateKeyError as exc:
         raise ValueError(f"invalid JSON: the key {exc.args[0]!r} appears twice in one object") from None
     except RecursionError:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay._scores import Score, Summary, Usage, summarize
-from assay.errors import ConfigError, SampleError
+from assay.errors import ConfigError, SampleError, counted
 from assay.run._cost import PriceTable
 from assay.run._results import SampleResult
 from assay.run._store import RunStore
@@ -187,4 +187,5 @@ class EvalResult:
             mean = "nan" if math.isnan(s.mean) else f"{s.mean:.3f}"
             parts.append(f"{name}={mean} (scored {s.n_scored}, unscored {s.n_unscored})")
         run = f"run {self.run_id}, " if self.run_id else ""
-        return f"EvalResult({run}{self.n_samples} samples, {len(self.errors)} bad rows; {', '.join(parts)})"
+        counts = f"{counted(self.n_samples, 'sample')}, {counted(len(self.errors), 'bad row')}"
+        return f"EvalResult({run}{counts}; {', '.join(parts)})"

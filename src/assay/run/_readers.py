@@ -74,6 +74,7 @@ from assay.run._dataset import (
     contexts_from_text,
     json_lines,
     parse_json,
+    python_literal,
     require_rows,
     row_from_record,
 )
@@ -478,7 +479,7 @@ def _csv_rows(
         raise DatasetError(f"{path}: cannot be read ({exc.strerror})") from exc
     with handle:
         lines = _Lines(handle)
-        reader = csv.reader(lines, strict=True)
+        reader = csv.reader(lines, strict=True, delimiter=_csv_delimiter(path))
         header = _csv_header(reader, lines, source)
         if header is None:
             return
@@ -547,6 +548,31 @@ def _csv_rows(
                 seen=seen,
                 limits=limits,
             )
+
+
+_CSV_HEADER_BYTES = 65_536
+
+
+def _csv_delimiter(path: Path) -> str:
+    """The header's delimiter: a comma, or a ``;`` or a tab when the header holds it and no comma.
+
+    A spreadsheet set to a European locale writes ``;``-separated CSV, and a TSV saved as
+    ``.csv`` is tab-separated: read with a comma, the header was one column named
+    ``Question;Answer;Contexts``. A header that holds both and no comma is refused.
+
+    Raises:
+        DatasetError: the header holds both ``;`` and a tab and no comma.
+    """
+    header = _first_line(path, _CSV_HEADER_BYTES)
+    if "," in header:
+        return ","
+    found = [sep for sep in (";", "\t") if sep in header]
+    if len(found) == 2:
+        raise DatasetError(
+            f"{path}: the header holds both ';' and tabs and no comma, so which one separates the columns is not "
+            "clear; save the file as comma-separated CSV (or as JSONL)"
+        )
+    return found[0] if found else ","
 
 
 def _csv_problem(exc: csv.Error) -> str:
@@ -722,8 +748,10 @@ def from_dataframe(
 ) -> Iterator[Row | SampleError]:
     """Stream samples from a pandas DataFrame, one row at a time.
 
-    The DataFrame's index is ignored (give an ``id`` column to keep ids); row numbers are
-    the 1-based position. NaN, ``None``, ``pd.NA`` and ``pd.NaT`` cells are absent.
+    The DataFrame's index names the rows in errors (``<dataframe>: index 0: ...``, the
+    label ``df.loc`` finds it by), but is no id (give an ``id`` column to keep ids); row
+    numbers (``line``, the default id ``line-N``) are the 1-based position. NaN, ``None``,
+    ``pd.NA`` and ``pd.NaT`` cells are absent.
 
     Args:
         df: The table; column names become field names (``str(name)``).
@@ -758,7 +786,14 @@ def _dataframe_rows(
     columns = [str(name) for name in df.columns]
     records = (dict(zip(columns, values, strict=True)) for values in df.itertuples(index=False, name=None))
     yield from _table_rows(
-        columns, records, required=required, mapping=mapping, source=source, limits=limits, what="the DataFrame"
+        columns,
+        records,
+        required=required,
+        mapping=mapping,
+        source=source,
+        limits=limits,
+        what="the DataFrame",
+        labels=iter(df.index),
     )
 
 
@@ -823,14 +858,19 @@ def _table_rows(
     source: str | None,
     limits: SizeLimits | None,
     what: str | None = None,
+    labels: Iterator[Any] | None = None,
 ) -> Iterator[Row | SampleError]:
-    """Rows of a columnar table: its columns checked once, each record normalised (:func:`_from_columns`)."""
+    """Rows of a columnar table: its columns checked once, each record normalised (:func:`_from_columns`).
+
+    ``labels`` (a DataFrame's index, in row order) name the rows in errors, as ``df.loc`` finds them.
+    """
     _check_unique(columns, source or what or "the table")
     mapping = fit_mapping(mapping, columns, source)
     renames = _renames(mapping)
     check_mapped_columns(mapping, columns, source)
     seen: dict[str, int] = {}
     for number, record in enumerate(records, start=1):
+        label = _plain(next(labels)) if labels is not None else None
         yield _row(
             _from_columns(record),
             line=number,
@@ -839,8 +879,9 @@ def _table_rows(
             mapping=mapping,
             renames=renames,
             seen=seen,
-            unit="row",
+            unit="row" if labels is None else "index",
             limits=limits,
+            label=None if labels is None else repr(label) if isinstance(label, str) else str(label),
         )
 
 
@@ -929,13 +970,22 @@ def _row(
     seen: MutableMapping[str, int],
     unit: str = "line",
     limits: SizeLimits | None = None,
+    label: str | None = None,
 ) -> Row | SampleError:
     try:
         cleaned = _clean_record(record, renames)
     except _CellError as exc:
-        return SampleError(str(exc), source=source, line=line, unit=unit)
+        return SampleError(str(exc), source=source, line=line, unit=unit, label=label)
     return row_from_record(
-        cleaned, line=line, source=source, required=required, mapping=mapping, unit=unit, seen_ids=seen, limits=limits
+        cleaned,
+        line=line,
+        source=source,
+        required=required,
+        mapping=mapping,
+        unit=unit,
+        seen_ids=seen,
+        limits=limits,
+        label=label,
     )
 
 
@@ -1026,10 +1076,19 @@ def _contexts(column: str, cell: str) -> Any:
 
 
 def _json_cell(column: str, cell: str, *, want_object: bool) -> Any:
+    """A JSON cell, or a Python literal as pandas writes a list or dict to CSV (``[{'role': 'user', ...}]``).
+
+    The literal is read as contexts are (:func:`~assay.run._dataset.contexts_from_text`):
+    with :func:`ast.literal_eval`, which builds only literals (strings, numbers, lists,
+    dicts, ``None``, ``True``), never runs code.
+    """
     try:
         value = parse_json(cell, strict=False)
     except ValueError as exc:
-        raise _CellError(f"column '{column}': {exc}") from None
+        literal = python_literal(cell)
+        if literal is None:
+            raise _CellError(f"column '{column}': {exc}") from None
+        value = literal
     if want_object and not isinstance(value, dict):
         raise _CellError(f"column '{column}': expected a JSON object, got {type(value).__name__}")
     return value

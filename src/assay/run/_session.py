@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from assay._safety import redact_url
 from assay._samples import Sample
 from assay._scores import MetricSpec
-from assay.errors import AssayError, ConfigError, DatasetError, SampleError, closest
+from assay.errors import AssayError, ConfigError, DatasetError, SampleError, counted
 from assay.metrics._base import Metric
 from assay.run._dataset import (
     DEFAULT_MAX_FIELD_CHARS,
@@ -34,6 +34,8 @@ from assay.run._dataset import (
     NOTES,
     Row,
     SizeLimits,
+    likely_column,
+    map_advice,
     rows_from_items,
 )
 from assay.run._readers import from_arrow, from_dataframe, from_hf_dataset, read_dataset
@@ -165,14 +167,13 @@ class DatasetSource:
                     f"the column '{ideal[0]}' is {IDEAL_CONTEXT_COLUMNS[ideal[0]]} (what should have been "
                     f"retrieved), kept in metadata and never judged against; add what was retrieved as "
                     f"'retrieval_context' or 'retrieved_contexts', or, if '{ideal[0]}' does hold the retrieved "
-                    f"passages, {_map_advice(ideal[0], 'contexts')}"
+                    f"passages, {map_advice(ideal[0], 'contexts')}"
                 )
             else:
                 others = [name for name in self.columns if name not in IDEAL_CONTEXT_COLUMNS]
                 # A column named like the field or one of its aliases ('retrieved_context') is the likely one.
-                close = (closest(name, others) for name in (field_name, *aliases[field_name]))
-                column = next((name for name in close if name is not None), "COLUMN")
-                advice = f"add it to the data, or name the column that holds it: {_map_advice(column, field_name)}"
+                column = likely_column(field_name, others) or "COLUMN"
+                advice = f"add it to the data, or name the column that holds it: {map_advice(column, field_name)}"
                 if others:
                     shown = ", ".join(f"'{name}'" for name in others[:_COLUMNS_SHOWN])
                     more = f" and {len(others) - _COLUMNS_SHOWN} more" if len(others) > _COLUMNS_SHOWN else ""
@@ -187,11 +188,6 @@ class DatasetSource:
 
 
 _COLUMNS_SHOWN = 5
-
-
-def _map_advice(column: str, field_name: str) -> str:
-    """How to read ``column`` as ``field_name``, in both doors' words."""
-    return f"--map {column}={field_name} on the command line, mapping={{{column!r}: {field_name!r}}} in Python"
 
 
 _FINGERPRINT_CHUNK = 1 << 20
@@ -239,7 +235,7 @@ def _reader(
         data = list(data)  # a generator is read twice: once to check, once to judge
     items: Sequence[Any] = data
     return (
-        f"<{len(items)} samples>",
+        f"<{counted(len(items), 'sample')}>",
         None,
         lambda required: rows_from_items(items, required=required, mapping=mapping, limits=limits),
     )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import secrets
 import sqlite3
 import threading
@@ -100,10 +101,18 @@ class RunInfo(BaseModel):
         """Results per sample (1 for a single run; the most any sample has)."""
         return max(1, round(self.n_results / self.n_samples)) if self.n_samples else 1
 
-    def coverage(self, invalid_lines: Sequence[int] = ()) -> RunCoverage:
-        """How much of the run's input was judged, for a gate (``invalid_lines``: the invalid rows' lines)."""
+    def coverage(self, invalid_lines: Sequence[int] = (), invalid_messages: Sequence[str] = ()) -> RunCoverage:
+        """How much of the run's input was judged, for a gate (the invalid rows' lines and messages).
+
+        A pytest session has no lines: its invalid rows are named by the tests that made
+        them, read from their messages (the plugin's ``TEST: invalid sample: ...``).
+        """
         from assay.analysis import RunCoverage
 
+        tests: tuple[str, ...] = ()
+        if self.spec.engine == "pytest":
+            found = (_PYTEST_INVALID.match(message) for message in invalid_messages)
+            tests = tuple(dict.fromkeys(match.group(1) for match in found if match is not None))
         return RunCoverage(
             run_id=self.run_id,
             status=self.status,
@@ -112,7 +121,12 @@ class RunInfo(BaseModel):
             n_invalid=self.n_errors,
             invalid_lines=tuple(invalid_lines),
             resumable=self.spec.engine != "pytest",
+            invalid_tests=tests,
         )
+
+
+_PYTEST_INVALID = re.compile(r"^line \d+: (.+?): invalid sample: ")
+"""A pytest session's invalid row: ``line N: TEST: invalid sample: ...`` (:mod:`assay.pytest_plugin`)."""
 
 
 _DDL = [
@@ -381,7 +395,8 @@ class RunStore:
         Every gate on a stored run takes it (:func:`assay.analysis.evaluate_gate`): a run that
         is not finished, or has invalid rows, is not passed unless the gate allows it.
         """
-        return self.info(run_id).coverage([line for line, _ in self.row_errors(run_id)])
+        errors = self.row_errors(run_id)
+        return self.info(run_id).coverage([line for line, _ in errors], [message for _, message in errors])
 
     def flat_rows(self, run_id: str) -> Iterator[dict[str, Any]]:
         """One flat row per (sample, repeat, metric): for CSV and DataFrames (the *long* frame)."""
