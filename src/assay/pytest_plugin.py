@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,10 +49,10 @@ from assay._safety import printable
 from assay._samples import Sample
 from assay._scores import MetricSpec, Score, summarize
 from assay.analysis import partial_run_reasons
-from assay.errors import AssayError, ConfigError, SampleError, check_threshold, counted
+from assay.errors import AssayError, ConfigError, JudgeCallWarning, SampleError, check_threshold, counted
 from assay.metrics import BinaryJudgeGrader, Faithfulness, Metric, metrics_from
 from assay.models import JudgeModel, get_judge
-from assay.run import Row, RunSpec, RunStatus, RunStore, SampleResult, evaluate, new_run_id
+from assay.run import EvalResult, Row, RunSpec, RunStatus, RunStore, SampleResult, evaluate, new_run_id
 from assay.run._dataset import NOTES, required_fields, rows_from_items
 
 __all__ = [
@@ -359,9 +360,17 @@ def _as_sample(sample: Sample | Mapping[str, Any], metrics: Sequence[Metric]) ->
     raise SampleError(f"assay: invalid sample: {problem}")
 
 
+def _evaluate_one(sample: Sample, metrics: Sequence[Metric], judge: JudgeModel | str | None) -> EvalResult:
+    """``evaluate`` on one sample; a failed call's warning is left to the assertion, which shows the reason."""
+    __tracebackhide__ = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JudgeCallWarning)
+        return evaluate([sample], metrics, judge, progress=False)
+
+
 def _judged(sample: Sample, metric: Metric, judge: JudgeModel | str | None) -> tuple[Score, str]:
     __tracebackhide__ = True
-    result = evaluate([sample], [metric], judge, progress=False)
+    result = _evaluate_one(sample, [metric], judge)
     if result.errors:
         raise AssertionError(f"assay: invalid sample: {result.errors[0]}")
     return result.results[0].scores[metric.name], result.judge
@@ -521,7 +530,7 @@ def assert_scores(
     if stray:
         raise ConfigError(f"min names {stray[0]!r}, which is not among the metrics asserted ({', '.join(names)})")
     chosen = _as_sample(sample, built)
-    result = evaluate([chosen], built, judge, progress=False)
+    result = _evaluate_one(chosen, built, judge)
     if result.errors:
         raise AssertionError(f"assay: invalid sample: {result.errors[0]}")
     scores = dict(result.results[0].scores)
