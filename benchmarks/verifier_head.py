@@ -192,7 +192,7 @@ def order_for_reuse(pairs: Sequence[Pair], seed: int) -> list[Pair]:
     return [p for w in order for p in windows[w]]
 
 
-def extract(judge: Any, store: Store, pairs: Sequence[Pair], *, flush: int = 64, limit: int = 0) -> int:
+def extract(judge: Any, store: Store, pairs: Sequence[Pair], *, flush: int = 16, limit: int = 0) -> int:
     """Read every pair not yet stored; flush to the store every ``flush`` pairs. Returns how many were read."""
     store.check(pairs)
     todo = [p for p in pairs if p.id not in store.done]
@@ -564,6 +564,7 @@ def main() -> None:
     parser.add_argument("--layers", default="", help="graph nodes kept (default: SMALL_LAYERS, or LAYERS for the 1.5B)")
     parser.add_argument("--limit", type=int, default=0, help="extract at most N items this run (0: all)")
     parser.add_argument("--block", type=int, default=600, help="all: pairs read between blocks of dev items")
+    parser.add_argument("--flush", type=int, default=16, help="items read between checkpoints (a stop loses fewer)")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--json", type=Path, default=None, help="fit: write the table here")
     args = parser.parse_args()
@@ -591,14 +592,13 @@ def main() -> None:
         print(json.dumps({"model": judge.model_id, "threads": args.threads, **figures}, indent=1))
         return
     if args.step == "extract":
-        extract(
-            judge, Store(folder / ("dev" if args.dev else "pairs"), about), dev if args.dev else pairs, limit=args.limit
-        )
+        store = Store(folder / ("dev" if args.dev else "pairs"), about)
+        extract(judge, store, dev if args.dev else pairs, flush=args.flush, limit=args.limit)
     if args.step == "all":
         # Alternate: a block of dev items, then a block of pairs, so a stopped run has some of both.
         dev_store, pair_store = Store(folder / "dev", about), Store(folder / "pairs", about)
-        while extract(judge, dev_store, dev, limit=args.block // 3) + extract(
-            judge, pair_store, pairs, limit=args.block
+        while extract(judge, dev_store, dev, flush=args.flush, limit=args.block // 3) + extract(
+            judge, pair_store, pairs, flush=args.flush, limit=args.block
         ):
             pass
     if args.step in ("fit", "all"):
