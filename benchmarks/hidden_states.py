@@ -139,10 +139,11 @@ class HiddenStateJudge(LocalJudge):
     embeddings on.
     """
 
-    def __init__(self, *args: Any, mode: str = "cb", **kwargs: Any) -> None:
+    def __init__(self, *args: Any, mode: str = "cb", names: Sequence[str] = NAMES, **kwargs: Any) -> None:
         kwargs.setdefault("batch_choices", False)  # verdict calls one at a time, through _choices_sync below
         super().__init__(*args, **kwargs)
         self.mode = mode
+        self.names = tuple(names)  # the graph nodes kept, in this order (``cb`` mode)
         self.records: dict[str, tuple[float, np.ndarray | None]] = {}
 
     def load(self, progress: Any = None) -> Any:
@@ -176,15 +177,16 @@ class HiddenStateJudge(LocalJudge):
         _CAP.grabbed = {}
         vector: np.ndarray | None = None
         if self.mode == "cb":
+            _CAP.wanted = frozenset(n.encode() for n in self.names)
             _CAP.armed = True
             try:
                 result = super()._choices_sync(messages, prefix, choices)
             finally:
                 _CAP.armed = False
-            missing = [n for n in NAMES if n not in _CAP.grabbed]
+            missing = [n for n in self.names if n not in _CAP.grabbed]
             if missing:
                 raise RuntimeError(f"hidden states not read: {missing[:3]} (errors: {_CAP.errors[:3]})")
-            vector = np.stack([_CAP.grabbed[n] for n in NAMES])
+            vector = np.stack([_CAP.grabbed[n] for n in self.names])
         elif self.mode == "embd":
             llama_cpp.llama_set_embeddings(llama._ctx.ctx, True)
             try:

@@ -69,6 +69,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import re
 import sys
@@ -84,7 +85,10 @@ from assay.grounding._decompose import LLMDecomposer
 from assay.grounding._verify import STATEMENT_PROMPT, STATEMENT_PROMPT_V1, StatementVerifier
 from assay.models import JudgeModel, get_judge
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "grounding"
+# $ASSAY_DEV_DATA: the folder of the grounding dev sets, for a checkout that is not beside ../shared
+DATA = Path(
+    os.environ.get("ASSAY_DEV_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data" / "grounding"
+)
 CACHE = Path(__file__).resolve().parent / ".cache"
 SETS = {
     "wice": "wice_dev.jsonl",
@@ -118,7 +122,8 @@ PRODUCT_KEY = ev_key(StatementVerifier())
 
 def load(name: str, n: int, seed: int, chars: tuple[int, int] | None = None) -> list[dict[str, Any]]:
     """A seeded sample with the set's own label ratio (of the items whose contexts total ``chars``, if given)."""
-    rows = [json.loads(line) for line in (DATA / SETS[name]).open()]
+    with (DATA / SETS[name]).open() as lines:
+        rows = [json.loads(line) for line in lines]
     if chars is not None:
         rows = [r for r in rows if chars[0] <= sum(map(len, contexts_of(name, r))) <= chars[1]]
     rng = random.Random(seed)

