@@ -210,6 +210,12 @@ def test_ctrl_c_at_random_points_under_every_option_resumes_to_the_uninterrupted
                     counted["interrupted as it finished"] += 1
                 elif proc.returncode == 130:
                     assert info.status == "interrupted", where
+                    unstored = (info.summary or {}).get("_unstored_calls")
+                    if unstored:  # calls of samples the interrupt stopped: said, not lost from the count
+                        counted["interrupts with calls of unfinished samples"] += 1
+                        assert "went to samples it stopped" in out, f"{where}\n{out}"
+                        shown = CliRunner().invoke(app, ["runs", "show", info.run_id, "--store", str(store)])
+                        assert f"{unstored} judge call" in shown.output and "an interrupt stopped" in shown.output
                     before = _judged(store)
                     monkeypatch.chdir(home)  # the run names its data as it was given: data.jsonl
                     result = CliRunner().invoke(
@@ -237,3 +243,4 @@ def test_ctrl_c_at_random_points_under_every_option_resumes_to_the_uninterrupted
     print(f"\ninterrupt grid: {counted}; slowest stop after SIGINT {slowest_stop:.2f}s")
     assert counted["trials"] >= 30
     assert counted["interrupted"] >= 20, counted  # the signal lands mid-run in most trials
+    assert counted["interrupts with calls of unfinished samples"] >= 1, counted

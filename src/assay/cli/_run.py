@@ -677,8 +677,10 @@ def run(
     out_ok = _write_out_from_store(store, run_id, out)
     if code is not None:
         if code == EXIT_INTERRUPTED:
+            unstored = (store.info(run_id).summary or {}).get("_unstored_calls")
+            spent = f" ({counted(int(unstored), 'judge call')} went to samples it stopped)" if unstored else ""
             err_console.print(
-                f"[yellow]interrupted[/yellow]: every finished sample is stored. Continue with "
+                f"[yellow]interrupted[/yellow]: every finished sample is stored{spent}. Continue with "
                 f"[bold]assay run --resume {run_id}[/bold]"
             )
         else:

@@ -138,6 +138,12 @@ def show(
                     f"judge calls {cost['calls']} (cached {cost['cached_calls']}) · tokens "
                     f"{cost['prompt_tokens']:,} in / {cost['completion_tokens']:,} out · cost {printable(spent)}"
                 )
+                unstored = info.summary.get("_unstored_calls")
+                if unstored:
+                    out_console.print(
+                        f"[yellow]+ {counted(int(unstored), 'judge call')} for samples an interrupt stopped: in no "
+                        "record and not counted above (those samples are judged again on resume)[/yellow]"
+                    )
                 models = judge_models_note(cost.get("models") or {}, spec.judge_model)
                 if models:
                     out_console.print(f"[bold yellow]warning[/bold yellow]: {printable(models)}", soft_wrap=True)

@@ -196,6 +196,7 @@ async def aevaluate(
                 tally.add(earlier)
 
     calls_made = 0
+    stored_calls = 0  # calls of the samples recorded by this process: the rest belong to samples cut short
 
     def stats() -> str:
         s = tally.summary()
@@ -222,6 +223,8 @@ async def aevaluate(
                 where = source.description if source else None
                 record_error(SampleError(str(exc), source=where, line=done_result.line))
                 return
+        nonlocal stored_calls
+        stored_calls += sum(len(score.all_calls) for score in done_result.scores.values())
         result._add(done_result, keep_results)
         tally.add(done_result)
         if on_result is not None:
@@ -305,6 +308,10 @@ async def aevaluate(
             # If the store failed, the error being raised says so; the run stays resumable.
             with contextlib.suppress(StorageError):
                 run_store.set_status(run_id, status)
+                # Calls spent on samples the interrupt stopped: in no record, said beside the run's
+                # cost. (str(): mypy narrows status to its last write in the try block.)
+                if str(status) == "interrupted" and calls_made > stored_calls:
+                    run_store.add_unstored_calls(run_id, calls_made - stored_calls)
             if own_store:
                 run_store.close()
         if own_cache and judge_cache is not None:

@@ -281,6 +281,17 @@ class RunStore:
             notes[key] = data
             self._execute("UPDATE runs SET summary = ? WHERE run_id = ?", (json.dumps(notes), run_id))
 
+    def add_unstored_calls(self, run_id: str, n: int) -> None:
+        """Count ``n`` judge calls made for samples an interrupt stopped (they are in no record).
+
+        Kept as the ``_unstored_calls`` annotation, summed over the run's interruptions, so
+        ``assay runs show`` says what the stored records' cost leaves out.
+        """
+        with self._lock:
+            row = self._execute("SELECT summary FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        before = self._annotations(row[0] if row else None).get("_unstored_calls", 0)
+        self.annotate(run_id, "_unstored_calls", int(before) + n)
+
     @staticmethod
     def _annotations(stored: str | None) -> dict[str, Any]:
         """The ``_``-keys of the stored summary column (anything else there predates computed summaries)."""
