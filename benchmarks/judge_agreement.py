@@ -69,6 +69,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import re
 import sys
@@ -84,7 +85,8 @@ from assay.grounding._decompose import LLMDecomposer
 from assay.grounding._verify import STATEMENT_PROMPT, STATEMENT_PROMPT_V1, StatementVerifier
 from assay.models import JudgeModel, get_judge
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "grounding"
+# The shared dev data beside the checkout, or where $ASSAY_SHARED_DATA says (a worktree elsewhere).
+DATA = Path(os.environ.get("ASSAY_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data") / "grounding"
 CACHE = Path(__file__).resolve().parent / ".cache"
 SETS = {
     "wice": "wice_dev.jsonl",

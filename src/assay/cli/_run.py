@@ -11,7 +11,7 @@ import signal
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Annotated, Any
 
@@ -35,7 +35,7 @@ from assay.cli._console import (
     fmt_score,
     out_console,
 )
-from assay.cli._runs import write_export
+from assay.cli._runs import print_trust, write_export
 from assay.errors import AssayError, ConfigError, StorageError, did_you_mean
 from assay.metrics import Metric, metric_from_spec
 from assay.metrics._registry import build_metric
@@ -47,7 +47,9 @@ from assay.run._dryrun import EstimatingJudge, estimate
 from assay.run._evaluate import DEFAULT_CACHE_PATH
 from assay.run._readers import check_format
 from assay.run._session import RunOptions
+from assay.run._judge_record import JudgeRecord
 from assay.run._summary import RunSummary
+from assay.run._trust import TrustFigure
 
 __all__ = ["DEFAULT_MAX_UNSCORED", "build_metrics", "exit_code", "run"]
 
@@ -125,8 +127,22 @@ def _culprit(name: str, given: dict[str, str]) -> tuple[str, str] | None:
     return None
 
 
-def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float, store: Path, repeats: int = 1) -> None:
-    """The run's summary, computed from every stored record (a resumed run's earlier part too)."""
+def _print_summary(
+    summary: RunSummary,
+    run_id: str,
+    judge: str,
+    elapsed: float,
+    store: Path,
+    repeats: int = 1,
+    *,
+    trust: Mapping[str, TrustFigure] | None = None,
+    record: JudgeRecord | None = None,
+) -> None:
+    """The run's summary, computed from every stored record (a resumed run's earlier part too).
+
+    ``trust``: per metric, how far its judge agrees with people, printed under the table;
+    ``record``: the judge exactly (weights and layout, build, prompts), printed under its title.
+    """
     table = Table(title=f"run {run_id} · judge {printable(judge)} · {elapsed:.1f}s", title_justify="left")
     table.add_column("metric", no_wrap=True, min_width=max((len(n) for n in summary.metrics), default=6))
     table.add_column("mean", justify="right", no_wrap=True)
@@ -141,6 +157,7 @@ def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float,
         reasons = ("\n" if first else ", ").join(said) or "0"
         table.add_row(printable(name), fmt_score(s.mean), str(s.n_scored), reasons)
     out_console.print(table)
+    print_trust(trust or {}, record)
     cost = summary.cost
     out_console.print(
         f"{summary.n_results} results · judge calls {cost.calls} (cached {cost.cached_calls}, failed "
@@ -661,7 +678,16 @@ def run(
             )
         raise typer.Exit(code)
     summary = store.summary(run_id, price_table)
-    _print_summary(summary, run_id, result.judge, time.perf_counter() - started, store_path, options.repeats)
+    _print_summary(
+        summary,
+        run_id,
+        result.judge,
+        time.perf_counter() - started,
+        store_path,
+        options.repeats,
+        trust=result.trust,
+        record=result.judge_record,
+    )
     if progress == "none":  # otherwise the progress output said it before judging began
         for note in result.notes:  # what was taken on trust (contexts given as text)
             err_console.print(f"[yellow]note[/yellow]: {printable(note)}")
