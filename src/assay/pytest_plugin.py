@@ -61,6 +61,7 @@ from assay.run import (
     TrustFigure,
     evaluate,
     new_run_id,
+    trust_for,
 )
 from assay.run._dataset import required_fields, rows_from_items
 
@@ -158,10 +159,19 @@ class SessionRun:
     _records: dict[str, JudgeRecord] = field(default_factory=dict)
     _test: str | None = None
 
-    def note_trust(self, result: EvalResult) -> None:
-        """Keep how far each metric's judge agrees with people, from an assertion's evaluation."""
-        self.trust.update(result.trust)
+    def note_trust(self, result: EvalResult, metrics: Sequence[Metric]) -> None:
+        """Keep how far each metric's judge agrees with people, with the user's calibrations in the store."""
         new = result.judge_record
+        self.trust.update(result.trust)
+        if new is not None and self.store_path is not None and self.store_path.exists():
+            try:
+                with RunStore(self.store_path) as store:
+                    for metric in metrics:
+                        stored = store.calibrations(metric.name, new.identity)
+                        if stored:
+                            self.trust[metric.name] = trust_for(metric.spec(), new, stored)
+            except AssayError:
+                pass  # a store that cannot be opened is reported when the session stores its run
         if new is not None:
             known = self._records.get(new.identity)
             prompts = {**known.prompts, **new.prompts} if known is not None else new.prompts
@@ -361,7 +371,7 @@ def _judged(sample: Sample, metric: Metric, judge: JudgeModel | str | None) -> t
         raise AssertionError(f"assay: invalid sample: {result.errors[0]}")
     session = _current()
     if session is not None:
-        session.note_trust(result)
+        session.note_trust(result, [metric])
     return result.results[0].scores[metric.name], result.judge
 
 
@@ -521,7 +531,7 @@ def assert_scores(
     failed: list[str] = []
     session = _current()
     if session is not None:
-        session.note_trust(result)
+        session.note_trust(result, built)
     for name in names:
         score, floor = scores[name], minimums.get(name, _DEFAULT_MIN)
         failure = None
