@@ -86,7 +86,10 @@ from assay.grounding._verify import STATEMENT_PROMPT, STATEMENT_PROMPT_V1, State
 from assay.models import JudgeModel, get_judge
 
 # The shared dev data beside the checkout, or where $ASSAY_SHARED_DATA says (a worktree elsewhere).
-DATA = Path(os.environ.get("ASSAY_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data") / "grounding"
+DATA = (
+    Path(os.environ.get("ASSAY_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
+    / "grounding"
+)
 CACHE = Path(__file__).resolve().parent / ".cache"
 SETS = {
     "wice": "wice_dev.jsonl",

@@ -50,7 +50,9 @@ MODEL_FREE = {
         "no model: 1 when the state-changing calls the agent performed (failed ones excluded) equal "
         "reference_tool_calls, else 0 (agrees with tau-bench's environment check at 0.98 [0.93-1.00], n=100)"
     ),
-    "tool_call_accuracy": "no model: the expected tool calls compared with the calls made, exactly (names, arguments, order)",
+    "tool_call_accuracy": (
+        "no model: the expected tool calls compared with the calls made, exactly (names, arguments, order)"
+    ),
 }
 
 # The last full runs, as written down (README "How far to trust the offline default", the
@@ -121,9 +123,15 @@ def build_table(measured: dict[str, dict[str, Any]], how: str) -> dict[str, Any]
         headline = HEADLINE_SET if name == "faithfulness" else next(iter(data["figures"]))
         if headline not in data["figures"]:
             continue
-        metrics[name] = {"settings_fingerprint": settings_fingerprint(build_metric(name).spec()), **_entry(name, data, headline)}
+        metrics[name] = {
+            "settings_fingerprint": settings_fingerprint(build_metric(name).spec()),
+            **_entry(name, data, headline),
+        }
     for name, definition in MODEL_FREE.items():
-        metrics[name] = {"settings_fingerprint": settings_fingerprint(build_metric(name).spec()), "model_free": definition}
+        metrics[name] = {
+            "settings_fingerprint": settings_fingerprint(build_metric(name).spec()),
+            "model_free": definition,
+        }
     return {
         "schema": 1,
         "written": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -152,7 +160,15 @@ def measure(limit: int | None, seed: int) -> dict[str, dict[str, Any]]:
         n = limit or 100
         _run([sys.executable, str(HERE / "judge_agreement.py"), "--n", str(n), "--seed", str(seed),
               "--variants", "product", "--sets", ",".join(FAITHFULNESS_SETS), "--json", str(grounding)])  # fmt: skip
-        command = [sys.executable, str(HERE / "goal_accuracy.py"), "--model", "--seed", str(seed), "--json", str(agents)]
+        command = [
+            sys.executable,
+            str(HERE / "goal_accuracy.py"),
+            "--model",
+            "--seed",
+            str(seed),
+            "--json",
+            str(agents),
+        ]
         _run([*command, "--n", str(limit or 40)])
         results = json.loads(grounding.read_text())["results"]
         figures = {
@@ -169,7 +185,9 @@ def measure(limit: int | None, seed: int) -> dict[str, dict[str, Any]]:
                 v = variants[variant]
                 out[metric] = {
                     "level": "trajectory",
-                    "figures": {"taubench": {"balanced_accuracy": v["balanced_accuracy"], "ci": v["ci95"], "n": v["n"]}},
+                    "figures": {
+                        "taubench": {"balanced_accuracy": v["balanced_accuracy"], "ci": v["ci95"], "n": v["n"]}
+                    },
                     "against": "the environment",
                     "date": today,
                     "measured_with": machine,
@@ -181,7 +199,9 @@ def measure(limit: int | None, seed: int) -> dict[str, dict[str, Any]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--documented", action="store_true", help="write the figures already measured (no judging)")
-    parser.add_argument("--limit", type=int, default=None, help="items per set (default: 100 a grounding set, 40 trajectories)")
+    parser.add_argument(
+        "--limit", type=int, default=None, help="items per set (default: 100 a grounding set, 40 trajectories)"
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=TRUST_TABLE, help="where to write the table")
     args = parser.parse_args()
@@ -194,7 +214,8 @@ def main() -> int:
     for name, entry in table["metrics"].items():
         figure = entry.get("figure")
         said = entry.get("model_free") or (
-            f"{figure['balanced_accuracy']:.3f} [{figure['ci'][0]:.3f}-{figure['ci'][1]:.3f}] {figure['dataset']}, n={figure['n']}"
+            f"{figure['balanced_accuracy']:.3f} [{figure['ci'][0]:.3f}-{figure['ci'][1]:.3f}] "
+            f"{figure['dataset']}, n={figure['n']}"
         )
         print(f"{name:40s} {said}")
     print(f"wrote {args.out}")

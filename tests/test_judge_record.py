@@ -143,7 +143,7 @@ def test_a_schema_1_store_is_read_and_its_runs_are_not_resumed_by_an_unverifiabl
         raw = json.loads(db.execute("SELECT spec FROM runs").fetchone()[0])
         raw["dataset_fingerprint"] = open_dataset(path).fingerprint
         db.execute("UPDATE runs SET spec = ?", (json.dumps(raw),))
-    with pytest.raises(ResumeError, match="did not record its judge's weights, layout and llama.cpp build"):
+    with pytest.raises(ResumeError, match=r"did not record its judge's weights, layout and llama\.cpp build"):
         evaluate(path, METRIC, BuiltJudge(verdict, name="local:m"), store=tmp_path / "runs.sqlite",
                  resume=run_id, progress=False)  # fmt: skip
 
@@ -188,8 +188,7 @@ def test_the_record_names_each_difference_in_words() -> None:
 
 def test_the_local_judges_cache_key_and_record_name_the_build_that_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Another build is another judge: its cached answers are not served for this one."""
-    from assay.models import LocalJudge
-    from assay.models import _local
+    from assay.models import LocalJudge, _local
 
     keys = {}
     for kernels in ("avx2", "avx512", "amx"):
@@ -198,7 +197,9 @@ def test_the_local_judges_cache_key_and_record_name_the_build_that_answers(monke
         judge = LocalJudge()
         keys[kernels] = judge.identity
         assert judge.identity.endswith(f":build={kernels}@0.3.36")
-        assert judge.components["build"] == f"llama.cpp default build, {kernels.upper()} kernels (llama-cpp-python 0.3.36)"
+        assert (
+            judge.components["build"] == f"llama.cpp default build, {kernels.upper()} kernels (llama-cpp-python 0.3.36)"
+        )
         assert judge.components["weights"] == "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf (Q4_K_M as shipped)"
     assert len(set(keys.values())) == 3
 

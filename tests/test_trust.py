@@ -24,7 +24,7 @@ from assay.metrics._registry import builtin_names
 from assay.models import FunctionJudge, JudgeRequest
 from assay.models._weights import DEFAULT_MODEL_SHA256
 from assay.run import JudgeRecord, RunSpec, RunStore, SampleResult, new_run_id, store_agreement, trust_for
-from assay.run._trust import TRUST_TABLE, default_judge_settings, settings_fingerprint, shipped_table
+from assay.run._trust import TRUST_TABLE, default_judge_settings, settings_fingerprint
 from assay.testing import FakeOpenAIServer
 
 DEFAULT_LOCAL = JudgeRecord(
@@ -244,7 +244,9 @@ def test_assay_calibrate_then_assay_run_shows_that_calibration(tmp_path: Path) -
         assert "faithfulness: agrees with people: 0.92 [" in flat and "labels.jsonl, n=12 (your calibration" in flat
         assert today in flat
         # A second calibration is shown first; the earlier one follows with its n and date.
-        (tmp_path / "labels.jsonl").write_text((tmp_path / "labels.jsonl").read_text().replace('"label": 0}\n', '"label": 1}\n', 1))
+        (tmp_path / "labels.jsonl").write_text(
+            (tmp_path / "labels.jsonl").read_text().replace('"label": 0}\n', '"label": 1}\n', 1)
+        )
         code, _ = invoke("calibrate", "labels.jsonl", *judge)
         code, out = invoke("run", "answers.jsonl", "-m", "faithfulness", *judge, *SENTENCES)
         flat = " ".join(out.split())

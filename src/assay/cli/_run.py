@@ -45,9 +45,9 @@ from assay.run._cost import PriceTable
 from assay.run._dataset import DEFAULT_MAX_FIELD_CHARS, DEFAULT_MAX_ROW_CHARS
 from assay.run._dryrun import EstimatingJudge, estimate
 from assay.run._evaluate import DEFAULT_CACHE_PATH
+from assay.run._judge_record import JudgeRecord
 from assay.run._readers import check_format
 from assay.run._session import RunOptions
-from assay.run._judge_record import JudgeRecord
 from assay.run._summary import RunSummary
 from assay.run._trust import TrustFigure
 

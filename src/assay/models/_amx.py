@@ -154,7 +154,9 @@ class LoadedBuild:
 
 def kernels_of(system_info: str) -> str:
     """The widest kernels a build's ``llama_print_system_info`` text says it has."""
-    flags = {name.strip().upper(): value.strip() for name, _, value in (p.partition("=") for p in system_info.split("|"))}
+    flags = {
+        name.strip().upper(): value.strip() for name, _, value in (p.partition("=") for p in system_info.split("|"))
+    }
     flags = {name.rpartition(":")[2].strip(): value for name, value in flags.items()}
     for flag, kernels in (("AMX_INT8", "amx"), ("AVX512", "avx512"), ("AVX2", "avx2")):
         if flags.get(flag) == "1":

@@ -113,9 +113,9 @@ def run_settings(spec: RunSpec, repeats: int) -> tuple[Setting, ...]:
     if spec.base_url:
         rows.append(Setting("base URL", redact_url(spec.base_url) or "—"))
     if spec.judge_record is not None:
-        for name, value in spec.judge_record.flat().items():
-            if name != "identity":
-                rows.append(Setting(f"judge {name}", value))
+        for part, said in spec.judge_record.flat().items():
+            if part != "identity":
+                rows.append(Setting(f"judge {part}", said))
     elif spec.engine not in ("pytest", "calibrate"):
         rows.append(Setting("judge weights and build", "not recorded (a run stored before assay recorded them)"))
     per_metric: Sequence[tuple[str, Any]] = (

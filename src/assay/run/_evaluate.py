@@ -37,14 +37,14 @@ from assay.run._dataset import (
     required_fields,
     rows_from_items,
 )
+from assay.run._judge_record import JudgeRecord
 from assay.run._outcome import EvalResult
 from assay.run._progress import ProgressMode, load_local_judge, make_reporter
 from assay.run._results import SampleResult
 from assay.run._session import DatasetSource, RunOptions, check_resume, open_dataset
-from assay.run._judge_record import JudgeRecord
-from assay.run._trust import trust_for
 from assay.run._store import RunSpec, RunStatus, RunStore, StoreError, new_run_id
 from assay.run._summary import RunTally
+from assay.run._trust import trust_for
 
 if TYPE_CHECKING:
     pass

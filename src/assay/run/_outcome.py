@@ -21,10 +21,9 @@ from assay.run._summary import RunSummary, RunTally, summarize_results
 if TYPE_CHECKING:
     import pandas as pd
 
+    from assay.analysis import GateResult
     from assay.run._judge_record import JudgeRecord
     from assay.run._trust import TrustFigure
-
-    from assay.analysis import GateResult
 
 __all__ = ["EvalResult"]
 

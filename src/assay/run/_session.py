@@ -36,8 +36,8 @@ from assay.run._dataset import (
     SizeLimits,
     rows_from_items,
 )
-from assay.run._readers import from_dataframe, from_hf_dataset, read_dataset
 from assay.run._judge_record import JudgeRecord
+from assay.run._readers import from_dataframe, from_hf_dataset, read_dataset
 from assay.run._store import RunSpec
 
 __all__ = ["DatasetSource", "ResumeError", "RunOptions", "check_resume", "open_dataset"]
@@ -397,7 +397,8 @@ def check_resume(
             raise ResumeError(
                 f"cannot resume run {run}: it was stored by an older assay that did not record its judge's weights, "
                 "layout and llama.cpp build, so the judge now could not be shown to be the one that judged its "
-                f"finished samples. Start a new run (the results stored in {run} stay readable: assay report, assay gate)."
+                f"finished samples. Start a new run (the results stored in {run} stay readable: assay report, "
+                "assay gate)."
             )
         differs = spec.judge_record.differences(judge, here="then", there="now")
         if differs:

@@ -127,7 +127,7 @@ class TrustFigure(BaseModel):
         return line
 
     def untrusted_reason(self) -> str:
-        """``untrusted judge: agent_goal_accuracy with local:... agrees with the environment at 0.35 [0.20-0.55] ...``."""
+        """Why a gate refuses it: ``untrusted judge: agent_goal_accuracy with local:... agrees with ... at 0.35``."""
         where = ", ".join(p for p in (self.dataset, f"n={self.n}" if self.n is not None else None) if p)
         return (
             f"untrusted judge: {self.metric} with {self.judge} agrees with {self.against} at {self.figure()} "
