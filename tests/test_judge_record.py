@@ -215,3 +215,20 @@ def test_the_local_judges_cache_key_and_record_name_the_build_that_answers(monke
 )
 def test_the_build_is_read_from_what_the_loaded_library_reports(info: str, kernels: str) -> None:
     assert kernels_of(info) == kernels
+
+
+def test_the_run_browser_says_first_that_two_runs_had_two_judges_of_one_name(tmp_path: Path) -> None:
+    pytest.importorskip("websocket", reason="needs websocket-client (pip install websocket-client)")
+    from cdp import Chromium
+
+    path = data(tmp_path / "d.jsonl")
+    evaluate(path, METRIC, BuiltJudge(verdict, name="local:m"), store="runs.sqlite", progress=False)
+    evaluate(path, METRIC, BuiltJudge(verdict, name="local:m", build=AVX512), store="runs.sqlite", progress=False)
+    out = CliRunner().invoke(app, ["browse", "--store", "runs.sqlite", "-o", "site"])
+    assert out.exit_code == 0, out.output
+    with Chromium(width=1280, height=1000) as browser:
+        browser.navigate((tmp_path / "site" / "index.html").as_uri())
+        browser.wait_for("window.assayBrowserReady === true")
+        note = browser.evaluate("document.getElementById('compare-note').textContent")
+    assert note.startswith("warning: the runs were judged by two different local:m judges: build: "), note
+    assert "AVX2 kernels" in note and "AVX512 kernels" in note
