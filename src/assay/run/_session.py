@@ -362,7 +362,9 @@ def check_resume(
     """Refuse to resume ``spec``'s run with anything but its own data, metrics, judge and options.
 
     ``judge`` is the judge's exact record (weights, layout, build, prompts): a run is resumed
-    only by the judge that started it, and one whose spec holds no record (schema 1) not at all.
+    only by the judge that started it, and a run stored by schema 1 (which recorded no judge
+    but its name) not at all. A later spec without a record was written by hand (or by a door
+    that does not resume): the model name is checked, as before.
 
     Raises:
         ResumeError: naming each difference and what to do instead.
@@ -393,14 +395,14 @@ def check_resume(
             "would make its scores meaningless. Start a new run for the other judge."
         )
     if judge is not None:
-        if spec.judge_record is None:
+        if spec.judge_record is None and spec.schema_version < 2:  # stored before runs recorded their judge
             raise ResumeError(
                 f"cannot resume run {run}: it was stored by an older assay that did not record its judge's weights, "
                 "layout and llama.cpp build, so the judge now could not be shown to be the one that judged its "
                 f"finished samples. Start a new run (the results stored in {run} stay readable: assay report, "
                 "assay gate)."
             )
-        differs = spec.judge_record.differences(judge, here="then", there="now")
+        differs = spec.judge_record.differences(judge, here="then", there="now") if spec.judge_record else []
         if differs:
             raise ResumeError(
                 f"cannot resume run {run}: it was judged by another {spec.judge_model} than this one "
