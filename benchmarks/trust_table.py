@@ -116,6 +116,12 @@ def _entry(name: str, measured: dict[str, Any], headline: str) -> dict[str, Any]
     return {"level": measured["level"], "figure": figures[headline], "figures": figures}
 
 
+def _settings(name: str) -> dict[str, Any]:
+    """The metric's settings as measured (its default spec: version, prompt versions, fields) and their fingerprint."""
+    spec = build_metric(name).spec()
+    return {"settings_fingerprint": settings_fingerprint(spec), "settings": spec.model_dump(mode="json")}
+
+
 def build_table(measured: dict[str, dict[str, Any]], how: str) -> dict[str, Any]:
     """The table: the judge's settings, and per metric its fingerprint and figures (or its definition)."""
     metrics: dict[str, Any] = {}
@@ -123,15 +129,9 @@ def build_table(measured: dict[str, dict[str, Any]], how: str) -> dict[str, Any]
         headline = HEADLINE_SET if name == "faithfulness" else next(iter(data["figures"]))
         if headline not in data["figures"]:
             continue
-        metrics[name] = {
-            "settings_fingerprint": settings_fingerprint(build_metric(name).spec()),
-            **_entry(name, data, headline),
-        }
+        metrics[name] = {**_settings(name), **_entry(name, data, headline)}
     for name, definition in MODEL_FREE.items():
-        metrics[name] = {
-            "settings_fingerprint": settings_fingerprint(build_metric(name).spec()),
-            "model_free": definition,
-        }
+        metrics[name] = {**_settings(name), "model_free": definition}
     return {
         "schema": 1,
         "written": datetime.now(UTC).isoformat(timespec="seconds"),
