@@ -58,7 +58,12 @@ from assay.models import JudgeModel, JudgeResponse, LocalJudge, ScriptedJudge, g
 from assay.models._wrapper import JudgeWrapper
 from assay.run import CachedJudge, JudgeCache
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "agents" / "taubench_airline_dev.jsonl"
+# The shared dev data beside the checkout, or where $ASSAY_SHARED_DATA says (a worktree elsewhere).
+DATA = (
+    Path(os.environ.get("ASSAY_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
+    / "agents"
+    / "taubench_airline_dev.jsonl"
+)
 
 
 class Row:

@@ -85,9 +85,12 @@ from assay.grounding._decompose import LLMDecomposer
 from assay.grounding._verify import STATEMENT_PROMPT, STATEMENT_PROMPT_V1, StatementVerifier
 from assay.models import JudgeModel, get_judge
 
-# $ASSAY_DEV_DATA: the folder of the grounding dev sets, for a checkout that is not beside ../shared
+# The shared dev data beside the checkout, or where $ASSAY_SHARED_DATA says (a worktree elsewhere);
+# $ASSAY_DEV_DATA names the grounding folder itself.
 DATA = Path(
-    os.environ.get("ASSAY_DEV_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data" / "grounding"
+    os.environ.get("ASSAY_DEV_DATA")
+    or Path(os.environ.get("ASSAY_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
+    / "grounding"
 )
 CACHE = Path(__file__).resolve().parent / ".cache"
 SETS = {

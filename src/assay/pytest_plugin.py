@@ -52,7 +52,19 @@ from assay.analysis import partial_run_reasons
 from assay.errors import AssayError, ConfigError, JudgeCallWarning, SampleError, check_threshold, counted
 from assay.metrics import BinaryJudgeGrader, Faithfulness, Metric, metrics_from
 from assay.models import JudgeModel, get_judge
-from assay.run import EvalResult, Row, RunSpec, RunStatus, RunStore, SampleResult, evaluate, new_run_id
+from assay.run import (
+    EvalResult,
+    JudgeRecord,
+    Row,
+    RunSpec,
+    RunStatus,
+    RunStore,
+    SampleResult,
+    TrustFigure,
+    evaluate,
+    new_run_id,
+    trust_for,
+)
 from assay.run._dataset import NOTES, required_fields, rows_from_items
 
 __all__ = [
@@ -96,6 +108,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help="Also write the session run's self-contained HTML report to PATH.",
     )
+    group.addoption(
+        "--assay-allow-untrusted-judge",
+        action="store_true",
+        default=False,
+        help="Do not exit 2 when an assertion's judge agrees with people no better than chance (its measured "
+        "agreement's 95%% CI reaches 0.5); by default the session exits 2, as 'assay gate' does.",
+    )
 
 
 @dataclass(frozen=True)
@@ -124,6 +143,9 @@ class SessionRun:
         error: Why the run could not be stored or reported, if it could not.
         partial: Why ``assay gate`` would not pass the stored run (it is not finished, or
             has invalid samples), from :func:`assay.analysis.partial_run_reasons`.
+        trust: Per metric, how far its judge agrees with people (the last assertion's).
+        allow_untrusted_judge: ``--assay-allow-untrusted-judge``: a judge measured near
+            chance does not make the session exit 2.
     """
 
     store_path: Path | None
@@ -136,7 +158,32 @@ class SessionRun:
     partial: tuple[str, ...] = ()
     notes: dict[str, list[str]] = field(default_factory=dict)
     """What was taken on trust in a sample (a key of :data:`~assay.run._dataset.NOTES`) -> the tests, in order."""
+    trust: dict[str, TrustFigure] = field(default_factory=dict)
+    allow_untrusted_judge: bool = False
+    _records: dict[str, JudgeRecord] = field(default_factory=dict)
     _test: str | None = None
+
+    def note_trust(self, result: EvalResult, metrics: Sequence[Metric]) -> None:
+        """Keep how far each metric's judge agrees with people, with the user's calibrations in the store."""
+        new = result.judge_record
+        self.trust.update(result.trust)
+        if new is not None and self.store_path is not None and self.store_path.exists():
+            try:
+                with RunStore(self.store_path) as store:
+                    for metric in metrics:
+                        stored = store.calibrations(metric.name, new.identity)
+                        if stored:
+                            self.trust[metric.name] = trust_for(metric.spec(), new, stored)
+            except AssayError:
+                pass  # a store that cannot be opened is reported when the session stores its run
+        if new is not None:
+            known = self._records.get(new.identity)
+            prompts = {**known.prompts, **new.prompts} if known is not None else new.prompts
+            self._records[new.identity] = new.model_copy(update={"prompts": prompts})
+
+    def untrusted(self) -> list[str]:
+        """Why the session's judges are not trusted to decide its assertions (empty: they are)."""
+        return [figure.untrusted_reason() for figure in self.trust.values() if figure.untrusted]
 
     @property
     def n_recorded(self) -> int:
@@ -180,7 +227,9 @@ class SessionRun:
             self._test = None
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Store the run (and write its report) once every test has run."""
+        """Store the run (and write its report) once every test has run; exit 2 on an untrusted judge."""
+        if self.untrusted() and not self.allow_untrusted_judge and exitstatus in (0, 1):
+            session.exitstatus = 2  # as 'assay gate': a pass or a fail decided by a coin is neither
         if not self.n_recorded or self.store_path is None:
             return
         status: RunStatus = "finished"
@@ -211,6 +260,8 @@ class SessionRun:
             n_rows=self.n_recorded if status == "finished" else None,
             judge=judges,
             judge_model=judges,
+            # One judge: recorded exactly (its prompts are the metrics' own, in their specs).
+            judge_record=next(iter(self._records.values())) if len(self._records) == 1 else None,
             metrics=tuple(specs.values()),
             options={"assertions": len(self.assertions), "failed_assertions": self._n_failed()},
             engine="pytest",
@@ -256,6 +307,11 @@ class SessionRun:
             lines.append(
                 f"  {name}: mean {mean}, scored {s.n_scored}, {unscored}, failed assertions {failed} of {len(mine)}"
             )
+            if name in self.trust:
+                lines.append(f"    {self.trust[name].text()}")
+        for reason in self.untrusted():
+            said = "gated anyway (--assay-allow-untrusted-judge)" if self.allow_untrusted_judge else "exit 2"
+            lines.append(f"assay: {said}: {reason}")
         lines += self.note_lines()
         if self.report_path is not None:
             shown = self._shown(self.report_path)
@@ -295,6 +351,7 @@ def pytest_configure(config: pytest.Config) -> None:
         store_path=None if store.lower() == _NO_STORE else root / store,
         report_path=root / str(report) if report is not None else None,
         root=root,
+        allow_untrusted_judge=bool(config.getoption("--assay-allow-untrusted-judge")),
     )
     config.pluginmanager.register(session, "assay-session-run")
     _SESSIONS.append((config, session))
@@ -373,6 +430,9 @@ def _judged(sample: Sample, metric: Metric, judge: JudgeModel | str | None) -> t
     result = _evaluate_one(sample, [metric], judge)
     if result.errors:
         raise AssertionError(f"assay: invalid sample: {result.errors[0]}")
+    session = _current()
+    if session is not None:
+        session.note_trust(result, [metric])
     return result.results[0].scores[metric.name], result.judge
 
 
@@ -537,6 +597,8 @@ def assert_scores(
     failures: list[str] = []
     failed: list[str] = []
     session = _current()
+    if session is not None:
+        session.note_trust(result, built)
     for name in names:
         score, floor = scores[name], minimums.get(name, _DEFAULT_MIN)
         failure = None

@@ -108,7 +108,7 @@ def no_such_metric(run_id: str, name: str, known: Sequence[str]) -> ConfigError:
 
 
 Stability = Literal["stable_pass", "stable_fail", "flaky"]
-GateOutcome = Literal["pass", "fail", "flaky", "unscored", "incomplete"]
+GateOutcome = Literal["pass", "fail", "flaky", "unscored", "incomplete", "untrusted"]
 
 
 def poisson_binomial_pmf(probs: Sequence[float]) -> npt.NDArray[np.float64]:
@@ -274,6 +274,9 @@ class GatePolicy:
             ``max_invalid_rows``' business.
         max_invalid_rows: The most invalid input rows (never judged) a run may have and
             still be gated (``assay gate --max-invalid-rows``; default 0).
+        allow_untrusted_judge: Gate a metric whose judge's measured agreement has a CI
+            reaching chance (``assay gate --allow-untrusted-judge``) instead of calling it
+            ``untrusted``; the result says so.
     """
 
     threshold: float = 0.8
@@ -287,6 +290,7 @@ class GatePolicy:
     seed: int = 0
     allow_partial: bool = False
     max_invalid_rows: int = 0
+    allow_untrusted_judge: bool = False
 
     def __post_init__(self) -> None:
         check_threshold(self.threshold, "threshold")  # the one check of every door's pass mark
@@ -562,6 +566,9 @@ class GateResult:
             the outcome is then ``incomplete`` (:func:`refuses_partial_run`), unless the
             policy allows it (``allow_partial``, for a run that is not finished).
         coverage: The run's coverage the gate was given (``None``: not checked).
+        untrusted: Why the metric's judge is not trusted to gate (its measured agreement's CI
+            reaches chance), or ``None``. The outcome is then ``untrusted`` unless the policy
+            allows it (``allow_untrusted_judge``).
     """
 
     metric: str
@@ -581,6 +588,7 @@ class GateResult:
     repeat_passes: tuple[bool, ...] = ()
     partial: tuple[str, ...] = ()
     coverage: RunCoverage | None = None
+    untrusted: str | None = None
 
     @property
     def gated_partial(self) -> bool:
@@ -793,7 +801,9 @@ def _repeat_outcomes(samples: Sequence[SampleRepeats], policy: GatePolicy) -> tu
     return tuple(outcomes)
 
 
-def evaluate_gate(report: RepeatReport, policy: GatePolicy, run: RunCoverage | None = None) -> GateResult:
+def evaluate_gate(
+    report: RepeatReport, policy: GatePolicy, run: RunCoverage | None = None, *, untrusted: str | None = None
+) -> GateResult:
     """Apply ``policy`` to a run's :class:`RepeatReport` (and, given its :class:`RunCoverage`, to the run).
 
     Method: ``repeats`` when some sample has 2+ scored repeats, else ``binomial`` with ε
@@ -817,6 +827,10 @@ def evaluate_gate(report: RepeatReport, policy: GatePolicy, run: RunCoverage | N
     is not finished is gated on those rows and the result says so (``gated_partial``).
     Every door that gates a stored run passes it; without it, nothing is known of rows
     never judged and nothing is checked.
+
+    ``untrusted`` (``TrustFigure.untrusted_reason()`` of the metric's judge, when its measured
+    agreement's CI reaches chance): the outcome is ``untrusted`` whatever the scores show,
+    unless ``allow_untrusted_judge`` (then it is a note). A partial run stays ``incomplete``.
     """
     notes: list[str] = []
     has_repeats = any(s.n_scored >= 2 for s in report.samples)
@@ -896,6 +910,11 @@ def evaluate_gate(report: RepeatReport, policy: GatePolicy, run: RunCoverage | N
         outcome = "fail"
     else:
         outcome = "flaky"
+    if untrusted is not None:
+        if policy.allow_untrusted_judge:
+            notes.append(f"gated on an untrusted judge (allow_untrusted_judge): {untrusted}")
+        else:
+            outcome = "untrusted"
     partial = (() if run is None else partial_run_reasons(run, policy)) + errors
     if (run is not None and refuses_partial_run(run, policy)) or errors:
         outcome = "incomplete"
@@ -920,16 +939,18 @@ def evaluate_gate(report: RepeatReport, policy: GatePolicy, run: RunCoverage | N
         repeat_passes=repeat_passes,
         partial=partial,
         coverage=run,
+        untrusted=untrusted,
     )
 
 
-_SEVERITY: dict[GateOutcome, int] = {"pass": 0, "flaky": 1, "unscored": 2, "incomplete": 3, "fail": 4}
+_SEVERITY: dict[GateOutcome, int] = {"pass": 0, "flaky": 1, "unscored": 2, "untrusted": 3, "incomplete": 4, "fail": 5}
 
 
 def combined_outcome(outcomes: Sequence[GateOutcome]) -> GateOutcome:
     """The outcome of several gates on one run (one per metric): the worst of them.
 
     Worst first: ``fail`` (a metric was seen to fail), ``incomplete`` (the run is partial),
+    ``untrusted`` (a metric's judge agrees with people no better than chance),
     ``unscored`` (a metric could not be decided), ``flaky``, ``pass``. No gate at all is
     ``unscored``: nothing passed.
     """

@@ -127,4 +127,8 @@ def calibrate(
     out_console.print(
         f"stored in {printable(store_path)} as run [bold]{result.run_id}[/bold] · 'assay runs show {result.run_id}'"
     )
+    for metric in result.attached_to:
+        out_console.print(
+            f"attached to {printable(metric)} with this judge: later runs of it show this agreement beside the score"
+        )
     raise typer.Exit(EXIT_BAD_ROWS if result.errors else EXIT_OK)

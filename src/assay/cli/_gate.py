@@ -44,7 +44,7 @@ from assay.analysis import (
 from assay.cli._console import err_console, fmt_score, out_console
 from assay.errors import AssayError, ConfigError, check_threshold, counted, did_you_mean
 from assay.report import gate_summary_markdown, md_text
-from assay.run import RunStore
+from assay.run import RunStore, trust_for_run
 
 __all__ = ["EXIT_FAIL", "EXIT_FLAKY", "EXIT_PASS", "EXIT_USAGE_GATE", "gate", "parse_gated_metrics", "render_gate"]
 
@@ -52,8 +52,22 @@ EXIT_PASS: Final = 0
 EXIT_FAIL: Final = 1
 EXIT_FLAKY: Final = 2
 EXIT_USAGE_GATE: Final = 3
-_EXIT = {"pass": EXIT_PASS, "fail": EXIT_FAIL, "flaky": EXIT_FLAKY, "unscored": EXIT_FLAKY, "incomplete": EXIT_FLAKY}
-_COLOUR = {"pass": "green", "fail": "red", "flaky": "yellow", "unscored": "yellow", "incomplete": "yellow"}
+_EXIT = {
+    "pass": EXIT_PASS,
+    "fail": EXIT_FAIL,
+    "flaky": EXIT_FLAKY,
+    "unscored": EXIT_FLAKY,
+    "incomplete": EXIT_FLAKY,
+    "untrusted": EXIT_FLAKY,
+}
+_COLOUR = {
+    "pass": "green",
+    "fail": "red",
+    "flaky": "yellow",
+    "unscored": "yellow",
+    "incomplete": "yellow",
+    "untrusted": "yellow",
+}
 
 
 class _GateUsageError(typer.BadParameter):
@@ -132,6 +146,9 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
         soft_wrap=True,
     )
     print_partial(result)
+    if result.untrusted is not None:
+        said = "not gated" if result.outcome == "untrusted" else "gated anyway (--allow-untrusted-judge)"
+        out_console.print(f"[bold yellow]{said}:[/bold yellow] {printable(result.untrusted)}", soft_wrap=True)
     n_scored = sum(s.is_scored for s in result.samples)
     out_console.print(
         f"samples {len(result.samples)} (scored {n_scored}) · unscored results {report.n_unscored}/{report.n_records} "
@@ -379,6 +396,14 @@ def gate(
             "a run exits 2: rows never judged are not a pass); the verdict then says it gated a partial run.",
         ),
     ] = False,
+    allow_untrusted_judge: Annotated[
+        bool,
+        typer.Option(
+            "--allow-untrusted-judge",
+            help="Gate a metric whose judge's measured agreement with people has a 95% CI reaching chance (0.5); by "
+            "default such a gate exits 2 ('untrusted judge'), since a pass or a fail on it means nothing.",
+        ),
+    ] = False,
     max_invalid_rows: Annotated[
         int,
         typer.Option(
@@ -426,9 +451,10 @@ def gate(
     rows than --max-invalid-rows (default 0).
 
     Exit codes: 0 pass; 1 fail; 2 flaky (repeats disagree), unscored results above
-    --max-unscored, nothing judged, or an incomplete run (interrupted, failed, still
-    running, or invalid rows beyond --max-invalid-rows); 3 usage error (unknown run or
-    metric, bad option).
+    --max-unscored, nothing judged, an incomplete run (interrupted, failed, still
+    running, or invalid rows beyond --max-invalid-rows), or an untrusted judge (its measured
+    agreement's 95% CI reaches chance; --allow-untrusted-judge gates anyway); 3 usage error
+    (unknown run or metric, bad option).
     """
     if ctx.args:
         known = [p for param in ctx.command.params for p in getattr(param, "opts", ())]
@@ -456,6 +482,7 @@ def gate(
             seed=seed,
             allow_partial=allow_partial,
             max_invalid_rows=max_invalid_rows,
+            allow_untrusted_judge=allow_untrusted_judge,
         )
         with RunStore(store_path) as store:
             if run_id is None:
@@ -463,6 +490,7 @@ def gate(
                 err_console.print(f"gating the latest run in {printable(str(store_path))}: {printable(run_id)}")
             coverage = store.coverage(run_id)
             spec = store.spec(run_id)
+            trust = trust_for_run(store, run_id)
             # Masks what a run stored before its URL was redacted may echo of its credentials.
             records = scrub(list(store.records(run_id)), url_secrets(spec.base_url))
     except (AssayError, ValueError) as exc:
@@ -484,7 +512,12 @@ def gate(
         raise typer.Exit(_EXIT["unscored"])
     reports = {name: analyze_repeats(records, name, seed=seed) for name in metrics_in(records)}
     by_name = {
-        name: evaluate_gate(reports[name], dataclasses.replace(policy, threshold=threshold), coverage)
+        name: evaluate_gate(
+            reports[name],
+            dataclasses.replace(policy, threshold=threshold),
+            coverage,
+            untrusted=trust[name].untrusted_reason() if name in trust and trust[name].untrusted else None,
+        )
         for name, threshold in gated
         if name in reports
     }
@@ -520,7 +553,8 @@ def gate(
             continue
         render_gate(by_name[name], reports[name], run_id)
     if summary_md is not None:
-        _append_summary(summary_md, gate_summary_markdown(results, reports, run_id=run_id))
+        texts = {name: figure.text() for name, figure in trust.items()}
+        _append_summary(summary_md, gate_summary_markdown(results, reports, run_id=run_id, trust=texts))
     raise typer.Exit(_EXIT[outcome])
 
 

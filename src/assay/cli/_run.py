@@ -12,7 +12,7 @@ import threading
 import time
 import warnings
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Annotated, Any
 
@@ -36,7 +36,7 @@ from assay.cli._console import (
     fmt_score,
     out_console,
 )
-from assay.cli._runs import write_export
+from assay.cli._runs import print_trust, write_export
 from assay.errors import (
     AssayError,
     ConfigError,
@@ -54,9 +54,11 @@ from assay.run._cost import PriceTable
 from assay.run._dataset import DEFAULT_MAX_FIELD_CHARS, DEFAULT_MAX_ROW_CHARS
 from assay.run._dryrun import EstimatingJudge, estimate
 from assay.run._evaluate import DEFAULT_CACHE_PATH
+from assay.run._judge_record import JudgeRecord
 from assay.run._readers import check_format
 from assay.run._session import RunOptions
 from assay.run._summary import RunSummary
+from assay.run._trust import TrustFigure
 
 __all__ = ["DEFAULT_MAX_UNSCORED", "build_metrics", "exit_code", "run"]
 
@@ -134,8 +136,22 @@ def _culprit(name: str, given: dict[str, str]) -> tuple[str, str] | None:
     return None
 
 
-def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float, store: Path, repeats: int = 1) -> None:
-    """The run's summary, computed from every stored record (a resumed run's earlier part too)."""
+def _print_summary(
+    summary: RunSummary,
+    run_id: str,
+    judge: str,
+    elapsed: float,
+    store: Path,
+    repeats: int = 1,
+    *,
+    trust: Mapping[str, TrustFigure] | None = None,
+    record: JudgeRecord | None = None,
+) -> None:
+    """The run's summary, computed from every stored record (a resumed run's earlier part too).
+
+    ``trust``: per metric, how far its judge agrees with people, printed under the table;
+    ``record``: the judge exactly (weights and layout, build, prompts), printed under its title.
+    """
     table = Table(title=f"run {run_id} · judge {printable(judge)} · {elapsed:.1f}s", title_justify="left")
     table.add_column("metric", no_wrap=True, min_width=max((len(n) for n in summary.metrics), default=6))
     table.add_column("mean", justify="right", no_wrap=True)
@@ -150,6 +166,7 @@ def _print_summary(summary: RunSummary, run_id: str, judge: str, elapsed: float,
         reasons = ("\n" if first else ", ").join(said) or "0"
         table.add_row(printable(name), fmt_score(s.mean), str(s.n_scored), reasons)
     out_console.print(table)
+    print_trust(trust or {}, record)
     cost = summary.cost
     out_console.print(
         f"{counted(summary.n_results, 'result')} · judge calls {cost.calls} (cached {cost.cached_calls}, failed "
@@ -690,7 +707,16 @@ def run(
             )
         raise typer.Exit(code)
     summary = store.summary(run_id, price_table)
-    _print_summary(summary, run_id, result.judge, time.perf_counter() - started, store_path, options.repeats)
+    _print_summary(
+        summary,
+        run_id,
+        result.judge,
+        time.perf_counter() - started,
+        store_path,
+        options.repeats,
+        trust=result.trust,
+        record=result.judge_record,
+    )
     if progress == "none":  # otherwise the progress output said it before judging began
         for note in result.notes:  # what was taken on trust (contexts given as text)
             if note != summary.cost.failure():  # the summary said that one

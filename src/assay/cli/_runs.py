@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Annotated, Literal, cast
 
@@ -24,13 +25,34 @@ from assay.cli._console import (
     verdict_lines,
 )
 from assay.errors import AssayError, counted
-from assay.run import RunStore
+from assay.run import JudgeRecord, RunStore, TrustFigure, trust_for_run
 from assay.run._cost import describe_cost
 
-__all__ = ["runs_app"]
+__all__ = ["print_trust", "runs_app"]
 
 runs_app = typer.Typer(help="Stored runs: list, show, export.", no_args_is_help=True)
 StoreOption = Annotated[Path, typer.Option("--store", help="The run store (SQLite).")]
+
+
+def print_trust(trust: Mapping[str, TrustFigure], record: JudgeRecord | None) -> None:
+    """The judge exactly, then per metric how far it agrees with people ("not for gating" in yellow)."""
+    if record is not None:
+        out_console.print("judge " + printable(" · ".join(record.lines()) or record.identity), soft_wrap=True)
+    for name, figure in trust.items():
+        text = printable(figure.text())
+        if figure.untrusted:
+            out_console.print(f"[bold yellow]{printable(name)}[/bold yellow]: {text}", soft_wrap=True)
+        else:
+            out_console.print(f"{printable(name)}: {text}", soft_wrap=True)
+
+
+def _trust(runs: RunStore, run_id: str) -> dict[str, TrustFigure]:
+    """The run's trust figures; a table or store that cannot be read says so instead of stopping ``runs show``."""
+    try:
+        return trust_for_run(runs, run_id)
+    except (AssayError, OSError, ValueError) as exc:
+        err_console.print(f"[yellow]warning[/yellow]: trust figures unavailable: {printable(str(exc))}")
+        return {}
 
 
 def _open(store: Path) -> RunStore:
@@ -126,6 +148,7 @@ def show(
                 reasons = ", ".join(f"{r}: {n}" for r, n in s["unscored_by_reason"].items()) or "0"
                 table.add_row(printable(name), fmt_score(mean), str(s["n_scored"]), printable(reasons))
             out_console.print(table)
+            print_trust(_trust(runs, run_id), spec.judge_record)
             cost = info.summary.get("_cost")
             if cost:
                 # A model without a price makes the cost unknown, never $0.0000. (Runs stored

@@ -35,7 +35,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LibraryChoice", "amx_library_dir", "choose_library", "probe_amx"]
+__all__ = ["LibraryChoice", "LoadedBuild", "amx_library_dir", "choose_library", "loaded_build", "probe_amx"]
 
 AMX_DIR_ENV = "ASSAY_LLAMA_AMX_DIR"
 BUILD_FILE = "BUILD.json"
@@ -125,6 +125,65 @@ def _choose() -> LibraryChoice:
     if not granted:
         return LibraryChoice("default", said)
     return LibraryChoice("amx", "AMX tiles granted: probed in a child process", str(directory))
+
+
+@dataclass(frozen=True)
+class LoadedBuild:
+    """The llama.cpp build a process has loaded: which library, its widest kernels, its version.
+
+    ``kernels`` is ``amx``, ``avx512``, ``avx2`` or ``generic`` (what the build's own
+    ``llama_print_system_info`` reports as compiled in), or ``unknown`` where ``llama_cpp``
+    cannot be imported. Two builds of one llama.cpp version that differ here compute
+    P(supported) differently (1 of 100 BEGIN verdicts moved between AVX2 and AVX-512:
+    ``docs/design/judging.md``), so they are two judges.
+    """
+
+    library: str
+    kernels: str
+    version: str
+
+    @property
+    def tag(self) -> str:
+        """The short form a cache key and a run record hold, e.g. ``avx2@0.3.36``."""
+        return f"{self.kernels}@{self.version}"
+
+    def describe(self) -> str:
+        """For people: ``llama.cpp default build, AVX2 kernels (llama-cpp-python 0.3.36)``."""
+        return f"llama.cpp {self.library} build, {self.kernels.upper()} kernels (llama-cpp-python {self.version})"
+
+
+def kernels_of(system_info: str) -> str:
+    """The widest kernels a build's ``llama_print_system_info`` text says it has."""
+    flags = {
+        name.strip().upper(): value.strip() for name, _, value in (p.partition("=") for p in system_info.split("|"))
+    }
+    flags = {name.rpartition(":")[2].strip(): value for name, value in flags.items()}
+    for flag, kernels in (("AMX_INT8", "amx"), ("AVX512", "avx512"), ("AVX2", "avx2")):
+        if flags.get(flag) == "1":
+            return kernels
+    return "generic"
+
+
+_BUILD: LoadedBuild | None = None
+
+
+def loaded_build() -> LoadedBuild:
+    """The build this process loads (chosen by :func:`choose_library` first), once per process."""
+    global _BUILD
+    if _BUILD is None:
+        choice = choose_library()  # before llama_cpp is first imported: it loads its build then
+        try:
+            version = importlib.metadata.version("llama-cpp-python")
+        except importlib.metadata.PackageNotFoundError:
+            version = "none"
+        try:
+            import llama_cpp
+
+            info = llama_cpp.llama_print_system_info().decode(errors="replace")
+        except (ImportError, OSError, AttributeError):
+            return LoadedBuild(choice.library, "unknown", version)  # not kept: a later import may work
+        _BUILD = LoadedBuild(choice.library, kernels_of(info), version)
+    return _BUILD
 
 
 # The install-time check: does a candidate build compute what the default build computes?

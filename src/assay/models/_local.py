@@ -36,7 +36,7 @@ from pydantic import BaseModel
 from assay._schema import schema_of
 from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError, MissingExtraError, ModelWeightsError
-from assay.models._amx import LibraryChoice, choose_library
+from assay.models._amx import LibraryChoice, choose_library, loaded_build
 from assay.models._decode import (
     DRAFT_MAX,
     SEQUENCES,
@@ -472,7 +472,11 @@ class LocalJudge(JudgeModel):
         kernel: P(supported) moves, so their answers are not served for the shipped
         file's, nor the other way round). Loads nothing, except
         that on the AMX build the default weights are assembled and their copy made (as
-        the first call would) so the key names the file that will answer.
+        the first call would) so the key names the file that will answer. Last, the
+        llama.cpp build that answers (``:build=avx2@0.3.36``: its widest kernels and
+        version, :func:`~assay.models._amx.loaded_build`): between the AVX2 and AVX-512
+        builds 1 of 100 BEGIN verdicts moved, so a cached answer of one build is not
+        served for another (``docs/design/judging.md``, "One judge name, one judge").
         """
         chosen = self._model_path or os.environ.get("ASSAY_LOCAL_MODEL")
         if chosen:
@@ -484,7 +488,24 @@ class LocalJudge(JudgeModel):
             file = f"{path}:{size}"
         else:
             file = f"sha256:{DEFAULT_MODEL_SHA256}" + (f":{AMX_LAYOUT_TAG}" if self._runs_amx_layout() else "")
-        return f"local:{file}:strings<={self.max_string_chars}"
+        return f"local:{file}:strings<={self.max_string_chars}:build={loaded_build().tag}"
+
+    @property
+    def components(self) -> dict[str, str]:
+        """The weights file and layout, and the llama.cpp build, as the run record keeps them.
+
+        Decided as :attr:`identity` decides them (nothing is loaded; on the AMX build the
+        default weights' copy is made first, as the first call would).
+        """
+        chosen = self._model_path or os.environ.get("ASSAY_LOCAL_MODEL")
+        file = Path(chosen).name if chosen else DEFAULT_MODEL_FILE
+        if chosen:
+            layout = "as given"
+        elif self._runs_amx_layout():
+            layout = f"Q8_0 copy, one scale per 256 weights ({AMX_LAYOUT_TAG})"
+        else:
+            layout = "Q4_K_M as shipped"
+        return {"weights": f"{file} ({layout})", "build": loaded_build().describe()}
 
     def _runs_amx_layout(self) -> bool:
         if self._weights_path is None and shipped_because(choose_library(), chosen=False) is not None:

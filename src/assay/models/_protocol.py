@@ -74,8 +74,8 @@ class JudgeModel(Protocol):
     callers turn that into an unscored result with reason ``judge_error``.
 
     Subclass it (``class MyJudge(JudgeModel): ...``) to inherit the defaults of the
-    optional capabilities (:attr:`identity`, :attr:`batched_calls`, :attr:`interruptible`); a class that only
-    matches it structurally must define them itself.
+    optional capabilities (:attr:`identity`, :attr:`components`, :attr:`batched_calls`,
+    :attr:`interruptible`); a class that only matches it structurally must define them itself.
     """
 
     @property
@@ -103,6 +103,18 @@ class JudgeModel(Protocol):
         Never holds credentials (URLs go through :func:`assay._safety.redact_url`).
         """
         return self.model_id
+
+    @property
+    def components(self) -> dict[str, str]:
+        """What answers beyond :attr:`model_id`, for the run record (default: nothing more).
+
+        Keys a backend may give: ``weights`` (the file and its layout), ``adapter``,
+        ``build`` (the llama.cpp build and its kernels). A run stores them with the judge's
+        :attr:`identity` (:class:`assay.run.JudgeRecord`); ``resume`` refuses a judge whose
+        components differ and a comparison of two runs names the difference first. Never
+        holds credentials.
+        """
+        return {}
 
     @property
     def batched_calls(self) -> int:

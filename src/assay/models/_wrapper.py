@@ -15,7 +15,7 @@ __all__ = ["JudgeWrapper"]
 class JudgeWrapper(JudgeModel):
     """Forwards identity and optional capabilities to ``inner``; subclasses override ``generate``.
 
-    The protocol's capabilities (``identity``, ``interruptible``) are forwarded explicitly.
+    The protocol's capabilities (``identity``, ``components``, ``interruptible``) are forwarded explicitly.
 
     Optional capabilities of the inner judge (``choice_probabilities``, ``complete_string``)
     pass through attribute lookup, so ``isinstance(wrapper, ChoiceScorer)`` holds exactly
@@ -44,6 +44,11 @@ class JudgeWrapper(JudgeModel):
     def identity(self) -> str:
         """The inner judge's (what the cache keys on)."""
         return self.inner.identity
+
+    @property
+    def components(self) -> dict[str, str]:
+        """The inner judge's (what the run record keeps)."""
+        return self.inner.components
 
     @property
     def batched_calls(self) -> int:

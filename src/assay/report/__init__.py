@@ -45,7 +45,7 @@ from assay.report._build import (
 )
 from assay.report._html import CSP, render_browser, render_html
 from assay.report._markdown import gate_summary_markdown, md_text
-from assay.run import EvalResult, RunStore
+from assay.run import EvalResult, RunStore, trust_for_run
 from assay.run._cost import PriceTable
 
 __all__ = [
@@ -158,6 +158,7 @@ def load_report(
             # The same analysis as 'assay gate' (its --seed is the policy's seed).
             gate=gate or GatePolicy(threshold=pass_mark, seed=seed),
             gated=list(gated),
+            trust=trust_for_run(store, run_id),
         )
     except KeyError as exc:
         name = str(exc.args[0])
@@ -296,7 +297,8 @@ def write_browser(
                 store, info.run_id, folder / "runs" / report_file(info.run_id), threshold=mark, prices=prices,
                 seed=seed, back_link="../index.html",
             )  # fmt: skip
-    data = build_browser(runs, threshold=mark, store=str(store.path), max_samples=max_samples)
+    trust = {info.run_id: trust_for_run(store, info.run_id) for info, _ in runs}
+    data = build_browser(runs, threshold=mark, store=str(store.path), max_samples=max_samples, trust=trust)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "index.html").write_text(render_browser(data), encoding="utf-8")
     return data

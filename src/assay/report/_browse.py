@@ -32,7 +32,7 @@ from typing import Any
 
 from assay.analysis import bootstrap_mean_ci
 from assay.report._build import Interval, Texts, embed_json
-from assay.run import RunInfo
+from assay.run import RunInfo, TrustFigure, trust_for
 from assay.run._frames import score_value
 
 __all__ = ["BROWSER_SAMPLES", "BrowserData", "RunEntry", "build_browser", "report_file"]
@@ -65,6 +65,7 @@ class RunEntry:
         file: Its report's file name in ``runs/``.
         n_shown: Samples embedded for comparison (at most ``BROWSER_SAMPLES``).
         n_samples: Samples the run has.
+        trust: Metric -> how far its judge agrees with people (shown beside the mean).
     """
 
     info: RunInfo
@@ -72,6 +73,7 @@ class RunEntry:
     file: str
     n_shown: int
     n_samples: int
+    trust: Mapping[str, TrustFigure] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ def build_browser(
     threshold: float = 0.8,
     store: str = "",
     max_samples: int = BROWSER_SAMPLES,
+    trust: Mapping[str, Mapping[str, TrustFigure]] | None = None,
 ) -> BrowserData:
     """The index's data from every run and its records (pure: no file, no store).
 
@@ -150,6 +153,9 @@ def build_browser(
         threshold: The pass mark samples are coloured by (``assay gate``'s default).
         store: The store's path, for the page's title.
         max_samples: Samples per run embedded for comparison (the rest are in its report).
+        trust: Per run id, per metric, how far its judge agrees with people (with the user's
+            calibrations: :func:`assay.run.trust_for_run`); default: from each run's spec and
+            the shipped table alone.
     """
     texts = Texts()
     entries: list[RunEntry] = []
@@ -165,7 +171,10 @@ def build_browser(
             if name not in metrics:
                 metrics.append(name)
         samples, means, n_samples = _samples(records, names, texts, max_samples)
-        entry = RunEntry(info, means, report_file(info.run_id), len(samples), n_samples)
+        figures = (trust or {}).get(info.run_id) or {
+            m.name: trust_for(m, info.spec.judge_record) for m in info.spec.metrics
+        }
+        entry = RunEntry(info, means, report_file(info.run_id), len(samples), n_samples, figures)
         entries.append(entry)
         payload_runs.append(
             {
@@ -174,6 +183,8 @@ def build_browser(
                 "status": info.status,
                 "dataset": info.spec.dataset,
                 "judge": info.spec.judge_model,
+                # The judge exactly (weights, layout, build, prompts): one name can be two judges.
+                "judge_parts": info.spec.judge_record.flat() if info.spec.judge_record is not None else None,
                 # What a comparison must match besides the data: each metric's version and settings.
                 "settings": {
                     m.name: f"version {m.version} " + json.dumps(m.params, sort_keys=True, default=str)

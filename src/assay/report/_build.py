@@ -53,7 +53,7 @@ from assay.report._answer import (
     to_utf16_offsets,
     to_utf16_segments,
 )
-from assay.run import RunInfo
+from assay.run import RunInfo, TrustFigure, trust_for
 from assay.run._cost import CostReport, PriceTable
 from assay.run._frames import score_value
 
@@ -257,6 +257,8 @@ class MetricView:
     threshold: float = 0.8
     verdict: GateResult | None = None
     pass_fail: bool = False
+    trust: TrustFigure | None = None
+    """How far the metric's judge agrees with people (shown beside the score)."""
 
 
 @dataclass(frozen=True)
@@ -352,6 +354,14 @@ def comparison_caveats(here: RunInfo, other: RunInfo) -> tuple[str, ...]:
     """
     a, b = here.spec, other.spec
     caveats = []
+    # The judge first: one model name can be two judges (another layout, build or prompt).
+    if a.judge_model == b.judge_model and a.judge_record is not None and b.judge_record is not None:
+        differs = a.judge_record.differences(b.judge_record)
+        if differs:
+            caveats.append(f"judged by two different {a.judge_model} judges ({'; '.join(differs)})")
+    elif a.judge_model == b.judge_model and (a.judge_record is None) != (b.judge_record is None):
+        unrecorded = here.run_id if a.judge_record is None else other.run_id
+        caveats.append(f"run {unrecorded} did not record its judge's weights, layout and build: the judges may differ")
     if a.judge_model != b.judge_model:
         caveats.append(f"judged by different judges ({a.judge_model} here, {b.judge_model} there)")
     elif (a.base_url or None) != (b.base_url or None):  # one model name, two servers (another quantisation...)
@@ -629,6 +639,7 @@ def build_report(
     thresholds: Mapping[str, float] | None = None,
     gate: GatePolicy | None = None,
     gated: Sequence[str] = (),
+    trust: Mapping[str, TrustFigure] | None = None,
 ) -> ReportData:
     """Compute everything the report shows from one run's records (and another run's).
 
@@ -646,6 +657,9 @@ def build_report(
         gate: The gate policy behind each metric's gate column (its threshold replaced by
             the metric's pass mark); default: ``assay gate``'s defaults with ``seed``.
         gated: The metrics whose gate verdicts head the report (``gate_results``).
+        trust: Per metric, how far its judge agrees with people (:func:`assay.run.trust_for_run`,
+            with the user's calibrations); default: from the run's spec and the shipped table alone.
+            A gate column on an untrusted judge says ``untrusted``, as ``assay gate`` does.
     """
     records = list(records)
     names = _metric_names(info, records)
@@ -655,15 +669,21 @@ def build_report(
     policy = gate or GatePolicy(threshold=threshold, seed=seed)
     # The gate's own rule on a partial run (not finished, invalid rows): the same verdicts as 'assay gate'.
     coverage = info.coverage([line for line, _ in row_errors])
+    if trust is None:
+        trust = {m.name: trust_for(m, info.spec.judge_record) for m in info.spec.metrics}
     views = []
     for name in names:
         view = _metric_view(name, groups, repeats, marks[name], seed)
         verdict, pass_fail = None, False
+        figure = trust.get(name)
+        untrusted = figure.untrusted_reason() if figure is not None and figure.untrusted else None
         if view.n_samples:
             repeat_report = analyze_repeats(records, name, seed=policy.seed)
-            verdict = evaluate_gate(repeat_report, dataclasses.replace(policy, threshold=marks[name]), coverage)
+            verdict = evaluate_gate(
+                repeat_report, dataclasses.replace(policy, threshold=marks[name]), coverage, untrusted=untrusted
+            )
             pass_fail = is_pass_fail(repeat_report)
-        views.append(dataclasses.replace(view, verdict=verdict, pass_fail=pass_fail))
+        views.append(dataclasses.replace(view, verdict=verdict, pass_fail=pass_fail, trust=figure))
     metrics = tuple(views)
     unknown = [name for name in gated if name not in names]
     if unknown:

@@ -112,6 +112,12 @@ def run_settings(spec: RunSpec, repeats: int) -> tuple[Setting, ...]:
     ]
     if spec.base_url:
         rows.append(Setting("base URL", redact_url(spec.base_url) or "—"))
+    if spec.judge_record is not None:
+        for part, said in spec.judge_record.flat().items():
+            if part != "identity":
+                rows.append(Setting(f"judge {part}", said))
+    elif spec.engine not in ("pytest", "calibrate"):
+        rows.append(Setting("judge weights and build", "not recorded (a run stored before assay recorded them)"))
     per_metric: Sequence[tuple[str, Any]] = (
         ("decomposer", lambda p: _DECOMPOSERS.get(p["decomposer"], p["decomposer"]) if "decomposer" in p else None),
         ("verdicts", lambda p: _STRATEGIES.get(p["strategy"], p["strategy"]) if "strategy" in p else None),

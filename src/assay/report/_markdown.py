@@ -39,7 +39,7 @@ _PUNCT = re.compile(r"([!-/:-@\[-`{-~])")
 _JOIN_AFTER = re.compile(r"(\\[:@#])")
 _WORD_JOINER = "\u2060"
 
-_ICON = {"pass": "✅", "fail": "❌", "flaky": "⚠️", "unscored": "⚠️", "incomplete": "⚠️"}
+_ICON = {"pass": "✅", "fail": "❌", "flaky": "⚠️", "unscored": "⚠️", "incomplete": "⚠️", "untrusted": "⚠️"}
 
 
 def md_text(text: object, limit: int = 300) -> str:
@@ -151,6 +151,7 @@ def gate_summary_markdown(
     notes: Sequence[str] = (),
     worst: int = 5,
     statements: int = 5,
+    trust: Mapping[str, str] | None = None,
 ) -> str:
     """A Markdown job summary of a gate: verdict and rule, per-metric means with CIs, noise, worst samples.
 
@@ -166,6 +167,8 @@ def gate_summary_markdown(
         worst: How many of the worst samples to list per gate (the summary says how many
             more there are, and where the rest is).
         statements: How many failing statements to list per sample.
+        trust: Per metric, how far its judge agrees with people (``TrustFigure.text()``),
+            listed under the verdict.
 
     Returns:
         Markdown ending in a newline, meant to be appended to ``$GITHUB_STEP_SUMMARY``.
@@ -196,6 +199,10 @@ def gate_summary_markdown(
         ]
     for r in results:
         lines += _gate_section(r, reports, run_id=run_id, worst=worst, statements=statements, own=len(results) > 1)
+    if trust:
+        lines += ["**How far each judge agrees with people:**", ""]
+        lines += [f"- {md_text(name)}: {md_text(text, 500)}" for name, text in trust.items()]
+        lines.append("")
     all_notes = list(dict.fromkeys([note for r in results for note in r.notes] + list(notes)))
     if all_notes:
         lines += [*(f"- {md_text(note, 500)}" for note in all_notes), ""]
@@ -232,6 +239,9 @@ def _gate_section(
         _noise_line(result),
         "",
     ]
+    if result.untrusted is not None:
+        said = "Not gated" if result.outcome == "untrusted" else "Gated anyway (`--allow-untrusted-judge`)"
+        lines += [f"**{said}:** {md_text(result.untrusted, 500)}", ""]
     n_unscored = gated.n_unscored if gated is not None else 0
     n_results = gated.n_records if gated is not None else 0
     share = "—" if math.isnan(result.unscored_share) else f"{result.unscored_share:.3f}"

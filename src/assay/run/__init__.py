@@ -16,6 +16,7 @@ from assay.run._dataset import (
     sample_from_record,
 )
 from assay.run._evaluate import aevaluate, evaluate
+from assay.run._judge_record import JudgeRecord
 from assay.run._outcome import EvalResult
 from assay.run._progress import ProgressMode
 from assay.run._ray import aevaluate_ray
@@ -24,6 +25,7 @@ from assay.run._results import SampleResult
 from assay.run._session import DatasetSource, ResumeError, RunOptions, open_dataset
 from assay.run._store import SCHEMA_VERSION, RunInfo, RunSpec, RunStatus, RunStore, new_run_id
 from assay.run._summary import RunSummary, summarize_results
+from assay.run._trust import TrustFigure, store_agreement, trust_for, trust_for_run
 
 __all__ = [
     "ALIASES",
@@ -40,6 +42,7 @@ __all__ = [
     "DatasetSource",
     "EvalResult",
     "JudgeCache",
+    "JudgeRecord",
     "Limits",
     "ProgressMode",
     "ResumeError",
@@ -52,6 +55,7 @@ __all__ = [
     "RunSummary",
     "SampleResult",
     "SizeLimits",
+    "TrustFigure",
     "aevaluate",
     "aevaluate_ray",
     "build_judge_stack",
@@ -70,5 +74,8 @@ __all__ = [
     "read_jsonl",
     "read_parquet",
     "sample_from_record",
+    "store_agreement",
     "summarize_results",
+    "trust_for",
+    "trust_for_run",
 ]

@@ -15,6 +15,7 @@ what ``assay calibrate`` calls.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,9 +34,11 @@ from assay.metrics._spec import fields_json
 from assay.models import JudgeModel, LocalJudge, close_judge, get_judge
 from assay.models._stack import Limits, build_judge_stack
 from assay.run._dataset import json_lines
+from assay.run._judge_record import JudgeRecord
 from assay.run._progress import ProgressMode, load_local_judge, make_reporter
 from assay.run._results import SampleResult
 from assay.run._store import RunSpec, RunStore, new_run_id
+from assay.run._trust import store_agreement
 
 __all__ = ["Calibration", "CalibrationItem", "CalibrationOutcome", "calibrate", "judge_item", "read_items"]
 
@@ -248,6 +251,9 @@ class Calibration:
     errors: list[SampleError]
     overall: Agreement
     by_source: dict[str, Agreement] = field(default_factory=dict)
+    attached_to: tuple[str, ...] = ()
+    """The metrics this calibration was stored for (:func:`~assay.run.store_agreement`): later runs
+    of them with the same judge show it beside their scores."""
 
     @property
     def disagreements(self) -> list[CalibrationOutcome]:
@@ -308,6 +314,7 @@ def calibrate(
     metrics.extend(BinaryJudgeGrader(c).spec() for c in criteria)
     run_id = new_run_id()
     store_path = Path(store)
+    record = JudgeRecord.of(judge_model, metrics)
     with RunStore(store_path) as run_store:
         run_store.create(
             RunSpec(
@@ -315,6 +322,7 @@ def calibrate(
                 dataset=str(path),
                 judge=judge_name,
                 judge_model=judge_model.model_id,
+                judge_record=record,
                 base_url=redact_url(base_url),  # never a credential in the store
                 metrics=tuple(metrics),
                 options={"threshold": threshold, "limit": limit, "seed": seed, "kinds": kinds},
@@ -361,5 +369,39 @@ def calibrate(
             for name in sorted({o.item.source for o in scored})
         }
         run_store.annotate(run_id, "_calibration", _calibration(outcomes, overall, by_source))
+        attached = _attach(run_store, items, verifier, threshold, record, overall, path, run_id)
         run_store.set_status(run_id, "finished")
-    return Calibration(run_id, store_path, judge_model.model_id, outcomes, errors, overall, by_source)
+    return Calibration(run_id, store_path, judge_model.model_id, outcomes, errors, overall, by_source, attached)
+
+
+def _attach(
+    store: RunStore,
+    items: Sequence[CalibrationItem],
+    verifier: StatementVerifier,
+    threshold: float | None,
+    judge: JudgeRecord,
+    overall: Agreement,
+    path: Path,
+    run_id: str,
+) -> tuple[str, ...]:
+    """Store the agreement for the metric whose verdicts it measured, so that metric's runs show it.
+
+    Grounding items measure the statement verifier, which gives ``faithfulness`` its verdicts
+    (at the verifier's threshold: a calibration at another one is not the default metric's
+    and is not attached); grader items of one criteria measure that grader. A file mixing
+    kinds or criteria measures no single metric and attaches to none.
+    """
+    kinds = {i.kind for i in items}
+    criteria = {i.criteria for i in items if i.kind == "grader"}
+    if math.isnan(overall.balanced_accuracy) or len(kinds) != 1:
+        return ()
+    if kinds == {"grounding"}:
+        if threshold is not None and threshold != StatementVerifier().threshold:
+            return ()
+        metric = "faithfulness"
+    elif len(criteria) == 1:
+        metric = BinaryJudgeGrader(next(iter(criteria))).spec().name
+    else:
+        return ()
+    store_agreement(store, metric, judge, overall, dataset=path.name, run_id=run_id)
+    return (metric,)

@@ -38,12 +38,14 @@ from assay.run._dataset import (
     required_fields,
     rows_from_items,
 )
+from assay.run._judge_record import JudgeRecord
 from assay.run._outcome import EvalResult
 from assay.run._progress import ProgressMode, load_local_judge, make_reporter
 from assay.run._results import SampleResult
 from assay.run._session import DatasetSource, RunOptions, check_resume, open_dataset
 from assay.run._store import RunSpec, RunStatus, RunStore, StoreError, new_run_id
 from assay.run._summary import RunSummary, RunTally
+from assay.run._trust import trust_for
 
 if TYPE_CHECKING:
     pass
@@ -145,6 +147,7 @@ async def aevaluate(
     run_id = None
     done: set[tuple[str, int]] = set()
     judge_cache, own_cache = _open_cache(cache)
+    judge_record = JudgeRecord.of(judge_model, (m.spec() for m in metric_list))
     if run_store is not None:
         assert source is not None
         if resume is not None:
@@ -156,6 +159,7 @@ async def aevaluate(
                 judge_model=judge_model.model_id,
                 base_url=base_url,
                 options=run_options,
+                judge=judge_record,
             )
             run_id = resume
             done = run_store.finished(run_id)
@@ -170,6 +174,7 @@ async def aevaluate(
                     n_rows=source.n_rows,
                     judge=redact_url(judge_string) or judge_model.model_id,
                     judge_model=judge_model.model_id,
+                    judge_record=judge_record,
                     base_url=redact_url(base_url),
                     metrics=tuple(m.spec() for m in metric_list),
                     options=run_options.model_dump(mode="json"),
@@ -183,6 +188,15 @@ async def aevaluate(
         judge=judge_model.model_id,
         run_id=run_id,
         store_path=run_store.path if run_store is not None else None,
+        judge_record=judge_record,
+        trust={
+            m.name: trust_for(
+                m.spec(),
+                judge_record,
+                run_store.calibrations(m.name, judge_record.identity) if run_store is not None else (),
+            )
+            for m in metric_list
+        },
     )
     reporter = make_reporter(progress)
     if source is not None:

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from assay.analysis import GateResult
+    from assay.run._judge_record import JudgeRecord
+    from assay.run._trust import TrustFigure
 
 __all__ = ["EvalResult"]
 
@@ -47,6 +49,12 @@ class EvalResult:
     store_path: Path | None = None
     notes: list[str] = field(default_factory=list)
     """What was taken on trust in the data, each said once (``contexts was one string ... in 12 rows``)."""
+    judge_record: JudgeRecord | None = None
+    """The judge exactly: identity, weights and layout, llama.cpp build, prompt versions."""
+    trust: dict[str, TrustFigure] = field(default_factory=dict)
+    """Per metric, how far its judge agrees with people: the user's newest calibration for this metric and
+    judge, the shipped figure for the default local judge, the definition of a model-free metric, or
+    "not measured" (:func:`~assay.run.trust_for`)."""
     _tally: RunTally | None = field(default=None, repr=False)
 
     def _add(self, result: SampleResult, keep: bool) -> None:
@@ -161,7 +169,8 @@ class EvalResult:
         never passes a partial run: a run that was interrupted, failed or is still running,
         or that had invalid input rows (more than ``max_invalid_rows``, default 0), is
         ``incomplete`` (its ``partial`` says how many rows were never judged and why) unless
-        ``allow_partial=True``.
+        ``allow_partial=True``. A metric whose judge's measured agreement has a CI reaching
+        chance (:attr:`trust`) is ``untrusted`` unless ``allow_untrusted_judge=True``.
         """
         from assay.analysis import GatePolicy, analyze_repeats, evaluate_gate, metrics_in, no_such_metric
 
@@ -179,7 +188,9 @@ class EvalResult:
                 f"run {run_id} has no result for {name!r}: nothing was judged "
                 f"({coverage.n_invalid} invalid input rows; see result.errors)"
             )
-        return evaluate_gate(analyze_repeats(records, name), gate_policy, coverage)
+        figure = self.trust.get(name)
+        untrusted = figure.untrusted_reason() if figure is not None and figure.untrusted else None
+        return evaluate_gate(analyze_repeats(records, name), gate_policy, coverage, untrusted=untrusted)
 
     def __repr__(self) -> str:
         parts = []

@@ -38,6 +38,7 @@ from assay.run._dataset import (
     map_advice,
     rows_from_items,
 )
+from assay.run._judge_record import JudgeRecord
 from assay.run._readers import from_arrow, from_dataframe, from_hf_dataset, read_dataset
 from assay.run._store import RunSpec
 
@@ -358,8 +359,14 @@ def check_resume(
     judge_model: str,
     base_url: str | None,
     options: RunOptions,
+    judge: JudgeRecord | None = None,
 ) -> None:
     """Refuse to resume ``spec``'s run with anything but its own data, metrics, judge and options.
+
+    ``judge`` is the judge's exact record (weights, layout, build, prompts): a run is resumed
+    only by the judge that started it, and a run stored by schema 1 (which recorded no judge
+    but its name) not at all. A later spec without a record was written by hand (or by a door
+    that does not resume): the model name is checked, as before.
 
     Raises:
         ResumeError: naming each difference and what to do instead.
@@ -389,6 +396,22 @@ def check_resume(
             f"{f' at {redact_url(base_url)}' if base_url else ''}; mixing two judges' verdicts in one run "
             "would make its scores meaningless. Start a new run for the other judge."
         )
+    if judge is not None:
+        if spec.judge_record is None and spec.schema_version < 2:  # stored before runs recorded their judge
+            raise ResumeError(
+                f"cannot resume run {run}: it was stored by an older assay that did not record its judge's weights, "
+                "layout and llama.cpp build, so the judge now could not be shown to be the one that judged its "
+                f"finished samples. Start a new run (the results stored in {run} stay readable: assay report, "
+                "assay gate)."
+            )
+        differs = spec.judge_record.differences(judge, here="then", there="now") if spec.judge_record else []
+        if differs:
+            raise ResumeError(
+                f"cannot resume run {run}: it was judged by another {spec.judge_model} than this one "
+                f"({'; '.join(differs)}); "
+                "mixing two judges' verdicts in one run would make its scores meaningless. Resume it where it "
+                "started (same weights, layout and build), or start a new run for this judge."
+            )
     stored = RunOptions.from_stored(spec.options).model_dump(mode="json")
     given = options.model_dump(mode="json")
     differences = _differences(stored, given)

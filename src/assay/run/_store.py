@@ -13,6 +13,13 @@ Tables::
     runs(run_id, created_at, updated_at, status, spec, summary)   summary: unused since 0.1 (computed from results)
     results(run_id, row_key, repeat, line, sample_id, record, finished_at)
     row_errors(run_id, line, message)
+    calibrations(metric, judge_identity, created_at, record)   a user's measured agreement (schema 2)
+
+Schema 2 (this one) added the judge's exact record to a run's spec
+(:attr:`RunSpec.judge_record`: weights, layout, build, prompt versions) and the
+``calibrations`` table. A spec written by schema 1 has no judge record: it is read as it
+is (``judge_record`` is ``None``, shown as "not recorded"), and such a run cannot be
+resumed, since the judge that finished it could not be shown to be the one that started it.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from assay._sqlite import open_sqlite, storage_error
 from assay.errors import SampleError, StorageError
 from assay.run._cost import PriceTable
 from assay.run._frames import wide_rows
+from assay.run._judge_record import JudgeRecord
 from assay.run._results import SampleResult
 from assay.run._summary import RunSummary, summarize_results
 
@@ -45,7 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_VERSION", "RunInfo", "RunSpec", "RunStatus", "RunStore", "new_run_id"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 RunStatus = Literal["running", "finished", "interrupted", "failed"]
 
 
@@ -70,6 +78,9 @@ class RunSpec(BaseModel):
     recorded, by runs stored before it was)."""
     judge: str
     judge_model: str
+    judge_record: JudgeRecord | None = None
+    """The judge exactly (identity, weights and layout, build, prompt versions); ``None`` in specs
+    of schema 1 and of runs that judged nothing themselves."""
     base_url: str | None = None
     metrics: tuple[MetricSpec, ...] = ()
     options: dict[str, Any] = Field(default_factory=dict)
@@ -137,13 +148,16 @@ _DDL = [
         run_id TEXT, row_key TEXT, repeat INTEGER, line INTEGER, sample_id TEXT, record TEXT,
         finished_at TEXT, PRIMARY KEY (run_id, row_key, repeat))""",
     "CREATE TABLE IF NOT EXISTS row_errors (run_id TEXT, line INTEGER, message TEXT, PRIMARY KEY (run_id, line))",
+    """CREATE TABLE IF NOT EXISTS calibrations (
+        metric TEXT, judge_identity TEXT, created_at TEXT, record TEXT)""",
 ]
 
 
 def _migrate(db: sqlite3.Connection, found: int) -> None:
     """Inside the opener's schema transaction: the ``meta`` row (files from before ``user_version`` have it).
 
-    Older layouts would be upgraded here, one explicit step per version.
+    Schema 1 to 2: the ``calibrations`` table (made by the DDL); specs stay as written and are
+    read with ``judge_record=None``.
     """
     db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
@@ -214,6 +228,23 @@ class RunStore:
         if row is None:
             raise StoreError(f"no run {run_id!r} in {self.path}; see 'assay runs list'")
         return RunSpec.model_validate_json(row[0])
+
+    def add_calibration(self, metric: str, judge_identity: str, record: dict[str, Any]) -> None:
+        """Keep a measured agreement of ``metric`` judged by the judge whose cache identity is ``judge_identity``."""
+        with self._lock:
+            self._execute(
+                "INSERT INTO calibrations VALUES (?, ?, ?, ?)",
+                (metric, judge_identity, self._now(), json.dumps(record, sort_keys=True)),
+            )
+
+    def calibrations(self, metric: str, judge_identity: str) -> list[dict[str, Any]]:
+        """The agreements kept for ``metric`` and that judge, newest first."""
+        with self._lock:
+            rows = self._execute(
+                "SELECT record FROM calibrations WHERE metric = ? AND judge_identity = ? ORDER BY rowid DESC",
+                (metric, judge_identity),
+            ).fetchall()
+        return [json.loads(row[0]) for row in rows]
 
     def record(self, run_id: str, result: SampleResult, *, row_key: str | None = None, repeat: int = 0) -> None:
         """Commit one sample's result (replacing an earlier one with the same key).

@@ -66,6 +66,18 @@
     if (a && b) {
       // Scores move with the judge and the metric's settings too: say so before anyone reads a difference.
       var differ = [];
+      if (a.judge === b.judge) {
+        // One model name, two judges (another weights layout, llama.cpp build or prompt): said first.
+        var parts = [], keys = [], pa = a.judge_parts, pb = b.judge_parts;
+        if ((pa === null) !== (pb === null)) parts.push("one run did not record its judge's weights, layout and build");
+        else if (pa && pb) {
+          Object.keys(pa).concat(Object.keys(pb)).forEach(function (k) {
+            if (pa[k] !== pb[k] && keys.indexOf(k) < 0) keys.push(k);
+          });
+          parts = keys.map(function (k) { return k + ": " + (pa[k] || "none") + " (A), " + (pb[k] || "none") + " (B)"; });
+        }
+        if (parts.length) note.unshift("warning: the runs were judged by two different " + a.judge + " judges: " + parts.join("; "));
+      }
       if (a.judge !== b.judge) differ.push("judged by different judges (" + a.judge + ", " + b.judge + ")");
       else if ((a.endpoint || null) !== (b.endpoint || null)) differ.push(a.judge + " was served from two endpoints");
       Object.keys(a.settings || {}).forEach(function (m) {

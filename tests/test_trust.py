@@ -1,0 +1,327 @@
+"""Every score says how far its judge can be trusted, and gates refuse a judge near chance (issue 57).
+
+A run of agent_goal_accuracy with the local judge printed a mean and a CI as confidently as
+agent_state_match, though one agrees with the environment at 0.35 [0.20-0.55] and the
+other at 0.98; ``assay gate`` passed or failed on it like any other metric; and a user's
+own calibration was shown once, in ``assay calibrate``'s output, never beside a run. Each
+door is tested here; each test failed on the code before the fix.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from assay import Faithfulness, Sample, evaluate
+from assay._scores import Score, Verdict
+from assay.analysis import agreement
+from assay.cli import app
+from assay.metrics import build_metric
+from assay.metrics._registry import builtin_names
+from assay.models import FunctionJudge, JudgeRequest
+from assay.models._weights import DEFAULT_MODEL_SHA256
+from assay.run import JudgeRecord, RunSpec, RunStore, SampleResult, new_run_id, store_agreement, trust_for
+from assay.run._trust import TRUST_TABLE, default_judge_settings, settings_fingerprint
+from assay.testing import FakeOpenAIServer
+
+DEFAULT_LOCAL = JudgeRecord(
+    model_id="local:qwen2.5-coder-1.5b-instruct-q4_k_m",
+    identity=f"local:sha256:{DEFAULT_MODEL_SHA256}:strings<=300:build=avx2@0.3.36",
+    components={"weights": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf (Q4_K_M as shipped)", "build": "AVX2"},
+)
+GOAL = "agent_goal_accuracy"
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "400", "OPENAI_API_KEY": "sk-test"})
+    return result.exit_code, result.output
+
+
+# --- the shipped table -------------------------------------------------------------------------
+
+
+def test_the_shipped_table_was_measured_with_todays_settings() -> None:
+    """Fails when a metric's or the default judge's cache-relevant settings change without a new table.
+
+    Regenerate with ``python benchmarks/trust_table.py`` (``--documented`` re-records the
+    written-down figures only if the change cannot move them: say why in the commit).
+    """
+    table = json.loads(TRUST_TABLE.read_text())
+    assert table["judge"]["settings"] == default_judge_settings(), "the default judge changed: regenerate the table"
+    stale = [
+        name
+        for name, entry in table["metrics"].items()
+        if entry["settings_fingerprint"] != settings_fingerprint(build_metric(name).spec())
+    ]
+    assert not stale, f"{stale} changed their settings since the trust table was written: regenerate it"
+    for name, entry in table["metrics"].items():
+        assert name in builtin_names()
+        if "model_free" in entry:
+            continue
+        for figure in entry["figures"].values():  # every figure says what, on what, with what, when, from where
+            low, high = figure["ci"]
+            assert 0 <= low <= figure["balanced_accuracy"] <= high <= 1
+            assert figure["n"] > 0 and figure["dataset"] and figure["date"] and figure["measured_with"]
+            assert figure["source"].startswith("benchmarks/")
+
+
+def test_a_changed_setting_makes_the_fingerprint_differ() -> None:
+    """The fingerprint covers the settings a verdict depends on: a threshold, a prompt version, a version."""
+    base = build_metric("faithfulness").spec()
+    assert settings_fingerprint(base) == settings_fingerprint(build_metric("faithfulness").spec())
+    changed = build_metric("faithfulness", {"threshold": "0.7"}).spec()
+    assert settings_fingerprint(changed) != settings_fingerprint(base)
+    bumped = base.model_copy(update={"version": base.version + "-next"})
+    assert settings_fingerprint(bumped) != settings_fingerprint(base)
+    prompts = dict(base.params["prompts"])
+    prompts[next(iter(prompts))] = "999"
+    reprompted = base.model_copy(update={"params": {**base.params, "prompts": prompts}})
+    assert settings_fingerprint(reprompted) != settings_fingerprint(base)
+
+
+def test_each_metric_gets_its_kind_of_figure() -> None:
+    faithfulness = trust_for(build_metric("faithfulness").spec(), DEFAULT_LOCAL)
+    assert faithfulness.kind == "shipped" and not faithfulness.untrusted
+    assert faithfulness.text().startswith("agrees with people: 0.78 [0.72-0.84], SummEdits dev, n=100 (shipped figure")
+    goal = trust_for(build_metric(GOAL).spec(), DEFAULT_LOCAL)
+    assert goal.untrusted and goal.figure() == "0.35 [0.20-0.55]" and goal.against == "the environment"
+    assert "not for gating" in goal.text()
+    assert goal.untrusted_reason().startswith(
+        f"untrusted judge: {GOAL} with local:qwen2.5-coder-1.5b-instruct-q4_k_m agrees with the environment at "
+        "0.35 [0.20-0.55]"
+    )
+    without = trust_for(build_metric("agent_goal_accuracy_without_reference").spec(), DEFAULT_LOCAL)
+    assert without.untrusted and without.figure() == "0.23 [0.10-0.34]"
+    for name in ("agent_state_match", "tool_call_accuracy"):  # whatever the judge
+        free = trust_for(build_metric(name).spec(), None)
+        assert free.kind == "model_free" and free.text().startswith("model-free: no model") and not free.untrusted
+    relevancy = trust_for(build_metric("answer_relevancy").spec(), DEFAULT_LOCAL)
+    assert relevancy.kind == "unmeasured"
+    assert relevancy.text() == (
+        "not measured for this judge — measure with "
+        "`assay calibrate LABELS.jsonl --judge local:qwen2.5-coder-1.5b-instruct-q4_k_m`"
+    )
+    # Another judge, or the default judge set otherwise: the shipped figure is not its figure.
+    api = JudgeRecord(model_id="openai:gpt-4o-mini", identity="openai:gpt-4o-mini@https://api.openai.com/v1")
+    assert trust_for(build_metric("faithfulness").spec(), api).kind == "unmeasured"
+    other_weights = DEFAULT_LOCAL.model_copy(update={"identity": "local:/models/my.gguf:123:strings<=300:build=avx2@1"})
+    assert trust_for(build_metric("faithfulness").spec(), other_weights).kind == "unmeasured"
+    reset = trust_for(build_metric("faithfulness", {"threshold": "0.7"}).spec(), DEFAULT_LOCAL)
+    assert reset.kind == "unmeasured" and "with these settings" in reset.text()
+
+
+# --- gates refuse an untrusted judge -----------------------------------------------------------
+
+
+def goal_run(store: Path, record: JudgeRecord | None = DEFAULT_LOCAL, metric: str = GOAL) -> str:
+    """A finished run of ``metric``: 4 of 5 trajectories met (0.8), as the local judge would have said."""
+    spec = build_metric(metric).spec()
+    run_id = new_run_id()
+    with RunStore(store) as opened:
+        opened.create(RunSpec(run_id=run_id, judge="local", judge_model=DEFAULT_LOCAL.model_id, judge_record=record,
+                              metrics=(spec,), n_rows=5))  # fmt: skip
+        for line in range(1, 6):
+            value = float(line != 5)
+            verdicts = (Verdict(subject="the booking was cancelled", value=int(value), reason="cancel called"),)
+            score = Score(metric=metric, value=value, verdicts=verdicts)
+            sample = Sample(id=f"t{line}", question="Cancel my booking.", answer="Done.")
+            opened.record(run_id, SampleResult(sample, {metric: score}, line, 0), repeat=0)
+        opened.set_status(run_id, "finished")
+    return run_id
+
+
+def test_assay_gate_exits_2_on_an_untrusted_judge_unless_told(tmp_path: Path) -> None:
+    run_id = goal_run(tmp_path / "runs.sqlite")
+    summary = tmp_path / "summary.md"
+    code, out = invoke("gate", run_id, "--store", "runs.sqlite", "-m", f"{GOAL}=0.5", "--summary-md", str(summary))
+    flat = " ".join(out.split())
+    assert code == 2, out
+    assert "GATE UNTRUSTED" in flat
+    assert (
+        f"untrusted judge: {GOAL} with local:qwen2.5-coder-1.5b-instruct-q4_k_m agrees with the environment at "
+        "0.35 [0.20-0.55]" in flat
+    )
+    job = " ".join(summary.read_text().replace("\\", "").replace("\u2060", "").split())  # Markdown escapes
+    assert "UNTRUSTED" in job and "agrees with the environment at 0.35 [0.20-0.55]" in job
+    assert "not for gating" in job  # the trust line beside the score in the job summary
+
+    code, out = invoke("gate", run_id, "--store", "runs.sqlite", "-m", f"{GOAL}=0.5", "--allow-untrusted-judge")
+    assert code == 0, out
+    assert "gated anyway (--allow-untrusted-judge)" in " ".join(out.split())
+    code, _ = invoke("gate", run_id, "--store", "runs.sqlite", "-m", f"{GOAL}=0.9", "--allow-untrusted-judge")
+    assert code == 1  # allowed, the gate decides as before: 0.8 < 0.9
+
+    # A trusted judge and a model-free metric gate as today.
+    for metric in ("agent_state_match", "faithfulness"):
+        trusted = goal_run(tmp_path / f"{metric}.sqlite", metric=metric)
+        code, out = invoke("gate", trusted, "--store", f"{metric}.sqlite", "-m", f"{metric}=0.5")
+        assert code == 0, out
+        assert "untrusted" not in out
+    # An unmeasured judge gates as today, with the note in the summary.
+    unmeasured = JudgeRecord(model_id="openai:x", identity="openai:x@http://127.0.0.1:1/v1")
+    other = goal_run(tmp_path / "other.sqlite", record=unmeasured)
+    code, out = invoke("gate", other, "--store", "other.sqlite", "-m", f"{GOAL}=0.5", "--summary-md", "other.md")
+    assert code == 0, out
+    assert "not measured for this judge" in Path("other.md").read_text()
+
+
+def test_runs_show_the_report_and_the_browser_show_the_trust_line(tmp_path: Path) -> None:
+    run_id = goal_run(tmp_path / "runs.sqlite")
+    code, out = invoke("runs", "show", run_id, "--store", "runs.sqlite")
+    flat = " ".join(out.split())
+    assert code == 0, out
+    assert f"{GOAL}: agrees with the environment: 0.35 [0.20-0.55], tau-bench airline dev trajectories, n=40" in flat
+    assert "not for gating" in flat
+    code, out = invoke("report", run_id, "--store", "runs.sqlite", "--out", "r.html")
+    assert code == 0, out
+    html = Path("r.html").read_text()
+    assert "agrees with the environment: 0.35 [0.20-0.55]" in html and "not for gating" in html
+    assert ">untrusted<" in html  # the gate column says what assay gate says
+    code, out = invoke("browse", "--store", "runs.sqlite", "--out", "site")
+    assert code == 0, out
+    index = Path("site/index.html").read_text()
+    assert "judge untrusted: 0.35 [0.20-0.55]" in index
+
+
+# --- a user's calibration attaches to their runs -----------------------------------------------
+
+
+def _block(text: str, tag: str) -> str:
+    return text.split(f"<{tag}>\n")[1].split(f"\n</{tag}>")[0]
+
+
+def word_judge(body: dict[str, object]) -> str:
+    """Supported when the statement's words are all in the context (claims here are not copies of it)."""
+    user = body["messages"][-1]["content"]  # type: ignore[index]
+    if "<sentence>" in user:  # the answer's sentence, rewritten to stand alone: itself
+        return json.dumps({"statements": [_block(user, "sentence")]})
+    context = _block(user, "context").lower()
+
+    def supported(statement: str) -> int:
+        return int(all(word in context for word in statement.rstrip(".").lower().split()))
+
+    if "<statements>" in user:  # an API judge's one call for all of a sample's statements
+        items = [line.split("] ", 1)[1] for line in _block(user, "statements").splitlines()]
+        return json.dumps({"verdicts": [{"statement": t, "reason": "r", "verdict": supported(t)} for t in items]})
+    ok = supported(_block(user, "statement"))
+    return json.dumps({"verdict": ok, "reason": "words found" if ok else "not stated"})
+
+
+def labels(path: Path) -> None:
+    context = "The Amazon empties into the Atlantic and is about 6400 km long."
+    rows = [{"id": f"s{i}", "context": context, "claim": "Amazon empties into Atlantic.", "label": 1} for i in range(6)]
+    rows += [{"id": f"u{i}", "context": context, "claim": "Amazon empties into Pacific.", "label": 0} for i in range(5)]
+    rows += [{"id": "miss", "context": context, "claim": "The Amazon is long.", "label": 0}]  # the judge says 1
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+SENTENCES = ("--set", "faithfulness.decomposer=sentences", "--no-cache")
+
+
+def test_assay_calibrate_then_assay_run_shows_that_calibration(tmp_path: Path) -> None:
+    labels(tmp_path / "labels.jsonl")
+    answers = [{"id": "a", "question": "Amazon?", "answer": "Amazon empties into Atlantic.",
+                "contexts": ["The Amazon empties into the Atlantic."]}]  # fmt: skip
+    (tmp_path / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in answers))
+    with FakeOpenAIServer(word_judge) as server:
+        judge = ["--judge", "openai:fake", "--base-url", server.base_url]
+        code, out = invoke("calibrate", "labels.jsonl", *judge)
+        assert code == 0, out
+        assert "attached to faithfulness with this judge" in " ".join(out.split())
+        code, out = invoke("run", "answers.jsonl", "-m", "faithfulness", *judge, *SENTENCES)
+        flat = " ".join(out.split())
+        assert code == 0, out
+        # TP 6, FN 0, FP 1, TN 5: BA = (6/6 + 5/6) / 2 = 0.9167
+        today = __import__("datetime").datetime.now(__import__("datetime").UTC).date().isoformat()
+        assert "faithfulness: agrees with people: 0.92 [" in flat and "labels.jsonl, n=12 (your calibration" in flat
+        assert today in flat
+        # A second calibration is shown first; the earlier one follows with its n and date.
+        (tmp_path / "labels.jsonl").write_text(
+            (tmp_path / "labels.jsonl").read_text().replace('"label": 0}\n', '"label": 1}\n', 1)
+        )
+        code, _ = invoke("calibrate", "labels.jsonl", *judge)
+        code, out = invoke("run", "answers.jsonl", "-m", "faithfulness", *judge, *SENTENCES)
+        flat = " ".join(out.split())
+        assert "earlier: 0.92 [" in flat and "n=12" in flat
+    # Another endpoint is another judge: its runs do not show this calibration.
+    with FakeOpenAIServer(word_judge) as other:
+        code, out = invoke("run", "answers.jsonl", "-m", "faithfulness", "--judge", "openai:fake", "--base-url",
+                           other.base_url, *SENTENCES)  # fmt: skip
+        assert "faithfulness: not measured for this judge" in " ".join(out.split())
+
+
+def verdict_judge(messages: list[dict[str, str]], request: JudgeRequest) -> str:
+    return json.dumps({"verdict": 1, "reason": "r"})
+
+
+def test_evaluate_carries_trust_and_its_gate_refuses_an_untrusted_judge(tmp_path: Path) -> None:
+    judge = FunctionJudge(verdict_judge, name="my-judge")
+    metric = Faithfulness(decomposer="sentences", strategy="per_statement")
+    record = JudgeRecord.of(judge, [metric.spec()])
+    # The user measured this judge near chance on their labels (6 of 10 right).
+    with RunStore("runs.sqlite") as store:
+        measured = agreement([1, 1, 1, 1, 1, 0, 0, 0, 0, 0], [1, 1, 1, 0, 0, 1, 1, 0, 0, 0], seed=0)
+        store_agreement(store, "faithfulness", record, measured, dataset="mine.jsonl")
+    rows = [Sample(id="a", question="Q?", answer="The sky is blue.", contexts=("The sky is blue.",))]
+    result = evaluate(rows, metric, judge, store="runs.sqlite", progress=False)
+    trust = result.trust["faithfulness"]
+    assert trust.kind == "calibration" and trust.n == 10 and trust.dataset == "mine.jsonl" and trust.untrusted
+    gate = result.gate("faithfulness", threshold=0.5)
+    assert gate.outcome == "untrusted" and gate.untrusted is not None
+    # TPR 3/5, TNR 3/5: balanced accuracy 0.60, its CI well across 0.5
+    assert gate.untrusted.startswith("untrusted judge: faithfulness with my-judge agrees with people at 0.60 [")
+    assert result.gate("faithfulness", threshold=0.5, allow_untrusted_judge=True).outcome == "pass"
+    # Without a store: the shipped table and the definitions only.
+    free = evaluate(rows, metric, judge, progress=False)
+    assert free.trust["faithfulness"].kind == "unmeasured"
+
+
+PLUGIN_TEST = """
+import json
+from assay import Sample
+from assay.metrics import build_metric
+from assay.models import FunctionJudge
+from assay.pytest_plugin import assert_scores
+from assay.run import RunStore, store_agreement, JudgeRecord
+from assay.analysis import agreement
+
+def answer(messages, request):
+    return json.dumps({"verdict": 1, "reason": "r"})
+
+judge = FunctionJudge(answer, name="coin")
+metric = build_metric("faithfulness", {"decomposer": "sentences"})
+
+def test_calibrated_near_chance():
+    record = JudgeRecord.of(judge, [metric.spec()])
+    with RunStore(".assay/runs.sqlite") as store:
+        measured = agreement([1] * 5 + [0] * 5, [1, 1, 0, 0, 0, 1, 1, 1, 0, 0], seed=0)
+        store_agreement(store, "faithfulness", record, measured, dataset="coin.jsonl")
+    sample = Sample(id="s", question="Q?", answer="The sky is blue.", contexts=("The sky is blue.",))
+    assert_scores(sample, [metric], judge=judge, min=0.5)
+"""
+
+
+def test_the_pytest_plugin_says_the_trust_line_and_exits_2_on_an_untrusted_judge(pytester: pytest.Pytester) -> None:
+    from test_pytest_plugin import PLUGIN_ARGS
+
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makepyfile(test_inner=PLUGIN_TEST)
+    result = pytester.runpytest(*PLUGIN_ARGS, "-p", "no:cacheprovider")
+    text = " ".join(result.stdout.str().split())
+    assert result.ret == 2, text
+    assert "agrees with people: 0.40 [" in text and "coin.jsonl, n=10 (your calibration" in text
+    assert "assay: exit 2: untrusted judge: faithfulness with coin agrees with people at 0.40" in text
+    allowed = pytester.runpytest(*PLUGIN_ARGS, "-p", "no:cacheprovider", "--assay-allow-untrusted-judge")
+    assert allowed.ret == 0
+    assert "gated anyway (--assay-allow-untrusted-judge)" in " ".join(allowed.stdout.str().split())
+
+
+pytest_plugins = ["pytester"]
