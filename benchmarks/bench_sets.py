@@ -60,7 +60,9 @@ def interleave(buckets: Sequence[Sequence[Row]]) -> list[Row]:
     return out
 
 
-def pick(rows: Iterable[Row], label: int, n: int, rng: random.Random, key: Callable[[Row], Any] | None = None) -> list[Row]:
+def pick(
+    rows: Iterable[Row], label: int, n: int, rng: random.Random, key: Callable[[Row], Any] | None = None
+) -> list[Row]:
     """``n`` rows of ``label``: the first ``n`` by ``key`` if given, else a seeded sample."""
     pool = [r for r in rows if r["label"] == label]
     if len(pool) < n:
@@ -126,9 +128,7 @@ def retrieval(data: Path, rng: random.Random) -> list[Row]:
             "provenance": {**row["provenance"], "passages": "Wikipedia text via HotpotQA, CC-BY-SA-4.0"},
         }
 
-    return interleave(
-        [[item(r, r, 1) for r in own], [item(r, d, 0) for r, d in zip(foreign, donors, strict=True)]]
-    )
+    return interleave([[item(r, r, 1) for r in own], [item(r, d, 0) for r, d in zip(foreign, donors, strict=True)]])
 
 
 def agents(data: Path, rng: random.Random) -> list[Row]:
@@ -200,7 +200,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
         sources: dict[str, dict[str, Any]] = {}
         for r in rows:
-            entry = sources.setdefault(r["source"], {"items": 0, "licence": LICENCES[name][r["source"]], "provenance": []})
+            entry = sources.setdefault(
+                r["source"], {"items": 0, "licence": LICENCES[name][r["source"]], "provenance": []}
+            )
             entry["items"] += 1
             prov = {k: v for k, v in r["provenance"].items()}
             if prov not in entry["provenance"]:

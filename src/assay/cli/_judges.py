@@ -137,7 +137,9 @@ def bench(
         raise typer.Exit(EXIT_USAGE) from None
     print_bench(result)
     for name, error in result.failed.items():
-        err_console.print(f"[red]judge {printable(name)} failed[/red]: {printable(error, breaks=False)}", soft_wrap=True)
+        err_console.print(
+            f"[red]judge {printable(name)} failed[/red]: {printable(error, breaks=False)}", soft_wrap=True
+        )
     raise typer.Exit(EXIT_USAGE if result.failed else EXIT_OK)
 
 

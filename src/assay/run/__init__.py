@@ -1,4 +1,4 @@
-"""Running metrics over datasets: streaming input, the runner, the run store, calibration against people, judge benches."""
+"""Running metrics over datasets: streaming input, the runner, the run store, calibration, judge benches."""
 
 from assay.models._cache import CachedJudge, CacheInfo, JudgeCache, cache_key, is_cacheable
 from assay.models._stack import Limits, build_judge_stack

@@ -167,7 +167,9 @@ def _error(cal: Calibration, cost: CostReport) -> str | None:
         return f"every judge call failed ({cost.failed_calls} of {cost.calls}): {cost.first_error}"
     if cal.overall.n == 0:
         reasons = ", ".join(f"{r}: {n}" for r, n in sorted(cal.unscored.items())) or "none judged"
-        return f"no item got a verdict ({reasons})" + (f"; first call error: {cost.first_error}" if cost.first_error else "")
+        return f"no item got a verdict ({reasons})" + (
+            f"; first call error: {cost.first_error}" if cost.first_error else ""
+        )
     return None
 
 
@@ -233,8 +235,10 @@ def bench_judges(
             failure = f"{type(exc).__name__}: {exc}"
         for bench_set in result.sets:
             if failure is not None or model is None:
-                error = failure or "the judge could not be built"
-                result.cells[(name, bench_set.name)] = BenchCell(name, bench_set.name, None, CostReport(prices), 0.0, error)
+                why = failure or "the judge could not be built"
+                result.cells[(name, bench_set.name)] = BenchCell(
+                    name, bench_set.name, None, CostReport(prices), 0.0, why
+                )
                 continue
             if on_start is not None:
                 on_start(name, bench_set)
