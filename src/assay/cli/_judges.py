@@ -10,8 +10,7 @@ import typer
 from rich.table import Table
 
 from assay._safety import printable
-from assay.cli._console import EXIT_OK, EXIT_USAGE, err_console, fmt_score, out_console
-from assay.errors import AssayError
+from assay.cli._console import EXIT_OK, EXIT_USAGE, err_console, exits_for_judging, fmt_score, out_console
 from assay.models import JUDGE_FORMS
 from assay.run._bench import BENCH_SETS, BenchCell, BenchResult, BenchSet, bench_judges, dev_note
 from assay.run._cost import PriceTable
@@ -117,7 +116,7 @@ def bench(
     def starting(name: str, bench_set: BenchSet) -> None:
         err_console.print(f"[bold]{printable(name)}[/bold] on {bench_set.name}")
 
-    try:
+    with exits_for_judging():
         result = bench_judges(
             judge,
             sets=set_names,
@@ -129,12 +128,6 @@ def bench(
             progress="auto",
             on_start=starting,
         )
-    except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted[/yellow]: the items judged so far are stored")
-        raise typer.Exit(130) from None
-    except AssayError as exc:
-        err_console.print(f"[red]error:[/red] {printable(str(exc))}")
-        raise typer.Exit(EXIT_USAGE) from None
     print_bench(result)
     for name, error in result.failed.items():
         err_console.print(
