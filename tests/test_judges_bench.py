@@ -22,6 +22,7 @@ from assay.cli import app
 from assay.errors import ConfigError, JudgeError
 from assay.models import ChatMessage, FunctionJudge
 from assay.run import BENCH_SETS, RunStore, bench_judges, bench_sets
+from assay.run._calibrate import read_items
 from assay.testing import FakeOpenAIServer
 
 pytest.importorskip("openai")
@@ -221,3 +222,20 @@ def test_the_shipped_files_are_what_the_script_builds_from_the_dev_data(tmp_path
     for name in (*BENCH_SETS, "MANIFEST"):
         file = f"{name}.jsonl" if name != "MANIFEST" else "MANIFEST.json"
         assert (tmp_path / file).read_bytes() == (shipped / file).read_bytes(), file
+
+
+def test_calibrate_reads_relevance_and_agent_items_and_names_a_bad_row_with_its_line(tmp_path: Path) -> None:
+    rows = [
+        {"id": "r", "question": "Who?", "reference": "Ann", "passage": "Ann did it.", "label": 1},
+        {"id": "a", "trace": [{"role": "user", "content": "Cancel X1"}], "goal": "Cancel X1", "label": 0},
+        {"id": "bad-trace", "trace": "not a list", "label": 1},
+        {"id": "bad-passage", "passage": "Ann did it.", "question": "Who?", "label": 0},
+    ]
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    items, errors = read_items(path)
+    assert [(i.id, i.kind) for i in items] == [("r", "relevance"), ("a", "agent")]
+    assert items[0].contexts == ("Ann did it.",) and items[0].reference == "Ann" and items[1].reference == "Cancel X1"
+    assert [(e.line, e.source) for e in errors] == [(3, str(path)), (4, str(path))]
+    assert "'trace': a non-empty list of messages" in str(errors[0])
+    assert "needs non-empty 'passage', 'question' and 'reference'" in str(errors[1])
