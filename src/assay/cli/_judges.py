@@ -41,7 +41,7 @@ def _rows(cell: BenchCell) -> list[str]:
         fmt_score(tnr),
         str(cell.cost.calls) + (f" ({cell.cost.failed_calls} failed)" if cell.cost.failed_calls else ""),
         f"{usage.prompt_tokens:,} in / {usage.completion_tokens:,} out",
-        printable(cell.cost.describe()),
+        printable(cell.cost.brief(cell.judge)),
         f"{cell.seconds:.1f}",
         cell.run_id or "",
     ]
@@ -68,7 +68,7 @@ def print_bench(result: BenchResult) -> None:
     """One table per set, a column per judge, with the set's task, labels and licences above it."""
     limit = f", first {result.limit} items of each set" if result.limit is not None else ""
     out_console.print(f"[bold]judges bench[/bold]: {len(result.judges)} judge(s) on the same items{limit}")
-    out_console.print(f"these are dev items ({printable(dev_note())})")
+    out_console.print(f"note: {printable(dev_note())}")
     for bench_set in result.sets:
         out_console.print()
         out_console.print(
@@ -84,6 +84,14 @@ def print_bench(result: BenchResult) -> None:
         for i, label in enumerate(_ROWS):
             table.add_row(label, *(column[i] for column in columns))
         out_console.print(table)
+        for judge in result.judges:
+            cost = result.cell(judge, bench_set.name).cost
+            if cost.calls and cost.describe() != cost.brief(judge):
+                out_console.print(f"  cost of {printable(judge)}: {printable(cost.describe())}")
+    out_console.print(
+        "seconds: wall time of the judging, after the local model is loaded and the items' model-free steps "
+        "are done once for all judges; a judge's own start-up (an SDK's first import) is in its first set's"
+    )
 
 
 def bench(

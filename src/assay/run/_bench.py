@@ -16,6 +16,7 @@ is an error for that judge, never a column of figures.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -25,10 +26,12 @@ from pathlib import Path
 
 from assay.analysis._agreement import Agreement
 from assay.errors import AssayError, ConfigError
-from assay.models import JudgeModel, LocalJudge, get_judge
-from assay.run._calibrate import Calibration, calibrate
+from assay.grounding import StatementVerifier
+from assay.models import FunctionJudge, JudgeModel, JudgeRequest, LocalJudge, get_judge
+from assay.run._calibrate import Calibration, CalibrationItem, calibrate, judge_item, read_items
 from assay.run._cost import CostReport, PriceTable
 from assay.run._progress import ProgressMode, load_local_judge, make_reporter
+from assay.testing import minimal_instance
 
 __all__ = ["BENCH_SETS", "BenchCell", "BenchResult", "BenchSet", "bench_judges", "bench_sets"]
 
@@ -173,6 +176,38 @@ def _error(cal: Calibration, cost: CostReport) -> str | None:
     return None
 
 
+def _minimal_answer(_: object, request: JudgeRequest) -> str:
+    schema = request.schema.model_json_schema() if request.schema is not None else {}
+    return json.dumps(minimal_instance(schema))
+
+
+def _warm_up(sets: Sequence[BenchSet], limit: int | None, progress: ProgressMode | bool | None) -> None:
+    """Judge every item to be judged once with a scripted judge (instant answers), nothing stored.
+
+    The model-free work of a metric is done once per process and kept: the verifier's
+    sentence encoder loads on first use and embeds each long context once (cached by
+    text). Without this pass, the first judge's seconds would carry all of that and the
+    judges' seconds would not compare.
+    """
+    judge = FunctionJudge(_minimal_answer, name="warm-up", record=False)
+    verifier = StatementVerifier()
+    todo = [item for s in sets for item in read_items(s.path, limit=limit)[0]]
+    reporter = make_reporter(progress)
+    reporter.start("preparing the items (model-free steps, once)", len(todo), 0)
+
+    async def one(item: CalibrationItem) -> None:
+        await judge_item(item, judge, verifier)
+        reporter.advance(1, "")
+
+    async def every() -> None:
+        await asyncio.gather(*(one(item) for item in todo))
+
+    try:
+        asyncio.run(every())
+    finally:
+        reporter.close()
+
+
 def bench_judges(
     judges: Sequence[str | JudgeModel],
     *,
@@ -220,6 +255,7 @@ def bench_judges(
         raise ConfigError(f"unknown set {', '.join(unknown)}; the sets are {', '.join(available)}")
     prices = prices or PriceTable.load()
     result = BenchResult(names, [available[s] for s in chosen], limit=limit)
+    _warm_up(result.sets, limit, progress)
     for name, given in zip(names, judges, strict=True):
         failure: str | None = None
         model: JudgeModel | None = None
