@@ -17,6 +17,7 @@ from assay.cli._browse import browse
 from assay.cli._cache import cache_app
 from assay.cli._calibrate import calibrate
 from assay.cli._gate import gate
+from assay.cli._judges import judges_app
 from assay.cli._metrics import metrics
 from assay.cli._model import model_app
 from assay.cli._report import report
@@ -47,6 +48,7 @@ app.command("browse")(browse)
 app.add_typer(runs_app, name="runs")
 app.add_typer(model_app, name="model")
 app.add_typer(cache_app, name="cache")
+app.add_typer(judges_app, name="judges")
 
 
 @app.command("version")

@@ -13,8 +13,8 @@ from rich.table import Table
 
 from assay._safety import printable
 from assay.analysis._agreement import Agreement
-from assay.cli._console import EXIT_BAD_ROWS, EXIT_OK, EXIT_USAGE, err_console, fmt_score, out_console
-from assay.errors import AssayError, SampleError
+from assay.cli._console import EXIT_BAD_ROWS, EXIT_OK, err_console, exits_for_judging, fmt_score, out_console
+from assay.errors import SampleError
 from assay.models import JUDGE_FORMS
 from assay.run._calibrate import CalibrationOutcome
 from assay.run._calibrate import calibrate as run_calibration
@@ -104,7 +104,7 @@ def calibrate(
     def skipped(error: SampleError) -> None:
         err_console.print(f"[red]skipped[/red] {printable(str(error))}")
 
-    try:
+    with exits_for_judging():
         result = run_calibration(
             data,
             judge,
@@ -116,12 +116,6 @@ def calibrate(
             progress="auto",
             on_error=skipped,
         )
-    except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted[/yellow]: the items judged so far are stored")
-        raise typer.Exit(130) from None
-    except AssayError as exc:
-        err_console.print(f"[red]error:[/red] {printable(str(exc))}")
-        raise typer.Exit(EXIT_USAGE) from None
     out_console.print(f"calibration of [bold]{printable(result.judge)}[/bold] on {printable(data)}")
     _print_report(result.overall, result.by_source, result.outcomes, disagreements)
     out_console.print(

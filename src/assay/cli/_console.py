@@ -6,12 +6,15 @@ import json
 import math
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
+import typer
 from rich.console import Console
 
 from assay._safety import printable
+from assay.errors import AssayError
 
 __all__ = [
     "EXIT_BAD_ROWS",
@@ -21,6 +24,7 @@ __all__ = [
     "EXIT_USAGE",
     "end_state_lines",
     "err_console",
+    "exits_for_judging",
     "fmt_score",
     "out_console",
     "stdout",
@@ -145,3 +149,19 @@ def verdict_lines(score: Mapping[str, Any]) -> list[str]:
             line += "\n      [dim]cites " + printable(" | ".join(str(c) for c in cited), breaks=False) + "[/dim]"
         lines.append(line)
     return lines
+
+
+@contextmanager
+def exits_for_judging() -> Iterator[None]:
+    """Around a call that judges and stores as it goes: an interrupt exits 130, an :class:`AssayError` 1.
+
+    Each with one line on stderr (the interrupt's says that what was judged is stored).
+    """
+    try:
+        yield
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted[/yellow]: the items judged so far are stored")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except AssayError as exc:
+        err_console.print(f"[red]error:[/red] {printable(str(exc))}")
+        raise typer.Exit(EXIT_USAGE) from None

@@ -1,7 +1,8 @@
-"""Running metrics over datasets: streaming input, the runner, the run store, calibration against people."""
+"""Running metrics over datasets: streaming input, the runner, the run store, calibration, judge benches."""
 
 from assay.models._cache import CachedJudge, CacheInfo, JudgeCache, cache_key, is_cacheable
 from assay.models._stack import Limits, build_judge_stack
+from assay.run._bench import BENCH_SETS, BenchCell, BenchResult, BenchSet, bench_judges, bench_sets
 from assay.run._calibrate import Calibration, CalibrationItem, CalibrationOutcome, calibrate
 from assay.run._dataset import (
     ALIASES,
@@ -29,11 +30,15 @@ from assay.run._trust import TrustFigure, store_agreement, trust_for, trust_for_
 
 __all__ = [
     "ALIASES",
+    "BENCH_SETS",
     "DEFAULT_MAX_FIELD_CHARS",
     "DEFAULT_MAX_ROW_CHARS",
     "IDEAL_CONTEXT_COLUMNS",
     "MAX_NESTING",
     "SCHEMA_VERSION",
+    "BenchCell",
+    "BenchResult",
+    "BenchSet",
     "CacheInfo",
     "CachedJudge",
     "Calibration",
@@ -58,6 +63,8 @@ __all__ = [
     "TrustFigure",
     "aevaluate",
     "aevaluate_ray",
+    "bench_judges",
+    "bench_sets",
     "build_judge_stack",
     "cache_key",
     "calibrate",

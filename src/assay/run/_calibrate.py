@@ -5,7 +5,12 @@ Two item kinds, told apart by their fields (one JSON object a line):
 - grounding: ``{id, context | contexts, claim | answer, label (1/0), source?}``, judged by
   :class:`~assay.grounding.StatementVerifier` (the product's own path);
 - grader: ``{id, criteria, question?, completion | answer, label (PASS/FAIL or 1/0), source?}``,
-  judged by :class:`~assay.metrics.BinaryJudgeGrader` (NA is unscored ``not_applicable``).
+  judged by :class:`~assay.metrics.BinaryJudgeGrader` (NA is unscored ``not_applicable``);
+- relevance: ``{id, question, reference, passage, label, source?}``, judged by
+  :class:`~assay.metrics.ContextPrecision` (``reference=True``) on the one passage: 1 when the
+  judge finds it useful for the reference answer;
+- agent: ``{id, trace, goal?, label, source?}`` (``trace``: the messages), judged by
+  :class:`~assay.metrics.AgentGoalAccuracy` (requirements from ``goal``, else the user's turns).
 
 The per-source breakdown reads ``source``, else ``source_dataset``. The figures come from
 :func:`assay.analysis.agreement`; see ``docs/design/calibration.md``. :func:`calibrate` is
@@ -29,7 +34,10 @@ from assay._version import __version__
 from assay.analysis._agreement import Agreement, agreement
 from assay.errors import ConfigError, DatasetError, SampleError
 from assay.grounding import StatementVerifier
+from assay.metrics._agent import AgentGoalAccuracy
+from assay.metrics._base import Metric
 from assay.metrics._graders import BinaryJudgeGrader
+from assay.metrics._rag import ContextPrecision
 from assay.metrics._spec import fields_json
 from assay.models import JudgeModel, LocalJudge, close_judge, get_judge
 from assay.models._stack import Limits, build_judge_stack
@@ -44,6 +52,8 @@ __all__ = ["Calibration", "CalibrationItem", "CalibrationOutcome", "calibrate", 
 
 GROUNDING_METRIC = "statement_verifier"
 GRADER_METRIC = "binary_grader"
+KINDS = ("grounding", "grader", "relevance", "agent")
+"""The item kinds, told apart by their fields (``criteria``, ``trace``, ``passage``, else grounding)."""
 UNKNOWN_SOURCE = "(none)"
 
 
@@ -53,7 +63,7 @@ class CalibrationItem:
 
     id: str
     line: int
-    kind: Literal["grounding", "grader"]
+    kind: Literal["grounding", "grader", "relevance", "agent"]
     label: int
     source: str
     contexts: tuple[str, ...] = ()
@@ -61,6 +71,8 @@ class CalibrationItem:
     criteria: str = ""
     question: str | None = None
     completion: str = ""
+    reference: str | None = None
+    trace: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,6 +129,19 @@ def _item(row: object, line: int) -> CalibrationItem:
         return CalibrationItem(
             item_id, line, "grader", label, source, criteria=criteria, question=question, completion=completion
         )
+    if "trace" in row:
+        trace = row["trace"]
+        if not isinstance(trace, list) or not trace or not all(isinstance(m, dict) for m in trace):
+            raise SampleError("an agent item needs 'trace': a non-empty list of messages (JSON objects)")
+        goal = _text(row, "goal", "reference")
+        return CalibrationItem(item_id, line, "agent", label, source, reference=goal, trace=tuple(trace))
+    if "passage" in row:
+        passage, question, reference = _text(row, "passage"), _text(row, "question"), _text(row, "reference")
+        if passage is None or question is None or reference is None:
+            raise SampleError("a relevance item needs non-empty 'passage', 'question' and 'reference' (the answer)")
+        return CalibrationItem(
+            item_id, line, "relevance", label, source, contexts=(passage,), question=question, reference=reference
+        )
     contexts = row.get("contexts", row.get("context"))
     if isinstance(contexts, str):
         contexts = [contexts]
@@ -124,7 +149,7 @@ def _item(row: object, line: int) -> CalibrationItem:
     if not isinstance(contexts, list) or not contexts or not all(isinstance(c, str) for c in contexts) or claim is None:
         raise SampleError(
             "a grounding item needs 'context' (a string) or 'contexts' (a list of strings) and a non-empty "
-            "'claim' (or 'answer'); a grader item needs 'criteria'"
+            "'claim' (or 'answer'); a grader item needs 'criteria', a relevance item 'passage', an agent item 'trace'"
         )
     return CalibrationItem(item_id, line, "grounding", label, source, contexts=tuple(contexts), claim=claim)
 
@@ -167,15 +192,44 @@ def _sample(item: CalibrationItem) -> Sample:
     meta: dict[str, Any] = {"label": item.label, "kind": item.kind, "source": item.source}
     if item.kind == "grounding":
         return Sample(id=item.id, answer=item.claim, contexts=item.contexts, metadata=meta)
+    if item.kind == "relevance":
+        return Sample(
+            id=item.id, question=item.question, reference=item.reference, contexts=item.contexts, metadata=meta
+        )
+    if item.kind == "agent":
+        return Sample(id=item.id, trace=list(item.trace), reference=item.reference, metadata=meta)
     meta["criteria"] = item.criteria
     return Sample(id=item.id, question=item.question, answer=item.completion, metadata=meta)
 
 
-async def judge_item(item: CalibrationItem, judge: JudgeModel, verifier: StatementVerifier) -> CalibrationOutcome:
-    """Ask the product's judge path for ``item`` and keep the verdict, reason and calls."""
+RELEVANCE_METRIC = ContextPrecision(reference=True)
+"""Judges a relevance item: context precision of its one passage against the reference answer."""
+AGENT_METRIC = AgentGoalAccuracy()
+"""Judges an agent item: the default ``agent_goal_accuracy``."""
+
+
+def _metric(item: CalibrationItem) -> Metric | None:
+    """The metric that judges ``item`` (``None`` for grounding items: the verifier does)."""
     if item.kind == "grader":
-        score = await BinaryJudgeGrader(item.criteria).score(_sample(item), judge)
-        reason = score.verdicts[0].reason if score.verdicts else (score.detail or "")
+        return BinaryJudgeGrader(item.criteria)
+    if item.kind == "relevance":
+        return RELEVANCE_METRIC
+    if item.kind == "agent":
+        return AGENT_METRIC
+    return None
+
+
+async def judge_item(item: CalibrationItem, judge: JudgeModel, verifier: StatementVerifier) -> CalibrationOutcome:
+    """Ask the product's judge path for ``item`` and keep the verdict, reason and calls.
+
+    A metric's score is the verdict: 1 when it is 1.0, 0 otherwise (one passage's context
+    precision is 1 or 0; agent goal accuracy is 1 or 0).
+    """
+    metric = _metric(item)
+    if metric is not None:
+        score = await metric.score(_sample(item), judge)
+        reason = score.verdicts[0].reason if item.kind == "grader" and score.verdicts else ""
+        reason = reason or score.explanation or score.detail or ""
         pred = None if not score.is_scored else int(score.value == 1.0)
         return CalibrationOutcome(item, score, pred, reason, None)
     spec = MetricSpec(name=GROUNDING_METRIC, params=fields_json(verifier))
@@ -310,8 +364,11 @@ def calibrate(
     metrics: list[MetricSpec] = []
     if "grounding" in kinds:
         metrics.append(MetricSpec(name=GROUNDING_METRIC, params=fields_json(verifier)))
-    criteria = dict.fromkeys(i.criteria for i in items if i.kind == "grader")
-    metrics.extend(BinaryJudgeGrader(c).spec() for c in criteria)
+    specs: dict[str, MetricSpec] = {}
+    for metric in filter(None, map(_metric, items)):
+        spec = metric.spec()
+        specs.setdefault(spec.model_dump_json(), spec)
+    metrics.extend(specs.values())
     run_id = new_run_id()
     store_path = Path(store)
     record = JudgeRecord.of(judge_model, metrics)
