@@ -25,6 +25,7 @@ from assay.run import RunStore
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")
 from assay.testing import FakeOpenAIServer
+from faithfulness_fakes import faithfulness_answer
 
 ROWS = [
     {"id": f"r{i}", "question": "Colour?", "answer": f"The sky is blue. Row {i} is here.", "contexts": ["The sky."]}
@@ -101,13 +102,7 @@ def _flaky(body: dict[str, Any]) -> str:
     user = body["messages"][-1]["content"]
     if "Row 1" in user:
         raise RuntimeError("the server fell over")  # answered as a 500
-    if "<sentence>" in user:
-        return json.dumps({"statements": [user.split("<sentence>\n")[1].split("\n</sentence>")[0]]})
-    if "<answer>" in user:
-        answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
-        return json.dumps({"statements": [s.strip() + "." for s in answer.split(".") if s.strip()]})
-    items = user.split("<statements>\n")[1].split("\n</statements>")[0].splitlines()
-    return json.dumps({"verdicts": [{"statement": t, "reason": "r", "verdict": 1} for t in items]})
+    return faithfulness_answer(user, supported=lambda statement: True)
 
 
 def test_some_failed_calls_warn_once_per_kind_and_the_notes_say_so(tmp_path: Path) -> None:

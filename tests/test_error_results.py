@@ -26,6 +26,7 @@ from assay.run import RunStore
 
 pytest.importorskip("openai")
 from assay.testing import FakeOpenAIServer
+from faithfulness_fakes import faithfulness_answer
 
 N = 40
 
@@ -43,16 +44,6 @@ def _rows() -> str:
     )
 
 
-def _answer(user: str) -> str:
-    if "<sentence>" in user:
-        return json.dumps({"statements": [user.split("<sentence>\n")[1].split("\n</sentence>")[0]]})
-    if "<answer>" in user:
-        answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
-        return json.dumps({"statements": [s.strip() + "." for s in answer.split(".") if s.strip()]})
-    items = user.split("<statements>\n")[1].split("\n</statements>")[0].splitlines()
-    return json.dumps({"verdicts": [{"statement": t, "reason": "r", "verdict": int("sky" in t)} for t in items]})
-
-
 BROKEN = {"Row 3.", "Row 17.", "Row 30."}
 _STATE = {"broken": True}
 
@@ -61,7 +52,7 @@ def _server_failing_three_rows(body: dict[str, Any]) -> str:
     user = body["messages"][-1]["content"]
     if _STATE["broken"] and any(row in user for row in BROKEN):
         raise RuntimeError("upstream fell over")  # the connection drops, every attempt
-    return _answer(user)
+    return faithfulness_answer(user)
 
 
 def _cli(*args: str) -> tuple[int, str]:
@@ -110,7 +101,7 @@ def test_a_metric_that_raises_is_an_error_in_the_python_gate_too(tmp_path: Path)
         user = messages[-1]["content"]
         if "Row 2." in user:
             raise ValueError("a bug in a plugin")  # not a JudgeError: the metric raises, metric_error
-        return _answer(user)
+        return faithfulness_answer(user)
 
     samples = [Sample(id=f"s{i}", answer=f"Row {i}. The sky is blue.", contexts=("x",)) for i in range(20)]
     store = tmp_path / "runs.sqlite"

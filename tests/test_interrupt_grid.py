@@ -27,6 +27,7 @@ from typer.testing import CliRunner
 from assay.cli import app
 from assay.run import RunStore
 from assay.testing import FakeOpenAIServer
+from faithfulness_fakes import faithfulness_answer
 
 pytest.importorskip("openai")
 
@@ -57,17 +58,7 @@ def _rows() -> str:
 
 def _judge(body: dict[str, Any]) -> str:
     """Statements are the answer's sentences; a statement is supported when it speaks of the sky."""
-    user = body["messages"][1]["content"]
-    if "<sentence>" in user:
-        return json.dumps({"statements": [user.split("<sentence>\n")[1].split("\n</sentence>")[0]]})
-    if "<answer>" in user:
-        answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
-        return json.dumps({"statements": [s.strip() + "." for s in answer.split(".") if s.strip()]})
-    items = user.split("<statements>\n")[1].split("\n</statements>")[0].splitlines()
-    verdicts = [
-        {"statement": t, "reason": "r", "verdict": int("sky" in t)} for t in (i.split("] ", 1)[1] for i in items)
-    ]
-    return json.dumps({"verdicts": verdicts})
+    return faithfulness_answer(body["messages"][1]["content"])
 
 
 def _values(store_path: Path, run_id: str) -> dict[str, float]:
