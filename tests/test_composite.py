@@ -29,6 +29,7 @@ from assay.metrics._composite import (
 from assay.metrics._faithfulness import STATEMENT_PROMPT, StatementCheck
 from assay.models import ChatMessage, FunctionJudge, JudgeRequest, ScriptedJudge
 from assay.prompts import Example
+from evaluate_kept import evaluate_kept
 
 SAMPLE = Sample(
     id="s1",
@@ -220,7 +221,7 @@ def test_a_failing_sub_metric_makes_the_score_unscored_with_its_name_and_all_cal
 
 def test_sequential_run_stops_at_the_first_failure() -> None:
     judge = ScriptedJudge([JudgeError("HTTP 500")])
-    s = evaluate([SAMPLE], [DEMO], judge).results[0].scores["demo"]
+    s = evaluate_kept([SAMPLE], [DEMO], judge).results[0].scores["demo"]
     assert s.unscored_reason is UnscoredReason.JUDGE_ERROR
     assert "'demo.on_topic'" in (s.detail or "")
     assert len(judge.requests) == 1

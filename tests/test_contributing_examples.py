@@ -25,6 +25,7 @@ from assay.errors import ConfigError
 from assay.metrics import build_metric, metric_entries, metric_from_spec, score_safely
 from assay.models import FunctionJudge, JudgeModel, get_judge, judge_forms, judge_plugins
 from assay.models import _registry as registry
+from evaluate_kept import evaluate_kept
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = ROOT / "examples" / "plugins"
@@ -114,7 +115,7 @@ def test_a_failing_or_hanging_command_is_an_unscored_judge_error(installed: Path
 
     failing = Sample(id="f", question="Q? FAIL", reference="x", answer="x")
     judge = get_judge(command(installed))
-    [result] = evaluate([failing], [build_metric("reference_agreement")], judge, progress=False).results
+    [result] = evaluate_kept([failing], [build_metric("reference_agreement")], judge, progress=False).results
     score = result.scores["reference_agreement"]
     assert score.unscored_reason is not None and score.unscored_reason.value == "judge_error"
     assert "exited with status 3: model crashed: out of memory" in (score.detail or "")
@@ -122,7 +123,7 @@ def test_a_failing_or_hanging_command_is_an_unscored_judge_error(installed: Path
     slow = Sample(id="s", question="Q? SLOW", reference="x", answer="x")
     judge = CommandJudge(f"{sys.executable} {installed}", timeout_s=0.5)
     started = time.monotonic()
-    [result] = evaluate([slow], [build_metric("reference_agreement")], judge, progress=False).results
+    [result] = evaluate_kept([slow], [build_metric("reference_agreement")], judge, progress=False).results
     assert time.monotonic() - started < 10
     assert "no answer within 0.5 s" in (result.scores["reference_agreement"].detail or "")
 

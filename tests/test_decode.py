@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from assay.models._decode import draft_from_context
-from tiny_model import smollm2_path
+from tiny_model import batch_variant_kernels, smollm2_path
 
 
 def test_draft_takes_what_followed_the_longest_recent_match() -> None:
@@ -135,6 +135,7 @@ def _ours(llama, prompt: list[int], grammar, max_tokens: int, draft: int):  # ty
     return text, decoded
 
 
+@batch_variant_kernels
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("prompt", "schema"),
@@ -179,6 +180,7 @@ def test_drafts_are_checked_and_a_copy_is_mostly_accepted(llama) -> None:  # typ
     assert drafted.accepted > 0 and drafted.steps < plain.steps
 
 
+@batch_variant_kernels
 @pytest.mark.slow
 def test_where_rows_are_dear_a_call_drafts_while_its_drafts_are_taken(llama) -> None:  # type: ignore[no-untyped-def]
     """On the AVX2 table a story (drafts refused) stops drafting; a list said again (drafts taken) keeps on."""
@@ -308,6 +310,7 @@ def test_sequences_decoded_together_do_not_see_each_other(llama) -> None:  # typ
         assert np.abs(first[i] - alone).max() < 0.1 * np.abs(alone).max()  # a wrong position moves them by units
 
 
+@batch_variant_kernels
 @pytest.mark.slow
 @pytest.mark.parametrize("schema", ["statements", "none"])
 def test_prompts_decoded_together_answer_and_leave_the_shared_prefix(llama, schema: str) -> None:  # type: ignore[no-untyped-def]
@@ -337,6 +340,7 @@ def test_prompts_decoded_together_answer_and_leave_the_shared_prefix(llama, sche
     assert greedy_decode_many(llama, prompts[:1], [grammar], [40])[0].tokens == alone[0].tokens
 
 
+@batch_variant_kernels
 @pytest.mark.slow
 def test_sequences_wait_for_cells_when_the_window_is_short(monkeypatch: pytest.MonkeyPatch) -> None:
     """A window too small for every answer at once: sequences wait, or are evicted and read again; none is cut."""

@@ -16,6 +16,7 @@ from assay import Faithfulness, Sample, Score, UnscoredReason, evaluate
 from assay.errors import ConfigError, JudgeError
 from assay.metrics import score_safely
 from assay.models import FunctionJudge, JudgeResponse, ScriptedJudge
+from evaluate_kept import evaluate_kept
 
 SAMPLE = Sample(
     id="s1",
@@ -33,7 +34,7 @@ def verdict(value: object, reason: str = "r") -> str:
 
 def score(script: list[object], metric: Faithfulness | None = None, sample: Sample = SAMPLE) -> Score:
     judge = ScriptedJudge(script)  # type: ignore[arg-type]
-    result = evaluate([sample], [metric or LLM], judge)
+    result = evaluate_kept([sample], [metric or LLM], judge)
     assert judge.remaining == 0, "the metric made fewer calls than scripted"
     return result.results[0].scores["faithfulness"]
 

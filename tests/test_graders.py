@@ -33,6 +33,7 @@ from assay.models import (
     JudgeResponse,
     ScriptedJudge,
 )
+from evaluate_kept import evaluate_kept
 
 CRITERIA = "The answer names the capital of France correctly."
 SAMPLE = Sample(id="s1", question="What is the capital of France?", answer="Paris.", contexts=("Paris is...",))
@@ -50,7 +51,7 @@ def rated(score: object, reasoning: str = "because") -> str:
 
 def run(metric: object, script: Sequence[object], sample: Sample = SAMPLE) -> Score:
     judge = ScriptedJudge(script)  # type: ignore[arg-type]
-    result = evaluate([sample], [metric], judge)  # type: ignore[list-item]
+    result = evaluate_kept([sample], [metric], judge)  # type: ignore[list-item]
     assert judge.remaining == 0, "the metric made fewer calls than scripted"
     return result.results[0].scores[metric.name]  # type: ignore[attr-defined]
 
@@ -356,7 +357,7 @@ def test_expected_value_failures_are_unscored(
     distribution: dict[str, float] | BaseException, reason: UnscoredReason
 ) -> None:
     judge = ChoiceJudge(distribution)
-    s = evaluate([SAMPLE], [RangeJudgeGrader(CRITERIA, SCALE, expected_value=True)], judge).results[0]
+    s = evaluate_kept([SAMPLE], [RangeJudgeGrader(CRITERIA, SCALE, expected_value=True)], judge).results[0]
     score = s.scores["range_grader"]
     assert score.unscored_reason is reason and len(score.calls) == 1
 
