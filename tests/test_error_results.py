@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+import assay
 from assay import Sample, evaluate
 from assay.cli import app
 from assay.metrics import Faithfulness
@@ -113,3 +114,42 @@ def test_a_metric_that_raises_is_an_error_in_the_python_gate_too(tmp_path: Path)
     assert any("1 result of faithfulness is an error, not verdicts" in p and "line 3" in p for p in gate.partial)
     assert "ValueError: a bug in a plugin" in " ".join(gate.partial)
     assert gate.unscored_share == 0.0  # not spent from the unscored budget: refused instead
+
+
+def test_resume_refuses_another_base_url_and_keeps_the_runs_throughput(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a walkthrough: --base-url on --resume was silently replaced by the stored one; --rpm was dropped."""
+    (tmp_path / "data.jsonl").write_text(_rows())
+    with FakeOpenAIServer(_server_failing_three_rows) as server:
+        judge = ("--judge", "openai:fake", "--base-url", server.base_url, "--retries", "0", "--no-cache")
+        code, out = _cli("run", "data.jsonl", *judge, "--rpm", "6000", "--tpm", "900000", "--progress", "none")
+        assert code == 3, out
+        with RunStore(".assay/runs.sqlite") as store:
+            (info,) = store.runs()
+        with FakeOpenAIServer(lambda body: faithfulness_answer(body["messages"][-1]["content"])) as other:
+            code, out = _cli("run", "--resume", info.run_id, "--base-url", other.base_url, "--progress", "none")
+            assert code == 1, out
+            assert f"was judged at {server.base_url}" in out and "--resume keeps the run's judge" in out
+            assert other.calls == 0
+        # the gate line counts errors apart from the unscored budget
+        code, out = _cli("gate", info.run_id, "-m", "faithfulness=0.3")
+        assert code == 2 and "unscored results 0/40 = 0.0000 (max 0.1) · 3 errors (not verdicts)" in out, out
+        # a resume without --rpm keeps the run's own budgets
+        seen: list[Any] = []
+        real = assay.evaluate
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            seen.append(kwargs["limits"])
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(assay, "evaluate", spy)
+        _STATE["broken"] = False
+        try:
+            code, out = _cli("run", "--resume", info.run_id, "--progress", "none")
+        finally:
+            _STATE["broken"] = True
+        assert code == 0, out
+        assert (seen[0].rpm, seen[0].tpm) == (6000, 900000)
+        code, out = _cli("run", "--resume", info.run_id, "--rpm", "300", "--progress", "none")
+        assert seen[-1].rpm == 300  # given again: it wins (throughput changes no result)

@@ -204,7 +204,7 @@ def test_ctrl_c_at_random_points_under_every_option_resumes_to_the_uninterrupted
                     unstored = (info.summary or {}).get("_unstored_calls")
                     if unstored:  # calls of samples the interrupt stopped: said, not lost from the count
                         counted["interrupts with calls of unfinished samples"] += 1
-                        assert "went to samples it stopped" in out, f"{where}\n{out}"
+                        assert "answered for samples it stopped" in out, f"{where}\n{out}"
                         shown = CliRunner().invoke(app, ["runs", "show", info.run_id, "--store", str(store)])
                         assert f"{unstored} judge call" in shown.output and "an interrupt stopped" in shown.output
                     before = _judged(store)

@@ -150,9 +150,13 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
         said = "not gated" if result.outcome == "untrusted" else "gated anyway (--allow-untrusted-judge)"
         out_console.print(f"[bold yellow]{said}:[/bold yellow] {printable(result.untrusted)}", soft_wrap=True)
     n_scored = sum(s.is_scored for s in result.samples)
+    # errors are refused above, not spent from the unscored budget: counted apart, as the share is
+    n_errors = sum(score.is_error for sample in report.samples for score in sample.scores)
+    errors = f" · {counted(n_errors, 'error')} (not verdicts)" if n_errors else ""
     out_console.print(
-        f"samples {len(result.samples)} (scored {n_scored}) · unscored results {report.n_unscored}/{report.n_records} "
-        f"= {_pct(result.unscored_share)} (max {policy.max_unscored:g})",
+        f"samples {len(result.samples)} (scored {n_scored}) · unscored results "
+        f"{report.n_unscored - n_errors}/{report.n_records} = {_pct(result.unscored_share)} "
+        f"(max {policy.max_unscored:g}){errors}",
         soft_wrap=True,
     )
     if result.outcome == "unscored" and result.unscored_share > policy.max_unscored:

@@ -450,9 +450,19 @@ def _given(ctx: typer.Context, names: tuple[str, ...]) -> list[str]:
 
 
 def _resume_base_url(stored: str | None, given: str | None, run_id: str) -> str | None:
-    """The base URL to resume with: the stored one, or the given one when credentials were redacted."""
+    """The base URL to resume with: the stored one, or the given one when credentials were redacted.
+
+    Another URL is another judge (another server may serve another model under the name):
+    refused, as another ``--judge`` is, never silently replaced by the stored one.
+    """
+    if given is not None and redact_url(given) != stored:
+        raise ConfigError(
+            f"run {run_id} was judged at {stored or 'the judge default URL'}; --resume keeps the run's judge, so "
+            f"--base-url {redact_url(given)} (or OPENAI_BASE_URL) would mix two judges in one run. Drop it to "
+            "resume at the run's own URL, or start a new run for the other server"
+        )
     if stored is None or REDACTED not in stored:
-        return given if given is not None and redact_url(given) == stored else stored
+        return stored
     if given is None or redact_url(given) != stored:
         raise ConfigError(
             f"run {run_id} was judged at {stored}, whose credentials were not stored; pass the same "
@@ -570,6 +580,11 @@ def run(
             data = Path(spec.dataset)
             judge, engine = spec.judge, spec.engine
             base_url = _resume_base_url(spec.base_url, base_url, resume)
+            # the run's own throughput unless given again (they change no result, so they may change)
+            kept = spec.options.get("throughput") or {}
+            concurrency = concurrency if concurrency is not None else kept.get("concurrency")
+            rpm = rpm if rpm is not None else kept.get("rpm")
+            tpm = tpm if tpm is not None else kept.get("tpm")
             metrics = _stored_metrics(spec)
         else:
             if data is None:
@@ -695,7 +710,7 @@ def run(
     if code is not None:
         if code == EXIT_INTERRUPTED:
             unstored = (store.info(run_id).summary or {}).get("_unstored_calls")
-            spent = f" ({counted(int(unstored), 'judge call')} went to samples it stopped)" if unstored else ""
+            spent = f" ({counted(int(unstored), 'judge call')} answered for samples it stopped)" if unstored else ""
             err_console.print(
                 f"[yellow]interrupted[/yellow]: every finished sample is stored{spent}. Continue with "
                 f"[bold]assay run --resume {run_id}[/bold]"

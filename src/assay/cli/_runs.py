@@ -164,8 +164,8 @@ def show(
                 unstored = info.summary.get("_unstored_calls")
                 if unstored:
                     out_console.print(
-                        f"[yellow]+ {counted(int(unstored), 'judge call')} for samples an interrupt stopped: in no "
-                        "record and not counted above (those samples are judged again on resume)[/yellow]"
+                        f"[yellow]+ {counted(int(unstored), 'judge call')} answered for samples an interrupt stopped: "
+                        "in no record and not counted above (those samples are judged again on resume)[/yellow]"
                     )
                 models = judge_models_note(cost.get("models") or {}, spec.judge_model)
                 if models:

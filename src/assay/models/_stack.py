@@ -17,13 +17,14 @@ the temperature are part of its key.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -31,6 +32,8 @@ from assay.models._cache import CachedJudge, JudgeCache
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
 from assay.models._resilient import RateLimiter, ResilientJudge, RetryPolicy
 from assay.models._wrapper import JudgeWrapper
+
+_T = TypeVar("_T")
 
 __all__ = ["CountedJudge", "Limits", "build_judge_stack", "same_in_every_repeat"]
 
@@ -100,12 +103,25 @@ class CountedJudge(JudgeWrapper):
 
         @functools.wraps(found)
         async def counted(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return await found(*args, **kwargs)
-            finally:
-                self.on_call()
+            return await self._counting(found(*args, **kwargs))
 
         return counted
+
+    async def _counting(self, call: Awaitable[_T]) -> _T:
+        """Await a judge call and count it once it answered or failed; a cancelled call (Ctrl-C) is not counted.
+
+        Under ``--rpm`` most cancelled calls were still waiting for their slot and never
+        reached the judge: counting them made an interrupted run report calls never sent.
+        """
+        try:
+            result = await call
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            self.on_call()
+            raise
+        self.on_call()
+        return result
 
     async def generate(
         self,
@@ -114,10 +130,7 @@ class CountedJudge(JudgeWrapper):
         schema: type[BaseModel] | None = None,
         config: GenerateConfig | None = None,
     ) -> JudgeResponse:
-        try:
-            return await self.inner.generate(messages, schema=schema, config=config)
-        finally:
-            self.on_call()
+        return await self._counting(self.inner.generate(messages, schema=schema, config=config))
 
 
 class _RepeatJudge(JudgeWrapper):

@@ -177,7 +177,8 @@ async def aevaluate(
                     judge_record=judge_record,
                     base_url=redact_url(base_url),
                     metrics=tuple(m.spec() for m in metric_list),
-                    options=run_options.model_dump(mode="json"),
+                    # throughput is kept for a resume to reuse, outside the compared options
+                    options=run_options.model_dump(mode="json") | {"throughput": _throughput(limits)},
                     engine=engine,
                     assay_version=__version__,
                 )
@@ -348,6 +349,15 @@ def _say_failed_calls(summary: RunSummary, result: EvalResult) -> None:
         raise JudgeUnavailableError(failure, result)
     result.notes.append(failure)
     warnings.warn(failure, JudgeCallWarning, stacklevel=2)
+
+
+def _throughput(limits: Limits | None) -> dict[str, float | int | None]:
+    """The run's concurrency and rate budgets, as ``assay run --resume`` reuses them."""
+    return {
+        "concurrency": limits.concurrency if limits else None,
+        "rpm": limits.rpm if limits else None,
+        "tpm": limits.tpm if limits else None,
+    }
 
 
 def _is_table(data: Any) -> bool:
