@@ -135,6 +135,7 @@ def test_resume_refuses_another_base_url_and_keeps_the_runs_throughput(
         # the gate line counts errors apart from the unscored budget
         code, out = _cli("gate", info.run_id, "-m", "faithfulness=0.3")
         assert code == 2 and "unscored results 0/40 = 0.0000 (max 0.1) · 3 errors (not verdicts)" in out, out
+        assert "not measured for this judge" in out  # the trust note, in the console as in the job summary
         # a resume without --rpm keeps the run's own budgets
         seen: list[Any] = []
         real = assay.evaluate

@@ -34,6 +34,7 @@ from assay.models._weights import DEFAULT_MODEL_SHA256
 from assay.retrieval import LLMJudge, RelevanceVerdict, RetrievalExample, evaluate_retrieval
 from assay.run import EvalResult, JudgeCache, Limits, build_judge_stack, cache_key, is_cacheable
 from assay.testing import FakeOpenAIServer
+from evaluate_kept import evaluate_kept
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "assay"
 CRITERIA = "The answer addresses the question."
@@ -186,7 +187,7 @@ def test_refusals_truncations_and_errors_from_the_server_are_never_cached(
     pytest.importorskip("openai")
     cache = JudgeCache(tmp_path / "cache.sqlite")
     with FakeOpenAIServer(grade("PASS"), faults=faults) as server:
-        result = evaluate(
+        result = evaluate_kept(
             samples(3),
             [BinaryJudgeGrader(CRITERIA)],
             openai_judge(server, "fake-judge"),

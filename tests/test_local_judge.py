@@ -18,6 +18,7 @@ from assay.metrics._faithfulness import STATEMENT_PROMPT, StatementCheck, Statem
 from assay.models import ChoiceProbabilities, GenerateConfig, LocalJudge, get_judge
 from assay.models import _weights as weights
 from assay.prompts import ask
+from evaluate_kept import evaluate_kept
 from tiny_model import smollm2_path
 
 pytest.importorskip("llama_cpp")
@@ -73,7 +74,7 @@ def test_faithfulness_end_to_end_on_llama_cpp(tiny: LocalJudge) -> None:
 def test_prompt_longer_than_the_context_window_is_a_judge_error(tiny: LocalJudge) -> None:
     small = LocalJudge(smollm2_path(), n_ctx=256)
     huge = SAMPLE.model_copy(update={"contexts": ("word " * 2000,)})
-    score = evaluate([huge], [Faithfulness(decomposer="sentences")], small).results[0].scores["faithfulness"]
+    score = evaluate_kept([huge], [Faithfulness(decomposer="sentences")], small).results[0].scores["faithfulness"]
     assert score.unscored_reason is UnscoredReason.JUDGE_ERROR
     assert math.isnan(score.value)
 
@@ -84,7 +85,7 @@ def test_the_window_is_set_from_the_environment_for_judges_named_by_string(monke
     monkeypatch.setenv("ASSAY_LOCAL_N_CTX", "256")
     judge = get_judge(f"local:{smollm2_path()}")
     huge = SAMPLE.model_copy(update={"contexts": ("word " * 2000,)})
-    score = evaluate([huge], [Faithfulness(decomposer="sentences")], judge).results[0].scores["faithfulness"]
+    score = evaluate_kept([huge], [Faithfulness(decomposer="sentences")], judge).results[0].scores["faithfulness"]
     assert score.unscored_reason is UnscoredReason.JUDGE_ERROR
     assert "context window (256)" in (score.detail or "")
     monkeypatch.setenv("ASSAY_LOCAL_N_CTX", "8k")

@@ -556,6 +556,9 @@ def gate(
             )
             continue
         render_gate(by_name[name], reports[name], run_id)
+        figure = trust.get(name)
+        if figure is not None and not figure.untrusted:  # an untrusted one was said above, with the verdict
+            out_console.print(f"[dim]{printable(figure.text())}[/dim]", soft_wrap=True)
     if summary_md is not None:
         texts = {name: figure.text() for name, figure in trust.items()}
         _append_summary(summary_md, gate_summary_markdown(results, reports, run_id=run_id, trust=texts))
