@@ -19,7 +19,7 @@ from assay.models import ChoiceProbabilities, GenerateConfig, LocalJudge, get_ju
 from assay.models import _weights as weights
 from assay.prompts import ask
 from evaluate_kept import evaluate_kept
-from tiny_model import smollm2_path
+from tiny_model import batch_variant_kernels, smollm2_path
 
 pytest.importorskip("llama_cpp")
 pytestmark = pytest.mark.slow
@@ -297,6 +297,7 @@ async def test_choice_probabilities_are_a_distribution_over_the_choices(tiny: Lo
     assert answer.failure is None
 
 
+@batch_variant_kernels
 async def test_alternating_prompt_kinds_resume_from_their_own_saved_prefix(tiny: LocalJudge) -> None:
     """A decomposition between two verifications used to evict the verifier's instructions.
 
