@@ -167,7 +167,7 @@ class BenchResult:
 def _error(cal: Calibration, cost: CostReport) -> str | None:
     """Why a calibration gave no figures, or ``None`` if it did."""
     if cost.every_call_failed:
-        return f"every judge call failed ({cost.failed_calls} of {cost.calls}): {cost.first_error}"
+        return cost.failure()  # the words every door uses
     if cal.overall.n == 0:
         reasons = ", ".join(f"{r}: {n}" for r, n in sorted(cal.unscored.items())) or "none judged"
         return f"no item got a verdict ({reasons})" + (

@@ -111,8 +111,6 @@ class CostReport:
     models: dict[str, int] = field(default_factory=dict)
     """Calls (cached ones too) per model that answered them, as each response named it
     (:func:`~assay.analysis.judge_models_note` says what a reader must be told of them)."""
-    first_error: str | None = None
-    """The error of the first failed call counted (``"JudgeHTTPError: Could not talk to ..."``)."""
     first_errors: dict[str, str] = field(default_factory=dict)
     """Kind (the error's class name, ``"error"`` when it names none) -> its first failed call's error."""
 
@@ -132,8 +130,6 @@ class CostReport:
             self.calls += 1
             if call.error is not None:
                 self.failed_calls += 1
-                if self.first_error is None:
-                    self.first_error = call.error
                 self.first_errors.setdefault(error_kind(call.error), call.error)
             self.usage = self.usage + call.usage
             cost = self.prices.cost(call.model, call.usage)
@@ -148,6 +144,11 @@ class CostReport:
     def describe(self) -> str:
         """``"$0.0123"``; ``"unknown (m has no price; ...)"`` when no call had a price (never ``$0.0000``)."""
         return describe_cost(self.usd, self.unpriced_models, self.priced_calls, self.uncounted_models)
+
+    @property
+    def first_error(self) -> str | None:
+        """The error of the first failed call counted (``"JudgeHTTPError: Could not talk to ..."``)."""
+        return next(iter(self.first_errors.values()), None)
 
     @property
     def every_call_failed(self) -> bool:
