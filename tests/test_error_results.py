@@ -154,3 +154,41 @@ def test_resume_refuses_another_base_url_and_keeps_the_runs_throughput(
         assert (seen[0].rpm, seen[0].tpm) == (6000, 900000)
         code, out = _cli("run", "--resume", info.run_id, "--rpm", "300", "--progress", "none")
         assert seen[-1].rpm == 300  # given again: it wins (throughput changes no result)
+
+
+def test_a_cancelled_call_is_not_counted_but_answered_and_failed_ones_are() -> None:
+    """Under --rpm most calls an interrupt cancels never reached the judge: they are not 'spent'."""
+    import asyncio
+
+    from assay.errors import JudgeError
+    from assay.models import ScriptedJudge
+    from assay.models._stack import CountedJudge
+
+    counted: list[int] = []
+    judge = CountedJudge(ScriptedJudge(["yes", JudgeError("HTTP 500")]), lambda: counted.append(1))
+
+    async def main() -> None:
+        await judge.generate([{"role": "user", "content": "a"}])
+        with pytest.raises(JudgeError):
+            await judge.generate([{"role": "user", "content": "b"}])
+        waiting = asyncio.ensure_future(asyncio.sleep(10))
+        stuck = CountedJudge(judge, lambda: counted.append(1))
+        stuck.inner.generate = lambda *a, **k: waiting  # type: ignore[method-assign]
+        task = asyncio.ensure_future(stuck.generate([{"role": "user", "content": "c"}]))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert len(counted) == 2
+
+
+def test_calls_spent_on_stopped_samples_add_up_over_interrupts(tmp_path: Path) -> None:
+    from assay.run import RunSpec
+
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        store.create(RunSpec(run_id="r", judge="x", judge_model="x"))
+        store.add_unstored_calls("r", 3)
+        store.add_unstored_calls("r", 4)  # a second interrupt of the same run
+        assert store.info("r").summary == {"_unstored_calls": 7}
