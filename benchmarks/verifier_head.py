@@ -498,6 +498,7 @@ def out_of_fold(
         "vetoed": vetoed,
         "chosen": chosen,
         "trained_on": trained_on,
+        "chunks": chunk_ids,
     }
 
 
@@ -531,8 +532,110 @@ def report(result: dict[str, Any], seed: int, out: Any = print) -> list[dict[str
                 f"  vs short prompt + veto {d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
             )
             rows.append({"set": s, "variant": name, **fig.to_dict(), "vs_prompt_veto": [d, lo, hi]})
-    out("\nagainst the verifier as it ships: not measured here (needs its P on the same items; see the design note)")
     return rows
+
+
+CRITERION = {"summedits": 0.03, "begin": None, "wice": None}
+"""Per set, the rise the candidate needs over the shipped verifier (paired CI above 0), or None: must not fall."""
+SHIPPED_SLUG = "local_qwen2.5-coder-1.5b-instruct-q4_k_m"
+"""``judge_agreement.model_slug`` of the shipped local judge: its cache file's name."""
+CANDIDATE = "head + veto"
+"""The variant the criterion is decided on, fixed before the run: the head's P, the detail checks kept (issue 58)."""
+
+
+def shipped_entries(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """``judge_agreement.py --variants product``'s cache entries per set and item id (the verifier as it ships)."""
+    from judge_agreement import PRODUCT_KEY
+
+    if not path.exists():
+        return {}
+    cache = json.loads(path.read_text())
+    return {name: cache.get(f"{name}/{PRODUCT_KEY}", {}) for name in SETS_ORDER}
+
+
+def criterion(
+    result: dict[str, Any],
+    shipped: dict[str, dict[str, dict[str, Any]]],
+    dev_store: Store,
+    seed: int,
+    out: Any = print,
+) -> dict[str, Any]:
+    """The kill criterion's verdict-level rows: the candidate against the shipped verifier on the same items.
+
+    An item counts only when both have a verdict for it: a head (its fold had enough
+    training pairs) and a shipped verdict that did not fail (failures are counted and
+    printed). A set with no such item is "not measured", and then nothing ships.
+    Seconds per verdict: the head's short prompt summed over the item's chunks, the shipped
+    verifier's entry (its seconds shared over the statements that share a context), both
+    read on this machine in the same run of the benchmark.
+    """
+    from grouped_cv import paired_difference
+
+    sets, y, ids = result["sets"], result["y"], result["ids"]
+    candidate = ((np.nan_to_num(result["head"]) >= 0.5) & ~result["vetoed"]).astype(np.int64)
+    rows = []
+    out(f"\nthe kill criterion, verdict level: {CANDIDATE} against the verifier as it ships (paired, same items)")
+    for name, rise in CRITERION.items():
+        entries = shipped.get(name, {})
+        index = [
+            i
+            for i in range(len(ids))
+            if sets[i] == name and not math.isnan(result["head"][i]) and entries.get(ids[i], {}).get("v") is not None
+        ]
+        failed = sum(1 for i in range(len(ids)) if sets[i] == name and entries.get(ids[i], {"v": 0})["v"] is None)
+        need = f"rise >= {rise:+.2f}, CI above 0" if rise is not None else "not fall: CI includes or is above 0"
+        if not index:
+            out(f"  {name:9s} not measured ({need})")
+            rows.append({"set": name, "need": need, "n": 0, "passes": False, "measured": False})
+            continue
+        yy = y[index]
+        base = np.array([int(entries[ids[i]]["v"]) for i in index], dtype=np.int64)
+        d, lo, hi = paired_difference(yy, candidate[index], base, seed)
+        passes = (d >= rise and lo > 0) if rise is not None else hi >= 0
+        head_s = [sum(dev_store.done[c]["s"] for c in result["chunks"][i]) for i in index]
+        ship_s = [float(entries[ids[i]]["s"]) for i in index]
+        out(
+            f"  {name:9s} n={len(index):4d}  shipped BA {_ba(yy, base):.3f}"
+            f"  {CANDIDATE} BA {_ba(yy, candidate[index]):.3f}"
+            f"  difference {d:+.3f} [{lo:+.3f}, {hi:+.3f}]  need {need}: {'PASS' if passes else 'FAIL'}"
+            f"  s/verdict {np.mean(head_s):.2f} vs {np.mean(ship_s):.2f}"
+            + (f"  ({failed} shipped verdict{'s' * (failed != 1)} failed, left out)" if failed else "")
+        )
+        rows.append(
+            {
+                "set": name,
+                "need": need,
+                "n": len(index),
+                "shipped_ba": _ba(yy, base),
+                "candidate_ba": _ba(yy, candidate[index]),
+                "difference": [d, lo, hi],
+                "passes": bool(passes),
+                "measured": True,
+                "seconds_candidate": float(np.mean(head_s)),
+                "seconds_shipped": float(np.mean(ship_s)),
+                "shipped_failed": failed,
+            }
+        )
+    measured = [r for r in rows if r["measured"]]
+    slower = any(r["seconds_candidate"] > r["seconds_shipped"] for r in measured)
+    ships = len(measured) == len(rows) and all(r["passes"] for r in rows) and not slower
+    failing = [r["set"] for r in measured if not r["passes"]]
+    if failing:
+        verdict = f"a measured no: {', '.join(failing)} miss the criterion"
+    elif len(measured) < len(rows):
+        verdict = "undecided: " + ", ".join(r["set"] for r in rows if not r["measured"]) + " not measured"
+    elif slower:
+        verdict = "a measured no: slower per verdict"
+    else:
+        verdict = "verdict level met; the answer-level row (faithfulness_answers.py) decides"
+    out(f"  => {verdict}")
+    return {"rows": rows, "ships_at_verdict_level": ships, "verdict": verdict}
+
+
+def _ba(y: npt.NDArray[np.int64], preds: npt.NDArray[np.int64]) -> float:
+    from assay.analysis import balanced_accuracy
+
+    return float(balanced_accuracy(y, preds))
 
 
 # ---- command line ---------------------------------------------------------------------------------
@@ -567,6 +670,12 @@ def main() -> None:
     parser.add_argument("--flush", type=int, default=16, help="items read between checkpoints (a stop loses fewer)")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--json", type=Path, default=None, help="fit: write the table here")
+    parser.add_argument(
+        "--shipped",
+        type=Path,
+        default=Path(__file__).resolve().parent / ".cache" / f"agreement-{SHIPPED_SLUG}-s7.json",
+        help="fit: judge_agreement.py's cache with the shipped verifier's verdicts on the same seed-7 items",
+    )
     args = parser.parse_args()
     rows = read_rows(SETS_ORDER)
     sample = dev_sample(rows, args.dev_n, 7)
@@ -606,8 +715,11 @@ def main() -> None:
             Store(folder / "pairs", about), pairs, Store(folder / "dev", about), sample, rows, args.folds, args.seed
         )
         table = report(result, args.seed)
+        decided = criterion(result, shipped_entries(args.shipped), Store(folder / "dev", about), args.seed)
         if args.json:
-            args.json.write_text(json.dumps({"rows": table, "chosen": result["chosen"]}, indent=1) + "\n")
+            args.json.write_text(
+                json.dumps({"rows": table, "chosen": result["chosen"], "criterion": decided}, indent=1) + "\n"
+            )
 
 
 if __name__ == "__main__":

