@@ -421,11 +421,14 @@ def out_of_fold(
     seed: int,
     *,
     min_train: int = 200,
+    max_train: int = 0,
 ) -> dict[str, Any]:
     """Per dev item: the prompt's own P, the head's score (trained without the item's documents) and the veto.
 
     ``rows_by_set``: the dev items scored; ``every_row``: every row of the dev files (the
     full-file groups that keep a held-out item's documents out of its head's training).
+    ``max_train``: only the first that many stored pairs in ``train_pairs``' order (the
+    extraction order, windows in a seeded order: a random sample), for a learning curve.
     """
     from fit_detail_combiner import make_folds
     from grouped_cv import document_groups
@@ -452,6 +455,8 @@ def out_of_fold(
     fold_of = make_folds(list(sets), y.astype(np.float64), sample_groups, folds, seed)
     group_of = full_groups(every_row)
     stored_train = [p for p in train_pairs if p.id in train_store.done]
+    if max_train:
+        stored_train = stored_train[:max_train]
     p_prompt = np.zeros(len(items))
     head_score = np.full(len(items), np.nan)
     vetoed = np.zeros(len(items), dtype=bool)
@@ -532,6 +537,33 @@ def report(result: dict[str, Any], seed: int, out: Any = print) -> list[dict[str
                 f"  vs short prompt + veto {d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
             )
             rows.append({"set": s, "variant": name, **fig.to_dict(), "vs_prompt_veto": [d, lo, hi]})
+    return rows
+
+
+def curve(sizes: Sequence[int], run: Any, seed: int, out: Any = print) -> list[dict[str, Any]]:
+    """The candidate's out-of-fold BA per set against how many training pairs were read (a learning curve).
+
+    ``run(n)`` is :func:`out_of_fold` on the first ``n`` stored pairs. A flat curve says more
+    pairs of these kinds would not move the head; a rising one says the volume is short.
+    """
+    from grouped_cv import figures
+
+    rows = []
+    out("\nlearning curve: head + veto, out of fold, by training pairs read (before holding out a fold's documents)")
+    for n in sizes:
+        result = run(n)
+        sets, y = result["sets"], result["y"]
+        preds = ((np.nan_to_num(result["head"]) >= 0.5) & ~result["vetoed"]).astype(np.int64)
+        line = []
+        for name in dict.fromkeys(sets.tolist()):
+            mask = (sets == name) & ~np.isnan(result["head"])
+            if not mask.any():
+                line.append(f"{name} -")
+                continue
+            fig = figures(y[mask], preds[mask], seed)
+            line.append(f"{name} {fig.ba:.3f} [{fig.ci[0]:.3f}-{fig.ci[1]:.3f}] (n={fig.n})")
+            rows.append({"pairs": n, "set": name, **fig.to_dict()})
+        out(f"  {n:6d} pairs: " + "   ".join(line))
     return rows
 
 
@@ -670,6 +702,7 @@ def main() -> None:
     parser.add_argument("--flush", type=int, default=16, help="items read between checkpoints (a stop loses fewer)")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--json", type=Path, default=None, help="fit: write the table here")
+    parser.add_argument("--curve", default="", help="fit: also a learning curve at these training sizes (250,500,...)")
     parser.add_argument(
         "--shipped",
         type=Path,
@@ -711,14 +744,22 @@ def main() -> None:
         ):
             pass
     if args.step in ("fit", "all"):
-        result = out_of_fold(
-            Store(folder / "pairs", about), pairs, Store(folder / "dev", about), sample, rows, args.folds, args.seed
-        )
+        train_store, dev_store = Store(folder / "pairs", about), Store(folder / "dev", about)
+
+        def run(max_train: int = 0) -> dict[str, Any]:
+            return out_of_fold(train_store, pairs, dev_store, sample, rows, args.folds, args.seed, max_train=max_train)
+
+        result = run()
         table = report(result, args.seed)
-        decided = criterion(result, shipped_entries(args.shipped), Store(folder / "dev", about), args.seed)
+        decided = criterion(result, shipped_entries(args.shipped), dev_store, args.seed)
+        sizes = [int(n) for n in args.curve.split(",") if n.strip()]
+        learning = curve(sizes, run, args.seed) if sizes else []
         if args.json:
             args.json.write_text(
-                json.dumps({"rows": table, "chosen": result["chosen"], "criterion": decided}, indent=1) + "\n"
+                json.dumps(
+                    {"rows": table, "chosen": result["chosen"], "criterion": decided, "curve": learning}, indent=1
+                )
+                + "\n"
             )
 
 

@@ -167,6 +167,14 @@ def test_out_of_fold_heads_never_train_on_their_folds_documents(
         assert len(used) >= 5  # trained on the other folds' documents, not on nothing
     assert not np.isnan(result["head"]).any()
 
+    # A learning curve's point trains on the first pairs read only, a fold's documents still held out.
+    seen.clear()
+    ordered = vh.order_for_reuse(pairs, 7)  # windows in a seeded order, as main passes them
+    few = vh.out_of_fold(train_store, ordered, dev_store, rows, rows, 5, 7, min_train=5, max_train=40)
+    first = {p.group for p in ordered[:40]}
+    assert max(few["trained_on"]) <= 40 < max(result["trained_on"])
+    assert all(used <= first for used in seen)
+
 
 def test_the_small_model_is_joined_from_its_parts_only_when_its_sha256_matches(
     vh: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
