@@ -234,7 +234,8 @@ class Basis:
     ``x_std w = (U S) beta``, ``|w| = |beta|``: the same problem in ``rank`` dimensions.
     """
 
-    def __init__(self, x: np.ndarray) -> None:
+    def __init__(self, x: np.ndarray, max_rank: int = 0) -> None:
+        """``max_rank``: keep only the leading that many components (a fit on the principal ones)."""
         x = np.asarray(x, dtype=np.float64)
         self.mean = x.mean(axis=0)
         self.scale = x.std(axis=0)
@@ -242,6 +243,8 @@ class Basis:
         z = (x - self.mean) / self.scale
         u, s, vt = np.linalg.svd(z, full_matrices=False)
         keep = s > s[0] * 1e-9
+        if max_rank:
+            keep[max_rank:] = False
         self.z = u[:, keep] * s[keep]
         self.vt = vt[keep]
 

@@ -327,6 +327,15 @@ def speed(judge: Any, pairs: Sequence[Pair], windows: int) -> dict[str, float]:
 # ---- the head -------------------------------------------------------------------------------------
 
 
+HEAD_RANK = 256
+"""The head is an L2 logistic fit on the leading 256 principal components of the standardised layer.
+
+Full rank (896 for the 0.5B) made a fold's fit cost O(n * 896^2) per Newton step: about 20
+minutes for 400 pairs on a loaded 2-core EPYC, hours for thousands. 256 was fixed for
+that cost, not chosen on any figure.
+"""
+
+
 @dataclass
 class Head:
     layer: int
@@ -363,7 +372,7 @@ def fit_head(
         oof = {c: np.zeros(len(y)) for c in cs}
         for f in range(inner):
             tr, te = folds != f, folds == f
-            basis = Basis(hidden[tr, li])
+            basis = Basis(hidden[tr, li], HEAD_RANK)
             theta = None
             for c in cs:
                 theta = basis.fit(yf[tr], w[tr], c, theta)
@@ -379,7 +388,7 @@ def fit_head(
     threshold = float(
         max(THRESHOLDS, key=lambda t: (round(_mean_ba(np.array(sets), y, scores >= t), 12), -abs(t - 0.5)))
     )
-    basis = Basis(hidden[:, li])
+    basis = Basis(hidden[:, li], HEAD_RANK)
     theta = None
     for cc in cs:
         theta = basis.fit(yf, w, cc, theta)

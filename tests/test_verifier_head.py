@@ -268,3 +268,19 @@ def test_the_criterion_ships_only_when_every_set_is_measured_and_passes(vh: Modu
     rows = {r["set"]: r for r in decided["rows"]}
     assert not rows["begin"]["passes"] and rows["begin"]["difference"][2] < 0
     assert decided["verdict"] == "a measured no: begin miss the criterion"
+
+
+def test_a_rank_capped_basis_keeps_the_leading_components_and_their_fit(vh: ModuleType) -> None:
+    from grouped_cv import Basis
+
+    rng = np.random.default_rng(1)
+    n = 300
+    y = rng.integers(0, 2, n)
+    factors = rng.normal(size=(n, 4))
+    factors[:, 0] += 1.5 * (2 * y - 1)  # the label on one of four shared directions
+    x = factors @ rng.normal(size=(4, 40)) + 0.3 * rng.normal(size=(n, 40))
+    full, capped = Basis(x), Basis(x, max_rank=4)
+    assert full.z.shape[1] == 40 and capped.z.shape[1] == 4
+    w = np.ones(n)
+    coef, b = capped.raw(capped.fit(y.astype(float), w, 1.0))
+    assert (((x @ coef + b) >= 0) == y).mean() > 0.85
