@@ -90,7 +90,12 @@ def test_a_changed_setting_makes_the_fingerprint_differ() -> None:
 def test_each_metric_gets_its_kind_of_figure() -> None:
     faithfulness = trust_for(build_metric("faithfulness").spec(), DEFAULT_LOCAL)
     assert faithfulness.kind == "shipped" and not faithfulness.untrusted
-    assert faithfulness.text().startswith("agrees with people: 0.78 [0.72-0.84], SummEdits dev, n=100 (shipped figure")
+    shipped = json.loads(TRUST_TABLE.read_text())["metrics"]["faithfulness"]["figure"]  # the table, not a copy
+    ba, (lo, hi), n = shipped["balanced_accuracy"], shipped["ci"], shipped["n"]
+    assert faithfulness.text().startswith(
+        f"agrees with people: {ba:.2f} [{lo:.2f}-{hi:.2f}], SummEdits dev, n={n} (shipped figure, "
+        f"{shipped['measured_with']}, {shipped['date']})"
+    )
     goal = trust_for(build_metric(GOAL).spec(), DEFAULT_LOCAL)
     assert goal.untrusted and goal.figure() == "0.35 [0.20-0.55]" and goal.against == "the environment"
     assert "not for gating" in goal.text()
