@@ -343,6 +343,8 @@ class Head:
     coef: npt.NDArray[np.float64]
     intercept: float
     threshold: float
+    synthetic_ba: float = math.nan
+    """Mean per-set BA of the inner out-of-fold scores on its training pairs at ``threshold``."""
 
     def score(self, hidden: np.ndarray) -> npt.NDArray[np.float64]:
         from grouped_cv import sigmoid
@@ -388,6 +390,7 @@ def fit_head(
     threshold = float(
         max(THRESHOLDS, key=lambda t: (round(_mean_ba(np.array(sets), y, scores >= t), 12), -abs(t - 0.5)))
     )
+    synthetic = _mean_ba(np.array(sets), y, scores >= threshold)
     basis = Basis(hidden[:, li], HEAD_RANK)
     theta = None
     for cc in cs:
@@ -396,7 +399,7 @@ def fit_head(
             break
     assert theta is not None
     coef, b = basis.raw(theta)
-    return Head(li, c, coef, b, threshold)
+    return Head(li, c, coef, b, threshold, synthetic)
 
 
 def _weights(sets: npt.NDArray[np.str_], y: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
@@ -497,7 +500,7 @@ def out_of_fold(
         )
         chosen.append(
             f"fold {f}: {len(train)} pairs, layer {train_store.layers[head.layer]}, "
-            f"C {head.c:g}, t {head.threshold:.2f}"
+            f"C {head.c:g}, t {head.threshold:.2f}, BA on held-out training pairs {head.synthetic_ba:.3f}"
         )
         for i in test:
             dev_hidden, _ = dev_store.load(chunk_ids[i])

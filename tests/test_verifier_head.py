@@ -126,6 +126,7 @@ def test_the_head_finds_the_layer_that_carries_the_label(vh: ModuleType) -> None
     fresh[:, 1, 2] += 2.5 * (2 * fresh_y - 1)
     accuracy = ((head.score(fresh) >= head.threshold) == fresh_y).mean()
     assert accuracy > 0.9, accuracy
+    assert abs(head.synthetic_ba - accuracy) < 0.06  # its own held-out figure says what fresh items show
 
 
 def test_out_of_fold_heads_never_train_on_their_folds_documents(
