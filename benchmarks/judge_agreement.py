@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import random
@@ -256,7 +257,14 @@ class Variant:
 
 
 def model_slug(judge: JudgeModel) -> str:
-    return judge.model_id.replace(":", "_").replace("/", "_")
+    """The judge's name and a digest of its whole identity: one cache per judge that answers.
+
+    ``model_id`` alone is one name for several judges: the shipped weights on the AVX2
+    build and their Q8_0 copy on the AMX build give different P (docs/design/judging.md),
+    and a cache keyed on the name would serve one's verdicts as the other's.
+    """
+    name = judge.model_id.replace(":", "_").replace("/", "_")
+    return f"{name}-{hashlib.sha1(judge.identity.encode()).hexdigest()[:10]}"
 
 
 async def score_items(

@@ -581,10 +581,17 @@ def curve(sizes: Sequence[int], run: Any, seed: int, out: Any = print) -> list[d
 
 CRITERION = {"summedits": 0.03, "begin": None, "wice": None}
 """Per set, the rise the candidate needs over the shipped verifier (paired CI above 0), or None: must not fall."""
-SHIPPED_SLUG = "local_qwen2.5-coder-1.5b-instruct-q4_k_m"
-"""``judge_agreement.model_slug`` of the shipped local judge: its cache file's name."""
 CANDIDATE = "head + veto"
 """The variant the criterion is decided on, fixed before the run: the head's P, the detail checks kept (issue 58)."""
+
+
+def shipped_cache(seed: int = 7) -> Path:
+    """``judge_agreement.py``'s cache file for the default local judge on this machine (its build and layout)."""
+    from judge_agreement import CACHE, model_slug
+
+    from assay.models import get_judge
+
+    return CACHE / f"agreement-{model_slug(get_judge('local'))}-s{seed}.json"
 
 
 def shipped_entries(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
@@ -718,8 +725,9 @@ def main() -> None:
     parser.add_argument(
         "--shipped",
         type=Path,
-        default=Path(__file__).resolve().parent / ".cache" / f"agreement-{SHIPPED_SLUG}-s7.json",
-        help="fit: judge_agreement.py's cache with the shipped verifier's verdicts on the same seed-7 items",
+        default=None,
+        help="fit: judge_agreement.py's cache with the shipped verifier's verdicts on the same seed-7 items "
+        "(default: the cache of the local judge as it answers on this machine)",
     )
     args = parser.parse_args()
     rows = read_rows(SETS_ORDER)
@@ -763,7 +771,7 @@ def main() -> None:
 
         result = run()
         table = report(result, args.seed)
-        decided = criterion(result, shipped_entries(args.shipped), dev_store, args.seed)
+        decided = criterion(result, shipped_entries(args.shipped or shipped_cache()), dev_store, args.seed)
         sizes = [int(n) for n in args.curve.split(",") if n.strip()]
         learning = curve(sizes, run, args.seed) if sizes else []
         if args.json:

@@ -285,3 +285,14 @@ def test_a_rank_capped_basis_keeps_the_leading_components_and_their_fit(vh: Modu
     w = np.ones(n)
     coef, b = capped.raw(capped.fit(y.astype(float), w, 1.0))
     assert (((x @ coef + b) >= 0) == y).mean() > 0.85
+
+
+def test_a_benchmark_cache_belongs_to_the_judge_that_answered_not_to_its_name(vh: ModuleType) -> None:
+    from types import SimpleNamespace
+
+    from judge_agreement import model_slug
+
+    avx2 = SimpleNamespace(model_id="local:m", identity="local:sha256:abc:strings<=300:build=avx2@0.3.36")
+    amx = SimpleNamespace(model_id="local:m", identity="local:sha256:abc:q8_0g256:strings<=300:build=amx@0.3.36")
+    assert model_slug(avx2) != model_slug(amx)  # one name, two judges: two caches, never one served for the other
+    assert model_slug(avx2) == model_slug(SimpleNamespace(**vars(avx2)))
