@@ -530,7 +530,7 @@ def report(result: dict[str, Any], seed: int, out: Any = print) -> list[dict[str
         "short prompt, P >= 0.5": result["p_prompt"] >= 0.5,
         "short prompt + veto": (result["p_prompt"] >= 0.5) & ~result["vetoed"],
         "head": np.nan_to_num(result["head"]) >= 0.5,
-        "head + veto": (np.nan_to_num(result["head"]) >= 0.5) & ~result["vetoed"],
+        CANDIDATE: candidate_verdicts(result).astype(bool),
     }
     for line in result["chosen"]:
         out(f"  {line}")
@@ -565,7 +565,7 @@ def curve(sizes: Sequence[int], run: Any, seed: int, out: Any = print) -> list[d
     for n in sizes:
         result = run(n)
         sets, y = result["sets"], result["y"]
-        preds = ((np.nan_to_num(result["head"]) >= 0.5) & ~result["vetoed"]).astype(np.int64)
+        preds = candidate_verdicts(result)
         line = []
         for name in dict.fromkeys(sets.tolist()):
             mask = (sets == name) & ~np.isnan(result["head"])
@@ -577,6 +577,11 @@ def curve(sizes: Sequence[int], run: Any, seed: int, out: Any = print) -> list[d
             rows.append({"pairs": n, "set": name, **fig.to_dict()})
         out(f"  {n:6d} pairs: " + "   ".join(line))
     return rows
+
+
+def candidate_verdicts(result: dict[str, Any]) -> npt.NDArray[np.int64]:
+    """The :data:`CANDIDATE`'s verdicts: the head's score at 0.5, overruled by the detail veto (0 without a head)."""
+    return ((np.nan_to_num(result["head"]) >= 0.5) & ~result["vetoed"]).astype(np.int64)
 
 
 CRITERION = {"summedits": 0.03, "begin": None, "wice": None}
@@ -622,8 +627,10 @@ def criterion(
     """
     from grouped_cv import paired_difference
 
+    from assay.analysis import balanced_accuracy
+
     sets, y, ids = result["sets"], result["y"], result["ids"]
-    candidate = ((np.nan_to_num(result["head"]) >= 0.5) & ~result["vetoed"]).astype(np.int64)
+    candidate = candidate_verdicts(result)
     rows = []
     out(f"\nthe kill criterion, verdict level: {CANDIDATE} against the verifier as it ships (paired, same items)")
     for name, rise in CRITERION.items():
@@ -646,8 +653,8 @@ def criterion(
         head_s = [sum(dev_store.done[c]["s"] for c in result["chunks"][i]) for i in index]
         ship_s = [float(entries[ids[i]]["s"]) for i in index]
         out(
-            f"  {name:9s} n={len(index):4d}  shipped BA {_ba(yy, base):.3f}"
-            f"  {CANDIDATE} BA {_ba(yy, candidate[index]):.3f}"
+            f"  {name:9s} n={len(index):4d}  shipped BA {balanced_accuracy(yy, base):.3f}"
+            f"  {CANDIDATE} BA {balanced_accuracy(yy, candidate[index]):.3f}"
             f"  difference {d:+.3f} [{lo:+.3f}, {hi:+.3f}]  need {need}: {'PASS' if passes else 'FAIL'}"
             f"  s/verdict {np.mean(head_s):.2f} vs {np.mean(ship_s):.2f}"
             + (f"  ({failed} shipped verdict{'s' * (failed != 1)} failed, left out)" if failed else "")
@@ -657,8 +664,8 @@ def criterion(
                 "set": name,
                 "need": need,
                 "n": len(index),
-                "shipped_ba": _ba(yy, base),
-                "candidate_ba": _ba(yy, candidate[index]),
+                "shipped_ba": balanced_accuracy(yy, base),
+                "candidate_ba": balanced_accuracy(yy, candidate[index]),
                 "difference": [d, lo, hi],
                 "passes": bool(passes),
                 "measured": True,
@@ -681,12 +688,6 @@ def criterion(
         verdict = "verdict level met; the answer-level row (faithfulness_answers.py) decides"
     out(f"  => {verdict}")
     return {"rows": rows, "ships_at_verdict_level": ships, "verdict": verdict}
-
-
-def _ba(y: npt.NDArray[np.int64], preds: npt.NDArray[np.int64]) -> float:
-    from assay.analysis import balanced_accuracy
-
-    return float(balanced_accuracy(y, preds))
 
 
 # ---- command line ---------------------------------------------------------------------------------
