@@ -46,7 +46,7 @@ fi
 rm -rf "$out.partial" && mkdir -p "$out.partial"
 cp -P "$cache"/lib*.so* "$out.partial/"
 cp "$work/amx-probe" "$out.partial/amx-probe"
-if ! verdict=$("$py" -m assay.models._amx check "$out.partial" 2>&1); then
+if ! verdict=$("$py" -m assay.models._amx_check check "$out.partial" 2>&1); then
   say "the AMX build was not kept: $(echo "$verdict" | tail -1)"; rm -rf "$out.partial" "$out"; exit 0
 fi
 printf '{"llama_cpp_python": "%s", "key": "%s", "cmake_args": "%s", "check": "%s"}\n' \

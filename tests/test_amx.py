@@ -177,7 +177,7 @@ _LOGITS_BY_ROWS = """
 import ctypes, json, os, sys
 import numpy as np
 from assay.models import LocalJudge
-from assay.models._amx import _CHECK_PROMPT
+from assay.models._amx_check import _CHECK_PROMPT
 j = LocalJudge(n_ctx=1024)
 llama = j.load()
 import llama_cpp

@@ -25,8 +25,9 @@ from assay.metrics._graders import BinaryJudgeGrader, CombinedGrader, RangeJudge
 from assay.metrics._holistic import HolisticGoalAccuracy
 from assay.metrics._matching import ArgumentMatch
 from assay.metrics._rag import AnswerRelevancy, ContextPrecision, ContextRecall, FactualCorrectness
+from assay.metrics._rebuild import metric_from_spec
 from assay.metrics._registry import MetricEntry, build_metric, metric_entries, metrics_from, register_metric
-from assay.metrics._spec import metric_from_spec, spec_from_fields
+from assay.metrics._spec import spec_from_fields
 from assay.metrics._state import AgentStateMatch
 from assay.metrics._tools import ToolCallAccuracy
 from assay.metrics._trace import TraceFormatter

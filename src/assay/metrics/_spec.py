@@ -17,7 +17,7 @@ field except ``name`` and ``version``, encoded recursively:
 ``params["prompts"]`` maps the name of every judge prompt the metric uses to its version
 (the judge-visible prompt identity).
 
-:func:`metric_from_spec` reverses it: it imports the class, decodes each field by its
+:func:`~assay.metrics.metric_from_spec` (in ``_rebuild``) reverses it: it imports the class, decodes each field by its
 declared type, builds the metric, and checks that the rebuilt metric's spec equals the
 spec given, so a metric whose code changed since the spec was written (a new version, a
 new prompt) is an error instead of a metric that silently scores differently. A lambda or
@@ -35,17 +35,17 @@ import importlib
 import sys
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from assay._scores import METRIC_SPEC_VERSION, MetricSpec
+from assay._scores import MetricSpec
 from assay.errors import ConfigError
 from assay.metrics._base import Metric
 from assay.prompts import JudgePrompt
 
-__all__ = ["fields_json", "metric_from_spec", "spec_from_fields"]
+__all__ = ["fields_json", "spec_from_fields"]
 
 _CACHE = "_assay_spec"
 _PROMPTS = "prompts"
@@ -88,69 +88,6 @@ def fields_json(obj: Any, /) -> dict[str, Any]:
     """The public fields of a dataclass or pydantic model, encoded as in a spec's ``params``."""
     encoder = _Encoder()
     return {name: encoder.encode(value, hint, name) for name, hint, value in _public_fields(obj)}
-
-
-def metric_from_spec(spec: MetricSpec | Mapping[str, Any]) -> Metric:
-    """Rebuild the metric ``spec`` describes: any built-in, a user or plugin metric.
-
-    A spec with a ``type`` is rebuilt by importing that class and decoding its fields. A
-    spec without one is a record of an older assay (schema 1: built-in metrics are
-    upgraded) or a plugin metric whose spec was written by hand (rebuilt through its
-    ``assay.metrics`` entry point with ``params`` as options).
-
-    Raises:
-        ConfigError: The spec cannot be rebuilt: an object without an import path (a
-            lambda, a local function or class), a class that is gone, an unknown field, or
-            a metric that would not match its spec (its version or a prompt changed).
-    """
-    try:
-        spec = spec if isinstance(spec, MetricSpec) else MetricSpec.model_validate(spec)
-    except ValidationError as exc:
-        raise ConfigError(f"not a metric spec: {exc}") from exc
-    if spec.schema_version > METRIC_SPEC_VERSION:
-        raise ConfigError(
-            f"metric {spec.name!r}: spec schema {spec.schema_version} was written by a newer assay (this one reads "
-            f"up to {METRIC_SPEC_VERSION}); upgrade assay"
-        )
-    if spec.type is None:
-        from assay.metrics._spec_v1 import metric_without_type
-
-        return metric_without_type(spec)
-    where = f"metric {spec.name!r}"
-    cls = _Decoder(where).load(spec.type, "type")
-    if not isinstance(cls, type):
-        raise ConfigError(f"{where}: type {spec.type!r} is not a class")
-    data = {k: v for k, v in spec.params.items() if k != _PROMPTS}
-    settable = _init_names(cls)
-    data.update({k: getattr(spec, k) for k in _OWN if k in settable})
-    metric = _Decoder(where).build(cls, data, "params")
-    if not isinstance(metric, Metric):
-        raise ConfigError(f"{where}: {spec.type} is not a metric (it needs name, required_fields, spec and score)")
-    _check_rebuilt(spec, metric)
-    return metric
-
-
-def _check_rebuilt(spec: MetricSpec, metric: Metric) -> None:
-    """Raise unless ``metric``'s spec is ``spec``: the rebuilt metric must be the stored one.
-
-    Raises:
-        ConfigError: Naming what differs (version, a prompt version, a field).
-    """
-    rebuilt = metric.spec()
-    before, after = spec.model_dump(mode="json"), rebuilt.model_dump(mode="json")
-    if before == after:
-        return
-    old, new = before.pop("params"), after.pop("params")
-    differences = [
-        f"{where}{key} was {_short(a.get(key))}, is now {_short(b.get(key))}"
-        for where, a, b in (("", before, after), ("params.", old, new))
-        for key in dict.fromkeys([*a, *b])
-        if a.get(key) != b.get(key)
-    ]
-    raise ConfigError(
-        f"metric {spec.name!r} rebuilt from its spec is not the metric the spec describes: {'; '.join(differences)}. "
-        "The metric's code (or the spec) changed since the spec was written; its scores would not be comparable"
-    )
 
 
 def _short(value: Any, limit: int = 160) -> str:
@@ -360,8 +297,9 @@ class _Encoder:
 class _Decoder:
     """Turns spec JSON back into field values, by each field's declared type."""
 
-    def __init__(self, metric: str) -> None:
+    def __init__(self, metric: str, rebuild: Callable[[Any], Metric]) -> None:
         self.metric = metric
+        self.rebuild = rebuild  # a nested metric's spec: metric_from_spec, which lives above the metrics
 
     def fail(self, where: str, message: str) -> ConfigError:
         return ConfigError(f"{self.metric}: {where}: {message}")
@@ -476,7 +414,7 @@ class _Decoder:
 
     def _metric(self, data: Any, where: str) -> Metric:
         try:
-            return metric_from_spec(data)
+            return self.rebuild(data)
         except ConfigError as exc:
             raise self.fail(where, str(exc)) from exc
 

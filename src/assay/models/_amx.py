@@ -11,7 +11,7 @@ trusted on the flags alone:
   libraries a second time with AMX into ``<venv>/lib/assay-llama-amx`` only where a probe
   (``scripts/amx_probe.c``: ask the kernel for tile permission, multiply two tiles) runs
   cleanly, and only if that build's logits agree with the default build's on a real prompt
-  (``python -m assay.models._amx check DIR``). Its ``BUILD.json`` records the
+  (``python -m assay.models._amx_check check DIR``). Its ``BUILD.json`` records the
   llama-cpp-python version it matches.
 - Before the local judge first imports ``llama_cpp``, :func:`choose_library` runs the
   probe again, in a child process, on the machine the judge runs on. Only a clean
@@ -186,78 +186,15 @@ def loaded_build() -> LoadedBuild:
     return _BUILD
 
 
-# The install-time check: does a candidate build compute what the default build computes?
-
-_CHECK_PROMPT = (
-    "The Amazon River is about 6,400 km long and empties into the Atlantic Ocean. Its basin covers parts of "
-    "nine countries. The river was named by the Spanish explorer Francisco de Orellana in 1542. "
-) * 6 + "Question: which ocean does the Amazon empty into? Answer: the"
-
-
-def _logits_here() -> None:
-    """Child: print the default model's last-position logits' top tokens and probabilities as JSON."""
-    import numpy as np
-
-    from assay.models._local import LocalJudge
-
-    judge = LocalJudge()
-    llama = judge.load()
-    tokens = llama.tokenize(_CHECK_PROMPT.encode(), add_bos=False)
-    llama.eval(tokens)  # one batch of ~200 tokens: the batched (AMX) kernels, not the single-token path
-    import llama_cpp
-
-    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llama._ctx.ctx, -1), shape=(llama.n_vocab(),))
-    p = np.exp(logits - logits.max())
-    p /= p.sum()
-    top = np.argsort(-p)[:5]
-    info = llama_cpp.llama_print_system_info().decode(errors="replace")
-    print(json.dumps({"top": top.tolist(), "p": p[top].tolist(), "system": info, "tokens": len(tokens)}))
-
-
-def check_build(directory: Path) -> tuple[bool, str]:
-    """Whether the build in ``directory`` runs and agrees with the default build on a real prompt."""
-    results = {}
-    for name, lib in (("default", None), ("candidate", str(directory))):
-        env = {k: v for k, v in os.environ.items() if k != "LLAMA_CPP_LIB_PATH"}
-        env["ASSAY_AMX"] = "off"
-        if lib is not None:
-            env["LLAMA_CPP_LIB_PATH"] = lib
-        done = subprocess.run(
-            [sys.executable, "-m", "assay.models._amx", "logits"],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-            timeout=600,
-        )
-        if done.returncode != 0:
-            how = f"killed by {signal.Signals(-done.returncode).name}" if done.returncode < 0 else "failed"
-            return False, f"the {name} build {how}: {done.stderr.strip()[-400:]}"
-        results[name] = json.loads(done.stdout.strip().splitlines()[-1])
-    a, b = results["default"], results["candidate"]
-    if "AMX_INT8 = 1" not in b["system"]:
-        return False, f"the candidate build has no AMX kernels ({b['system'].strip()})"
-    if a["top"][0] != b["top"][0]:
-        return False, f"the builds disagree on the next token: {a['top'][0]} vs {b['top'][0]}"
-    drift = abs(a["p"][0] - b["p"][0])
-    if drift > 0.02:
-        return False, f"the builds' top probability differs by {drift:.3f}"
-    return True, f"agrees with the default build (top token {a['top'][0]}, P {a['p'][0]:.4f} vs {b['p'][0]:.4f})"
-
-
 def _main(argv: list[str]) -> int:
-    if argv[:1] == ["logits"]:
-        _logits_here()
-        return 0
-    if argv[:1] == ["check"] and len(argv) == 2:
-        ok, said = check_build(Path(argv[1]))
-        print(said)
-        return 0 if ok else 1
     if argv[:1] == ["choose"]:
         choice = choose_library()
         print(json.dumps({"library": choice.library, "reason": choice.reason, "path": choice.path}))
         return 0
-    print("usage: python -m assay.models._amx check DIR | choose | logits", file=sys.stderr)
+    print(
+        "usage: python -m assay.models._amx choose (the install-time check: python -m assay.models._amx_check)",
+        file=sys.stderr,
+    )
     return 2
 
 

@@ -35,8 +35,8 @@ from typing import Any
 from assay._samples import Sample
 from assay._scores import MetricSpec
 from assay.errors import AssayError, ConfigError, MissingExtraError, SampleError
+from assay.metrics import metric_from_spec
 from assay.metrics._base import Metric, score_safely
-from assay.metrics._spec import metric_from_spec
 from assay.models._cache import JudgeCache
 from assay.models._protocol import JudgeModel, close_judge
 from assay.models._registry import get_judge

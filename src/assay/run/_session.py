@@ -334,7 +334,7 @@ def _check_recorded(spec: RunSpec) -> None:
     Rebuilt, such a metric takes today's defaults for what its spec did not record, and its
     finished samples were not judged with them: resuming would judge one run two ways.
     """
-    from assay.metrics._spec_v1 import unrecorded_settings
+    from assay.metrics._rebuild import unrecorded_settings
 
     for stored in spec.metrics:
         try:

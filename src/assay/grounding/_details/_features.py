@@ -12,10 +12,10 @@ import numpy.typing as npt
 from assay.grounding._details._cues import _local_antonyms, _local_negation, _local_quantifier
 from assay.grounding._details._implied import implied
 from assay.grounding._details._lexicon import _split
-from assay.grounding._details._names import _entities, _is_acronym, _name_present
+from assay.grounding._details._names import _entities, _name_present
 from assay.grounding._details._numbers import _alternatives, _Number, _number_present, _same
 from assay.grounding._details._reading import _read
-from assay.grounding._details._tokens import _short
+from assay.grounding._details._tokens import _is_acronym, _short
 
 DETAIL_FEATURES: tuple[str, ...] = (
     "missing_numbers",

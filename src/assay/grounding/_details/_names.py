@@ -3,48 +3,19 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from assay.grounding._details._lexicon import (
     _CONNECTORS,
     _GENERIC_NAME_WORDS,
     _MONTHS,
-    _NEGATIONS,
     _QUOTE_RE,
     _UNIT_NAMES,
-    STOPWORDS,
 )
-from assay.grounding._details._tokens import _content, _lemma, _low, _Token
+from assay.grounding._details._tokens import _capitalised_runs, _content, _is_acronym, _lemma, _low
 
 if TYPE_CHECKING:
     from assay.grounding._details._reading import _Text
-
-
-def _is_acronym(token: _Token) -> bool:
-    letters = [c for c in token.text if c.isalpha()]
-    return len(letters) >= 2 and all(c.isupper() for c in letters)
-
-
-def _capitalised_runs(tokens: Sequence[_Token], connectors: frozenset[str] = _CONNECTORS) -> list[list[_Token]]:
-    """Runs of capitalised tokens (connectors allowed inside), leading stopwords and connectors dropped."""
-    runs: list[list[_Token]] = []
-    run: list[_Token] = []
-    for token in [*tokens, None]:
-        if token is not None and token.capitalised and token.low != "i" and not token.low.startswith("i'"):
-            run.append(token)
-            continue
-        if token is not None and run and token.low in connectors:
-            run.append(token)
-            continue
-        while run and not run[-1].capitalised:
-            run.pop()
-        while run and (run[0].low in STOPWORDS or run[0].low in connectors or run[0].low in _NEGATIONS):
-            run.pop(0)
-        if run:
-            runs.append(run)
-        run = []
-    return runs
 
 
 def _entities(statement: str, text: _Text, evidence: _Text) -> list[tuple[str, list[str], bool]]:

@@ -17,9 +17,8 @@ from assay.grounding._details._lexicon import (
     _QUANTIFIERS,
     _TOKEN_RE,
 )
-from assay.grounding._details._names import _capitalised_runs
 from assay.grounding._details._numbers import _Number, _numbers
-from assay.grounding._details._tokens import _around, _new_token, _Sentence, _Token, _word
+from assay.grounding._details._tokens import _around, _capitalised_runs, _new_token, _Sentence, _Token, _word
 
 
 @dataclass(frozen=True)

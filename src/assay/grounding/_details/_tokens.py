@@ -7,6 +7,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from assay.grounding._details._lexicon import (
+    _CONNECTORS,
     _INTERJECTIONS,
     _MONTHS,
     _NEGATIONS,
@@ -122,3 +123,29 @@ def _around(tokens: Sequence[_Token], index: int) -> frozenset[str]:
     """Content lemmas within :data:`_RADIUS` tokens of ``tokens[index]`` (itself excluded)."""
     lo, hi = max(0, index - _RADIUS), min(len(tokens), index + _RADIUS + 1)
     return frozenset(t.lemma for k, t in enumerate(tokens[lo:hi], lo) if t.lemma and k != index)
+
+
+def _is_acronym(token: _Token) -> bool:
+    letters = [c for c in token.text if c.isalpha()]
+    return len(letters) >= 2 and all(c.isupper() for c in letters)
+
+
+def _capitalised_runs(tokens: Sequence[_Token], connectors: frozenset[str] = _CONNECTORS) -> list[list[_Token]]:
+    """Runs of capitalised tokens (connectors allowed inside), leading stopwords and connectors dropped."""
+    runs: list[list[_Token]] = []
+    run: list[_Token] = []
+    for token in [*tokens, None]:
+        if token is not None and token.capitalised and token.low != "i" and not token.low.startswith("i'"):
+            run.append(token)
+            continue
+        if token is not None and run and token.low in connectors:
+            run.append(token)
+            continue
+        while run and not run[-1].capitalised:
+            run.pop()
+        while run and (run[0].low in STOPWORDS or run[0].low in connectors or run[0].low in _NEGATIONS):
+            run.pop(0)
+        if run:
+            runs.append(run)
+        run = []
+    return runs

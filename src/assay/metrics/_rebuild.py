@@ -1,4 +1,9 @@
-"""Specs without a ``type``: schema 1 records of the built-ins, and hand-written plugin specs.
+"""A metric rebuilt from its spec: :func:`metric_from_spec`, including specs without a ``type``.
+
+A spec with a ``type`` names its class; :mod:`assay.metrics._spec` decodes its fields. A
+spec without one is a schema 1 record of a built-in or a hand-written plugin spec. This
+module sits above every metric (it may import any of them, and the registry), so the
+metrics themselves import only :mod:`~assay.metrics._spec`, never what rebuilds them.
 
 Schema 1 (before ``type``) wrote each built-in's params by hand. Graders carry a ``kind``;
 the other built-ins are known by name. Each is rebuilt from those params, then checked:
@@ -11,13 +16,77 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from assay._scores import MetricSpec
+from pydantic import ValidationError
+
+from assay._scores import METRIC_SPEC_VERSION, MetricSpec
 from assay.errors import ConfigError
 from assay.metrics._base import Metric
+from assay.metrics._spec import _OWN, _PROMPTS, _Decoder, _init_names, _short
 
-__all__ = ["metric_without_type", "unrecorded_settings"]
+__all__ = ["metric_from_spec", "metric_without_type", "unrecorded_settings"]
 
 _TAGS = ("$object", "$type", "$metric")
+
+
+def metric_from_spec(spec: MetricSpec | Mapping[str, Any]) -> Metric:
+    """Rebuild the metric ``spec`` describes: any built-in, a user or plugin metric.
+
+    A spec with a ``type`` is rebuilt by importing that class and decoding its fields. A
+    spec without one is a record of an older assay (schema 1: built-in metrics are
+    upgraded) or a plugin metric whose spec was written by hand (rebuilt through its
+    ``assay.metrics`` entry point with ``params`` as options).
+
+    Raises:
+        ConfigError: The spec cannot be rebuilt: an object without an import path (a
+            lambda, a local function or class), a class that is gone, an unknown field, or
+            a metric that would not match its spec (its version or a prompt changed).
+    """
+    try:
+        spec = spec if isinstance(spec, MetricSpec) else MetricSpec.model_validate(spec)
+    except ValidationError as exc:
+        raise ConfigError(f"not a metric spec: {exc}") from exc
+    if spec.schema_version > METRIC_SPEC_VERSION:
+        raise ConfigError(
+            f"metric {spec.name!r}: spec schema {spec.schema_version} was written by a newer assay (this one reads "
+            f"up to {METRIC_SPEC_VERSION}); upgrade assay"
+        )
+    if spec.type is None:
+        return metric_without_type(spec)
+    where = f"metric {spec.name!r}"
+    cls = _Decoder(where, metric_from_spec).load(spec.type, "type")
+    if not isinstance(cls, type):
+        raise ConfigError(f"{where}: type {spec.type!r} is not a class")
+    data = {k: v for k, v in spec.params.items() if k != _PROMPTS}
+    settable = _init_names(cls)
+    data.update({k: getattr(spec, k) for k in _OWN if k in settable})
+    metric = _Decoder(where, metric_from_spec).build(cls, data, "params")
+    if not isinstance(metric, Metric):
+        raise ConfigError(f"{where}: {spec.type} is not a metric (it needs name, required_fields, spec and score)")
+    _check_rebuilt(spec, metric)
+    return metric
+
+
+def _check_rebuilt(spec: MetricSpec, metric: Metric) -> None:
+    """Raise unless ``metric``'s spec is ``spec``: the rebuilt metric must be the stored one.
+
+    Raises:
+        ConfigError: Naming what differs (version, a prompt version, a field).
+    """
+    rebuilt = metric.spec()
+    before, after = spec.model_dump(mode="json"), rebuilt.model_dump(mode="json")
+    if before == after:
+        return
+    old, new = before.pop("params"), after.pop("params")
+    differences = [
+        f"{where}{key} was {_short(a.get(key))}, is now {_short(b.get(key))}"
+        for where, a, b in (("", before, after), ("params.", old, new))
+        for key in dict.fromkeys([*a, *b])
+        if a.get(key) != b.get(key)
+    ]
+    raise ConfigError(
+        f"metric {spec.name!r} rebuilt from its spec is not the metric the spec describes: {'; '.join(differences)}. "
+        "The metric's code (or the spec) changed since the spec was written; its scores would not be comparable"
+    )
 
 
 def unrecorded_settings(spec: MetricSpec) -> tuple[str, ...]:
@@ -42,8 +111,6 @@ def unrecorded_settings(spec: MetricSpec) -> tuple[str, ...]:
             inner = MetricSpec.model_validate(part["spec"])
             found += [f"{inner.name}.{name}" for name in unrecorded_settings(inner)]
         return tuple(found)
-    from assay.metrics._spec import metric_from_spec
-
     now = metric_from_spec(spec).spec().model_dump(mode="json")["params"]
     return tuple(_missing(spec.params, now, ""))
 
@@ -172,7 +239,6 @@ def _templated(name: str, p: Mapping[str, Any]) -> Metric:
 
 def _combined(name: str, p: Mapping[str, Any]) -> Metric:
     from assay.metrics._graders import CombinedGrader
-    from assay.metrics._spec import metric_from_spec
 
     parts = [(metric_from_spec(part["spec"]), part["weight"]) for part in p["parts"]]
     return CombinedGrader(parts, require_all_pass=p["require_all_pass"], pass_threshold=p["pass_threshold"], name=name)
