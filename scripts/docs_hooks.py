@@ -7,6 +7,9 @@
   and option of the typer app, from typer's own Markdown generator (what ``typer
   assay.cli utils docs`` prints), in process; the page is then checked to show every
   command, so a generator that changed shape cannot leave it silently empty.
+- ``trust.md``: its ``<!-- assay-trust-table -->`` marker becomes the shipped trust table
+  (``src/assay/run/agreement.json``, what ``trust_for`` reads) as a Markdown table, one row
+  per measured figure, so the page shows exactly what ships.
 
 - the API reference: the docstrings cross-reference in Sphinx's roles (``:class:`~assay.Sample```),
   which mkdocstrings leaves as typed; each becomes the code name it points at (``Sample``).
@@ -27,18 +30,22 @@ METRICS_PAGE = "reference/metrics.md"
 METRICS_MARKER = "<!-- assay-metrics-reference -->"
 CLI_PAGE = "reference/cli.md"
 CLI_MARKER = "<!-- assay-cli-reference -->"
+TRUST_PAGE = "trust.md"
+TRUST_MARKER = "<!-- assay-trust-table -->"
 _ROLE = re.compile(r":(?:class|func|meth|attr|data|mod|exc|obj):<code>(~?)([\w.]+)</code>")
+
+
+def _cell(text: str) -> str:
+    """Plain text as one table cell: HTML escaped, no table separator, no line break."""
+    return html.escape(text).replace("|", "&#124;").replace("\n", " ")
 
 
 def metrics_table() -> str:
     """The metric registry as a Markdown table: name, what it asks, options (``*``: required)."""
     from assay.cli._metrics import metric_rows
 
-    def cell(text: str) -> str:  # plain text: HTML escaped, no table separator
-        return html.escape(text).replace("|", "&#124;").replace("\n", " ")
-
     def code(text: str) -> str:  # HTML, not backticks: a backtick span would show the escapes as typed
-        return "<code>" + cell(text) + "</code>"
+        return "<code>" + _cell(text) + "</code>"
 
     lines = [
         "| metric (`-m`) | what it asks | options (`--set NAME.OPTION=VALUE`; `*` required) |",
@@ -46,7 +53,56 @@ def metrics_table() -> str:
     ]
     for name, summary, options in metric_rows():
         shown = ", ".join(code(o) for o in options.split(", ")) if options != "—" else "—"
-        lines.append(f"| {code(name)} | {cell(summary)} | {shown} |")
+        lines.append(f"| {code(name)} | {_cell(summary)} | {shown} |")
+    return "\n".join(lines)
+
+
+def trust_rows(table: dict[str, Any] | None = None) -> list[list[str]]:
+    """The shipped trust table's rows as cells (plain text): every figure of every metric, then the model-free ones.
+
+    Columns: metric, level, agrees with, figure [95% CI], data set and n, measured with,
+    date and source. The figure a run shows (the metric's headline) is marked ``shown``;
+    one whose CI reaches chance (0.5) says ``not for gating``.
+    """
+    from assay.run._trust import CHANCE, shipped_table
+
+    data = shipped_table() if table is None else table
+    rows: list[list[str]] = []
+    free: list[list[str]] = []
+    for name, entry in sorted(data["metrics"].items()):
+        if entry.get("model_free"):
+            free.append([name, "", "—", f"model-free: {entry['model_free']}", "", "", ""])
+            continue
+        headline = entry.get("figure") or {}
+        for figure in (entry.get("figures") or {"": headline}).values():
+            low, high = figure["ci"]
+            shown = f"{figure['balanced_accuracy']:.3f} [{low:.3f}-{high:.3f}]"
+            if low <= CHANCE:
+                shown += ": not for gating"
+            if figure == headline:
+                shown += " (shown)"
+            rows.append(
+                [
+                    name,
+                    str(entry.get("level") or ""),
+                    str(figure.get("against") or "people"),
+                    shown,
+                    f"{figure['dataset']}, {figure['n']}",
+                    str(figure.get("measured_with") or ""),
+                    f"{figure['date']}, {figure.get('source') or ''}",
+                ]
+            )
+    return rows + free
+
+
+def trust_table() -> str:
+    """The shipped trust table as Markdown: a header and one line per row of :func:`trust_rows`."""
+    lines = [
+        "| metric | level | agrees with | figure [95% CI] | data set, n | measured with | date, source |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for metric, *rest in trust_rows():
+        lines.append("| " + " | ".join([f"<code>{_cell(metric)}</code>", *(_cell(c) for c in rest)]) + " |")
     return "\n".join(lines)
 
 
@@ -85,11 +141,13 @@ def _fill(markdown: str, page: str, marker: str, make: Any) -> str:
 
 
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
-    """Fill the metrics reference from the registry and the CLI reference from the typer app."""
+    """Fill the metrics and CLI references from the registry and the typer app, the trust table from its JSON."""
     if page.file.src_uri == METRICS_PAGE:
         return _fill(markdown, METRICS_PAGE, METRICS_MARKER, metrics_table)
     if page.file.src_uri == CLI_PAGE:
         return _fill(markdown, CLI_PAGE, CLI_MARKER, cli_reference)
+    if page.file.src_uri == TRUST_PAGE:
+        return _fill(markdown, TRUST_PAGE, TRUST_MARKER, trust_table)
     return markdown
 
 

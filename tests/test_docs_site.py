@@ -126,3 +126,51 @@ def test_sphinx_roles_in_docstrings_show_as_code(site: Path) -> None:
         ":class:<code>~assay.run.SizeLimits</code>, :func:<code>assay.evaluate</code>"
     )
     assert shown == "<code>SizeLimits</code>, <code>assay.evaluate</code>"
+
+
+def test_the_trust_table_is_the_shipped_json_as_one_html_table(site: Path) -> None:
+    """Issue 63, item 5: a paragraph inside the hand-written table broke it, its agent rows shown as raw pipes."""
+    import html as html_lib
+    import json
+
+    from assay.run._trust import TRUST_TABLE
+
+    table = json.loads(TRUST_TABLE.read_text(encoding="utf-8"))
+    page = (site / "trust.html").read_text(encoding="utf-8")
+    assert "assay-trust-table" not in page  # the marker was replaced
+    tables = re.findall(r"<table>.*?</table>", page, re.S)
+    assert len(tables) == 1, "the shipped table is one HTML table"
+    rows = re.findall(r"<tr>(.*?)</tr>", tables[0], re.S)[1:]  # the header row first
+    figures = [(name, f) for name, e in table["metrics"].items() for f in (e.get("figures") or {}).values()]
+    free = [name for name, e in table["metrics"].items() if e.get("model_free")]
+    assert len(rows) == len(figures) + len(free)
+    cells = [
+        [html_lib.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td>(.*?)</td>", r, re.S)]
+        for r in rows
+    ]
+    for name, figure in figures:
+        low, high = figure["ci"]
+        shown = f"{figure['balanced_accuracy']:.3f} [{low:.3f}-{high:.3f}]"
+        assert any(
+            c[0] == name and c[3].startswith(shown) and c[4] == f"{figure['dataset']}, {figure['n']}" for c in cells
+        ), (name, shown)
+    for name in free:
+        assert any(c[0] == name and c[3].startswith("model-free: no model") for c in cells), name
+    # Nothing of a table is left as text: no paragraph of pipes.
+    for paragraph in re.findall(r"<p>(.*?)</p>", page, re.S):
+        assert "| <code>" not in paragraph and "|---|" not in paragraph, paragraph[:200]
+
+
+def test_the_trust_rows_are_every_figure_of_the_json_and_say_which_is_shown() -> None:
+    shown = {"dataset": "A", "n": 5, "balanced_accuracy": 0.7, "ci": [0.6, 0.8], "date": "d", "measured_with": "w"}
+    other = {**shown, "dataset": "B", "n": 9, "balanced_accuracy": 0.55, "ci": [0.4, 0.7], "against": "the environment"}
+    table = {
+        "metrics": {
+            "m": {"level": "verdict", "figure": shown, "figures": {"a": dict(shown), "b": other}},
+            "free": {"model_free": "no model: exact"},
+        }
+    }
+    rows = docs_hooks.trust_rows(table)
+    assert rows[0][:5] == ["m", "verdict", "people", "0.700 [0.600-0.800] (shown)", "A, 5"]
+    assert rows[1][2:4] == ["the environment", "0.550 [0.400-0.700]: not for gating"]
+    assert rows[2][0] == "free" and rows[2][3] == "model-free: no model: exact"

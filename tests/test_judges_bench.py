@@ -241,3 +241,53 @@ def test_calibrate_reads_relevance_and_agent_items_and_names_a_bad_row_with_its_
     assert [(e.line, e.source) for e in errors] == [(3, str(path)), (4, str(path))]
     assert "'trace': a non-empty list of messages" in str(errors[0])
     assert "needs non-empty 'passage', 'question' and 'reference'" in str(errors[1])
+
+
+def test_a_limited_bench_says_how_many_it_judged_is_stored_as_partial_and_never_replaces_a_calibration(
+    tmp_path: Path,
+) -> None:
+    """Issue 63, items 2 and 4: after an n=8 calibration, ``--set grounding --limit 4`` became the figure the
+    gate read; the bench did not say it judged 4 of 120 items, and ``assay runs list`` showed its mean."""
+    from assay import Faithfulness
+    from assay.models._openai import OpenAIJudge
+    from assay.run import JudgeRecord, trust_for
+
+    Path("labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows("grounding")[:8]))
+    with FakeOpenAIServer(responder) as server:
+        result = CliRunner().invoke(
+            app, ["calibrate", "labels.jsonl", "--judge", "openai:reads-label", "--base-url", server.base_url],
+            env={"COLUMNS": "250", "OPENAI_API_KEY": "sk-test"},
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert "partial" not in result.stdout
+        code, out, err = invoke("--judge", "openai:reads-label", "--base-url", server.base_url, "--set", "grounding",
+                                "--limit", "4")  # fmt: skip
+        identity = OpenAIJudge("reads-label", base_url=server.base_url, api_key="k").identity
+    assert code == 0, out + err
+    assert "judged 4 of 120 items (--limit 4" in " ".join(out.split())
+    with RunStore(".assay/runs.sqlite") as store:
+        runs = {r.spec.dataset: r for r in store.runs()}
+        bench_run = next(r for name, r in runs.items() if name and name.endswith("grounding.jsonl"))
+        stored = bench_run.summary["_calibration"] if bench_run.summary else {}
+        assert (stored["items"], stored["items_total"], stored["limit"], stored["partial"]) == (4, 120, 4, True)
+        full = runs["labels.jsonl"].summary["_calibration"]  # type: ignore[index]
+        assert (full["items"], full["items_total"], full["partial"]) == (8, 8, False)
+        calibrations = store.calibrations("faithfulness", identity)
+    assert [(c["n"], c["partial"]) for c in calibrations] == [(4, True), (8, False)]  # newest first
+    record = JudgeRecord(model_id="openai:reads-label", identity=identity)
+    figure = trust_for(Faithfulness(strategy="per_statement").spec(), record, calibrations)
+    assert figure.n == 8 and figure.dataset == "labels.jsonl" and figure.partial is None
+    assert "grounding.jsonl, n=4, partial: judged 4 of 120 items (--limit 4)" in figure.text()
+    # 'assay runs list' shows each as a calibration: its agreement, and the partial one as partial.
+    listed = CliRunner().invoke(app, ["runs", "list"])
+    scores: list[str] = []  # the scores column, its wrapped lines joined per run
+    for line in listed.stdout.splitlines():
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if cells and cells[0]:
+            scores.append(cells[-1])
+        elif cells:
+            scores[-1] += f" {cells[-1]}"
+    text = "\n".join(scores)
+    assert text.count("calibration: balanced accuracy 1.000 [1.000-1.000]") == 2, listed.stdout
+    assert "n=4, partial: judged 4 of 120 items (--limit 4)" in text and "n=8" in text
+    assert "statement_verifier" not in text  # not the share of claims judged supported

@@ -10,13 +10,14 @@ door is tested here; each test failed on the code before the fix.
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from assay import Faithfulness, Sample, evaluate
-from assay._scores import Score, Verdict
+from assay._scores import MetricSpec, Score, Verdict
 from assay.analysis import agreement
 from assay.cli import app
 from assay.metrics import build_metric
@@ -228,7 +229,7 @@ def labels(path: Path) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-SENTENCES = ("--set", "faithfulness.decomposer=sentences", "--no-cache")
+SENTENCES = ("--set", "faithfulness.strategy=per_statement", "--no-cache")  # the settings calibrate measures
 
 
 def test_assay_calibrate_then_assay_run_shows_that_calibration(tmp_path: Path) -> None:
@@ -248,14 +249,14 @@ def test_assay_calibrate_then_assay_run_shows_that_calibration(tmp_path: Path) -
         today = __import__("datetime").datetime.now(__import__("datetime").UTC).date().isoformat()
         assert "faithfulness: agrees with people: 0.92 [" in flat and "labels.jsonl, n=12 (your calibration" in flat
         assert today in flat
-        # A second calibration is shown first; the earlier one follows with its n and date.
+        # A second calibration of the same n is shown first (the newest); the other follows with its n and date.
         (tmp_path / "labels.jsonl").write_text(
             (tmp_path / "labels.jsonl").read_text().replace('"label": 0}\n', '"label": 1}\n', 1)
         )
         code, _ = invoke("calibrate", "labels.jsonl", *judge)
         code, out = invoke("run", "answers.jsonl", "-m", "faithfulness", *judge, *SENTENCES)
         flat = " ".join(out.split())
-        assert "earlier: 0.92 [" in flat and "n=12" in flat
+        assert "also: 0.92 [" in flat and "n=12" in flat and "the largest n of 2" in flat
     # Another endpoint is another judge: its runs do not show this calibration.
     with FakeOpenAIServer(word_judge) as other:
         code, out = invoke("run", "answers.jsonl", "-m", "faithfulness", "--judge", "openai:fake", "--base-url",
@@ -274,7 +275,7 @@ def test_evaluate_carries_trust_and_its_gate_refuses_an_untrusted_judge(tmp_path
     # The user measured this judge near chance on their labels (6 of 10 right).
     with RunStore("runs.sqlite") as store:
         measured = agreement([1, 1, 1, 1, 1, 0, 0, 0, 0, 0], [1, 1, 1, 0, 0, 1, 1, 0, 0, 0], seed=0)
-        store_agreement(store, "faithfulness", record, measured, dataset="mine.jsonl")
+        store_agreement(store, metric.spec(), record, measured, dataset="mine.jsonl")
     rows = [Sample(id="a", question="Q?", answer="The sky is blue.", contexts=("The sky is blue.",))]
     result = evaluate(rows, metric, judge, store="runs.sqlite", progress=False)
     trust = result.trust["faithfulness"]
@@ -308,7 +309,7 @@ def test_calibrated_near_chance():
     record = JudgeRecord.of(judge, [metric.spec()])
     with RunStore(".assay/runs.sqlite") as store:
         measured = agreement([1] * 5 + [0] * 5, [1, 1, 0, 0, 0, 1, 1, 1, 0, 0], seed=0)
-        store_agreement(store, "faithfulness", record, measured, dataset="coin.jsonl")
+        store_agreement(store, metric.spec(), record, measured, dataset="coin.jsonl")
     sample = Sample(id="s", question="Q?", answer="The sky is blue.", contexts=("The sky is blue.",))
     assert_scores(sample, [metric], judge=judge, min=0.5)
 """
@@ -330,3 +331,188 @@ def test_the_pytest_plugin_says_the_trust_line_and_exits_2_on_an_untrusted_judge
 
 
 pytest_plugins = ["pytester"]
+
+
+# --- issue 63: a trust figure describes the run it sits under ----------------------------------
+
+
+def _flat(out: str) -> str:
+    return " ".join(out.split())
+
+
+def _answers(path: Path) -> None:
+    answers = [{"id": "a", "question": "Amazon?", "answer": "Amazon empties into Atlantic.",
+                "contexts": ["The Amazon empties into the Atlantic."]}]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in answers))
+
+
+PER_STATEMENT = ("--set", "faithfulness.strategy=per_statement", "--no-cache")
+
+
+def test_a_calibration_shows_only_under_runs_with_the_settings_it_measured(tmp_path: Path) -> None:
+    """Issue 63, item 1: ``--set faithfulness.threshold=0.9 --set faithfulness.decomposer=sentences`` showed
+    the calibration's figure, and so did an API judge's default run (one call for all statements, another
+    prompt); a calibration at ``--threshold 0.9`` attached nowhere, silently."""
+    labels(tmp_path / "labels.jsonl")
+    _answers(tmp_path / "answers.jsonl")
+    with FakeOpenAIServer(word_judge) as server:
+        judge = ["--judge", "openai:fake", "--base-url", server.base_url]
+        code, out = invoke("calibrate", "labels.jsonl", *judge)
+        assert code == 0, out
+        assert (
+            "attached to faithfulness with this judge: later runs of it with --set faithfulness.strategy=per_statement "
+            "show this agreement" in _flat(out)
+        )
+
+        def trust_line(*options: str) -> str:
+            code, out = invoke("run", "answers.jsonl", "-m", "faithfulness", *judge, *options)
+            assert code == 0, out
+            return _flat(out)
+
+        calibrated = "agrees with people: 0.92 ["
+        line = trust_line(*PER_STATEMENT)
+        assert calibrated in line and "labels.jsonl, n=12 (your calibration" in line, line
+        # The API judge's default run: one call for all statements, the verdicts prompt.
+        default = trust_line("--no-cache")
+        assert calibrated not in default and "not measured for this judge with these settings" in default
+        assert "strategy=auto (batch with this judge) here, per_statement in the calibration" in default
+        # Each other setting is named.
+        for option, named in (
+            ("faithfulness.threshold=0.9", "verifier.threshold=0.9 here, 0.5 in the calibration"),
+            ("faithfulness.decomposer=sentences", "decomposer=sentences here, anchored in the calibration"),
+            ("faithfulness.max_statements=7", "max_statements=7 here"),
+        ):
+            line = trust_line(*PER_STATEMENT, "--set", option)
+            assert calibrated not in line and "measured other settings" in line and named in line, (option, line)
+        # The reverse: a calibration at threshold 0.9 attaches to runs at 0.9, and says so.
+        code, out = invoke("calibrate", "labels.jsonl", *judge, "--threshold", "0.9", "--limit", "11")
+        assert code == 0, out
+        assert "--set faithfulness.strategy=per_statement --set faithfulness.threshold=0.9 show this" in _flat(out)
+        at_09 = trust_line(*PER_STATEMENT, "--set", "faithfulness.threshold=0.9")
+        assert "n=11 (your calibration, partial: judged 11 of 12 items (--limit 11)" in at_09, at_09
+        assert "n=12 (your calibration" in trust_line(*PER_STATEMENT)  # the 0.5 run keeps its own
+
+
+def _faithfulness_spec(**options: str) -> MetricSpec:
+    return build_metric("faithfulness", options).spec()
+
+
+def test_settings_are_matched_by_fingerprint_with_auto_read_as_the_calibrating_judge_reads_it() -> None:
+    """Issue 63, item 1, the class: threshold, decomposer and a prompt version each keep a calibration off a run."""
+    local = DEFAULT_LOCAL
+    measured = agreement([1, 1, 1, 0, 0, 0], [1, 1, 1, 0, 0, 1], seed=0)
+    calibrated_spec = _faithfulness_spec(strategy="per_statement")
+    with RunStore("runs.sqlite") as store:
+        store_agreement(
+            store, calibrated_spec, local, measured, dataset="mine.jsonl", resolves={"strategy": "per_statement"}
+        )
+        stored = store.calibrations("faithfulness", local.identity)
+    # The local judge reads auto as per_statement: the default run is the calibrated one.
+    assert trust_for(_faithfulness_spec(), local, stored).kind == "calibration"
+    assert trust_for(_faithfulness_spec(strategy="per_statement"), local, stored).kind == "calibration"
+    # Otherwise set: not this calibration; the shipped figure (default settings) or "not measured", and why.
+    batch = trust_for(_faithfulness_spec(strategy="batch"), local, stored)
+    assert batch.kind == "unmeasured" and "strategy=batch here, per_statement in the calibration" in batch.text()
+    bumped = _faithfulness_spec()
+    prompts = dict(bumped.params["prompts"])
+    name = next(iter(prompts))
+    prompts[name] = "999"
+    bumped = bumped.model_copy(update={"params": {**bumped.params, "prompts": prompts}})
+    other_prompt = trust_for(bumped, local, stored)
+    assert other_prompt.kind == "unmeasured" and f"prompts.{name}=999 here" in other_prompt.text()
+    sentences = trust_for(_faithfulness_spec(decomposer="sentences", threshold="0.7"), local, stored)
+    assert sentences.kind == "unmeasured"
+    assert "decomposer=sentences here, anchored in the calibration" in sentences.text()
+    assert "verifier.threshold=0.7 here, 0.5 in the calibration" in sentences.text()
+    # A calibration stored before settings were recorded is never the figure, and says so.
+    old = {k: v for k, v in stored[0].items() if k not in ("settings", "settings_fingerprint", "resolves")}
+    before = trust_for(_faithfulness_spec(), local, [old])
+    assert before.kind == "shipped" and "did not record the settings it measured" in before.text()
+
+
+def test_the_figure_is_the_largest_calibration_and_a_partial_one_says_so() -> None:
+    """Issue 63, item 2: a 4-item ``--limit`` bench replaced an n=8 calibration and decided the gate."""
+    spec = Faithfulness(strategy="per_statement", decomposer="sentences").spec()
+    record = JudgeRecord(model_id="openai:m", identity="openai:m@http://localhost:8000/v1")
+    eight = agreement([1, 1, 1, 1, 0, 0, 0, 0], [1, 1, 1, 1, 0, 0, 0, 1], seed=0)
+    four = agreement([1, 1, 0, 0], [1, 0, 1, 0], seed=0)  # 0.50 [..]: untrusted on its own
+    with RunStore("runs.sqlite") as store:
+        store_agreement(store, spec, record, eight, dataset="labels.jsonl", items=8, items_total=8)
+        store_agreement(store, spec, record, four, dataset="grounding.jsonl", items=4, items_total=120, limit=4)
+        stored = store.calibrations("faithfulness", record.identity)
+    assert [r["n"] for r in stored] == [4, 8]  # newest first
+    figure = trust_for(spec, record, stored)
+    assert figure.n == 8 and figure.dataset == "labels.jsonl" and not figure.untrusted
+    text = figure.text()
+    assert "n=8 (your calibration, " in text and "the largest n of 2 with these settings" in text
+    assert "also: 0.50 [" in text and "grounding.jsonl, n=4, partial: judged 4 of 120 items (--limit 4)" in text
+    # Alone, the partial one is the figure, and says it is partial wherever it is shown.
+    alone = trust_for(spec, record, stored[:1])
+    assert alone.n == 4 and alone.untrusted
+    assert "(your calibration, partial: judged 4 of 120 items (--limit 4)" in alone.text()
+    assert "your calibration, partial: judged 4 of 120 items" in alone.untrusted_reason()
+    # Equal n: the newest.
+    with RunStore("runs.sqlite") as store:
+        later = agreement([1, 1, 1, 1, 0, 0, 0, 0], [1, 1, 1, 1, 0, 0, 0, 0], seed=0)
+        store_agreement(store, spec, record, later, dataset="again.jsonl", items=8, items_total=8)
+        assert trust_for(spec, record, store.calibrations("faithfulness", record.identity)).dataset == "again.jsonl"
+
+
+def test_one_endpoint_spelled_three_ways_is_one_judge_and_two_endpoints_are_two() -> None:
+    """Issue 63, item 3: localhost, 127.0.0.1 and a trailing slash were three judges."""
+    from assay.models._endpoint import canonical_identity, canonical_url
+    from assay.models._openai import OpenAIJudge
+
+    same = ["http://localhost:8000/v1", "http://127.0.0.1:8000/v1", "http://localhost:8000/v1/",
+            "HTTP://LocalHost:8000/v1//", "http://[::1]:8000/v1", "http://localhost:8000/v1#top"]  # fmt: skip
+    identities = {OpenAIJudge("m", base_url=url, api_key="k").identity for url in same}
+    assert identities == {"openai:m@http://localhost:8000/v1"}
+    different = ["http://localhost:8001/v1", "http://127.0.0.2:8000/v1", "http://10.0.0.5:8000/v1",
+                 "https://localhost:8000/v1", "http://localhost:8000/v2", "http://localhost:8000"]  # fmt: skip
+    others = {OpenAIJudge("m", base_url=url, api_key="k").identity for url in different}
+    assert len(others) == len(different) and not others & identities
+    # Default ports, and credentials never part of it.
+    assert canonical_url("https://api.example.com:443/v1/") == canonical_url("https://API.example.com/v1")
+    assert canonical_url("http://host:80/v1") == "http://host/v1"
+    assert canonical_url("http://user:hunter2@127.0.0.1:9/v1") == "http://[redacted]@localhost:9/v1"
+    # Identities stored before (in runs and calibrations) read as today's; a local judge's is untouched.
+    assert canonical_identity("openai:m@http://127.0.0.1:8000/v1/") == "openai:m@http://localhost:8000/v1"
+    local = f"local:sha256:{DEFAULT_MODEL_SHA256}:strings<=300:build=avx2@0.3.36"
+    assert canonical_identity(local) == local
+    assert JudgeRecord(model_id="openai:m", identity="openai:m@http://127.0.0.1:1/v1").identity == (
+        "openai:m@http://localhost:1/v1"
+    )
+
+
+def test_a_calibration_against_one_spelling_attaches_under_another_and_the_cache_is_shared(tmp_path: Path) -> None:
+    """Issue 63, item 3, end to end: calibrate at 127.0.0.1, run at localhost with a slash, and at another port."""
+    labels(tmp_path / "labels.jsonl")
+    _answers(tmp_path / "answers.jsonl")
+    # A calibration stored by an assay that kept the spelling it was given is found under today's.
+    with RunStore("old.sqlite") as store:
+        spec = Faithfulness(strategy="per_statement").spec()
+        record = JudgeRecord(model_id="openai:fake", identity="openai:fake@http://localhost:1/v1")
+        store_agreement(store, spec, record, agreement([1, 0], [1, 0], seed=0), dataset="old.jsonl")
+    with sqlite3.connect("old.sqlite") as db:
+        db.execute("UPDATE calibrations SET judge_identity = 'openai:fake@http://127.0.0.1:1/v1/'")
+    with RunStore("old.sqlite") as store:
+        assert [r["dataset"] for r in store.calibrations("faithfulness", record.identity)] == ["old.jsonl"]
+        assert store.calibrations("faithfulness", "openai:fake@http://localhost:2/v1") == []
+    with FakeOpenAIServer(word_judge) as server, FakeOpenAIServer(word_judge) as other:
+        port = server.base_url.rsplit(":", 1)[1].split("/")[0]
+        code, out = invoke("calibrate", "labels.jsonl", "--judge", "openai:fake", "--base-url", server.base_url)
+        assert code == 0, out
+        spelled = f"http://localhost:{port}/v1/"
+        code, out = invoke("run", "answers.jsonl", "-m", "faithfulness", "--judge", "openai:fake", "--base-url",
+                           spelled, "--set", "faithfulness.strategy=per_statement")  # fmt: skip
+        assert code == 0, out
+        assert "agrees with people: 0.92 [" in _flat(out) and "labels.jsonl, n=12" in _flat(out)
+        asked = len(server.requests)
+        code, out = invoke("run", "answers.jsonl", "-m", "faithfulness", "--judge", "openai:fake", "--base-url",
+                           server.base_url, "--set", "faithfulness.strategy=per_statement")  # fmt: skip
+        assert code == 0, out
+        assert len(server.requests) == asked  # every call answered by the cache the other spelling filled
+        code, out = invoke("run", "answers.jsonl", "-m", "faithfulness", "--judge", "openai:fake", "--base-url",
+                           other.base_url, "--set", "faithfulness.strategy=per_statement")  # fmt: skip
+        assert code == 0, out
+        assert other.requests and "faithfulness: not measured for this judge" in _flat(out)

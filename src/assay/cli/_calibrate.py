@@ -117,12 +117,21 @@ def calibrate(
             on_error=skipped,
         )
     out_console.print(f"calibration of [bold]{printable(result.judge)}[/bold] on {printable(data)}")
+    if result.partial:
+        out_console.print(
+            f"[yellow]partial[/yellow]: judged {len(result.outcomes)} of {result.items_total} items (--limit "
+            f"{result.limit}); stored and shown as partial"
+        )
     _print_report(result.overall, result.by_source, result.outcomes, disagreements)
     out_console.print(
         f"stored in {printable(store_path)} as run [bold]{result.run_id}[/bold] · 'assay runs show {result.run_id}'"
     )
     for metric in result.attached_to:
+        options = " ".join(f"--set {metric}.{k}={v}" for k, v in result.attached_with.items())
+        runs = f"with {options}" if options else "with its default settings"
         out_console.print(
-            f"attached to {printable(metric)} with this judge: later runs of it show this agreement beside the score"
+            f"attached to {printable(metric)} with this judge: later runs of it {printable(runs)} show this "
+            "agreement beside the score (runs set otherwise say which setting differs)",
+            soft_wrap=True,
         )
     raise typer.Exit(EXIT_BAD_ROWS if result.errors else EXIT_OK)

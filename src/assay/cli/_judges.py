@@ -74,6 +74,13 @@ def print_bench(result: BenchResult) -> None:
         out_console.print(
             f"[bold]{bench_set.name}[/bold] ({bench_set.items} items, balanced): {printable(bench_set.task)}"
         )
+        judged = bench_set.items if result.limit is None else min(result.limit, bench_set.items)
+        cut = (
+            f" (--limit {result.limit}: a partial calibration, stored and shown as partial)"
+            if judged < bench_set.items
+            else ""
+        )
+        out_console.print(f"  judged {judged} of {bench_set.items} items{cut}")
         out_console.print(f"  labels: {printable(bench_set.labels)}")
         out_console.print(f"  licence: {_licences(bench_set)}")
         table = Table(title_justify="left")

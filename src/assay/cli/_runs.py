@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -46,6 +47,28 @@ def print_trust(trust: Mapping[str, TrustFigure], record: JudgeRecord | None) ->
             out_console.print(f"{printable(name)}: {text}", soft_wrap=True)
 
 
+def calibration_brief(calibration: Mapping[str, object]) -> str:
+    """A calibration run's headline: its agreement, not its metric's mean (the share judged 1).
+
+    ``calibration: balanced accuracy 0.62 [0.27-0.93], n=8`` and, for a limited run,
+    ``, partial: judged 4 of 120 items (--limit 4)``.
+    """
+
+    def number(value: object) -> float:
+        return float(value) if isinstance(value, int | float) else float("nan")
+
+    ci = calibration.get("balanced_accuracy_ci")
+    low, high = (number(v) for v in ci) if isinstance(ci, list) and len(ci) == 2 else (math.nan, math.nan)
+    text = (
+        f"calibration: balanced accuracy {fmt_score(number(calibration.get('balanced_accuracy')))} "
+        f"[{fmt_score(low)}-{fmt_score(high)}], n={calibration.get('n')}"
+    )
+    if calibration.get("partial"):
+        limit = f" (--limit {calibration['limit']})" if calibration.get("limit") else ""
+        text += f", partial: judged {calibration.get('items')} of {calibration.get('items_total')} items{limit}"
+    return text
+
+
 def _trust(runs: RunStore, run_id: str) -> dict[str, TrustFigure]:
     """The run's trust figures; a table or store that cannot be read says so instead of stopping ``runs show``."""
     try:
@@ -79,7 +102,10 @@ def list_runs(store: StoreOption = Path(".assay/runs.sqlite")) -> None:
             table.add_column(column)
         for info in infos:
             scores = ""
-            if info.summary:
+            calibration = (info.summary or {}).get("_calibration")
+            if info.spec.engine == "calibrate" and isinstance(calibration, Mapping):
+                scores = calibration_brief(calibration)
+            elif info.summary:
                 scores = ", ".join(
                     f"{printable(name, breaks=False)} {fmt_score(float('nan') if s['mean'] is None else s['mean'])}"
                     for name, s in info.summary.items()
@@ -137,6 +163,12 @@ def show(
         )
         out_console.print(f"metrics {printable(', '.join(f'{m.name} v{m.version}' for m in spec.metrics))}")
         out_console.print(f"options {printable(str(spec.options))}")
+        calibration = (info.summary or {}).get("_calibration")
+        if spec.engine == "calibrate" and isinstance(calibration, Mapping):
+            out_console.print(
+                f"[bold]{printable(calibration_brief(calibration))}[/bold] (the means below are the share judged 1)",
+                soft_wrap=True,
+            )
         if info.summary:
             table = Table(title="summary", title_justify="left")
             for column in ("metric", "mean", "scored", "unscored (by reason)"):

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from assay._safety import redact_secrets, redact_url, url_secrets
 from assay.errors import ConfigError, JudgeError
+from assay.models._endpoint import canonical_url
 from assay.models._protocol import JudgeModel
 
 __all__ = [
@@ -192,13 +193,14 @@ class HTTPJudge(JudgeModel, Generic[ClientT]):
 
     @property
     def identity(self) -> str:
-        """``<backend>:<model>@<base URL>``, the URL without credentials.
+        """``<backend>:<model>@<base URL>``, the URL without credentials, spelled one way.
 
-        The same model name behind two servers is two judges: the judge-call cache keys
-        on this, not on :attr:`model_id`.
+        The same model name behind two servers is two judges: the judge-call cache and
+        calibrations key on this, not on :attr:`model_id`. One server spelled two ways
+        (``localhost`` or ``127.0.0.1``, a trailing slash) is one judge
+        (:func:`~assay.models._endpoint.canonical_url`).
         """
-        url = redact_url(self._base_url or self._default_base_url) or ""
-        return f"{self._kind}:{self._model}@{url.rstrip('/')}"
+        return f"{self._kind}:{self._model}@{canonical_url(self._base_url or self._default_base_url)}"
 
     @property
     def max_concurrency(self) -> int:

@@ -36,6 +36,7 @@ from assay.errors import ConfigError, DatasetError, SampleError
 from assay.grounding import StatementVerifier
 from assay.metrics._agent import AgentGoalAccuracy
 from assay.metrics._base import Metric
+from assay.metrics._faithfulness import Faithfulness
 from assay.metrics._graders import BinaryJudgeGrader
 from assay.metrics._rag import ContextPrecision
 from assay.metrics._spec import fields_json
@@ -307,7 +308,19 @@ class Calibration:
     by_source: dict[str, Agreement] = field(default_factory=dict)
     attached_to: tuple[str, ...] = ()
     """The metrics this calibration was stored for (:func:`~assay.run.store_agreement`): later runs
-    of them with the same judge show it beside their scores."""
+    of them with the same judge and the settings it measured show it beside their scores."""
+    attached_with: dict[str, str] = field(default_factory=dict)
+    """The ``--set`` options (``strategy``, ``threshold``) a run of the attached metric needs for
+    this figure to describe it, beyond the metric's defaults (empty: its defaults, with this judge)."""
+    items_total: int | None = None
+    """Valid items in the file; more than were judged when ``limit`` cut it (a partial calibration)."""
+    limit: int | None = None
+    """The ``limit`` it was run with."""
+
+    @property
+    def partial(self) -> bool:
+        """Judged fewer items than the file holds (``limit``): stored and shown as partial."""
+        return self.items_total is not None and len(self.outcomes) < self.items_total
 
     @property
     def disagreements(self) -> list[CalibrationOutcome]:
@@ -358,6 +371,8 @@ def calibrate(
     items, errors = read_items(path, limit=limit)
     if not items:
         raise ConfigError(f"{path} holds no valid item" + (f" (first error: {errors[0]})" if errors else ""))
+    # How many the file holds: a limited run is partial, and says so wherever it is shown.
+    total = len(read_items(path)[0]) if limit is not None and len(items) >= limit else len(items)
     judge_name = judge if isinstance(judge, str) else judge.model_id
     judge_model = get_judge(judge, base_url=base_url) if isinstance(judge, str) else judge
     kinds = sorted({i.kind for i in items})
@@ -382,7 +397,14 @@ def calibrate(
                 judge_record=record,
                 base_url=redact_url(base_url),  # never a credential in the store
                 metrics=tuple(metrics),
-                options={"threshold": threshold, "limit": limit, "seed": seed, "kinds": kinds},
+                options={
+                    "threshold": threshold,
+                    "limit": limit,
+                    "seed": seed,
+                    "kinds": kinds,
+                    "items": len(items),
+                    "items_total": total,
+                },
                 engine="calibrate",
                 assay_version=__version__,
             )
@@ -425,40 +447,79 @@ def calibrate(
             )
             for name in sorted({o.item.source for o in scored})
         }
-        run_store.annotate(run_id, "_calibration", _calibration(outcomes, overall, by_source))
-        attached = _attach(run_store, items, verifier, threshold, record, overall, path, run_id)
+        counts = {"items": len(items), "items_total": total, "limit": limit, "partial": len(items) < total}
+        run_store.annotate(run_id, "_calibration", _calibration(outcomes, overall, by_source) | counts)
+        attached, needs = _attach(
+            run_store, items, verifier, judge_model, record, overall, path, run_id, total=total, limit=limit
+        )
         run_store.set_status(run_id, "finished")
-    return Calibration(run_id, store_path, judge_model.model_id, outcomes, errors, overall, by_source, attached)
+    return Calibration(
+        run_id,
+        store_path,
+        judge_model.model_id,
+        outcomes,
+        errors,
+        overall,
+        by_source,
+        attached,
+        needs,
+        items_total=total,
+        limit=limit,
+    )
 
 
 def _attach(
     store: RunStore,
     items: Sequence[CalibrationItem],
     verifier: StatementVerifier,
-    threshold: float | None,
+    judge_model: JudgeModel,
     judge: JudgeRecord,
     overall: Agreement,
     path: Path,
     run_id: str,
-) -> tuple[str, ...]:
-    """Store the agreement for the metric whose verdicts it measured, so that metric's runs show it.
+    *,
+    total: int,
+    limit: int | None,
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """Store the agreement for the metric whose verdicts it measured, with the settings it measured.
 
-    Grounding items measure the statement verifier, which gives ``faithfulness`` its verdicts
-    (at the verifier's threshold: a calibration at another one is not the default metric's
-    and is not attached); grader items of one criteria measure that grader. A file mixing
-    kinds or criteria measures no single metric and attaches to none.
+    Grounding items measure the statement verifier one statement a call, which gives
+    ``faithfulness`` its verdicts when it runs ``per_statement`` (``auto`` is that with a
+    judge that prefers it: the local one) at this threshold, its other settings the
+    defaults; grader items of one criteria measure that grader. A file mixing kinds or
+    criteria measures no single metric and attaches to none.
+
+    Returns:
+        The metrics it was stored for, and the ``--set`` options a run of it needs beyond
+        its defaults for the figure to describe it.
     """
     kinds = {i.kind for i in items}
     criteria = {i.criteria for i in items if i.kind == "grader"}
     if math.isnan(overall.balanced_accuracy) or len(kinds) != 1:
-        return ()
+        return (), {}
+    needs: dict[str, str] = {}
+    resolves: dict[str, str] = {}
     if kinds == {"grounding"}:
-        if threshold is not None and threshold != StatementVerifier().threshold:
-            return ()
-        metric = "faithfulness"
+        spec = Faithfulness(strategy="per_statement", verifier=verifier).spec()
+        resolves["strategy"] = "per_statement" if judge_model.prefers_per_statement else "batch"
+        if not judge_model.prefers_per_statement:
+            needs["strategy"] = "per_statement"
+        if verifier.threshold != StatementVerifier().threshold:
+            needs["threshold"] = f"{verifier.threshold:g}"
     elif len(criteria) == 1:
-        metric = BinaryJudgeGrader(next(iter(criteria))).spec().name
+        spec = BinaryJudgeGrader(next(iter(criteria))).spec()
     else:
-        return ()
-    store_agreement(store, metric, judge, overall, dataset=path.name, run_id=run_id)
-    return (metric,)
+        return (), {}
+    store_agreement(
+        store,
+        spec,
+        judge,
+        overall,
+        dataset=path.name,
+        run_id=run_id,
+        resolves=resolves,
+        items=len(items),
+        items_total=total,
+        limit=limit,
+    )
+    return (spec.name,), needs

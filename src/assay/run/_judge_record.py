@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from assay._scores import MetricSpec
+from assay.models._endpoint import canonical_identity
 
 if TYPE_CHECKING:
     from assay.models import JudgeModel
@@ -43,6 +44,12 @@ class JudgeRecord(BaseModel):
     identity: str
     components: dict[str, str] = Field(default_factory=dict)
     prompts: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+    @field_validator("identity")
+    @classmethod
+    def _one_spelling(cls, identity: str) -> str:
+        """A record stored before endpoints were spelled one way reads as today's (``127.0.0.1`` is ``localhost``)."""
+        return canonical_identity(identity)
 
     @classmethod
     def of(cls, judge: JudgeModel, metrics: Iterable[MetricSpec] = ()) -> JudgeRecord:

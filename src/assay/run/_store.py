@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from assay._scores import ERROR_REASONS, MetricSpec
 from assay._sqlite import open_sqlite, storage_error
 from assay.errors import SampleError, StorageError
+from assay.models._endpoint import canonical_identity
 from assay.run._cost import PriceTable
 from assay.run._frames import wide_rows
 from assay.run._judge_record import JudgeRecord
@@ -234,17 +235,22 @@ class RunStore:
         with self._lock:
             self._execute(
                 "INSERT INTO calibrations VALUES (?, ?, ?, ?)",
-                (metric, judge_identity, self._now(), json.dumps(record, sort_keys=True)),
+                (metric, canonical_identity(judge_identity), self._now(), json.dumps(record, sort_keys=True)),
             )
 
     def calibrations(self, metric: str, judge_identity: str) -> list[dict[str, Any]]:
-        """The agreements kept for ``metric`` and that judge, newest first."""
+        """The agreements kept for ``metric`` and that judge, newest first.
+
+        Identities are compared as :func:`~assay.models._endpoint.canonical_identity` spells
+        them, so a calibration stored under ``127.0.0.1`` before endpoints were spelled one
+        way is found under ``localhost``.
+        """
+        wanted = canonical_identity(judge_identity)
         with self._lock:
             rows = self._execute(
-                "SELECT record FROM calibrations WHERE metric = ? AND judge_identity = ? ORDER BY rowid DESC",
-                (metric, judge_identity),
+                "SELECT judge_identity, record FROM calibrations WHERE metric = ? ORDER BY rowid DESC", (metric,)
             ).fetchall()
-        return [json.loads(row[0]) for row in rows]
+        return [json.loads(row[1]) for row in rows if canonical_identity(row[0]) == wanted]
 
     def record(self, run_id: str, result: SampleResult, *, row_key: str | None = None, repeat: int = 0) -> None:
         """Commit one sample's result (replacing an earlier one with the same key).

@@ -7,7 +7,14 @@ Three sources, in this order:
 2. **The user's own calibration** (``assay calibrate``, or ``assay judges bench``),
    stored by :func:`store_agreement` under the metric and the judge's cache identity
    (:attr:`~assay.models.JudgeModel.identity`: another model, weights layout, llama.cpp
-   build or endpoint is another judge). The newest comes first.
+   build or endpoint is another judge), with the settings fingerprint of the metric it
+   measured. It describes a run only when the run's settings have that fingerprint (a
+   setting ``auto`` read as the calibrating judge reads it: ``strategy=auto`` is one call
+   per statement with a local judge, one call for all with an API judge). Among those,
+   the one with the largest n is shown (the newest on a tie), the others after it; one
+   that judged only part of its file (``--limit``) says so. A calibration of this judge
+   with other settings is never shown as the figure: the line names the setting that
+   differs.
 3. **The shipped table** (``agreement.json`` beside this module, written by
    ``benchmarks/trust_table.py``): the default local judge's measured agreement per
    metric, with its CI, n, data set, weights, build and date. It applies when the run's
@@ -47,6 +54,7 @@ __all__ = [
     "TRUST_TABLE",
     "TrustFigure",
     "default_judge_settings",
+    "settings_differences",
     "settings_fingerprint",
     "shipped_table",
     "store_agreement",
@@ -79,7 +87,11 @@ class TrustFigure(BaseModel):
         measured_with: The weights and build it was measured with (shipped figures).
         source: Which benchmark run produced it (shipped figures) or which calibration run.
         note: The definition of a model-free metric, or what to do when unmeasured.
-        earlier: Older calibrations for the same metric and judge (``n``, ``date``, figure).
+        partial: For a calibration that judged part of its file: ``judged 4 of 120 items (--limit 4)``.
+        chosen: Why this calibration was shown among several (``the largest of 2 with these settings``).
+        others: The other calibrations of this metric, judge and settings (figure, n, date).
+        elsewhere: A calibration of this judge measured with other settings, and the
+            settings that differ (it is not the figure).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -96,7 +108,10 @@ class TrustFigure(BaseModel):
     measured_with: str | None = None
     source: str | None = None
     note: str = ""
-    earlier: tuple[str, ...] = ()
+    partial: str | None = None
+    chosen: str | None = None
+    others: tuple[str, ...] = ()
+    elsewhere: str | None = None
 
     @property
     def untrusted(self) -> bool:
@@ -115,13 +130,17 @@ class TrustFigure(BaseModel):
         if self.kind == "model_free":
             return f"model-free: {self.note}"
         if self.kind == "unmeasured":
-            return self.note
+            return self.note + (f"; {self.elsewhere}" if self.elsewhere else "")
         where = ", ".join(p for p in (self.dataset, f"n={self.n}" if self.n is not None else None) if p)
         whose = "shipped figure" if self.kind == "shipped" else "your calibration"
-        extra = ", ".join(p for p in (whose, self.measured_with, self.date) if p)
+        if self.partial:
+            whose += f", partial: {self.partial}"
+        extra = ", ".join(p for p in (whose, self.measured_with, self.date, self.chosen) if p)
         line = f"agrees with {self.against}: {self.figure()}, {where} ({extra})"
-        if self.earlier:
-            line += f"; earlier: {'; '.join(self.earlier)}"
+        if self.others:
+            line += f"; also: {'; '.join(self.others)}"
+        if self.elsewhere:
+            line += f"; {self.elsewhere}"
         if self.untrusted:
             line += " — not for gating: its CI reaches chance (0.5)"
         return line
@@ -129,9 +148,12 @@ class TrustFigure(BaseModel):
     def untrusted_reason(self) -> str:
         """Why a gate refuses it: ``untrusted judge: agent_goal_accuracy with local:... agrees with ... at 0.35``."""
         where = ", ".join(p for p in (self.dataset, f"n={self.n}" if self.n is not None else None) if p)
+        whose = "shipped figure" if self.kind == "shipped" else "your calibration"
+        if self.partial:
+            whose += f", partial: {self.partial}"
         return (
             f"untrusted judge: {self.metric} with {self.judge} agrees with {self.against} at {self.figure()} "
-            f"({where}; {'shipped figure' if self.kind == 'shipped' else 'your calibration'}): its CI reaches chance "
+            f"({where}; {whose}): its CI reaches chance "
             "(0.5), so a pass or a fail on it means nothing. Use a judge measured above chance, or pass "
             "--allow-untrusted-judge (allow_untrusted_judge=True) to gate on it anyway"
         )
@@ -188,9 +210,106 @@ def _unmeasured(metric: str, judge: str | None, why: str = "") -> TrustFigure:
     return TrustFigure(metric=metric, kind="unmeasured", judge=judge, note=said)
 
 
+def _partial(record: Mapping[str, Any]) -> str | None:
+    """``judged 4 of 120 items (--limit 4)`` for a calibration that judged part of its file, else ``None``."""
+    if not record.get("partial"):
+        return None
+    limit = f" (--limit {record['limit']})" if record.get("limit") else ""
+    return f"judged {record.get('items')} of {record.get('items_total')} items{limit}"
+
+
 def _calibration_line(record: Mapping[str, Any]) -> str:
     ci = record.get("ci") or [math.nan, math.nan]
-    return f"{record['balanced_accuracy']:.2f} [{ci[0]:.2f}-{ci[1]:.2f}], n={record.get('n')}, {record.get('date')}"
+    value = record.get("balanced_accuracy")
+    figure = "—" if value is None else f"{value:.2f} [{ci[0]:.2f}-{ci[1]:.2f}]"
+    partial = _partial(record)
+    parts = [
+        figure,
+        record.get("dataset"),
+        f"n={record.get('n')}",
+        partial and f"partial: {partial}",
+        record.get("date"),
+    ]
+    return ", ".join(str(p) for p in parts if p)
+
+
+def _resolved(spec: MetricSpec, resolves: Mapping[str, Any] | None) -> MetricSpec:
+    """``spec`` with each ``auto`` setting read as the calibrating judge read it (``resolves``)."""
+    if not resolves:
+        return spec
+    params = dict(spec.params)
+    for key, value in resolves.items():
+        if params.get(key) == "auto":
+            params[key] = value
+    return spec.model_copy(update={"params": params})
+
+
+def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested settings as ``a.b.c`` -> value (lists as JSON), for naming what differs."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flat(value, f"{name}."))
+        else:
+            out[name] = json.dumps(value) if isinstance(value, list) else value
+    return out
+
+
+def settings_differences(
+    here: MetricSpec, measured: Mapping[str, Any], resolves: Mapping[str, Any] | None = None, *, most: int = 3
+) -> list[str]:
+    """What a run's metric settings (``here``) have that a calibration's (``measured``, a spec's JSON) had not.
+
+    One phrase per setting, ``decomposer=sentences here, anchored in the calibration``, at
+    most ``most`` of them (then ``and N more``). An ``auto`` setting that the calibrating
+    judge reads otherwise says how: ``strategy=auto here (batch with this judge)``.
+    """
+    resolved = _resolved(here, resolves).model_dump(mode="json")
+    resolved.pop("schema_version", None)
+    theirs = dict(measured)
+    theirs.pop("schema_version", None)
+    mine_flat, theirs_flat = _flat(resolved), _flat(theirs)
+    original = here.params
+    out: list[str] = []
+    for key in dict.fromkeys([*mine_flat, *theirs_flat]):
+        mine, other = mine_flat.get(key, "not set"), theirs_flat.get(key, "not set")
+        if mine == other or key == "type":
+            continue
+        short = key.removeprefix("params.")
+        shown = f"{mine}"
+        if resolves and short in resolves and original.get(short) == "auto":
+            shown = f"auto ({mine} with this judge)"
+        out.append(f"{short}={shown} here, {other} in the calibration")
+    if len(out) > most:
+        out = [*out[:most], f"and {len(out) - most} more"]
+    return out
+
+
+def _describes(record: Mapping[str, Any], spec: MetricSpec) -> bool:
+    """Whether a stored calibration measured this metric with these settings (its fingerprint)."""
+    measured = record.get("settings_fingerprint")
+    return measured is not None and measured == settings_fingerprint(_resolved(spec, record.get("resolves")))
+
+
+def _elsewhere(spec: MetricSpec, others: list[Mapping[str, Any]]) -> str | None:
+    """What a calibration of this judge with other settings says about this run: not its figure, and why."""
+    if not others:
+        return None
+    record = max(others, key=lambda r: int(r.get("n") or 0))  # the one a user most likely meant
+    what = ", ".join(p for p in (record.get("dataset"), f"n={record.get('n')}", record.get("date")) if p)
+    settings = record.get("settings")
+    if not isinstance(settings, Mapping):
+        return (
+            f"your calibration of this judge ({what}) did not record the settings it measured (an older assay "
+            "stored it): calibrate again to attach it"
+        )
+    differs = settings_differences(spec, settings, record.get("resolves"))
+    more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
+    return (
+        f"your calibration of this judge ({what}){more} measured other settings, so it is not this run's figure: "
+        + "; ".join(differs or ["another metric version"])
+    )
 
 
 def trust_for(
@@ -205,7 +324,9 @@ def trust_for(
     Args:
         spec: The metric's spec as the run stored it.
         judge: The run's judge record (``None``: not recorded).
-        calibrations: The user's stored agreements for this metric and judge, newest first.
+        calibrations: The user's stored agreements for this metric and judge, newest first
+            (:meth:`~assay.run.RunStore.calibrations`); only those measured with ``spec``'s
+            settings can be the figure.
         table: The shipped table (default: :func:`shipped_table`).
     """
     table = shipped_table() if table is None else table
@@ -213,30 +334,40 @@ def trust_for(
     judge_id = judge.model_id if judge is not None else None
     if entry.get("model_free"):
         return TrustFigure(metric=spec.name, kind="model_free", note=str(entry["model_free"]))
-    stored = list(calibrations)
-    if stored and judge is not None:
-        newest = stored[0]
-        ci = newest.get("ci")
+    stored = list(calibrations) if judge is not None else []
+    describes = [_describes(r, spec) for r in stored]
+    matching = [r for r, ok in zip(stored, describes, strict=True) if ok]
+    elsewhere = _elsewhere(spec, [r for r, ok in zip(stored, describes, strict=True) if not ok])
+    if matching:
+        # The figure that says most: the largest n (the newest on a tie; ``stored`` is newest first).
+        best = max(range(len(matching)), key=lambda i: (int(matching[i].get("n") or 0), -i))
+        chosen = matching[best]
+        ci = chosen.get("ci")
         return TrustFigure(
             metric=spec.name,
             kind="calibration",
             judge=judge_id,
-            balanced_accuracy=newest.get("balanced_accuracy"),
+            balanced_accuracy=chosen.get("balanced_accuracy"),
             ci=(float(ci[0]), float(ci[1])) if ci and None not in ci else None,
-            n=newest.get("n"),
-            dataset=newest.get("dataset"),
-            against=str(newest.get("against") or "people"),
-            date=newest.get("date"),
-            source=newest.get("run_id"),
-            earlier=tuple(_calibration_line(r) for r in stored[1:4]),
+            n=chosen.get("n"),
+            dataset=chosen.get("dataset"),
+            against=str(chosen.get("against") or "people"),
+            date=chosen.get("date"),
+            source=chosen.get("run_id"),
+            partial=_partial(chosen),
+            chosen=f"the largest n of {len(matching)} with these settings" if len(matching) > 1 else None,
+            others=tuple(_calibration_line(r) for i, r in enumerate(matching) if i != best)[:3],
+            elsewhere=elsewhere,
         )
     if judge is None:
         return _unmeasured(spec.name, None, " (the run did not record its judge exactly)")
     figure = entry.get("figure")
     if not figure or _judge_settings(judge.identity) != table.get("judge", {}).get("settings"):
-        return _unmeasured(spec.name, judge_id)
+        why = " with these settings" if elsewhere else ""
+        return _unmeasured(spec.name, judge_id, why).model_copy(update={"elsewhere": elsewhere})
     if entry.get("settings_fingerprint") != settings_fingerprint(spec):
-        return _unmeasured(spec.name, judge_id, " with these settings (the shipped figure is for the defaults)")
+        unmeasured = _unmeasured(spec.name, judge_id, " with these settings (the shipped figure is for the defaults)")
+        return unmeasured.model_copy(update={"elsewhere": elsewhere})
     return TrustFigure(
         metric=spec.name,
         kind="shipped",
@@ -249,6 +380,7 @@ def trust_for(
         date=str(figure["date"]),
         measured_with=str(figure.get("measured_with") or "") or None,
         source=str(figure.get("source") or "") or None,
+        elsewhere=elsewhere,
     )
 
 
@@ -264,24 +396,46 @@ def trust_for_run(store: RunStore, run_id: str) -> dict[str, TrustFigure]:
 
 def store_agreement(
     store: RunStore,
-    metric: str,
+    spec: MetricSpec,
     judge: JudgeRecord,
     measured: Agreement,
     *,
     dataset: str,
     against: str = "people",
     run_id: str | None = None,
+    resolves: Mapping[str, str] | None = None,
+    items: int | None = None,
+    items_total: int | None = None,
+    limit: int | None = None,
 ) -> dict[str, Any]:
-    """Keep a measured agreement of ``metric`` judged by ``judge``, so later runs show it beside the score.
+    """Keep a measured agreement of the metric ``spec`` describes, judged by ``judge``, for later runs.
 
     What ``assay calibrate`` (and ``assay judges bench``) call with their result. It is
-    keyed by the metric and the judge's cache identity (another model, layout, build or
-    endpoint is another judge); :func:`trust_for` shows the newest first, with n and date.
+    keyed by the metric's name and the judge's cache identity (another model, layout, build
+    or endpoint is another judge) and holds the settings fingerprint of ``spec``:
+    :func:`trust_for` shows it beside a run's score only when the run's settings have that
+    fingerprint, the largest n first.
+
+    Args:
+        store: The run store.
+        spec: The metric, set as it was measured (its settings are what the figure describes).
+        judge: The judge's record.
+        measured: The agreement.
+        dataset: What it was measured on (a file name).
+        against: ``people`` or ``the environment``.
+        run_id: The calibration run.
+        resolves: How this judge reads a setting given as ``auto`` (``{"strategy": "batch"}``
+            for an API judge's faithfulness), so a run left at ``auto`` is matched as judged.
+        items: Items judged (scored or not).
+        items_total: Items in the file; fewer judged (``limit``) makes the record partial.
+        limit: The ``--limit`` that cut it, if any.
 
     Returns:
         The stored record.
     """
     low, high = measured.balanced_accuracy_ci
+    settings = spec.model_dump(mode="json")
+    settings.pop("schema_version", None)
     record = {
         "balanced_accuracy": None if math.isnan(measured.balanced_accuracy) else measured.balanced_accuracy,
         "ci": None if math.isnan(low) or math.isnan(high) else [low, high],
@@ -291,6 +445,13 @@ def store_agreement(
         "date": datetime.now(UTC).date().isoformat(),
         "judge": judge.model_id,
         "run_id": run_id,
+        "settings_fingerprint": settings_fingerprint(spec),
+        "settings": settings,
+        "resolves": dict(resolves or {}),
+        "items": items,
+        "items_total": items_total,
+        "limit": limit,
+        "partial": items is not None and items_total is not None and items < items_total,
     }
-    store.add_calibration(metric, judge.identity, record)
+    store.add_calibration(spec.name, judge.identity, record)
     return record
