@@ -213,11 +213,23 @@ CASES: dict[str, Case] = {
         ("g1",),
         errors=((":2:", "missing or empty field 'answer'"),),
     ),
-    "jsonl-empty-answers": Case(
+    "jsonl-empty-answers": Case(  # blank is missing, as null is (issue 63)
         "d.jsonl",
-        jsonl(good(1, answer=""), good(2, answer="  \n ")),
-        3,
-        unscored=(("g1", "no_statements"), ("g2", "no_statements")),
+        jsonl(good(1, answer=""), good(2, answer="  \n "), good(3)),
+        2,
+        ("g3",),
+        errors=((":1:", "missing or empty field 'answer'"), (":2:", "missing or empty field 'answer'")),
+    ),
+    "jsonl-blank-contexts": Case(  # [""] was judged, and scored 1.0 (issue 63)
+        "d.jsonl",
+        jsonl(good(1, contexts=[""]), good(2, contexts=[CONTEXT, " "]), good(3, contexts=[" ", "\n"]), good(4)),
+        2,
+        ("g4",),
+        errors=(
+            (":1:", "missing or empty field 'contexts'"),
+            (":2:", "field 'contexts[1]' is empty or only whitespace (1 of the row's 2 contexts)"),
+            (":3:", "missing or empty field 'contexts'"),
+        ),
     ),
     "jsonl-missing-contexts": Case(
         "d.jsonl",
@@ -456,7 +468,26 @@ CASES: dict[str, Case] = {
     "csv-duplicate-id": Case(
         "d.csv", csv_bytes(crow(1), crow(1), crow(2)), 2, ("g1", "g2"), errors=((":3:", "already used on line 2"),)
     ),
-    "csv-empty-answer-cell": Case("d.csv", csv_bytes(crow(1, answer="")), 3, unscored=(("g1", "no_statements"),)),
+    "csv-empty-answer-cell": Case(
+        "d.csv",
+        csv_bytes(crow(1, answer=""), crow(2, answer="   "), crow(3)),
+        2,
+        ("g3",),
+        errors=((":2:", "missing or empty field 'answer'"), (":3:", "missing or empty field 'answer'")),
+    ),
+    "csv-blank-contexts": Case(
+        "d.csv",
+        csv_bytes(
+            crow(1, contexts='[""]'), crow(2, contexts=json.dumps(["", CONTEXT])), crow(3, contexts="  "), crow(4)
+        ),
+        2,
+        ("g4",),
+        errors=(
+            (":2:", "missing or empty field 'contexts'"),
+            (":3:", "field 'contexts[0]' is empty or only whitespace (1 of the row's 2 contexts)"),
+            (":4:", "missing or empty field 'contexts'"),
+        ),
+    ),
     "csv-nul-character": Case("d.csv", csv_bytes(crow(1, answer=NUL)), 0, ("g1",), same_text=(("g1", NUL),)),
     "csv-1mb-context": Case(
         "d.csv",
@@ -493,6 +524,24 @@ CASES: dict[str, Case] = {
         2,
         ("g1",),
         errors=((": row 2:", "missing or empty field 'answer'"),),
+    ),
+    "parquet-blank-answers-and-contexts": Case(
+        "d.parquet",
+        parquet(
+            {
+                **pq_good(["g1", "g2", "g3", "g4", "g5"]),
+                "answer": [ANSWER, "", " \t", ANSWER, ANSWER],
+                "contexts": [[CONTEXT], [CONTEXT], [CONTEXT], [""], [CONTEXT, ""]],
+            }
+        ),
+        2,
+        ("g1",),
+        errors=(
+            (": row 2:", "missing or empty field 'answer'"),
+            (": row 3:", "missing or empty field 'answer'"),
+            (": row 4:", "missing or empty field 'contexts'"),
+            (": row 5:", "field 'contexts[1]' is empty or only whitespace"),
+        ),
     ),
     "parquet-contexts-as-text": Case(
         "d.parquet",

@@ -92,10 +92,10 @@ def test_evaluate_accepts_dicts_and_reports_bad_ones() -> None:
 
 def test_to_pandas_has_one_row_per_sample_and_metric() -> None:
     pytest.importorskip("pandas")
-    result = evaluate([ROW, {**ROW, "id": "b", "answer": ""}], [Faithfulness()], verdict_judge())
+    result = evaluate([ROW, {**ROW, "id": "b", "answer": "Is it?"}], [Faithfulness()], verdict_judge())
     frame = result.to_pandas().set_index("id")
     assert frame.loc["a", "value"] == 1.0
-    # an empty answer is an answer with nothing to check, not a missing field
+    # a question has nothing to check: unscored, with its reason in the frame
     assert math.isnan(frame.loc["b", "value"]) and frame.loc["b", "unscored_reason"] == "no_statements"
 
 

@@ -345,8 +345,8 @@ def test_a_row_without_an_answer_is_an_invalid_row_with_its_number_in_every_door
         scored={1: 1.0, 3: 1.0},
         contexts=frozenset({(CONTEXT,)}),
     )
-    # (CSV cannot tell a missing answer from an empty one: its empty cell is an empty answer;
-    # an Inspect sample's answer is the model's completion, always there.)
+    # (CSV has no absent cell: test_a_blank_answer_is_a_missing_answer_in_every_door reads its
+    # empty one; an Inspect sample's answer is the model's completion, always there.)
     doors = {**BATCH_DOORS, "pytest plugin": through_pytest_plugin}
     for name, outcome in outcomes(doors, rows, "faithfulness", tmp_path):
         assert judged(outcome) == expected, name
@@ -373,9 +373,32 @@ def test_contexts_as_a_number_is_an_invalid_row_in_every_door(tmp_path: Path) ->
         assert re.fullmatch(rf"field '(metadata\.)?contexts': {re.escape(problem)}", outcome.invalid[2]), name
 
 
-def test_an_empty_answer_is_an_answer_in_every_door(tmp_path: Path) -> None:
-    rows = [row(1), row(2, answer="")]
-    expected = Outcome(scored={1: 1.0, 2: "no_statements"}, contexts=frozenset({(CONTEXT,)}))
+def test_a_blank_answer_is_a_missing_answer_in_every_door(tmp_path: Path) -> None:
+    # Issue 63: "" was judged (unscored no_statements) while null was an invalid row; CSV
+    # cannot tell the two apart, so no door does. (Inspect's answer is the model's completion.)
+    rows = [row(1), row(2, answer=""), row(3, answer=" \t "), row(4)]  # (a newline would move CSV lines)
+    expected = Outcome(
+        invalid=dict.fromkeys((2, 3), "missing or empty field 'answer'"),
+        scored={1: 1.0, 4: 1.0},
+        contexts=frozenset({(CONTEXT,)}),
+    )
+    doors = {**BATCH_DOORS, "csv": through_csv, **ONE_BY_ONE}
+    for name, outcome in outcomes(doors, rows, "faithfulness", tmp_path):
+        assert judged(outcome) == expected, name
+
+
+def test_blank_contexts_are_an_invalid_row_in_every_door(tmp_path: Path) -> None:
+    # Issue 63: contexts [""] were judged (and scored 1.0) while [] was an invalid row.
+    rows = [row(1), row(2, contexts=[""]), row(3, contexts=[CONTEXT, "  "]), row(4, contexts=[]), row(5)]
+    blank = (
+        "field 'contexts[1]' is empty or only whitespace (1 of the row's 2 contexts); remove blank contexts from "
+        "the list: assay does not drop them itself, since the later ones would move up a rank and change context "
+        "precision"
+    )
+    missing = "missing or empty field 'contexts'"
+    expected = Outcome(
+        invalid={2: missing, 3: blank, 4: missing}, scored={1: 1.0, 5: 1.0}, contexts=frozenset({(CONTEXT,)})
+    )
     doors = {**BATCH_DOORS, "csv": through_csv, **ONE_BY_ONE}
     for name, outcome in outcomes(doors, rows, "faithfulness", tmp_path):
         assert judged(outcome) == expected, name

@@ -88,9 +88,10 @@ def test_relevancy_is_relevant_and_not_noncommittal(relevant: object, noncommitt
     assert score.value == value
 
 
-def test_relevancy_missing_answer_is_unscored() -> None:
-    # (an empty answer is not missing: the judge is asked whether it addresses the question)
-    score, _ = run(AnswerRelevancy(), [], SAMPLE.model_copy(update={"answer": None}))
+@pytest.mark.parametrize("answer", [None, "", "  \n"])
+def test_relevancy_missing_answer_is_unscored(answer: str | None) -> None:
+    # A blank answer is a missing one, as when a row is read (issue 63): no judge call.
+    score, _ = run(AnswerRelevancy(), [], SAMPLE.model_copy(update={"answer": answer}))
     assert score.unscored_reason is UnscoredReason.MISSING_FIELD
     assert AnswerRelevancy().required_fields == ("question", "answer")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import itertools
 import json
@@ -96,7 +97,7 @@ def test_csv_bad_rows_do_not_stop_the_rest(tmp_path: Path) -> None:
         b"b,too,many,cells,here\n"  # line 3
         b"c,\xff\xfe not utf-8,c,\n"  # line 4
         b"\n"
-        b"d\n"  # line 6: the required answer is missing (a short row; an empty cell would be an empty answer)
+        b"d\n"  # line 6: the required answer is missing (a short row; an empty cell lacks it too)
         b'e,ok,c,"[1, 2]"\n'  # line 7: metadata must be an object
         b'f,ok,c,"{""team"": ""x""}"\n'
         b",,,\n"  # an empty record: skipped like a blank line
@@ -553,40 +554,46 @@ def test_a_line_nested_100000_deep_is_a_row_error_and_the_rows_around_it_are_rea
     assert [row.line for row in rows] == [3] and "nested too deep" in errors[0].detail
 
 
-def test_an_empty_answer_is_data_and_a_missing_one_is_a_row_error_on_any_row(tmp_path: Path) -> None:
+def test_a_blank_answer_is_a_missing_one_a_row_error_on_any_row(tmp_path: Path) -> None:
     records = [
         {"id": "missing", "contexts": ["c"]},
         {"id": "empty", "answer": "", "contexts": ["c"]},
         {"id": "blank", "answer": "  \n ", "contexts": ["c"]},
         {"id": "null", "answer": None, "contexts": ["c"]},
+        {"id": "good", "answer": "a", "contexts": ["c"]},
     ]
     rows, errors = split(read_jsonl(write_jsonl(tmp_path / "d.jsonl", records), required=["answer", "contexts"]))
-    assert [(row.sample.id, row.sample.answer) for row in rows] == [("empty", ""), ("blank", "  \n ")]
-    assert [(error.line, "missing or empty field 'answer'" in error.detail) for error in errors] == [
-        (1, True),
-        (4, True),
+    assert [(row.sample.id, row.sample.answer) for row in rows] == [("good", "a")]
+    assert [(error.line, error.detail) for error in errors] == [
+        (n, "missing or empty field 'answer'") for n in (1, 2, 3, 4)
     ]
-    # CSV: an empty cell in the answer column is an empty answer; a short row lacks it
+    # CSV: an empty cell, a blank one and a short row all lack the answer, in the same words
     path = tmp_path / "d.csv"
-    path.write_bytes(b"id,contexts,answer\nempty,c,\nshort,c\n")
+    path.write_bytes(b"id,contexts,answer\nempty,c,\nblank,c,   \nshort,c\ngood,c,a\n")
     rows, errors = split(read_csv(path, required=["answer", "contexts"]))
-    assert [(row.sample.id, row.sample.answer) for row in rows] == [("empty", "")]
-    assert [error.line for error in errors] == [3]
+    assert [(row.sample.id, row.sample.answer) for row in rows] == [("good", "a")]
+    assert [(error.line, error.detail) for error in errors] == [
+        (n, "missing or empty field 'answer'") for n in (2, 3, 4)
+    ]
 
 
 @pytest.mark.parametrize("decomposer", ["llm", "sentences"])
 @pytest.mark.parametrize("answer", ["", "   \n"])
-def test_faithfulness_of_an_empty_answer_is_unscored_no_statements(
-    decomposer: Literal["llm", "sentences"], answer: str
-) -> None:
+def test_a_blank_answer_is_no_answer_and_no_judge_call(decomposer: Literal["llm", "sentences"], answer: str) -> None:
     from assay import Faithfulness, Sample, UnscoredReason, evaluate
+    from assay.errors import ConfigError
+    from assay.metrics._base import score_safely
     from assay.models import ScriptedJudge
 
     judge = ScriptedJudge([])  # any judge call would fail the test (ScriptExhaustedError -> metric_error)
-    result = evaluate([Sample(id="e", answer=answer, contexts=("c",))], [Faithfulness(decomposer=decomposer)], judge)
-    assert result.errors == []
-    score = result.results[0].scores["faithfulness"]
-    assert score.unscored_reason is UnscoredReason.NO_STATEMENTS, score
+    sample = Sample(id="e", answer=answer, contexts=("c",))
+    metric = Faithfulness(decomposer=decomposer)
+    # The only row has no answer: refused before any call, as a null answer is.
+    with pytest.raises(ConfigError, match=r"needs 'answer'.* which no valid row of <1 sample> has"):
+        evaluate([sample], [metric], judge, progress=False)
+    # Scored directly, the metric says the same: no answer, no call.
+    for score in (asyncio.run(metric.score(sample, judge)), asyncio.run(score_safely(metric, sample, judge))):
+        assert score.unscored_reason is UnscoredReason.MISSING_FIELD, score
 
 
 @pytest.mark.parametrize("blank_first", [False, True])

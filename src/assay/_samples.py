@@ -65,7 +65,7 @@ class Sample(BaseModel):
         id: A stable identifier (the dataset's ``id`` field, else ``line-N``).
         question: The user input (``input`` is accepted as an alias).
         answer: The output being judged (``output``, ``response`` and ``actual_output``
-            are aliases); may be empty (the system answered nothing).
+            are aliases). Empty or only whitespace counts as no answer (:meth:`field_present`).
         contexts: Retrieved passages the answer should be grounded in.
         reference: A reference answer or goal, where the metric uses one.
         trace: A multi-turn conversation, for agent metrics. Given in any format
@@ -130,17 +130,23 @@ class Sample(BaseModel):
     def field_present(self, name: str) -> bool:
         """Whether the field ``name`` holds a usable value.
 
-        Empty text and empty lists count as absent, except the answer and the reference
-        tool calls: an empty answer (``""`` or only whitespace) is what the system under test
-        said, so it is present and metrics score it (faithfulness: unscored
-        ``no_statements``); an empty list of reference tool calls says the agent should call
-        nothing.
+        Text that is empty or only whitespace is absent, the answer's too: a null answer,
+        an empty CSV cell, ``""`` and ``"  "`` are one thing in every format (CSV cannot
+        tell null from empty), and a row that needs the field is an invalid row, never a
+        score. ``contexts`` are absent when the list is empty or every context in it is
+        blank (``[""]`` is ``[]``); a list mixing blank and real contexts is refused when
+        a row is read (:func:`~assay.run._dataset.missing_problem`). An empty list of
+        reference tool calls is present: it says the agent should call nothing.
         """
         value = getattr(self, name)
         if value is None:
             return False
-        if name in ("answer", "reference_tool_calls"):
+        if name == "reference_tool_calls":
             return True
-        if isinstance(value, str | tuple):
+        if isinstance(value, str):
+            return bool(value.strip())
+        if name == "contexts":
+            return any(text.strip() for text in value)
+        if isinstance(value, tuple):
             return len(value) > 0
         return True

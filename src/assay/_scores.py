@@ -405,7 +405,13 @@ class Score(BaseModel):
 
 
 class Summary(BaseModel):
-    """Aggregate of one metric over many samples. Unscored results are skipped and counted."""
+    """Aggregate of one metric over many samples. Unscored results are skipped and counted.
+
+    ``n_invalid`` counts the input rows of the run that were invalid and so never reached
+    the metric (a missing answer, a wrong type): once per row, the same for every metric of
+    a run, and in none of the other counts. Their messages are the run's errors
+    (``EvalResult.errors``, ``RunSummary.row_errors``).
+    """
 
     model_config = ConfigDict(frozen=True, ser_json_inf_nan="null")
 
@@ -415,6 +421,7 @@ class Summary(BaseModel):
     n_unscored: int
     unscored_by_reason: Mapping[str, int]
     usage: Usage
+    n_invalid: int = 0
 
 
 class SummaryBuilder:
@@ -441,8 +448,8 @@ class SummaryBuilder:
             key = score.unscored_reason.value
             self._reasons[key] = self._reasons.get(key, 0) + 1
 
-    def summary(self) -> Summary:
-        """The summary of every score added so far."""
+    def summary(self, n_invalid: int = 0) -> Summary:
+        """The summary of every score added so far (``n_invalid``: the run's invalid input rows)."""
         return Summary(
             metric=self.metric,
             mean=self._total / self._n_scored if self._n_scored else math.nan,
@@ -450,6 +457,7 @@ class SummaryBuilder:
             n_unscored=sum(self._reasons.values()),
             unscored_by_reason=dict(sorted(self._reasons.items())),
             usage=self._usage,
+            n_invalid=n_invalid,
         )
 
 

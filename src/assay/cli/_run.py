@@ -168,10 +168,11 @@ def _print_summary(
     out_console.print(table)
     print_trust(trust or {}, record)
     cost = summary.cost
+    invalid = f" · {counted(summary.n_row_errors, 'invalid input row')} (not judged)" if summary.n_row_errors else ""
     out_console.print(
-        f"{counted(summary.n_results, 'result')} · judge calls {cost.calls} (cached {cost.cached_calls}, failed "
-        f"{cost.failed_calls}) · tokens {cost.usage.prompt_tokens:,} in / {cost.usage.completion_tokens:,} out · "
-        f"cost {printable(cost.describe())}"
+        f"{counted(summary.n_results, 'result')}{invalid} · judge calls {cost.calls} (cached {cost.cached_calls}, "
+        f"failed {cost.failed_calls}) · tokens {cost.usage.prompt_tokens:,} in / {cost.usage.completion_tokens:,} "
+        f"out · cost {printable(cost.describe())}"
     )
     failure = cost.failure()  # the words evaluate() raises or warns with
     if failure is not None:
@@ -739,7 +740,7 @@ def run(
     for _line, message in store.row_errors(run_id)[:20]:
         err_console.print(f"[red]invalid row[/red] {printable(message)}")
     if summary.n_row_errors > 20:
-        err_console.print(f"  … and {summary.n_row_errors - 20} more ('assay runs show {run_id}')")
+        err_console.print(f"  … and {summary.n_row_errors - 20} more ('assay report {run_id}' lists them all)")
     code, why = exit_code(summary, max_unscored, run_id)
     if not out_ok and code == EXIT_OK:
         code, why = EXIT_USAGE, f"--out {out} was not written (see above); the run itself is complete in the store"

@@ -215,8 +215,13 @@ def show(
                     f"  line {line} id={printable(sample_id, breaks=False)} {printable(m)}: {printable(reason)} — "
                     f"{printable(scrub(detail or '', secrets))}"
                 )
-        for _line, message in runs.row_errors(run_id)[:20]:
+        errors = runs.row_errors(run_id)
+        if errors:
+            out_console.print(f"[red]{counted(len(errors), 'invalid input row')}[/red] (not judged)")
+        for _line, message in errors[:20]:
             err_console.print(f"[red]invalid row[/red] {printable(scrub(message, secrets))}")
+        if len(errors) > 20:
+            err_console.print(f"  … and {len(errors) - 20} more ('assay report {printable(run_id)}' lists them all)")
 
 
 def _show_sample(run_id: str, sample_id: str, store: Path) -> None:

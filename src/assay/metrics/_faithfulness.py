@@ -157,11 +157,11 @@ class Faithfulness:
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """Decompose the answer, judge every statement against the contexts, aggregate."""
         spec = self.spec()
-        if sample.answer is None or not sample.contexts:
-            missing = "answer" if sample.answer is None else "contexts"
-            return missing_field(self.name, f"sample has no {missing}", spec)
-        if not sample.answer.strip():  # the system answered nothing: there is nothing to check
-            return Score.unscored(self.name, UnscoredReason.NO_STATEMENTS, "the answer is empty", spec=spec)
+        # Blank text is no text (Sample.field_present): an answer of "" is a missing answer,
+        # and contexts that are all blank are no contexts, as when a row is read.
+        missing = next((name for name in self.required_fields if not sample.field_present(name)), None)
+        if missing is not None or sample.answer is None:
+            return missing_field(self.name, f"sample has no {missing or 'answer'}", spec)
         question = sample.question or ""
         sentences = sum(1 for s in answer_sentences(sample.answer, question) if s.checkable)
         if sentences > self.max_statements:

@@ -37,6 +37,7 @@ __all__ = [
     "MappedColumns",
     "Row",
     "SizeLimits",
+    "blank_contexts_problem",
     "check_data_file",
     "check_mapped_columns",
     "contexts_from_text",
@@ -240,7 +241,8 @@ def sample_from_record(
         line: The row's 1-based line (or item, or row) number, for errors and the default
             id ``line-N``.
         source: The file the row came from, for errors.
-        required: Fields that must be present and non-empty (an empty answer is present).
+        required: Fields that must be present and not blank (empty or only whitespace text, an
+            empty list or a list of blank contexts is absent; see :func:`missing_problem`).
         mapping: Explicit column renames (``{"my_col": "answer"}``); they win over
             :data:`ALIASES`.
         unit: What ``line`` counts (``line``, ``item`` or ``row``), for errors.
@@ -321,11 +323,14 @@ def missing_problem(sample: Sample, required: Iterable[str], record: Mapping[str
     """What makes ``sample`` unjudgeable for lack of a field (``missing or empty field 'contexts'``), or ``None``.
 
     The one wording of a row that lacks a required field, whatever door it came in by.
-    ``record`` (the row as given) lets the message name an ideal-context column.
+    ``record`` (the row as given) lets the message name an ideal-context column. Blank text
+    is no text (:meth:`~assay.Sample.field_present`): an answer of ``""`` or only whitespace
+    is a missing answer, and contexts that are all blank (``[""]``) are no contexts. Required
+    contexts that mix blank and real passages are refused too (:func:`blank_contexts_problem`).
     """
     missing = [name for name in required if not sample.field_present(name)]
     if not missing:
-        return None
+        return blank_contexts_problem(sample) if "contexts" in required else None
     names = ", ".join(f"'{m}'" for m in missing)
     hint = ""
     ideal = [name for name in IDEAL_CONTEXT_COLUMNS if name in (record or sample.metadata)]
@@ -350,6 +355,30 @@ def missing_problem(sample: Sample, required: Iterable[str], record: Mapping[str
                 )
                 break
     return f"missing or empty field {names}{hint}"
+
+
+def blank_contexts_problem(sample: Sample) -> str | None:
+    """What is wrong with contexts that mix blank passages (``""``, only whitespace) and real ones, or ``None``.
+
+    Refused rather than dropped: a retrieved passage with no text cannot be judged, and
+    dropping it would move every later passage up a rank, which changes what context
+    precision scores (an average over ranks) without a word. The user removes it, or fixes
+    the retriever that returned it.
+    """
+    blank = [i for i, text in enumerate(sample.contexts) if not text.strip()]
+    if not blank:
+        return None
+    shown = ", ".join(f"'contexts[{i}]'" for i in blank[:_BLANK_SHOWN])
+    more = f" and {len(blank) - _BLANK_SHOWN} more" if len(blank) > _BLANK_SHOWN else ""
+    one = len(blank) == 1
+    return (
+        f"field{'' if one else 's'} {shown}{more} {'is' if one else 'are'} empty or only whitespace "
+        f"({len(blank)} of the row's {len(sample.contexts)} contexts); remove blank contexts from the list: assay "
+        "does not drop them itself, since the later ones would move up a rank and change context precision"
+    )
+
+
+_BLANK_SHOWN = 3
 
 
 def likely_column(field_name: str, columns: Iterable[str]) -> str | None:
@@ -425,7 +454,9 @@ def _assign(
             explicit.get(key) or (LIST_ALIASES.get(key) if isinstance(value, list) else None) or ALIASES.get(key, key)
         )
         if target in _FIELDS:
-            if value is not None:  # a null cell is an absent one
+            # A null cell is an absent one, and so is blank text: CSV cannot tell "" from null,
+            # so every format reads both (and whitespace only) as the field not given.
+            if value is not None and not (isinstance(value, str) and not value.strip()):
                 claims.setdefault(target, []).append(key)
         else:
             extra[key] = value

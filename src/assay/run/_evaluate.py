@@ -248,7 +248,7 @@ async def aevaluate(
 
     def record_error(error: SampleError) -> None:
         result.errors.append(error)
-        tally.n_row_errors += 1
+        tally.add_row_error(str(error))
         if run_store is not None and run_id is not None:
             run_store.record_error(run_id, error)
         if on_error is not None:

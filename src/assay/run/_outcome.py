@@ -43,6 +43,8 @@ class EvalResult:
     judge: str
     results: list[SampleResult] = field(default_factory=list)
     errors: list[SampleError] = field(default_factory=list)
+    """The invalid input rows, each saying where and why (``data.jsonl:3: missing or empty field 'answer'``);
+    never judged, and counted in every metric's summary as ``n_invalid``."""
     skipped: int = 0
     n_samples: int = 0
     run_id: str | None = None
@@ -70,10 +72,11 @@ class EvalResult:
         if self.run_id is not None and self.store_path is not None:
             with RunStore(self.store_path) as store:
                 return store.summary(self.run_id, prices)
+        errors = [str(error) for error in self.errors]
         if prices is not None:
-            return summarize_results(self.results, self.metrics, n_row_errors=len(self.errors), prices=prices)
+            return summarize_results(self.results, self.metrics, row_errors=errors, prices=prices)
         tally = self._tally or RunTally(self.metrics)
-        tally.n_row_errors = len(self.errors)
+        tally.row_errors, tally.n_row_errors = errors, len(errors)
         return tally.summary()
 
     def scores(self, metric: str) -> list[Score]:
@@ -81,7 +84,11 @@ class EvalResult:
         return [r.scores[metric] for r in self.results if metric in r.scores]
 
     def summary(self) -> dict[str, Summary]:
-        """Per metric: mean over scored samples, unscored counts by reason, tokens."""
+        """Per metric: mean over scored samples, unscored counts by reason, invalid input rows, tokens.
+
+        ``n_invalid`` is the run's invalid input rows (never judged, so in neither
+        ``n_scored`` nor ``n_unscored``); :attr:`errors` says what was wrong with each.
+        """
         summaries = self.run_summary().metrics
         return {m: summaries.get(m) or summarize(m, ()) for m in self.metrics}
 
@@ -198,5 +205,5 @@ class EvalResult:
             mean = "nan" if math.isnan(s.mean) else f"{s.mean:.3f}"
             parts.append(f"{name}={mean} (scored {s.n_scored}, unscored {s.n_unscored})")
         run = f"run {self.run_id}, " if self.run_id else ""
-        counts = f"{counted(self.n_samples, 'sample')}, {counted(len(self.errors), 'bad row')}"
+        counts = f"{counted(self.n_samples, 'sample')}, {counted(len(self.errors), 'invalid row')}"
         return f"EvalResult({run}{counts}; {', '.join(parts)})"

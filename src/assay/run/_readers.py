@@ -17,9 +17,10 @@ file is parsed whole.
 
 Cells are normalised the same way everywhere:
 
-- an empty cell (``""``, null, NaN, ``pd.NA``) is absent, as if the column were missing,
-  except in the answer column: an empty answer is what the system said (CSV cannot tell
-  null from empty, so there an empty answer cell is an empty answer);
+- an empty cell (``""``, null, NaN, ``pd.NA``) is absent, as if the column were missing, in
+  every column, the answer's too (CSV cannot tell null from empty, so no format does); a
+  cell of only whitespace in a field's column is absent as well
+  (:func:`~assay.run.sample_from_record`);
 - ``contexts`` given as a string holding a JSON list (``'["a", "b"]'``, raw newlines
   allowed) or a Python list literal (``"['a', 'b']"``, as pandas writes lists) is that
   list; text that starts like a list of strings but is neither is a row error; any other
@@ -999,12 +1000,12 @@ def _renames(mapping: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def _clean_record(record: Mapping[str, Any], renames: Mapping[str, str]) -> dict[str, Any]:
-    """Drop empty cells (an empty answer is kept) and decode JSON-in-a-string cells."""
+    """Drop empty cells and decode JSON-in-a-string cells."""
     cleaned: dict[str, Any] = {}
     for key, value in record.items():
         name = str(key)
         target = renames.get(name, name)
-        if _is_empty(value) and not (target == "answer" and value == ""):
+        if _is_empty(value):
             continue
         if isinstance(value, str):
             if target == "contexts":

@@ -364,7 +364,8 @@ class RunStore:
         """The run's :class:`~assay.run.RunSummary`, computed from every stored record."""
         spec = self.spec(run_id)
         names = [m.name for m in spec.metrics]
-        return summarize_results(self.results(run_id), names, n_row_errors=len(self.row_errors(run_id)), prices=prices)
+        errors = [message for _, message in self.row_errors(run_id)]
+        return summarize_results(self.results(run_id), names, row_errors=errors, prices=prices)
 
     def runs(self) -> list[RunInfo]:
         """Every run, newest first."""

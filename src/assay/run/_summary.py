@@ -36,13 +36,15 @@ class RunSummary:
         metrics: Metric name -> :class:`~assay.Summary` (mean over scored results, unscored
             counts by reason, tokens).
         n_results: (sample, repeat) results counted.
-        n_row_errors: Invalid input rows.
+        n_row_errors: Invalid input rows (never judged; each metric's ``n_invalid`` too).
         cost: Calls, tokens and cost over every judge call of every result.
         lowest: Metric name -> up to 10 scored samples, lowest value first: each sample
             once, as its lowest scored repeat.
         first_unscored: Metric name -> unscored reason -> the detail of its first result
             with a detail, in the order the results were counted (input order for a
             stored run): what a reader needs to act on ``judge_error: 3``.
+        row_errors: What made each invalid input row invalid, located
+            (``data.jsonl:3: missing or empty field 'answer'``), in the order reported.
     """
 
     metrics: Mapping[str, Summary]
@@ -51,6 +53,7 @@ class RunSummary:
     cost: CostReport
     lowest: Mapping[str, Sequence[SampleResult]] = field(default_factory=dict)
     first_unscored: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    row_errors: Sequence[str] = ()
 
     @property
     def n_scored(self) -> int:
@@ -127,6 +130,12 @@ class RunTally:
         self._first_unscored: dict[str, dict[str, str]] = {}
         self.n_results = 0
         self.n_row_errors = 0
+        self.row_errors: list[str] = []
+
+    def add_row_error(self, message: str) -> None:
+        """Count one invalid input row (``message``: where and why, as reported)."""
+        self.n_row_errors += 1
+        self.row_errors.append(message)
 
     def add(self, result: SampleResult) -> None:
         """Count one (sample, repeat) result."""
@@ -165,7 +174,7 @@ class RunTally:
     def summary(self) -> RunSummary:
         """The summary of everything added so far."""
         return RunSummary(
-            metrics={name: b.summary() for name, b in self._builders.items()},
+            metrics={name: b.summary(self.n_row_errors) for name, b in self._builders.items()},
             n_results=self.n_results,
             n_row_errors=self.n_row_errors,
             cost=self._cost,
@@ -174,6 +183,7 @@ class RunTally:
                 for name, kept in self._lowest.items()
             },
             first_unscored={name: dict(reasons) for name, reasons in self._first_unscored.items()},
+            row_errors=tuple(self.row_errors),
         )
 
 
@@ -181,7 +191,8 @@ def summarize_results(
     results: Iterable[SampleResult],
     metrics: Sequence[str],
     *,
-    n_row_errors: int = 0,
+    n_row_errors: int | None = None,
+    row_errors: Sequence[str] = (),
     prices: PriceTable | None = None,
 ) -> RunSummary:
     """The :class:`RunSummary` of ``results`` (one pass, memory bounded by the lowest-k heaps).
@@ -190,11 +201,13 @@ def summarize_results(
         results: Every result of the run, in any order.
         metrics: The run's metric names, in the order to report them (a metric with no
             result still gets an empty summary).
-        n_row_errors: How many input rows were invalid.
+        n_row_errors: How many input rows were invalid (default: ``len(row_errors)``).
+        row_errors: Their messages.
         prices: The price table for the cost (default: the built-in one).
     """
     tally = RunTally(metrics, prices)
     for result in results:
         tally.add(result)
-    tally.n_row_errors = n_row_errors
+    tally.row_errors = list(row_errors)
+    tally.n_row_errors = len(row_errors) if n_row_errors is None else n_row_errors
     return tally.summary()
