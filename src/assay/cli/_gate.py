@@ -188,7 +188,7 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str, *, explai
         # errors are refused above, not spent from the unscored budget: counted apart, as the share is
         errors = f" · {counted(n_errors, 'error')} (not verdicts)" if n_errors else ""
         verdicts = {r: n for r, n in report.unscored_by_reason.items() if r not in ERROR_REASONS}  # errors: apart
-        reasons = f" ({printable(', '.join(f'{r} {n}' for r, n in verdicts.items()))})" if verdicts else ""
+        reasons = f": {printable(', '.join(f'{r} {n}' for r, n in verdicts.items()))}" if verdicts else ""
         out_console.print(
             f"samples {len(result.samples)} (scored {n_scored}) · unscored results "
             f"{n_unscored}/{report.n_records} = {_pct(result.unscored_share)} (max {policy.max_unscored:g})"
