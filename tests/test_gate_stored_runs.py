@@ -574,7 +574,7 @@ def test_invalid_rows_beyond_the_tolerance_do_not_pass(
     assert exit_code == code, out
     assert said in flat(out)
     assert ("GATE PASS: faithfulness >= 0.8" in out) == (code == 0)
-    assert "samples 8 (scored 8)" in out
+    assert "on 8 scored samples" in out
 
 
 def test_a_whole_run_passes_with_nothing_said_of_partial_runs(tmp_path: Path) -> None:
@@ -645,3 +645,112 @@ def test_several_metrics_of_a_partial_run_are_incomplete_together(tmp_path: Path
     code, out = invoke("r", "--store", str(store), "-m", "faithfulness", "-m", "answer_relevancy", "--allow-partial")
     assert code == 1, out  # on the rows judged, answer_relevancy fails
     assert "GATE FAIL (2 metrics on a partial run)" in out
+
+
+# --- 7. output a person can read (issue 63) ------------------------------------------------
+#
+# A passing gate printed its verdict, a samples line, a table of "statements needed" and four
+# notes on how P(pass) was modelled; a metric unscored in every sample said "observed fail".
+
+
+def lines_of(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def test_a_stable_pass_says_its_verdict_and_how_sure_it_is_and_nothing_else(tmp_path: Path) -> None:
+    from first_hour import make_run
+
+    store = tmp_path / "runs.sqlite"
+    make_run(store, "r", [{"faithfulness": [0.75, 0.75, 0.75]}, {"faithfulness": [1.0, 1.0, 1.0]}] * 3)
+    code, out = invoke("r", "--store", str(store), "--min", "0.8")
+    assert code == 0, out
+    shown = lines_of(out)
+    assert shown[0].startswith("GATE PASS: faithfulness >= 0.8 on the run mean · mean 0.875"), out
+    assert "on 6 scored samples · run r" in shown[0] and "observed" not in shown[0]
+    assert shown[1].startswith("P(pass) 1.0000 (from 3 repeats; the gate passes on 3/3 of them)"), out
+    assert shown[2].startswith("not measured for this judge") and len(shown) == 3, out  # the trust figure
+    assert "statements needed" not in out and "note:" not in out and "judge noise" not in out
+    # --explain says how it was decided: the advice, the repeats' noise, every note.
+    code, explained = invoke("r", "--store", str(store), "--min", "0.8", "--explain")
+    assert code == 0, explained
+    assert lines_of(explained)[:2] == shown[:2]
+    text = flat(explained)
+    assert "statements needed for a stable 0.8 gate" in text and "judge noise from repeats: flip rate" in text
+    assert "note: P(pass) of the run mean: 10,000 simulated runs" in text
+    assert "samples 6 (scored 6) · unscored results 0/18" in text
+
+
+def test_the_statement_advice_is_shown_when_the_judges_noise_could_change_the_outcome(tmp_path: Path) -> None:
+    from first_hour import make_run
+
+    store = tmp_path / "runs.sqlite"
+    # One run of 2 samples of 4 statements at 0.75 and 1.0: the mean 0.875 passes 0.8, but one flipped
+    # verdict of 8 sinks it: the estimated flip probability is far above --max-flake.
+    make_run(store, "single", [{"faithfulness": 0.75}, {"faithfulness": 1.0}])
+    code, out = invoke("single", "--store", str(store), "--min", "0.8")
+    assert code == 0, out
+    text = flat(out)
+    flip = float(text.split("estimated flip probability ")[1].split(":")[0])
+    assert flip > 0.01
+    assert "statements needed for a stable 0.8 gate" in text  # it bears on this verdict
+    assert "note: a single run decides" not in text  # how it was computed: --explain
+    # Far from the mark, no flip is likely to change it: the advice waits for --explain.
+    make_run(store, "far", [{"faithfulness": (1.0, 20)}] * 10)
+    code, out = invoke("far", "--store", str(store), "--min", "0.5")
+    assert code == 0, out
+    assert "statements needed" not in out and len(lines_of(out)) == 3, out
+
+
+def test_a_metric_unscored_in_every_sample_says_unscored_and_why_never_observed_fail(tmp_path: Path) -> None:
+    from assay.report._header import gate_line
+    from first_hour import make_run
+
+    store = tmp_path / "runs.sqlite"
+    make_run(store, "r", [{"faithfulness": None, "answer_relevancy": 1.0}] * 3)
+    code, out = invoke("r", "--store", str(store), "-m", "faithfulness")
+    assert code == 2, out
+    text = flat(out)
+    assert text.startswith(
+        "GATE UNSCORED: faithfulness >= 0.8 on the run mean · run r · nothing scored: 3 of 3 results unscored "
+        "(parse_failure 3)"
+    ), out
+    assert "observed" not in text and "mean —" not in text and "flip" not in text
+    assert "unscored: line 1 s1: parse_failure: the judge rambled" in text
+    # Beside a metric that passes: the overall verdict is UNSCORED (exit 2), and no metric "observed fail".
+    summary = tmp_path / "summary.md"
+    code, out = invoke("r", "--store", str(store), "-m", "faithfulness", "-m", "answer_relevancy=0.5",
+                       "--summary-md", str(summary))  # fmt: skip
+    assert code == 2, out
+    text = flat(out)
+    assert text.startswith("GATE UNSCORED (2 metrics): faithfulness >= 0.8 UNSCORED · answer_relevancy >= 0.5 PASS")
+    assert "observed fail" not in text and "nothing scored: 3 of 3 results unscored (parse_failure 3)" in text
+    # The job summary and the report's verdict line say the same.
+    markdown = summary.read_text()
+    assert "| ⚠️ unscored | nothing scored |" in markdown and "**nothing scored:** 3 of 3 results unscored" in markdown
+    assert "observed** fail" not in markdown and "| fail |" not in markdown
+    with RunStore(store) as opened:
+        report = analyze_repeats(list(opened.records("r")), "faithfulness")
+        coverage = opened.coverage("r")
+    result = evaluate_gate(report, GatePolicy(), coverage)
+    assert (result.outcome, result.observed, result.nothing_scored) == ("unscored", None, True)
+    assert "observed nothing: no sample scored" in gate_line(result) and "observed fail" not in gate_line(result)
+    # An untrusted judge spoils no verdict where nothing was scored: still unscored, its reason kept.
+    untrusted = evaluate_gate(report, GatePolicy(), coverage, untrusted="its CI reaches chance")
+    assert (untrusted.outcome, untrusted.untrusted) == ("unscored", "its CI reaches chance")
+
+
+def test_the_job_summary_folds_how_the_verdict_was_decided_and_keeps_what_bears_on_it(tmp_path: Path) -> None:
+    from first_hour import make_run
+
+    store = tmp_path / "runs.sqlite"
+    make_run(store, "r", [{"faithfulness": 0.75}, {"faithfulness": 1.0}], bad_rows=1)
+    summary = tmp_path / "summary.md"
+    code, out = invoke("r", "--store", str(store), "--max-invalid-rows", "1", "--summary-md", str(summary))
+    assert code == 0, out
+    text = flat(out)
+    assert "note: 1 input row was invalid (line 100) and not judged: tolerated by --max-invalid-rows 1" in text, out
+    markdown = summary.read_text()
+    before, folded = markdown.split("<details><summary>How the verdict was decided</summary>")
+    assert "tolerated by \\-\\-max\\-invalid\\-rows 1" in before
+    assert "simulated runs" in folded and "simulated runs" not in before
+    assert "</details>" in folded

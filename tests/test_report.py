@@ -378,6 +378,55 @@ def test_write_report_creates_the_file_and_build_report_is_pure(tmp_path: Path) 
     assert again.page_data() == data.page_data()
 
 
+def test_the_raw_spec_says_what_it_masks_of_the_base_url_and_masks_it_everywhere(tmp_path: Path) -> None:
+    """It said "base URL redacted" above the URL in full: it masks the credentials, and says so; host and path stay.
+
+    The runs are stored as runs were before specs redacted their URL, with userinfo and an
+    ``?api-key=`` query, so what is masked is masked by the renderers themselves.
+    """
+    import html
+
+    from assay.report import write_browser
+    from assay.report._header import RAW_SPEC_LABEL
+    from assay.run import JudgeRecord
+
+    urls = {
+        "old": "https://alice:pw-SECRET-1@proxy.example.com/v1?api-key=key-SECRET-2&region=eu",
+        "new": "http://bob@judge.internal:8080/openai?token=key-SECRET-3",
+    }
+    store = RunStore(tmp_path / "s.sqlite")
+    for run_id, url in urls.items():
+        store.create(RunSpec(run_id=run_id, judge="openai:gpt-4o-mini", judge_model="openai:gpt-4o-mini",
+                             base_url=url, judge_record=JudgeRecord(model_id="openai:gpt-4o-mini",
+                                                                    identity=f"openai:gpt-4o-mini@{url}")))  # fmt: skip
+        sample = Sample(id="a", question="q", answer="A.", contexts=("ctx",))
+        store.record(run_id, SampleResult(sample, {"faithfulness": scored(1.0, {"A.": 1})}, line=1))
+        store.set_status(run_id, "finished")
+    data = write_report(store, "new", tmp_path / "report.html", compare="old")
+    page = (tmp_path / "report.html").read_text()
+    secrets = ("alice", "pw-SECRET", "key-SECRET", "bob@")
+    assert not [s for s in secrets if s in page]
+    assert not [c for c in data.caveats if any(s in c for s in secrets)], data.caveats
+    assert any("judge.internal:8080/openai" in c and "proxy.example.com/v1" in c for c in data.caveats), data.caveats
+    summary = re.search(
+        r'<details id="raw-spec"[^>]*><summary>(.*?)</summary><pre class="block">(.*?)</pre>', page, re.S
+    )
+    assert summary is not None
+    label, raw = html.unescape(summary.group(1)), json.loads(html.unescape(summary.group(2)))
+    assert label == RAW_SPEC_LABEL and "base URL redacted" not in page
+    assert "user and password" in label and "key, token" in label and "host and path are not" in label
+    assert raw["base_url"] == "http://[redacted]@judge.internal:8080/openai?token=[redacted]"  # as the label says
+    assert (
+        raw["judge_record"]["identity"]
+        == "openai:gpt-4o-mini@http://[redacted]@judge.internal:8080/openai?token=[redacted]"
+    )
+    # The run browser's data (its endpoint) masks them too.
+    browser = write_browser(store, tmp_path / "browse", reports=False)
+    index = (tmp_path / "browse" / "index.html").read_text()
+    assert len(browser.runs) == 2 and not [s for s in secrets if s in index]
+    assert "proxy.example.com/v1?api-key=[redacted]" in index
+
+
 # ------------------------------------------------------------------ CLI
 
 

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from assay import Faithfulness, Sample, evaluate
 from assay.cli import app
 from assay.models import FunctionJudge
-from assay.run import RunSpec, RunStore, SampleResult
+from assay.run import SCHEMA_VERSION, RunSpec, RunStore, SampleResult
 from assay.run._store import StoreError
 from assay.testing import FakeOpenAIServer
 
@@ -174,6 +174,24 @@ def test_store_refuses_a_newer_schema(tmp_path: Path) -> None:
         db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(StoreError, match="newer assay"):
         RunStore(tmp_path / "s.sqlite")
+
+
+def test_the_formats_reference_gives_the_schema_the_code_writes(tmp_path: Path) -> None:
+    """formats.md said ``schema_version`` was 1 when the store wrote 2: its number and tables are checked."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "reference" / "formats.md").read_text(encoding="utf-8")
+    said = re.search(r"`meta\.schema_version`, now `(\d+)`", text)
+    assert said is not None and int(said.group(1)) == SCHEMA_VERSION
+    RunStore(tmp_path / "s.sqlite").close()
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+        tables = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        assert tables == ["calibrations", "meta", "results", "row_errors", "runs"]
+        for table in tables:  # each table's row in the doc names its columns, in the order the code makes them
+            row = re.search(rf"^\| `{table}` \| ([^|]+) \|", text, re.MULTILINE)
+            assert row is not None, f"formats.md has no row for the table {table}"
+            columns = [str(c[1]) for c in db.execute(f"PRAGMA table_info({table})")]
+            assert re.findall(r"`(\w+)`", row.group(1)) == columns, table
 
 
 def test_store_records_replace_and_round_trip(tmp_path: Path) -> None:

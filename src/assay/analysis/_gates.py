@@ -559,7 +559,8 @@ class GateResult:
         samples: Every sample's gate.
         unscored_share: Unscored (sample, repeat) results / all results.
         n_repeats: Repeats in the run.
-        notes: Things a reader should know (assumptions, defaults used).
+        notes: Things a reader should know (assumptions, defaults used, how P(pass) was
+            computed), the ``caveats`` among them.
         repeat_passes: Per repeat index (ascending), whether the gate passes on that
             repeat's results alone (empty for a single run).
         partial: Why the run is not the whole evaluation (:func:`partial_run_reasons`):
@@ -568,7 +569,11 @@ class GateResult:
         coverage: The run's coverage the gate was given (``None``: not checked).
         untrusted: Why the metric's judge is not trusted to gate (its measured agreement's CI
             reaches chance), or ``None``. The outcome is then ``untrusted`` unless the policy
-            allows it (``allow_untrusted_judge``).
+            allows it (``allow_untrusted_judge``), or nothing was scored (``unscored``).
+        caveats: The notes that bear on what the verdict is worth, not on how it was
+            computed: more than one model answered the judge's calls, invalid rows were
+            tolerated, samples had too few statements. A short gate output shows these
+            and leaves the other notes to ``assay gate --explain``.
     """
 
     metric: str
@@ -589,6 +594,38 @@ class GateResult:
     partial: tuple[str, ...] = ()
     coverage: RunCoverage | None = None
     untrusted: str | None = None
+    caveats: tuple[str, ...] = ()
+
+    @property
+    def nothing_scored(self) -> bool:
+        """Whether no sample of the metric was scored: the run shows no outcome, only unscored reasons."""
+        return not any(s.is_scored for s in self.samples)
+
+    @property
+    def observed(self) -> Literal["pass", "fail"] | None:
+        """What the scored results show (``observed_pass`` as a word), or ``None`` when nothing was scored.
+
+        Every door words it from here: a metric unscored in every sample has observed
+        nothing, and saying "observed fail" of it (as ``observed_pass`` is ``False``) read as
+        a verdict on the system.
+        """
+        if self.nothing_scored:
+            return None
+        return "pass" if self.observed_pass else "fail"
+
+    @property
+    def shaky(self) -> bool:
+        """Whether the judge's noise could change this outcome: it is flaky, or a rerun reverses it with P > max_flake.
+
+        Only a verdict from a judge's calls can be shaky (computed verdicts do not flip), and
+        only a ``pass`` or ``fail`` (or ``flaky``) one: the statement-count advice is then part of
+        the verdict, not a detail (``assay gate`` shows it without ``--explain``).
+        """
+        if self.outcome == "flaky":
+            return True
+        if self.outcome not in ("pass", "fail") or self.flip_rate_source == "no judge call":
+            return False
+        return not math.isnan(self.p_pass) and self.reversal_probability > self.policy.max_flake + _EPS
 
     @property
     def gated_partial(self) -> bool:
@@ -830,9 +867,12 @@ def evaluate_gate(
 
     ``untrusted`` (``TrustFigure.untrusted_reason()`` of the metric's judge, when its measured
     agreement's CI reaches chance): the outcome is ``untrusted`` whatever the scores show,
-    unless ``allow_untrusted_judge`` (then it is a note). A partial run stays ``incomplete``.
+    unless ``allow_untrusted_judge`` (then it is a note). A partial run stays ``incomplete``, and a
+    metric with nothing scored ``unscored`` (its judge's agreement spoils no verdict; the reason
+    stays in ``untrusted``).
     """
     notes: list[str] = []
+    caveats: list[str] = []
     has_repeats = any(s.n_scored >= 2 for s in report.samples)
     method: Literal["repeats", "binomial"] = "repeats" if has_repeats else "binomial"
     measured = report.flip_rate
@@ -841,7 +881,7 @@ def evaluate_gate(
     judge_free = bool(scored_results) and not any(score.all_calls for score in scored_results)
     mixed = judge_models_note(answered_by(c for score in scored_results for c in score.all_calls))
     if mixed:
-        notes.append(f"{report.metric}: {mixed}")
+        caveats.append(f"{report.metric}: {mixed}")
     if judge_free:
         flip, source = 0.0, "no judge call"
         notes.append(
@@ -870,7 +910,7 @@ def evaluate_gate(
     else:
         enough = not any(_too_few(s, policy) for s in report.samples)
         if not enough:
-            notes.append(f"some samples have fewer than {policy.min_statements} statements: the gate fails")
+            caveats.append(f"some samples have fewer than {policy.min_statements} statements: the gate fails")
         observed = bool(gated) and report.mean >= policy.threshold - _EPS and enough
         p_pass = _simulate_run_mean(report.samples, policy, method, flip)
         if not judge_free:
@@ -913,14 +953,14 @@ def evaluate_gate(
     if untrusted is not None:
         if policy.allow_untrusted_judge:
             notes.append(f"gated on an untrusted judge (allow_untrusted_judge): {untrusted}")
-        else:
+        elif gated:  # nothing scored stays unscored: there is no verdict the judge's agreement could spoil
             outcome = "untrusted"
     partial = (() if run is None else partial_run_reasons(run, policy)) + errors
     if (run is not None and refuses_partial_run(run, policy)) or errors:
         outcome = "incomplete"
     tolerated = _tolerated_rows(run, policy.max_invalid_rows) if run is not None else None
     if tolerated:
-        notes.append(tolerated)
+        caveats.append(tolerated)
     return GateResult(
         metric=report.metric,
         policy=policy,
@@ -935,11 +975,12 @@ def evaluate_gate(
         samples=samples,
         unscored_share=unscored_share,
         n_repeats=report.n_repeats,
-        notes=tuple(notes),
+        notes=tuple(caveats + notes),
         repeat_passes=repeat_passes,
         partial=partial,
         coverage=run,
         untrusted=untrusted,
+        caveats=tuple(caveats),
     )
 
 

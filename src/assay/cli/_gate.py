@@ -24,6 +24,7 @@ import typer
 from rich.table import Table
 
 from assay._safety import printable, scrub, url_secrets
+from assay._scores import ERROR_REASONS
 from assay.analysis import (
     DEFAULT_MAX_UNSCORED,
     GateOutcome,
@@ -106,59 +107,94 @@ def _pct(p: float) -> str:
     return "—" if math.isnan(p) else f"{p:.4f}"
 
 
-def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
-    """Print a gate's verdict line, failing samples with their sinking statements, flakiness and advice."""
+def _noise_text(result: GateResult) -> str:
+    """How the verdict was decided and how likely a rerun is to reverse it (the line under the verdict)."""
     policy = result.policy
-    unit = "every sample" if policy.gates_samples else "the run mean"
-    rule = "no unsupported statement" if policy.strict else f"{result.metric} >= {policy.threshold:g}"
-    colour = _COLOUR[result.outcome]
     if result.method == "repeats":
         passing = sum(result.repeat_passes)
-        noise = (
+        return (
             f"P(pass) {_pct(result.p_pass)} (from {result.n_repeats} repeats; the gate passes on "
             f"{passing}/{len(result.repeat_passes)} of them) · flake probability {_pct(result.flake_probability)} "
             f"(max {policy.max_flake:g})"
         )
-    elif result.flip_rate_source == "no judge call":
-        noise = "no judge call: computed verdicts, a rerun gives the same outcome"
-    else:
-        noise = (
-            f"single run: decided on what it observed · estimated P(pass) {_pct(result.p_pass)} (binomial model, "
-            f"flip rate {result.flip_rate:g} ({result.flip_rate_source})) · estimated flip probability "
-            f"{_pct(result.reversal_probability)}: re-run with 'assay run --repeats 3' to measure it"
-        )
+    if result.flip_rate_source == "no judge call":
+        return "no judge call: computed verdicts, a rerun gives the same outcome"
+    return (
+        f"single run: decided on what it observed · estimated P(pass) {_pct(result.p_pass)} (binomial model, "
+        f"flip rate {result.flip_rate:g} ({result.flip_rate_source})) · estimated flip probability "
+        f"{_pct(result.reversal_probability)}: re-run with 'assay run --repeats 3' to measure it"
+    )
+
+
+def _reasons(report: RepeatReport) -> str:
+    """``parse_failure 2, judge_refusal 1``: the unscored results per reason, most frequent first."""
+    return ", ".join(f"{reason} {n}" for reason, n in report.unscored_by_reason.items()) or "no reason recorded"
+
+
+def render_gate(result: GateResult, report: RepeatReport, run_id: str, *, explain: bool = False) -> None:
+    """Print a gate: its verdict and how sure it is, then what a reader must act on.
+
+    Always: the verdict line (outcome, rule, the figure it was decided on, the run), the
+    line saying how likely a rerun is to reverse it, why a run is partial or its judge
+    untrusted, the samples that failed or flaked with the statements that sank them, the
+    unscored samples with their reasons, and the notes that bear on the verdict
+    (:attr:`GateResult.caveats`). A metric with nothing scored says ``UNSCORED`` and its
+    reasons, and no observed outcome. The statement-count advice is shown when the judge's
+    noise could change the outcome (:attr:`GateResult.shaky`); ``explain`` adds it always,
+    with the judge-noise figures of repeats and every other note.
+    """
+    policy = result.policy
+    unit = "every sample" if policy.gates_samples else "the run mean"
+    rule = "no unsupported statement" if policy.strict else f"{result.metric} >= {policy.threshold:g}"
+    colour = _COLOUR[result.outcome]
     run = printable(run_id, breaks=False)
+    partial = " (partial run)" if result.gated_partial else ""
+    head = f"[bold {colour}]GATE {result.outcome.upper()}{partial}[/bold {colour}]: {printable(rule)} on {unit}"
+    n_errors = sum(score.is_error for sample in report.samples for score in sample.scores)
+    if result.nothing_scored:
+        # No sample scored: there is no mean, no observed outcome and no noise to estimate, only reasons.
+        out_console.print(
+            f"{head} · run {run} · nothing scored: {report.n_unscored} of "
+            f"{counted(report.n_records, 'result')} unscored ({printable(_reasons(report))})",
+            soft_wrap=True,
+        )
+        print_partial(result)
+        if result.untrusted is not None:
+            out_console.print(f"[bold yellow]judge not trusted either:[/bold yellow] {printable(result.untrusted)}")
+        _print_unscored(result)
+        _print_notes(result, explain)
+        return
     binary = is_pass_fail(report)
     interval = f"[{fmt_score(result.ci[0])}, {fmt_score(result.ci[1])}]"
+    n_scored = sum(s.is_scored for s in result.samples)
     if binary and not policy.gates_samples:
         n_pass = sum(1 for s in result.samples if s.is_scored and s.score >= 1.0)
-        n_scored = sum(s.is_scored for s in result.samples)
         level = f"pass rate {fmt_score(result.mean)} ({n_pass} of {counted(n_scored, 'sample')} pass) {interval}"
     else:
-        level = f"mean {fmt_score(result.mean)} {interval}"
-    partial = " (partial run)" if result.gated_partial else ""
-    observed = "pass" if result.observed_pass else "fail"
-    if result.outcome == "incomplete":
-        observed = f"{observed} on the {counted(len(result.samples), 'sample')} judged"
-    out_console.print(
-        f"[bold {colour}]GATE {result.outcome.upper()}{partial}[/bold {colour}]: {printable(rule)} on {unit} · "
-        f"run {run} · observed {observed} · {level} · {noise}",
-        soft_wrap=True,
-    )
+        level = f"mean {fmt_score(result.mean)} {interval} on {counted(n_scored, 'scored sample')}"
+    # Pass and fail are what was observed; any other outcome says what the rows would have given.
+    observed = ""
+    if result.outcome not in ("pass", "fail"):
+        judged = f" on the {counted(len(result.samples), 'sample')} judged" if result.outcome == "incomplete" else ""
+        observed = f" · observed {result.observed}{judged}"
+    out_console.print(f"{head} · {level} · run {run}{observed}", soft_wrap=True)
+    out_console.print(_noise_text(result), soft_wrap=True)
     print_partial(result)
     if result.untrusted is not None:
         said = "not gated" if result.outcome == "untrusted" else "gated anyway (--allow-untrusted-judge)"
         out_console.print(f"[bold yellow]{said}:[/bold yellow] {printable(result.untrusted)}", soft_wrap=True)
-    n_scored = sum(s.is_scored for s in result.samples)
-    # errors are refused above, not spent from the unscored budget: counted apart, as the share is
-    n_errors = sum(score.is_error for sample in report.samples for score in sample.scores)
-    errors = f" · {counted(n_errors, 'error')} (not verdicts)" if n_errors else ""
-    out_console.print(
-        f"samples {len(result.samples)} (scored {n_scored}) · unscored results "
-        f"{report.n_unscored - n_errors}/{report.n_records} = {_pct(result.unscored_share)} "
-        f"(max {policy.max_unscored:g}){errors}",
-        soft_wrap=True,
-    )
+    n_unscored = report.n_unscored - n_errors
+    if explain or n_unscored or n_errors:
+        # errors are refused above, not spent from the unscored budget: counted apart, as the share is
+        errors = f" · {counted(n_errors, 'error')} (not verdicts)" if n_errors else ""
+        verdicts = {r: n for r, n in report.unscored_by_reason.items() if r not in ERROR_REASONS}  # errors: apart
+        reasons = f": {printable(', '.join(f'{r} {n}' for r, n in verdicts.items()))}" if verdicts else ""
+        out_console.print(
+            f"samples {len(result.samples)} (scored {n_scored}) · unscored results "
+            f"{n_unscored}/{report.n_records} = {_pct(result.unscored_share)} (max {policy.max_unscored:g})"
+            f"{reasons}{errors}",
+            soft_wrap=True,
+        )
     if result.outcome == "unscored" and result.unscored_share > policy.max_unscored:
         out_console.print(
             f"[yellow]unscored results above the limit: {result.unscored_share:.3f} > {policy.max_unscored:g}[/yellow]"
@@ -190,58 +226,78 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str) -> None:
                 + (f" [{k.failed}/{k.repeats} repeats]" if k.repeats > 1 else "")
                 for k in s.sinkers
             )
-            interval = f"\n[{s.interval[0]:.2f}, {s.interval[1]:.2f}]" if s.interval else ""
+            cell = f"\n[{s.interval[0]:.2f}, {s.interval[1]:.2f}]" if s.interval else ""
             table.add_row(
                 str(s.line),
                 printable(s.id, breaks=False),
                 ("pass" if s.score >= 1.0 else "fail") if binary and result.n_repeats == 1 else fmt_score(s.score),
-                f"{_pct(s.p_pass)}{interval}",
+                f"{_pct(s.p_pass)}{cell}",
                 printable(s.why or "flaky"),
                 sinkers or "—",
             )
         out_console.print(table)
+    _print_unscored(result)
+    if result.n_repeats > 1 and (explain or result.outcome == "flaky"):
+        _print_repeat_noise(report)
+    if binary:
+        if explain:
+            out_console.print(
+                f"[dim]{printable(result.metric)} is pass/fail per sample: its mean is the share of samples that "
+                "pass, so the statement-count advice of graded metrics does not apply; more samples narrow its "
+                "interval[/dim]",
+                soft_wrap=True,
+            )
+    elif (
+        (explain or result.shaky)
+        and result.flip_rate_source != "no judge call"
+        and any(s.n_statements for s in result.samples if s.is_scored)
+    ):
+        # Advice on how many statements make the gate stable: not for computed verdicts (no
+        # statement count makes them steadier), not when nothing was scored (n=0), and not
+        # for a metric whose scores have no statements.
+        _print_advice(result, report)
+    _print_notes(result, explain)
+
+
+def _print_unscored(result: GateResult) -> None:
     for s in result.unscored_samples:
         reasons = "; ".join(s.unscored) or "unscored"
         out_console.print(
             f"unscored: line {s.line} {printable(s.id, breaks=False)}: {printable(reasons)}", soft_wrap=True
         )
-    if result.n_repeats > 1:
-        out_console.print(
-            f"judge noise from repeats: flip rate {_pct(report.flip_rate)} over {report.n_statements_compared} "
-            f"statements · unstable samples {_pct(report.unstable_share)} · statement sets changed in "
-            f"{_pct(report.set_change_share)} of repeats",
-            soft_wrap=True,
-        )
-        out_console.print(
-            f"decomposition: statement sets differed across repeats in {report.n_sets_changed}/{report.n_compared} "
-            f"samples · scores moved in {report.n_scores_moved} ({report.n_moved_without_flip} with no verdict flip)",
-            soft_wrap=True,
-        )
-        fixed = {s.decomposition.fixed for sample in report.samples for s in sample.scores if s.decomposition}
-        if fixed == {True}:
-            out_console.print(
-                "statements: the same in every repeat (decomposed once, at temperature 0): the flake estimate is the "
-                "verdicts' noise, which is all that varied",
-                soft_wrap=True,
-            )
-        elif fixed:
-            out_console.print(
-                "statements: sampled with each repeat (fixed_statements=false): statement-set changes count as noise",
-                soft_wrap=True,
-            )
-    if binary:
-        out_console.print(
-            f"[dim]{printable(result.metric)} is pass/fail per sample: its mean is the share of samples that pass, "
-            "so the statement-count advice of graded metrics does not apply; more samples narrow its interval[/dim]",
-            soft_wrap=True,
-        )
-    elif result.flip_rate_source != "no judge call" and any(s.n_statements for s in result.samples if s.is_scored):
-        # Advice on how many statements make the gate stable: not for computed verdicts (no
-        # statement count makes them steadier), not when nothing was scored (n=0), and not
-        # for a metric whose scores have no statements.
-        _print_advice(result, report)
-    for note in result.notes:
+
+
+def _print_notes(result: GateResult, explain: bool) -> None:
+    """The notes that bear on the verdict; with ``explain``, every note (how P(pass) was computed, defaults used)."""
+    for note in result.notes if explain else result.caveats:
         out_console.print(f"[dim]note: {printable(note)}[/dim]", soft_wrap=True)
+
+
+def _print_repeat_noise(report: RepeatReport) -> None:
+    """What the repeats measured of the judge's noise: flips, unstable samples, statement sets that changed."""
+    out_console.print(
+        f"judge noise from repeats: flip rate {_pct(report.flip_rate)} over {report.n_statements_compared} "
+        f"statements · unstable samples {_pct(report.unstable_share)} · statement sets changed in "
+        f"{_pct(report.set_change_share)} of repeats",
+        soft_wrap=True,
+    )
+    out_console.print(
+        f"decomposition: statement sets differed across repeats in {report.n_sets_changed}/{report.n_compared} "
+        f"samples · scores moved in {report.n_scores_moved} ({report.n_moved_without_flip} with no verdict flip)",
+        soft_wrap=True,
+    )
+    fixed = {s.decomposition.fixed for sample in report.samples for s in sample.scores if s.decomposition}
+    if fixed == {True}:
+        out_console.print(
+            "statements: the same in every repeat (decomposed once, at temperature 0): the flake estimate is the "
+            "verdicts' noise, which is all that varied",
+            soft_wrap=True,
+        )
+    elif fixed:
+        out_console.print(
+            "statements: sampled with each repeat (fixed_statements=false): statement-set changes count as noise",
+            soft_wrap=True,
+        )
 
 
 def print_partial(result: GateResult) -> None:
@@ -428,7 +484,10 @@ def gate(
     seed: Annotated[int, typer.Option("--seed", parser=_number(int, 0, 2**63 - 1), help="Simulation seed.")] = 0,
     store_path: Annotated[Path, typer.Option("--store", help="The run store (SQLite).")] = Path(".assay/runs.sqlite"),
     latest: Annotated[
-        bool, typer.Option("--latest", help="Gate the newest run in the store (instead of RUN_ID).")
+        bool,
+        typer.Option(
+            "--latest", help="Gate the run written last in the store (instead of RUN_ID): a resumed run counts."
+        ),
     ] = False,
     summary_md: Annotated[
         Path | None,
@@ -438,6 +497,14 @@ def gate(
             help='Append a Markdown job summary to FILE (in GitHub Actions: "$GITHUB_STEP_SUMMARY").',
         ),
     ] = None,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="Also say how the verdict was decided: every note, the statements needed for a stable gate, "
+            "the judge noise the repeats measured. Without it they are shown only when they change the outcome.",
+        ),
+    ] = False,
 ) -> None:
     """Gate a stored run: pass, fail, or flaky, with the statements that sank each failing sample.
 
@@ -445,6 +512,10 @@ def gate(
     gate is flaky when they disagree. A single run decides on what it observed (pass or
     fail) and prints the binomial model's estimate of how likely a rerun is to reverse it
     (each statement's verdict flips with probability --flip-rate).
+
+    A pass prints its verdict and how likely a rerun is to reverse it; a fail adds the
+    samples and statements that sank it. The statements needed for a stable gate are shown
+    when the judge's noise could change the outcome, and always with --explain.
 
     Several --metric options gate each metric at its own threshold; the exit code is the
     worst of them (fail, then incomplete, unscored or flaky, then pass).
@@ -467,7 +538,7 @@ def gate(
     if run_id is not None and latest:
         raise _usage("give a RUN_ID or --latest, not both")
     if run_id is None and not latest:
-        raise _usage("give the RUN_ID to gate, or --latest for the newest run (see 'assay runs list')")
+        raise _usage("give the RUN_ID to gate, or --latest for the run written last (see 'assay runs list')")
     if not store_path.exists():
         raise _usage(f"no run store at {store_path}; 'assay run' creates one (or pass --store)")
     try:
@@ -555,7 +626,7 @@ def gate(
                 soft_wrap=True,
             )
             continue
-        render_gate(by_name[name], reports[name], run_id)
+        render_gate(by_name[name], reports[name], run_id, explain=explain)
         figure = trust.get(name)
         if figure is not None and not figure.untrusted:  # an untrusted one was said above, with the verdict
             out_console.print(f"[dim]{printable(figure.text())}[/dim]", soft_wrap=True)

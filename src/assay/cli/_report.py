@@ -38,7 +38,10 @@ def report(
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap confidence intervals.")] = 0,
     latest: Annotated[
-        bool, typer.Option("--latest", help="Report the newest run in the store (instead of RUN_ID).")
+        bool,
+        typer.Option(
+            "--latest", help="Report the run written last in the store (instead of RUN_ID): a resumed run counts."
+        ),
     ] = False,
     gate: Annotated[
         bool,

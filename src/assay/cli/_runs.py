@@ -87,7 +87,7 @@ def _open(store: Path) -> RunStore:
 
 @runs_app.command("list")
 def list_runs(store: StoreOption = Path(".assay/runs.sqlite")) -> None:
-    """Every run, newest first, with its status and headline scores."""
+    """Every run, the one written last first (what --latest picks), with its status and headline scores."""
     if not store.exists():
         out_console.print(f"no runs yet: {printable(store)} does not exist ('assay run DATA' creates it)")
         raise typer.Exit(EXIT_OK)
@@ -98,7 +98,7 @@ def list_runs(store: StoreOption = Path(".assay/runs.sqlite")) -> None:
             return
         table = Table(title=f"runs in {printable(store)}", title_justify="left")
         table.add_column("run", no_wrap=True)
-        for column in ("created", "status", "dataset", "judge", "samples", "repeats", "bad rows", "scores"):
+        for column in ("last written", "status", "dataset", "judge", "samples", "repeats", "bad rows", "scores"):
             table.add_column(column)
         for info in infos:
             scores = ""
@@ -113,7 +113,7 @@ def list_runs(store: StoreOption = Path(".assay/runs.sqlite")) -> None:
                 )
             table.add_row(
                 printable(info.run_id, breaks=False),
-                printable(info.created_at, breaks=False),
+                printable(info.updated_at, breaks=False),  # the order of the list (the id says when it began)
                 printable(info.status, breaks=False),
                 printable(info.spec.dataset or "-"),
                 printable(info.spec.judge_model),

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from assay._safety import redact_url, scrub, url_secrets
 from assay.analysis import bootstrap_mean_ci
 from assay.report._build import Interval, Texts, embed_json
 from assay.run import RunInfo, TrustFigure, trust_for
@@ -78,7 +79,7 @@ class RunEntry:
 
 @dataclass(frozen=True)
 class BrowserData:
-    """Everything the index shows: runs newest first, the metrics any of them has, and the page's JSON."""
+    """Everything the index shows: runs (the one written last first), the metrics they have, and the page's JSON."""
 
     runs: tuple[RunEntry, ...]
     metrics: tuple[str, ...]
@@ -149,7 +150,7 @@ def build_browser(
     """The index's data from every run and its records (pure: no file, no store).
 
     Args:
-        runs: ``(RunInfo, records)`` per run, newest first.
+        runs: ``(RunInfo, records)`` per run, the one written last first (:meth:`RunStore.runs`).
         threshold: The pass mark samples are coloured by (``assay gate``'s default).
         store: The store's path, for the page's title.
         max_samples: Samples per run embedded for comparison (the rest are in its report).
@@ -184,14 +185,18 @@ def build_browser(
                 "dataset": info.spec.dataset,
                 "judge": info.spec.judge_model,
                 # The judge exactly (weights, layout, build, prompts): one name can be two judges.
-                "judge_parts": info.spec.judge_record.flat() if info.spec.judge_record is not None else None,
+                "judge_parts": (
+                    scrub(info.spec.judge_record.flat(), url_secrets(info.spec.base_url))
+                    if info.spec.judge_record is not None
+                    else None
+                ),
                 # What a comparison must match besides the data: each metric's version and settings.
                 "settings": {
                     m.name: f"version {m.version} " + json.dumps(m.params, sort_keys=True, default=str)
                     for m in info.spec.metrics
                 },
                 "temperature": info.spec.options.get("temperature"),
-                "endpoint": info.spec.base_url,
+                "endpoint": redact_url(info.spec.base_url),  # a run stored before specs redacted it
                 "file": entry.file,
                 "metrics": names,
                 "n_samples": n_samples,

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from assay._safety import redact_url, scrub, url_secrets
 from assay._scores import JudgeCall
 from assay.analysis import (
     GatePolicy,
@@ -365,8 +366,9 @@ def comparison_caveats(here: RunInfo, other: RunInfo) -> tuple[str, ...]:
     if a.judge_model != b.judge_model:
         caveats.append(f"judged by different judges ({a.judge_model} here, {b.judge_model} there)")
     elif (a.base_url or None) != (b.base_url or None):  # one model name, two servers (another quantisation...)
-        caveats.append(f"{a.judge_model} was served from {a.base_url or 'its default endpoint'} here, "
-                       f"{b.base_url or 'its default endpoint'} there")  # fmt: skip
+        # Redacted here too: a run stored before its spec redacted the URL holds its credentials.
+        caveats.append(f"{a.judge_model} was served from {redact_url(a.base_url) or 'its default endpoint'} here, "
+                       f"{redact_url(b.base_url) or 'its default endpoint'} there")  # fmt: skip
     theirs = {m.name: m for m in b.metrics}
     for mine in a.metrics:
         that = theirs.get(mine.name)
@@ -380,7 +382,8 @@ def comparison_caveats(here: RunInfo, other: RunInfo) -> tuple[str, ...]:
     if t_here != t_there:
         caveats.append(f"sampled at temperature {t_here if t_here is not None else 'default'} here, "
                        f"{t_there if t_there is not None else 'default'} there")  # fmt: skip
-    return tuple(caveats)
+    # A run stored before specs redacted their URL holds its credentials, in a judge identity too.
+    return tuple(scrub(caveats, (*url_secrets(a.base_url), *url_secrets(b.base_url))))
 
 
 def _differing(a: Mapping[str, Any], b: Mapping[str, Any], prefix: str = "") -> list[str]:

@@ -3,8 +3,9 @@
 :func:`run_settings` reads a stored :class:`~assay.run.RunSpec` into rows a reader can
 scan (metric, judge, decomposer, verifier threshold, chunking, repeats, temperature,
 dataset, base URL); the raw spec stays available behind a disclosure
-(:func:`raw_spec`). Both redact the base URL at render time, so a run stored before the
-run spec redacted its URL never shows a credential either. :func:`gate_line` words an
+(:func:`raw_spec`). Both mask the base URL's credentials (userinfo, key-like query
+parameters; not its host and path) at render time, so a run stored before the run spec
+redacted its URL never shows a credential either. :func:`gate_line` words an
 ``assay gate`` verdict the way the gate prints it.
 """
 
@@ -16,11 +17,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assay._safety import redact_url
+from assay._safety import redact_url, scrub, url_secrets
 from assay.analysis import GateResult
 from assay.run import RunSpec
 
-__all__ = ["Setting", "gate_line", "raw_spec", "run_settings"]
+__all__ = ["RAW_SPEC_LABEL", "Setting", "gate_line", "raw_spec", "run_settings"]
 
 
 @dataclass(frozen=True)
@@ -140,9 +141,23 @@ def run_settings(spec: RunSpec, repeats: int) -> tuple[Setting, ...]:
     return tuple(rows)
 
 
+RAW_SPEC_LABEL = (
+    "Raw run spec (JSON, as stored, but for the base URL's credentials: its user and password, and each query "
+    "parameter named like a key, token, secret, password, auth or signature, are masked; its host and path are not)"
+)
+"""What the report's disclosure of :func:`raw_spec` says it holds: exactly what is masked.
+
+The host and path stay: they say which server judged (one model name behind two servers is
+two judges), and they are no secret; a URL's userinfo and ``?api-key=`` are."""
+
+
 def raw_spec(spec: RunSpec) -> str:
-    """The stored spec as indented JSON, its base URL redacted."""
-    data = spec.model_dump(mode="json")
+    """The stored spec as indented JSON, as :data:`RAW_SPEC_LABEL` says: the base URL's credentials masked.
+
+    Masked wherever they occur in the spec (a judge identity or an option that repeats the
+    URL), not only in ``base_url``: a run stored before its spec redacted the URL holds them.
+    """
+    data = scrub(spec.model_dump(mode="json"), url_secrets(spec.base_url))
     data["base_url"] = redact_url(spec.base_url)
     return json.dumps(data, indent=2, ensure_ascii=False)
 
@@ -165,7 +180,7 @@ def gate_line(result: GateResult) -> str:
     )
     mean = "—" if math.isnan(result.mean) else f"{result.mean:.3f}"
     return (
-        f"{rule} on {unit} · observed {'pass' if result.observed_pass else 'fail'} · mean {mean} · "
+        f"{rule} on {unit} · observed {result.observed or 'nothing: no sample scored'} · mean {mean} · "
         f"P(pass) {_p(result.p_pass)} ({source}) · flake probability {_p(result.flake_probability)} "
         f"(max {policy.max_flake:g}) · unscored {_p(result.unscored_share)} (max {policy.max_unscored:g})"
     )

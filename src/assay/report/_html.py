@@ -21,7 +21,7 @@ from markupsafe import Markup
 from assay._version import __version__
 from assay.report._browse import BrowserData, browser_json, shown_date
 from assay.report._build import Histogram, ReportData, Spread, embed_json
-from assay.report._header import gate_line, raw_spec, run_settings
+from assay.report._header import RAW_SPEC_LABEL, gate_line, raw_spec, run_settings
 
 __all__ = ["CSP", "render_browser", "render_html"]
 
@@ -143,6 +143,7 @@ def render_html(report: ReportData, *, title: str | None = None, back_link: str 
         spreads={m.name: _spread_paths(m.spreads, report.threshold) for m in report.metrics},
         settings=run_settings(report.info.spec, report.repeats),
         raw_spec=raw_spec(report.info.spec),
+        raw_spec_label=RAW_SPEC_LABEL,
         gate_lines=[(g, gate_line(g)) for g in report.gate_results],
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         assay_version=__version__,

@@ -189,7 +189,7 @@ def gate_summary_markdown(
             "| gate | outcome | observed | mean | 95% CI |",
             "|---|---|---|---:|---|",
             *(
-                f"| {_rule(r)} | {_ICON[r.outcome]} {r.outcome} | {'pass' if r.observed_pass else 'fail'} | "
+                f"| {_rule(r)} | {_ICON[r.outcome]} {r.outcome} | {r.observed or 'nothing scored'} | "
                 f"{_num(r.mean)} | {_ci(r.ci)} |"
                 for r in results
             ),
@@ -203,9 +203,20 @@ def gate_summary_markdown(
         lines += ["**How far each judge agrees with people:**", ""]
         lines += [f"- {md_text(name)}: {md_text(text, 500)}" for name, text in trust.items()]
         lines.append("")
-    all_notes = list(dict.fromkeys([note for r in results for note in r.notes] + list(notes)))
-    if all_notes:
-        lines += [*(f"- {md_text(note, 500)}" for note in all_notes), ""]
+    # As 'assay gate' prints them: what bears on the verdict in the open, how it was computed folded.
+    caveats = list(dict.fromkeys([note for r in results for note in r.caveats] + list(notes)))
+    method = [note for note in dict.fromkeys(note for r in results for note in r.notes) if note not in caveats]
+    if caveats:
+        lines += [*(f"- {md_text(note, 500)}" for note in caveats), ""]
+    if method:
+        lines += [
+            "<details><summary>How the verdict was decided</summary>",
+            "",
+            *(f"- {md_text(note, 500)}" for note in method),
+            "",
+            "</details>",
+            "",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -228,17 +239,24 @@ def _gate_section(
     )
     gated = reports.get(result.metric)
     binary = gated is not None and is_pass_fail(gated)
-    lines = [
-        heading,
-        "",
-        *([] if own else _partial_lines([result])),
-        f"**Rule:** {_rule(result)} · **run** {md_text(run_id, 80)} · **observed** "
-        f"{'pass' if result.observed_pass else 'fail'} · **{'pass rate' if binary else 'mean'}** "
-        f"{_num(result.mean)} {_ci(result.ci)}",
-        "",
-        _noise_line(result),
-        "",
-    ]
+    if result.nothing_scored:  # no outcome was observed and there is no noise to estimate: only reasons
+        reasons = ", ".join(f"{md_text(r)} {n}" for r, n in (gated.unscored_by_reason if gated else {}).items())
+        n_unscored = gated.n_unscored if gated is not None else 0
+        n_results = gated.n_records if gated is not None else 0
+        decided = [
+            f"**Rule:** {_rule(result)} · **run** {md_text(run_id, 80)} · **nothing scored:** {n_unscored} of "
+            f"{counted(n_results, 'result')} unscored ({reasons or 'no reason recorded'})",
+            "",
+        ]
+    else:
+        decided = [
+            f"**Rule:** {_rule(result)} · **run** {md_text(run_id, 80)} · **observed** {result.observed} · "
+            f"**{'pass rate' if binary else 'mean'}** {_num(result.mean)} {_ci(result.ci)}",
+            "",
+            _noise_line(result),
+            "",
+        ]
+    lines = [heading, "", *([] if own else _partial_lines([result])), *decided]
     if result.untrusted is not None:
         said = "Not gated" if result.outcome == "untrusted" else "Gated anyway (`--allow-untrusted-judge`)"
         lines += [f"**{said}:** {md_text(result.untrusted, 500)}", ""]

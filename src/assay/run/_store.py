@@ -10,16 +10,26 @@ API keys never reach the store: a run spec records the judge string and base URL
 Tables::
 
     meta(key, value)                                  schema_version
-    runs(run_id, created_at, updated_at, status, spec, summary)   summary: unused since 0.1 (computed from results)
+    runs(run_id, created_at, updated_at, status, spec, summary, written)   summary: annotations (scores: computed)
     results(run_id, row_key, repeat, line, sample_id, record, finished_at)
     row_errors(run_id, line, message)
     calibrations(metric, judge_identity, created_at, record)   a user's measured agreement (schema 2)
 
-Schema 2 (this one) added the judge's exact record to a run's spec
-(:attr:`RunSpec.judge_record`: weights, layout, build, prompt versions) and the
-``calibrations`` table. A spec written by schema 1 has no judge record: it is read as it
-is (``judge_record`` is ``None``, shown as "not recorded"), and such a run cannot be
-resumed, since the judge that finished it could not be shown to be the one that started it.
+Schema 2 added the judge's exact record to a run's spec (:attr:`RunSpec.judge_record`:
+weights, layout, build, prompt versions) and the ``calibrations`` table. A spec written by
+schema 1 has no judge record: it is read as it is (``judge_record`` is ``None``, shown as
+"not recorded"), and such a run cannot be resumed, since the judge that finished it could
+not be shown to be the one that started it.
+
+Schema 3 (this one) added ``runs.written``: the store's write counter when the run was
+last written (created, a result or invalid row committed, its status changed, an
+annotation kept). "The latest run" (:meth:`RunStore.latest`, ``--latest``) is the run
+written last, so a run resumed after another was made is the latest once it writes again;
+it used to be the run created last, and ``assay gate --latest`` gated the other run. The
+counter is a number, not a time: ``updated_at`` has one-second resolution, and a clock can
+step back. A schema 2 store is upgraded in place: its runs are numbered in the order of
+their last write as it recorded them (the later of ``updated_at`` and the run's last
+``results.finished_at``), runs written within one second in the order they were created.
 """
 
 from __future__ import annotations
@@ -54,7 +64,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_VERSION", "RunInfo", "RunSpec", "RunStatus", "RunStore", "new_run_id"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 RunStatus = Literal["running", "finished", "interrupted", "failed"]
 
 
@@ -144,7 +154,8 @@ _PYTEST_INVALID = re.compile(r"^line \d+: (.+?): invalid sample: ")
 _DDL = [
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
     """CREATE TABLE IF NOT EXISTS runs (
-        run_id TEXT PRIMARY KEY, created_at TEXT, updated_at TEXT, status TEXT, spec TEXT, summary TEXT)""",
+        run_id TEXT PRIMARY KEY, created_at TEXT, updated_at TEXT, status TEXT, spec TEXT, summary TEXT,
+        written INTEGER)""",
     """CREATE TABLE IF NOT EXISTS results (
         run_id TEXT, row_key TEXT, repeat INTEGER, line INTEGER, sample_id TEXT, record TEXT,
         finished_at TEXT, PRIMARY KEY (run_id, row_key, repeat))""",
@@ -155,12 +166,49 @@ _DDL = [
 
 
 def _migrate(db: sqlite3.Connection, found: int) -> None:
-    """Inside the opener's schema transaction: the ``meta`` row (files from before ``user_version`` have it).
+    """Inside the opener's schema transaction: bring a store of schema ``found`` to this one.
 
-    Schema 1 to 2: the ``calibrations`` table (made by the DDL); specs stay as written and are
-    read with ``judge_record=None``.
+    0 is a new file, or one from before ``PRAGMA user_version`` was kept (it has the
+    ``meta`` row); each step below reads what the file holds rather than trusting ``found``.
+
+    - Schema 1 to 2: the ``calibrations`` table (made by the DDL); specs stay as written
+      and are read with ``judge_record=None``.
+    - Schema 2 to 3: the ``runs.written`` column, numbered from what the file recorded of
+      each run's last write (see the module docstring).
+
+    Raises:
+        StoreError: the ``meta`` row says a newer assay wrote the file (nothing is changed).
     """
-    db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is not None and int(row[0]) > SCHEMA_VERSION:  # a newer writer that kept only meta
+        raise StoreError(
+            f"the run store was written by a newer assay (schema {row[0]}, this one reads up to "
+            f"{SCHEMA_VERSION}); upgrade assay to read it"
+        )
+    columns = {str(column[1]) for column in db.execute("PRAGMA table_info(runs)")}
+    if "written" not in columns:
+        db.execute("ALTER TABLE runs ADD COLUMN written INTEGER")
+    db.execute(
+        """UPDATE runs SET written = (
+               SELECT n FROM (
+                   SELECT run_id, ROW_NUMBER() OVER (ORDER BY last, created) AS n FROM (
+                       SELECT r.run_id, r.rowid AS created,
+                              MAX(COALESCE(r.updated_at, ''),
+                                  COALESCE((SELECT MAX(s.finished_at) FROM results s WHERE s.run_id = r.run_id), ''))
+                              AS last
+                       FROM runs r)) AS ordered
+               WHERE ordered.run_id = runs.run_id)
+           WHERE written IS NULL"""
+    )
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+
+_NEXT_WRITE = "(SELECT COALESCE(MAX(written), 0) + 1 FROM runs)"
+"""The store's next write number: one statement reads and sets it, under SQLite's write lock (any process)."""
+
+
+_LATEST_FIRST = "written DESC, rowid DESC"
+"""Runs in the order of their last write, the latest first (one order for ``latest()`` and ``runs()``)."""
 
 
 class StoreError(StorageError):
@@ -210,11 +258,25 @@ class RunStore:
     def _now(self) -> str:
         return datetime.now(UTC).isoformat(timespec="seconds")
 
+    def _written(self, run_id: str, sql: str, params: Sequence[object]) -> None:
+        """One write to a run's rows, and the run marked as written last, in one transaction (lock held)."""
+        self._execute("BEGIN IMMEDIATE")
+        try:
+            self._execute(sql, params)
+            self._execute(
+                f"UPDATE runs SET updated_at = ?, written = {_NEXT_WRITE} WHERE run_id = ?", (self._now(), run_id)
+            )
+            self._execute("COMMIT")
+        except BaseException:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
+
     def create(self, spec: RunSpec) -> None:
-        """Register a new run as ``running``."""
+        """Register a new run as ``running`` (the latest run, until another is written)."""
         with self._lock:
             self._execute(
-                "INSERT INTO runs VALUES (?, ?, ?, 'running', ?, NULL)",
+                f"INSERT INTO runs VALUES (?, ?, ?, 'running', ?, NULL, {_NEXT_WRITE})",
                 (spec.run_id, spec.created_at, self._now(), spec.model_dump_json()),
             )
 
@@ -268,7 +330,8 @@ class RunStore:
                 f"cannot store the result: its text is not valid Unicode ({exc.reason} at character {exc.start})"
             ) from None
         with self._lock:
-            self._execute(
+            self._written(
+                run_id,
                 "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (run_id, key, repeat, result.line, result.sample.id, record, self._now()),
             )
@@ -276,7 +339,9 @@ class RunStore:
     def record_error(self, run_id: str, error: SampleError) -> None:
         """Keep an invalid input row's message with its line."""
         with self._lock:
-            self._execute("INSERT OR REPLACE INTO row_errors VALUES (?, ?, ?)", (run_id, error.line or 0, str(error)))
+            self._written(
+                run_id, "INSERT OR REPLACE INTO row_errors VALUES (?, ?, ?)", (run_id, error.line or 0, str(error))
+            )
 
     def finished(self, run_id: str) -> set[tuple[str, int]]:
         """(row key, repeat) of every sample committed for ``run_id`` that a resume need not judge again.
@@ -292,13 +357,17 @@ class RunStore:
     def set_status(self, run_id: str, status: RunStatus) -> None:
         """Mark the run's status (its summary is always computed from its records)."""
         with self._lock:
-            self._execute("UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?", (status, self._now(), run_id))
+            self._execute(
+                f"UPDATE runs SET status = ?, updated_at = ?, written = {_NEXT_WRITE} WHERE run_id = ?",
+                (status, self._now(), run_id),
+            )
 
     def mark_interrupted(self, run_id: str) -> None:
         """Mark ``run_id`` interrupted if it is still ``running`` (a finished or failed run keeps its status)."""
         with self._lock:
             self._execute(
-                "UPDATE runs SET status = 'interrupted', updated_at = ? WHERE run_id = ? AND status = 'running'",
+                f"UPDATE runs SET status = 'interrupted', updated_at = ?, written = {_NEXT_WRITE} "
+                "WHERE run_id = ? AND status = 'running'",
                 (self._now(), run_id),
             )
 
@@ -316,7 +385,7 @@ class RunStore:
                 raise StoreError(f"no run {run_id!r} in {self.path}; see 'assay runs list'")
             notes = self._annotations(row[0])
             notes[key] = data
-            self._execute("UPDATE runs SET summary = ? WHERE run_id = ?", (json.dumps(notes), run_id))
+            self._written(run_id, "UPDATE runs SET summary = ? WHERE run_id = ?", (json.dumps(notes), run_id))
 
     def add_unstored_calls(self, run_id: str, n: int) -> None:
         """Count ``n`` judge calls made for samples an interrupt stopped (they are in no record).
@@ -343,14 +412,16 @@ class RunStore:
         return {**computed, **notes}
 
     def latest(self) -> str:
-        """The newest run's id.
+        """The id of the run written last (``--latest`` in every command): the first of :meth:`runs`.
+
+        Written, not created: a run resumed after another run was made is the latest once
+        it commits a result or its status again (see the module docstring).
 
         Raises:
             StoreError: the store holds no run.
         """
         with self._lock:
-            # rowid: the order runs were created in (created_at has one-second resolution).
-            row = self._execute("SELECT run_id FROM runs ORDER BY rowid DESC LIMIT 1").fetchone()
+            row = self._execute(f"SELECT run_id FROM runs ORDER BY {_LATEST_FIRST} LIMIT 1").fetchone()
         if row is None:
             raise StoreError(f"no run in {self.path} yet; 'assay run' creates one")
         return str(row[0])
@@ -368,14 +439,14 @@ class RunStore:
         return summarize_results(self.results(run_id), names, row_errors=errors, prices=prices)
 
     def runs(self) -> list[RunInfo]:
-        """Every run, newest first."""
+        """Every run, the one written last first (:meth:`latest` is the first)."""
         with self._lock:
             rows = self._execute(
-                """SELECT r.run_id, r.created_at, r.updated_at, r.status, r.spec, r.summary,
+                f"""SELECT r.run_id, r.created_at, r.updated_at, r.status, r.spec, r.summary,
                    (SELECT COUNT(*) FROM results s WHERE s.run_id = r.run_id),
                    (SELECT COUNT(*) FROM row_errors e WHERE e.run_id = r.run_id),
                    (SELECT COUNT(DISTINCT row_key) FROM results s WHERE s.run_id = r.run_id)
-                   FROM runs r ORDER BY r.created_at DESC, r.run_id DESC"""
+                   FROM runs r ORDER BY {_LATEST_FIRST}"""
             ).fetchall()
         return [
             RunInfo(
