@@ -62,12 +62,14 @@ class Walk:
 
     def summary(self) -> str:
         lines = [
-            f"{len(self.stops)} stops in {len(self.modules)} modules, "
-            f"{self.returns} returns to a module already left"
+            f"{len(self.stops)} stops in {len(self.modules)} modules, {self.returns} returns to a module already left"
         ]
         lines += [f"  {module}: entered {n}x" for module, n in self.per_module().items()]
         lines.append("road: " + " -> ".join(f"{m.removeprefix('assay.')}:{f}" for m, f in self.stops))
         return "\n".join(lines)
+
+
+_NOT_STOPS = frozenset({"<module>", "<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "__create_fn__"})
 
 
 def _holds(value: Any, needles: tuple[str, ...], depth: int = 0) -> bool:
@@ -119,7 +121,7 @@ def walk_run(workdir: Path) -> Walk:
         if not isinstance(module, str) or not module.startswith("assay"):
             return
         name = frame.f_code.co_name
-        if name == "<module>":
+        if name in _NOT_STOPS or frame.f_code.co_filename == "<string>":  # comprehensions, generated __init__
             return
         if module == "assay.cli._run" and name == "run" and event == "call":
             state["on"] = True
