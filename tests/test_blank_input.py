@@ -31,7 +31,7 @@ from assay import Faithfulness, Sample, aevaluate, evaluate
 from assay.cli import app
 from assay.models import FunctionJudge
 from assay.run import RunStore, read_jsonl
-from assay.run._dataset import Row
+from assay.run._data import Row
 from faithfulness_fakes import faithfulness_answer
 
 pd = pytest.importorskip("pandas")
@@ -213,7 +213,7 @@ def test_contexts_given_as_blank_text_are_no_contexts(fmt: str, tmp_path: Path) 
 
 def test_blank_contexts_of_a_row_whose_metrics_do_not_read_them_do_not_make_it_invalid() -> None:
     # Checked where a metric needs the contexts: a row judged on its trace alone is not refused.
-    from assay.run._dataset import rows_from_items
+    from assay.run._data import read_rows as rows_from_items
 
     items = [row(1, contexts=[CONTEXT, ""]), row(2, contexts=[""])]
     assert all(isinstance(item, Row) for item in rows_from_items(items, required=["answer"]))

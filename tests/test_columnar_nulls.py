@@ -19,8 +19,7 @@ import pytest
 from assay import evaluate
 from assay.models import ScriptedJudge
 from assay.run import read_jsonl
-from assay.run._dataset import Row
-from assay.run._session import open_dataset
+from assay.run._data import Row, open_dataset
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")

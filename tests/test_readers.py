@@ -16,14 +16,15 @@ from typing import Any, Literal
 import pytest
 
 from assay.errors import ConfigError, DatasetError, MissingExtraError, SampleError
-from assay.run._dataset import Row, read_jsonl
-from assay.run._readers import (
+from assay.run._data import (
     DATASET_SUFFIXES,
+    Row,
     check_format,
     from_dataframe,
     from_hf_dataset,
     read_csv,
     read_dataset,
+    read_jsonl,
     read_parquet,
 )
 

@@ -26,7 +26,7 @@ from assay.metrics._holistic import HolisticGoalAccuracy
 from assay.metrics._tools import ToolCallAccuracy
 from assay.metrics._trace import TraceFormatter
 from assay.models import ScriptedJudge
-from assay.run._dataset import sample_from_record
+from assay.run._data import sample_from_record
 
 FIXTURES = Path(__file__).parent / "fixtures" / "traces"
 FORMATS = ["openai_chat", "openai_responses", "anthropic", "langchain", "openinference"]

@@ -135,7 +135,7 @@ class Sample(BaseModel):
         tell null from empty), and a row that needs the field is an invalid row, never a
         score. ``contexts`` are absent when the list is empty or every context in it is
         blank (``[""]`` is ``[]``); a list mixing blank and real contexts is refused when
-        a row is read (:func:`~assay.run._dataset.missing_problem`). An empty list of
+        a row is read (:func:`~assay.run._data._validate.missing_problem`). An empty list of
         reference tool calls is present: it says the agent should call nothing.
         """
         value = getattr(self, name)

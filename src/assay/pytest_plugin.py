@@ -65,7 +65,7 @@ from assay.run import (
     new_run_id,
     trust_for,
 )
-from assay.run._dataset import NOTES, required_fields, rows_from_items
+from assay.run._data import NOTES, read_rows, required_fields
 
 __all__ = [
     "SessionRun",
@@ -157,7 +157,7 @@ class SessionRun:
     error: str | None = None
     partial: tuple[str, ...] = ()
     notes: dict[str, list[str]] = field(default_factory=dict)
-    """What was taken on trust in a sample (a key of :data:`~assay.run._dataset.NOTES`) -> the tests, in order."""
+    """What was taken on trust in a sample (a key of :data:`~assay.run._data._rows.NOTES`) -> the tests, in order."""
     trust: dict[str, TrustFigure] = field(default_factory=dict)
     allow_untrusted_judge: bool = False
     _records: dict[str, JudgeRecord] = field(default_factory=dict)
@@ -405,7 +405,7 @@ def _as_sample(sample: Sample | Mapping[str, Any], metrics: Sequence[Metric]) ->
     session, in the words ``assay run`` and ``evaluate`` use.
     """
     __tracebackhide__ = True
-    (item,) = rows_from_items([sample], required=required_fields(metrics), source=None)
+    (item,) = read_rows([sample], required=required_fields(metrics), source=None)
     session = _current()
     if isinstance(item, Row):
         if session is not None:

@@ -26,7 +26,7 @@ from assay.retrieval import (
     read_qrels,
     read_run,
 )
-from assay.run._dataset import check_data_file
+from assay.run._data import check_data_file
 
 __all__ = ["retrieval", "trec"]
 

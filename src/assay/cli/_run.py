@@ -51,11 +51,10 @@ from assay.metrics._registry import build_metric
 from assay.models import JUDGE_FORMS, get_judge
 from assay.run import Limits, RunSpec, RunStore, SampleResult, new_run_id
 from assay.run._cost import PriceTable
-from assay.run._dataset import DEFAULT_MAX_FIELD_CHARS, DEFAULT_MAX_ROW_CHARS
+from assay.run._data import DEFAULT_MAX_FIELD_CHARS, DEFAULT_MAX_ROW_CHARS, check_format
 from assay.run._dryrun import EstimatingJudge, estimate
 from assay.run._evaluate import DEFAULT_CACHE_PATH
 from assay.run._judge_record import JudgeRecord
-from assay.run._readers import check_format
 from assay.run._session import RunOptions
 from assay.run._summary import RunSummary
 from assay.run._trust import TrustFigure

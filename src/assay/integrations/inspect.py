@@ -41,7 +41,7 @@ from assay.errors import ConfigError, MissingExtraError, SampleError
 from assay.metrics import Metric, metrics_from, score_safely
 from assay.models import JudgeModel, get_judge
 from assay.run import JudgeCache, Limits, build_judge_stack
-from assay.run._dataset import sample_from_record
+from assay.run._data import sample_from_record
 
 if TYPE_CHECKING:
     from inspect_ai.model import ChatMessage as InspectMessage

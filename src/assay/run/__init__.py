@@ -4,16 +4,24 @@ from assay.models._cache import CachedJudge, CacheInfo, JudgeCache, cache_key, i
 from assay.models._stack import Limits, build_judge_stack
 from assay.run._bench import BENCH_SETS, BenchCell, BenchResult, BenchSet, bench_judges, bench_sets
 from assay.run._calibrate import Calibration, CalibrationItem, CalibrationOutcome, calibrate
-from assay.run._dataset import (
+from assay.run._data import (
     ALIASES,
     DEFAULT_MAX_FIELD_CHARS,
     DEFAULT_MAX_ROW_CHARS,
     IDEAL_CONTEXT_COLUMNS,
     MAX_NESTING,
+    DatasetSource,
     Row,
     SizeLimits,
     count_rows,
+    from_arrow,
+    from_dataframe,
+    from_hf_dataset,
+    open_dataset,
+    read_csv,
+    read_dataset,
     read_jsonl,
+    read_parquet,
     sample_from_record,
 )
 from assay.run._evaluate import aevaluate, evaluate
@@ -21,9 +29,8 @@ from assay.run._judge_record import JudgeRecord
 from assay.run._outcome import EvalResult
 from assay.run._progress import ProgressMode
 from assay.run._ray import aevaluate_ray
-from assay.run._readers import from_arrow, from_dataframe, from_hf_dataset, read_csv, read_dataset, read_parquet
 from assay.run._results import SampleResult
-from assay.run._session import DatasetSource, ResumeError, RunOptions, open_dataset
+from assay.run._session import ResumeError, RunOptions
 from assay.run._store import SCHEMA_VERSION, RunInfo, RunSpec, RunStatus, RunStore, new_run_id
 from assay.run._summary import RunSummary, summarize_results
 from assay.run._trust import TrustFigure, store_agreement, trust_for, trust_for_run

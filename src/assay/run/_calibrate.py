@@ -42,7 +42,7 @@ from assay.metrics._rag import ContextPrecision
 from assay.metrics._spec import fields_json
 from assay.models import JudgeModel, LocalJudge, close_judge, get_judge
 from assay.models._stack import Limits, build_judge_stack
-from assay.run._dataset import json_lines
+from assay.run._data import json_lines
 from assay.run._judge_record import JudgeRecord
 from assay.run._progress import ProgressMode, load_local_judge, make_reporter
 from assay.run._results import SampleResult

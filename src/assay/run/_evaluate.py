@@ -30,19 +30,21 @@ from assay.models._registry import get_judge
 from assay.models._stack import _REPEAT, CountedJudge, Limits, build_judge_stack
 from assay.prompts import REASKS
 from assay.run._cost import CostReport, PriceTable
-from assay.run._dataset import (
+from assay.run._data import (
     DEFAULT_MAX_FIELD_CHARS,
     DEFAULT_MAX_ROW_CHARS,
+    DatasetSource,
     Row,
     SizeLimits,
+    open_dataset,
+    read_rows,
     required_fields,
-    rows_from_items,
 )
 from assay.run._judge_record import JudgeRecord
 from assay.run._outcome import EvalResult
 from assay.run._progress import ProgressMode, load_local_judge, make_reporter
 from assay.run._results import SampleResult
-from assay.run._session import DatasetSource, RunOptions, check_resume, open_dataset
+from assay.run._session import RunOptions, check_resume
 from assay.run._store import RunSpec, RunStatus, RunStore, StoreError, new_run_id
 from assay.run._summary import RunSummary, RunTally
 from assay.run._trust import trust_for
@@ -135,7 +137,7 @@ async def aevaluate(
     source: DatasetSource | None = None
     rows: Iterable[Row | SampleError]
     if streaming:
-        rows = rows_from_items(data, required=required, mapping=mapping, limits=size_limits)
+        rows = read_rows(data, required=required, mapping=mapping, limits=size_limits)
     else:
         source = open_dataset(data, mapping=mapping, limits=size_limits)
         source.check_fields(metric_list)
@@ -409,7 +411,7 @@ async def _run_local(
 ) -> None:
     """The in-process engine: a bounded queue feeding a pool of workers (``on_call``: after each judge call).
 
-    ``rows`` were checked when read (:func:`~assay.run._dataset.rows_from_items` or a reader).
+    ``rows`` were checked when read (:func:`~assay.run._data.read_rows`).
     """
     workers = max(1, concurrency or limits.concurrency or judge_model.max_concurrency)
     stacked = build_judge_stack(judge_model, limits=limits, cache=cache, temperature=temperature, workers=workers)

@@ -43,7 +43,7 @@ from assay.models._registry import get_judge
 from assay.models._resilient import RateLimiter
 from assay.models._stack import _REPEAT, Limits, build_judge_stack
 from assay.prompts import REASKS
-from assay.run._dataset import Row, required_fields, rows_from_items
+from assay.run._data import Row, read_rows, required_fields
 from assay.run._outcome import EvalResult
 from assay.run._results import SampleResult
 
@@ -438,7 +438,7 @@ async def aevaluate_ray(
     result = EvalResult(metrics=tuple(spec.name for spec in specs), judge="")
     retry: deque[tuple[Row, int]] = deque()
     # Checked as evaluate() checks them (rows it passes on were checked already).
-    source = rows_from_items(samples, required=required_fields(metrics))
+    source = read_rows(samples, required=required_fields(metrics))
     exhausted = False
 
     def next_item() -> tuple[Row, int] | None:

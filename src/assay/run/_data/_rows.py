@@ -1,0 +1,110 @@
+"""DOC."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from assay._samples import Sample
+from assay.errors import (
+    ConfigError,
+    DatasetError,
+    SampleError,
+)
+
+__all__ = [
+    "DEFAULT_MAX_FIELD_CHARS",
+    "DEFAULT_MAX_ROW_CHARS",
+    "MAX_NESTING",
+    "NOTES",
+    "Row",
+    "SizeLimits",
+    "require_rows",
+]
+
+
+class Row(NamedTuple):
+    """A sample with the line (or item, or row) it was read from.
+
+    ``notes`` name what the reader took on trust in this row (keys of :data:`NOTES`);
+    :func:`~assay.run.open_dataset` counts them and the run says each once.
+    """
+
+    sample: Sample
+    line: int
+    notes: tuple[str, ...] = ()
+
+
+NOTES: Mapping[str, str] = {
+    "contexts_string": "contexts was one string, not a list, in {rows}; each was taken as one context "
+    "(give a list to pass several)",
+    "contexts_list_text": "contexts was a list written as text in {rows}; each was read as the list it holds "
+    "(give the list itself to avoid the guess)",
+}
+"""Row note -> what the run says once about the rows that have it (``{rows}``: "12 rows of data.jsonl").
+
+A CSV cell can only hold text, so a list in it is the normal form and no note; a JSON
+string holding a list is a guess, and said.
+"""
+
+
+DEFAULT_MAX_FIELD_CHARS = 200_000
+"""Longest text one field of a row may hold (characters), unless raised.
+
+About 50,000 tokens: far above a retrieved chunk (typically 500-4,000 characters), a whole
+long article or report given as one context, and any answer a model writes (16,000 output
+tokens, the most common ceiling, are about 64,000 characters). Above it, the text is
+almost always a mistake (a file pasted into a cell, a log, a base64 blob) that would be
+split, judged and stored at a cost nobody asked for.
+"""
+
+
+DEFAULT_MAX_ROW_CHARS = 1_000_000
+"""Most text one row may hold in all (characters, every string counted, keys and metadata too).
+
+About 250,000 tokens: more than the whole window of any judge (128,000-200,000 tokens),
+so twenty long contexts of 50,000 characters still fit, while one row can no longer fill
+the run store with hundreds of megabytes.
+"""
+
+
+@dataclass(frozen=True)
+class SizeLimits:
+    """How much text a row may hold before it is a row error (``assay run --max-field-chars``, ``--max-row-chars``).
+
+    Attributes:
+        max_field_chars: Longest single text (an answer, a question, one context, a
+            trace message, a metadata value), in characters.
+        max_row_chars: Most text of the whole row, every string counted.
+    """
+
+    max_field_chars: int = DEFAULT_MAX_FIELD_CHARS
+    max_row_chars: int = DEFAULT_MAX_ROW_CHARS
+
+    def __post_init__(self) -> None:
+        for name in ("max_field_chars", "max_row_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a whole number of characters, at least 1, not {value!r}")
+
+
+MAX_NESTING = 100
+"""Deepest nesting of lists and objects a row may have (deeper cannot be stored later)."""
+
+
+_DEFAULT_LIMITS = SizeLimits()
+
+
+def require_rows(items: Iterator[Row | SampleError], empty: str) -> Iterator[Row | SampleError]:
+    """Pass ``items`` through; raise ``DatasetError(empty)`` when there were none at all.
+
+    A file with no rows and no row errors (empty, blank lines, a header only) is not an
+    evaluation of nothing: the caller is told, and ``assay run`` exits 1.
+    """
+    produced = False
+    for item in items:
+        produced = True
+        yield item
+    if not produced:
+        raise DatasetError(empty)

@@ -1,0 +1,1 @@
+"""Where the data of a run comes from: one module per source."""

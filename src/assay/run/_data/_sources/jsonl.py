@@ -1,0 +1,239 @@
+"""DOC."""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from assay.errors import (
+    DatasetError,
+    SampleError,
+)
+from assay.run._data._mapping import MappedColumns, _column_field, fit_mapping
+from assay.run._data._rows import Row, SizeLimits, require_rows
+from assay.run._data._sources.files import check_data_file
+from assay.run._data._text import parse_json
+from assay.run._data._validate import row_from_record
+
+__all__ = ["count_rows", "json_lines", "read_jsonl"]
+
+
+def _open(path: Path) -> Any:
+    check_data_file(path)
+    try:
+        return path.open("rb")
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot be read ({exc.strerror})") from exc
+
+
+def read_jsonl(
+    path: str | Path,
+    *,
+    required: Iterable[str] = (),
+    mapping: Mapping[str, str] | None = None,
+    limits: SizeLimits | None = None,
+) -> Iterator[Row | SampleError]:
+    """Stream samples from a JSONL file; a bad row yields a :class:`SampleError`, not a stop.
+
+    Blank lines are skipped and a UTF-8 byte-order mark is allowed. Memory stays bounded:
+    one line at a time (plus the set of ids seen, to refuse a reused one). A row with more
+    text than ``limits`` allows (default :class:`SizeLimits`) is a row error.
+
+    Raises:
+        DatasetError: the file does not exist or cannot be opened, or it holds no rows
+            and no row errors (``"...: no rows ..."``, raised when iteration ends).
+    """
+    path = Path(path)
+    return require_rows(
+        _jsonl_rows(path, tuple(required), mapping, limits),
+        f"{path}: no rows (the file is empty or holds only blank lines)",
+    )
+
+
+def json_lines(path: Path) -> Iterator[tuple[int, Any] | SampleError]:
+    """(line number, parsed value) for each non-blank line of a JSONL file, or a located error.
+
+    The one JSON-lines reader (``assay run``, ``assay calibrate``): a UTF-8 byte-order mark
+    is allowed, bytes that are not UTF-8, invalid JSON, a key given twice and nesting too
+    deep are row errors naming the line, and the lines after them are still read.
+
+    Raises:
+        DatasetError: the file does not exist or cannot be opened.
+    """
+    source = str(path)
+    with _open(path) as handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == 1:
+                raw = raw.removeprefix(codecs.BOM_UTF8)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield SampleError(f"not UTF-8 (byte {exc.start + 1} of the line)", source=source, line=number)
+                continue
+            if not text.strip():
+                continue
+            try:
+                yield number, parse_json(text)
+            except ValueError as exc:
+                yield SampleError(str(exc), source=source, line=number)
+
+
+def _jsonl_rows(
+    path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None, limits: SizeLimits | None = None
+) -> Iterator[Row | SampleError]:
+    source = str(path)
+    seen: dict[str, int] = {}
+    columns = MappedColumns(mapping, source)
+    n_rows = 0
+    for item in json_lines(path):
+        if isinstance(item, SampleError):
+            yield item
+            continue
+        number, record = item
+        columns.see(record)
+        n_rows += 1
+        yield row_from_record(
+            record, line=number, source=source, required=required, mapping=mapping, seen_ids=seen, limits=limits
+        )
+    columns.check(n_rows)
+
+
+def count_rows(path: str | Path) -> int:
+    """Non-blank lines in a file: the rows of a JSONL file (a fast pre-scan for progress bars).
+
+    For other formats it is only an estimate (a CSV header and multi-line cells count);
+    :func:`~assay.run.open_dataset` counts the rows of every format.
+    """
+    with _open(Path(path)) as handle:
+        return sum(1 for raw in handle if raw.strip())
+
+
+_PEEKED_ROWS = 50
+"""JSON lines read ahead for their column names (to fit the mapping to them)."""
+
+
+_WHOLE_DOCUMENT_BYTES = 256 * 1024 * 1024
+"""Largest file parsed whole to tell what one JSON document over many lines holds."""
+
+
+def _checked_jsonl_rows(
+    path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None, limits: SizeLimits | None
+) -> Iterator[Row | SampleError]:
+    """JSON lines, once the file is known to hold one JSON value a line and the mapping fits its columns."""
+    check_data_file(path)
+    problem = _json_lines_shape_problem(path, mapping or {})
+    if problem is not None:
+        raise DatasetError(problem)
+    columns: list[str] = []
+    for n, item in enumerate(json_lines(path)):
+        if n >= _PEEKED_ROWS:
+            break
+        if not isinstance(item, SampleError) and isinstance(item[1], dict):
+            columns.extend(str(key) for key in item[1])
+    yield from _jsonl_rows(path, required, fit_mapping(mapping, columns, str(path)), limits)
+
+
+def _json_lines_shape_problem(path: Path, mapping: Mapping[str, str]) -> str | None:
+    """What makes a file meant to hold one JSON object a line hold something else, with what to do; or ``None``.
+
+    Found: one JSON array (on one line, or pretty-printed over many: a ``.json`` file's
+    content in a ``.jsonl`` file), one object holding the rows in a list
+    (``{"data": [...]}``), one object written over many lines. (A ``.json`` file that
+    starts with ``[`` is read as an array before this is asked.) A key ``mapping`` names
+    is a column, so an object with one is a row.
+    """
+    json_name = path.with_suffix(".json").name
+    lines = _non_blank_lines(path, 2)
+    if not lines:
+        return None
+    first = lines[0]
+    try:
+        value: Any = parse_json(first, strict=False)
+    except ValueError:
+        value = _UNPARSED
+    if first.startswith("["):
+        if value is _UNPARSED:
+            return (
+                f"{path} holds one JSON array written over many lines, not one object per line: rename it "
+                f"{json_name} (a .json file may hold one array), or write one object per line"
+            )
+        if isinstance(value, list) and len(lines) == 1:
+            return (
+                f"{path} holds one JSON array, not one object per line: rename it {json_name}, or write one "
+                "object per line"
+            )
+        return None  # an array on each line: each row says so
+    if not first.startswith("{"):
+        return None
+    if value is _UNPARSED:  # the first line is not a whole object: one JSON document over many lines?
+        try:
+            if path.stat().st_size > _WHOLE_DOCUMENT_BYTES:
+                return None
+            value = parse_json(path.read_bytes().removeprefix(codecs.BOM_UTF8).decode("utf-8"), strict=False)
+        except (OSError, ValueError):
+            return None  # not one document either: each line says what is wrong with it
+        if not isinstance(value, dict):
+            return None
+        wrapped = _rows_under(value, mapping)
+        if wrapped is not None:
+            return _wrapper_problem(path, *wrapped)
+        return (
+            f"{path} holds one JSON object written over many lines, not one object per line: write each row on "
+            f"one line, or the rows as a JSON array in {json_name}"
+        )
+    wrapped = _rows_under(value, mapping) if isinstance(value, dict) else None
+    return _wrapper_problem(path, *wrapped) if wrapped is not None else None
+
+
+_UNPARSED = object()
+
+
+_JQ_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _rows_under(value: Mapping[str, Any], mapping: Mapping[str, str]) -> tuple[str, int] | None:
+    """(key, how many) when ``value`` is no row but holds the rows: a list of objects with what rows hold.
+
+    Not when ``value`` has a column itself (a field, an alias, a mapped column): then it is a
+    row, read as one. An item counts as a row by a field it gives besides ``id`` and
+    ``metadata`` (a list of tool calls with ids is not rows).
+    """
+    if any(str(key) in mapping or _column_field(str(key)) is not None for key in value):
+        return None
+    for key, held in value.items():
+        if (
+            isinstance(held, list)
+            and held
+            and all(isinstance(item, dict) for item in held)
+            and any(_column_field(str(column)) not in _NOT_CONTENT for item in held[:20] for column in item)
+        ):
+            return str(key), len(held)
+    return None
+
+
+_NOT_CONTENT = frozenset({None, "id", "metadata"})
+
+
+def _wrapper_problem(path: Path, key: str, n: int) -> str:
+    select = f".{key}" if _JQ_NAME.fullmatch(key) else f'.["{key}"]'
+    rows_file = path.with_name(f"{path.stem}-rows.json")
+    return (
+        f"{path} is one JSON object with its {n} row{'s' if n != 1 else ''} in a list under '{key}', not a row per "
+        f"line or a JSON array of rows: write the list alone, e.g. jq '{select}' {path.name} > {rows_file.name}"
+    )
+
+
+def _non_blank_lines(path: Path, n: int) -> list[str]:
+    """The first ``n`` non-blank lines, stripped (a byte-order mark dropped; bytes that are not UTF-8 replaced)."""
+    found: list[str] = []
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle):
+            text = (raw.removeprefix(codecs.BOM_UTF8) if number == 0 else raw).decode("utf-8", errors="replace")
+            if text.strip():
+                found.append(text.strip())
+                if len(found) >= n:
+                    break
+    return found

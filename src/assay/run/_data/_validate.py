@@ -1,0 +1,297 @@
+"""DOC."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, MutableMapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from assay._samples import Sample
+from assay.errors import (
+    ConfigError,
+    SampleError,
+)
+from assay.run._data._mapping import (
+    _FIELDS,
+    IDEAL_CONTEXT_COLUMNS,
+    TOOLS_CALLED,
+    _assign,
+    _metadata,
+    likely_column,
+    map_advice,
+    trace_from_tools_called,
+)
+from assay.run._data._rows import _DEFAULT_LIMITS, MAX_NESTING, Row, SizeLimits
+from assay.run._data._text import contexts_from_text
+
+__all__ = [
+    "blank_contexts_problem",
+    "missing_problem",
+    "required_fields",
+    "row_from_record",
+    "sample_from_record",
+    "size_problem",
+    "text_problem",
+]
+
+
+def sample_from_record(
+    record: Any,
+    *,
+    line: int | None = None,
+    source: str | None = None,
+    required: Iterable[str] = (),
+    mapping: Mapping[str, str] | None = None,
+    unit: str = "line",
+    seen_ids: MutableMapping[str, int] | None = None,
+    limits: SizeLimits | None = None,
+    notes: list[str] | None = None,
+    label: str | None = None,
+) -> Sample:
+    """Build a :class:`Sample` from one dict, naming the row in any error.
+
+    Args:
+        record: The row (a JSON object).
+        line: The row's 1-based line (or item, or row) number, for errors and the default
+            id ``line-N``.
+        source: The file the row came from, for errors.
+        required: Fields that must be present and not blank (empty or only whitespace text, an
+            empty list or a list of blank contexts is absent; see :func:`missing_problem`).
+        mapping: Explicit column renames (``{"my_col": "answer"}``); they win over
+            :data:`ALIASES`.
+        unit: What ``line`` counts (``line``, ``item`` or ``row``), for errors.
+        seen_ids: Id -> number of the row that used it, shared by all rows of one read; a
+            row reusing an id is an error, and a good row's id is added.
+        limits: How much text the row may hold (default: :class:`SizeLimits`'s defaults).
+        notes: Where to add what was taken on trust (keys of :data:`NOTES`): ``contexts``
+            given as one string is one context, or the list a JSON or Python list literal
+            in it holds.
+        label: How errors name the row in place of its number (a DataFrame's index label).
+
+    Raises:
+        SampleError: the row is not an object, holds a text longer than
+            ``limits.max_field_chars`` or more text than ``limits.max_row_chars``, holds
+            text that is not valid Unicode or is nested too deep, gives one field in two
+            columns, has a field of the wrong type, lacks a required field, or reuses an id.
+        ConfigError: ``mapping`` names a target that is not a sample field.
+    """
+
+    def error(message: str) -> SampleError:
+        return SampleError(message, source=source, line=line, unit=unit, label=label)
+
+    if not isinstance(record, dict):
+        raise error(f"expected a JSON object, got {type(record).__name__}")
+    explicit = dict(mapping or {})
+    unknown = sorted(target for target in explicit.values() if target not in _FIELDS)
+    if unknown:
+        raise ConfigError(f"--map target {unknown[0]!r} is not a sample field; use one of {', '.join(sorted(_FIELDS))}")
+    problem = size_problem(record, limits or _DEFAULT_LIMITS) or text_problem(record)
+    if problem is not None:
+        raise error(problem)
+    fields, columns, extra = _assign(record, explicit, error)
+    if isinstance(fields.get("contexts"), str):
+        try:
+            contexts = contexts_from_text(fields["contexts"])
+        except ValueError as exc:
+            raise error(f"field '{columns['contexts']}': {exc}") from None
+        if notes is not None:
+            notes.append("contexts_list_text" if isinstance(contexts, list) else "contexts_string")
+        fields["contexts"] = contexts if isinstance(contexts, list) else [contexts]
+    if extra.get(TOOLS_CALLED) is not None and "trace" not in fields:
+        fields["trace"] = trace_from_tools_called(fields, extra.pop(TOOLS_CALLED), error)
+        columns["trace"] = TOOLS_CALLED
+    metadata = _metadata(fields.pop("metadata", None), columns.get("metadata", "metadata"), extra, error)
+    if fields.get("id") is None or (isinstance(fields["id"], str) and not fields["id"].strip()):
+        fields["id"] = f"line-{line}" if line is not None else None
+    fields["metadata"] = metadata
+    try:
+        sample = Sample.model_validate(fields)
+    except ValidationError as exc:
+        raise error("; ".join(_describe(err, columns) for err in exc.errors()[:3])) from None
+    problem = missing_problem(sample, required, record)
+    if problem is not None:
+        raise error(problem)
+    if seen_ids is not None and line is not None:
+        first = seen_ids.setdefault(sample.id, line)
+        if first != line:
+            earlier = f"{unit} {first}" if label is None else f"row {first} (counted from 1)"
+            raise error(f"id {sample.id!r} already used on {earlier}; ids must be unique")
+    return sample
+
+
+def row_from_record(record: Any, *, line: int, **checks: Any) -> Row | SampleError:
+    """One input row as a :class:`Row` (with what was taken on trust), or its :class:`SampleError`.
+
+    ``checks`` are :func:`sample_from_record`'s keyword arguments (source, required,
+    mapping, unit, seen_ids, limits): every reader and ``evaluate``'s own items build rows here.
+    """
+    notes: list[str] = []
+    try:
+        sample = sample_from_record(record, line=line, notes=notes, **checks)
+    except SampleError as exc:
+        return exc
+    return Row(sample, line, tuple(notes))
+
+
+def missing_problem(sample: Sample, required: Iterable[str], record: Mapping[str, Any] | None = None) -> str | None:
+    """What makes ``sample`` unjudgeable for lack of a field (``missing or empty field 'contexts'``), or ``None``.
+
+    The one wording of a row that lacks a required field, whatever door it came in by.
+    ``record`` (the row as given) lets the message name an ideal-context column. Blank text
+    is no text (:meth:`~assay.Sample.field_present`): an answer of ``""`` or only whitespace
+    is a missing answer, and contexts that are all blank (``[""]``) are no contexts. Required
+    contexts that mix blank and real passages are refused too (:func:`blank_contexts_problem`).
+    """
+    missing = [name for name in required if not sample.field_present(name)]
+    if not missing:
+        return blank_contexts_problem(sample) if "contexts" in required else None
+    names = ", ".join(f"'{m}'" for m in missing)
+    hint = ""
+    ideal = [name for name in IDEAL_CONTEXT_COLUMNS if name in (record or sample.metadata)]
+    if "contexts" in missing and ideal:
+        # Never "--map context=contexts" here: one row cannot tell whether other rows
+        # carry retrieved contexts, and the mapping would judge those rows against
+        # their ideal context. When no row has any, the dataset-level check offers it.
+        hint = (
+            f" (the column '{ideal[0]}' is {IDEAL_CONTEXT_COLUMNS[ideal[0]]}, not the retrieved passages, "
+            "so it is kept in metadata and never judged against; give this row what was retrieved, as "
+            "'retrieval_context' (DeepEval), 'retrieved_contexts' (Ragas) or 'contexts')"
+        )
+    else:
+        # A key of the row named like the field (a misspelt 'answr', a 'retrieved_context')
+        # is the likely one: said here as the dataset-level check says it (one wording).
+        kept = [key for key in sample.metadata if key not in IDEAL_CONTEXT_COLUMNS]
+        for name in missing:
+            column = likely_column(name, kept)
+            if column is not None:
+                hint = (
+                    f" (the row has '{column}', kept as metadata; if it holds the {name}: {map_advice(column, name)})"
+                )
+                break
+    return f"missing or empty field {names}{hint}"
+
+
+def blank_contexts_problem(sample: Sample) -> str | None:
+    """What is wrong with contexts that mix blank passages (``""``, only whitespace) and real ones, or ``None``.
+
+    Refused rather than dropped: a retrieved passage with no text cannot be judged, and
+    dropping it would move every later passage up a rank, which changes what context
+    precision scores (an average over ranks) without a word. The user removes it, or fixes
+    the retriever that returned it.
+    """
+    blank = [i for i, text in enumerate(sample.contexts) if not text.strip()]
+    if not blank:
+        return None
+    shown = ", ".join(f"'contexts[{i}]'" for i in blank[:_BLANK_SHOWN])
+    more = f" and {len(blank) - _BLANK_SHOWN} more" if len(blank) > _BLANK_SHOWN else ""
+    one = len(blank) == 1
+    return (
+        f"field{'' if one else 's'} {shown}{more} {'is' if one else 'are'} empty or only whitespace "
+        f"({len(blank)} of the row's {len(sample.contexts)} contexts); remove blank contexts from the list: assay "
+        "does not drop them itself, since the later ones would move up a rank and change context precision"
+    )
+
+
+_BLANK_SHOWN = 3
+
+
+def required_fields(metrics: Iterable[Any]) -> tuple[str, ...]:
+    """The fields a row must have to be judged by every one of ``metrics`` (their ``required_fields``), sorted."""
+    return tuple(sorted({name for metric in metrics for name in metric.required_fields}))
+
+
+def _describe(err: Any, columns: Mapping[str, str]) -> str:
+    """One pydantic error as ``field 'column[0]': message``, naming the column as written."""
+    loc = list(err["loc"])
+    head = str(loc[0]) if loc else ""
+    path = columns.get(head, head) + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return f"field '{path}': {message}"
+
+
+def size_problem(record: Any, limits: SizeLimits) -> str | None:
+    """What makes ``record`` too big to judge, or ``None``: a text above either limit.
+
+    Every string counts (keys, metadata and trace messages too): a field is one string,
+    the row all of them. The first text above ``max_field_chars`` in row order is named by
+    its place (``contexts[2]``, ``metadata.blob``); a row above ``max_row_chars`` names its
+    largest columns. Iterative, so no input can exhaust the stack.
+    """
+    total = 0
+    per_column: dict[str, int] = {}
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(record, ())]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            size = len(item)
+            if size > limits.max_field_chars:
+                return (
+                    f"field '{_path(path) or 'the row'}' is {size:,} characters, above the limit of "
+                    f"{limits.max_field_chars:,} per field (raise it with --max-field-chars, or max_field_chars= "
+                    "in Python)"
+                )
+        elif isinstance(item, dict):
+            size = sum(len(key) for key in item if isinstance(key, str))
+            stack.extend((value, (*path, key)) for key, value in reversed(item.items()))
+        elif isinstance(item, list | tuple):
+            size = 0
+            stack.extend((value, (*path, i)) for i, value in reversed(list(enumerate(item))))
+        else:
+            continue
+        total += size
+        if path:
+            per_column[str(path[0])] = per_column.get(str(path[0]), 0) + size
+    if total > limits.max_row_chars:
+        largest = sorted(per_column.items(), key=lambda kv: -kv[1])[:3]
+        shown = ", ".join(f"{name} {size:,}" for name, size in largest)
+        return (
+            f"the row holds {total:,} characters of text, above the limit of {limits.max_row_chars:,} per row "
+            f"(largest: {shown}; raise it with --max-row-chars, or max_row_chars= in Python)"
+        )
+    return None
+
+
+def text_problem(value: Any) -> str | None:
+    r"""What makes ``value`` unusable as row data, or ``None``.
+
+    Checks every string (keys included) for lone surrogates, which JSON escapes such as
+    ``\ud800`` produce and which no UTF-8 store accepts, and the nesting depth against
+    :data:`MAX_NESTING`. Iterative, so no input can exhaust the stack.
+    """
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            where = _surrogate(item)
+            if where is not None:
+                return f"field '{_path(path)}': {where}; it is not valid Unicode (a broken \\u escape?): fix the text"
+            continue
+        if not isinstance(item, dict | list | tuple):
+            continue
+        if len(path) >= MAX_NESTING:
+            return f"field '{_path(path)}': nested deeper than {MAX_NESTING} levels"
+        entries = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, child in entries:
+            if isinstance(key, str) and (where := _surrogate(key)) is not None:
+                return f"a key in '{_path(path) or 'the row'}': {where}; it is not valid Unicode"
+            if isinstance(child, dict | list | tuple) or (isinstance(child, str) and not child.isascii()):
+                stack.append((child, (*path, key)))
+    return None
+
+
+def _surrogate(text: str) -> str | None:
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"lone surrogate U+{ord(text[exc.start]):04X} at character {exc.start + 1}"
+    return None
+
+
+def _path(parts: tuple[Any, ...]) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
