@@ -346,3 +346,20 @@ def test_sigterm_stops_it_cleanly_too(served: tuple[subprocess.Popen[str], list[
     os.kill(process.pid, signal.SIGTERM)
     _, err = process.communicate(timeout=10)
     assert process.returncode == 0 and "fake judge stopped after 0 request(s)" in err, err
+
+
+def test_the_judges_guides_snippet_prints_what_the_page_says(capsys: pytest.CaptureFixture[str]) -> None:
+    """The page shows its output under ``# prints:``; the snippet must print exactly that."""
+    pytest.importorskip("openai")
+    from test_readme import code_blocks
+
+    page = ROOT / "docs" / "guides" / "judges.md"
+    (block,) = [b for b in code_blocks(page) if b.lang == "python" and "FakeOpenAIServer()" in b.code]
+    shown = block.code.split("# prints: ", 1)[1].strip()
+    cwd = Path.cwd()
+    os.chdir(ROOT)  # the snippet reads examples/rag.jsonl
+    try:
+        exec(compile(block.code, str(page), "exec"), {"__name__": "judges_snippet"})
+    finally:
+        os.chdir(cwd)
+    assert capsys.readouterr().out.strip() == shown == "20 requests; mean 0.083, 12 scored, 0 unscored"
