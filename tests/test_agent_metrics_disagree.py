@@ -70,3 +70,21 @@ def test_tool_call_accuracy_and_agent_state_match_on_the_guides_cases(
     case: str, trace: list[dict[str, Any]], reference: list[dict[str, Any]], expected: tuple[float, float]
 ) -> None:
     assert _scores(trace, reference) == expected, case
+
+
+def same_number(expected: Any, actual: Any) -> bool:
+    """``7`` and ``"7"`` are the same order number."""
+    return str(expected).strip() == str(actual).strip()
+
+
+def test_a_comparator_of_your_own_makes_both_read_7_as_7() -> None:
+    from assay.metrics import ArgumentMatch
+
+    sample = assay.Sample(
+        id="s", question="q", answer="a", trace=USER + _call("cancel_order", {"order": "7"}, "ok"),
+        reference_tool_calls=CANCEL_7,
+    )  # fmt: skip
+    arguments = ArgumentMatch(compare={"order": same_number})
+    metrics = [ToolCallAccuracy(arguments=arguments), AgentStateMatch(arguments=arguments)]
+    result = assay.evaluate([sample], metrics, judge=assay.models.ScriptedJudge([]), progress=False)
+    assert [s.value for s in result.results[0].scores.values()] == [1.0, 1.0]
