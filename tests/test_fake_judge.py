@@ -305,6 +305,12 @@ def test_assay_judges_fake_serves_assay_run_by_the_rule_and_stops_cleanly_on_ctr
     flat = " ".join(done.stdout.split())
     assert f"judge openai:{FAKE_JUDGE_MODEL}" in flat
     assert "not measured for this judge" in flat  # the trust line never dresses it up
+    # docs/getting-started/output.md shows this run: its summary lines are what the run prints
+    page = (ROOT / "docs" / "getting-started" / "output.md").read_text(encoding="utf-8")
+    shown = page.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+    printed = [line.rstrip() for line in done.stdout.splitlines()]
+    for line in [shown[4], *shown[6:9]]:  # the table's row, prompts, trust line, calls and tokens
+        assert line in printed, line
     rows = {r["id"]: r for r in map(json.loads, (tmp_path / "r.jsonl").read_text().splitlines())}
     scores = {i: r["scores"]["faithfulness"] for i, r in rows.items()}
     assert all(s["unscored_reason"] is None for s in scores.values()), scores
