@@ -61,6 +61,8 @@ __all__ = [
     "content_words",
     "minimal_instance",
     "minimal_responder",
+    "request_schema",
+    "resolve_ref",
     "supported",
     "word_overlap_answer",
 ]
@@ -109,7 +111,7 @@ def minimal_instance(schema: Mapping[str, Any], root: Mapping[str, Any] | None =
     """
     root = schema if root is None else root
     if "$ref" in schema:
-        return minimal_instance(_resolve_ref(str(schema["$ref"]), root), root)
+        return minimal_instance(resolve_ref(str(schema["$ref"]), root), root)
     if "const" in schema:
         return schema["const"]
     if "enum" in schema:
@@ -148,7 +150,8 @@ def minimal_instance(schema: Mapping[str, Any], root: Mapping[str, Any] | None =
     return None
 
 
-def _resolve_ref(ref: str, root: Mapping[str, Any]) -> Mapping[str, Any]:
+def resolve_ref(ref: str, root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The subschema a local ``$ref`` (``#/$defs/Name``) of ``root`` points at."""
     if not ref.startswith("#/"):
         raise ValueError(f"only local $ref values are supported, got {ref!r}")
     node: Any = root
@@ -173,7 +176,8 @@ def _minimal_number(schema: Mapping[str, Any], *, integer: bool) -> int | float:
     return int(value) if integer else value
 
 
-def _request_schema(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def request_schema(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The JSON schema a chat-completions request asks its answer to follow, if any."""
     response_format = body.get("response_format")
     if not isinstance(response_format, Mapping):
         return None
@@ -188,7 +192,7 @@ def _request_schema(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def minimal_responder(body: Mapping[str, Any]) -> str:
     """A minimal valid instance of the requested JSON schema, ``{}`` for JSON mode, else ``OK``."""
-    schema = _request_schema(body)
+    schema = request_schema(body)
     if schema is not None:
         return json.dumps(minimal_instance(schema))
     response_format = body.get("response_format")
@@ -251,7 +255,7 @@ def _message_text(message: object) -> str:
 def _properties(schema: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if schema is None:
         return {}
-    node = _resolve_ref(str(schema["$ref"]), schema) if "$ref" in schema else schema
+    node = resolve_ref(str(schema["$ref"]), schema) if "$ref" in schema else schema
     properties = node.get("properties")
     return properties if isinstance(properties, Mapping) else {}
 
@@ -416,7 +420,7 @@ def _rule_answer(body: Mapping[str, Any]) -> dict[str, Any] | None:
     user = _message_text(messages[-1])
     system = next((_message_text(m) for m in messages if isinstance(m, Mapping) and m.get("role") == "system"), "")
     blocks = _blocks(user)
-    properties = _properties(_request_schema(body))
+    properties = _properties(request_schema(body))
     if "reasoning" in properties:
         return _grade(system, user, blocks, properties)
     if "sentence" in blocks:
@@ -454,7 +458,7 @@ def word_overlap_answer(body: dict[str, Any]) -> str:
     answer = _rule_answer(body)
     if answer is None:
         return minimal_responder(body)
-    schema = _request_schema(body)
+    schema = request_schema(body)
     for name, prop in _properties(schema).items():
         if name not in answer and isinstance(prop, Mapping) and schema is not None:
             answer[name] = prop["default"] if "default" in prop else minimal_instance(prop, schema)

@@ -21,10 +21,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from assay.testing._answers import (
-    _request_schema,
-    _resolve_ref,
     minimal_instance,
     minimal_responder,
+    request_schema,
+    resolve_ref,
     word_overlap_answer,
 )
 from assay.testing._fake_server import FakeHandler, FakeServer, Responder
@@ -299,7 +299,7 @@ class FakeOpenAIServer(FakeServer[_Handler]):
             content = content[: len(content) // 2]
             finish_reason = "length"
         elif fault == "wrong_count":
-            content = _one_verdict_too_many(content, _request_schema(body))
+            content = _one_verdict_too_many(content, request_schema(body))
 
         payload: dict[str, Any] = {
             "id": f"chatcmpl-fake-{self.calls}",
@@ -347,12 +347,12 @@ def _one_verdict_too_many(content: str, schema: Mapping[str, Any] | None) -> str
 def _verdicts_items_schema(schema: Mapping[str, Any]) -> Mapping[str, Any] | None:
     node: Mapping[str, Any] = schema
     if "$ref" in node:
-        node = _resolve_ref(str(node["$ref"]), schema)
+        node = resolve_ref(str(node["$ref"]), schema)
     verdicts = node.get("properties", {}).get("verdicts")
     if not isinstance(verdicts, Mapping):
         return None
     if "$ref" in verdicts:
-        verdicts = _resolve_ref(str(verdicts["$ref"]), schema)
+        verdicts = resolve_ref(str(verdicts["$ref"]), schema)
     if verdicts.get("type") != "array":
         return None
     items = verdicts.get("items", {})
