@@ -7,7 +7,6 @@ gate``, ``assay report`` and ``assay runs`` read it as they read any run.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from assay import JudgeCall, Sample, Score, UnscoredReason, Verdict
 from assay.errors import SampleError
 from assay.metrics import AnswerRelevancy, Faithfulness
 from assay.run import RunSpec, RunStore, SampleResult
+from assay.testing import word_overlap_answer
 
 SRC = Path(assay.__file__).resolve().parents[1]
 """The tree this test process imports assay from: subprocesses import the same one."""
@@ -92,39 +92,10 @@ def make_run(
     return run_id
 
 
-def word_judge(body: dict[str, Any]) -> str:
-    """An OpenAI-compatible fake judge that reads the prompt.
-
-    Faithfulness: statements are the answer's sentences; a statement is supported when each
-    of its words occurs in the context. Answer relevancy: relevant when the answer shares a
-    word (longer than three letters) with the question. Anything else: a minimal valid answer.
-    """
-    from assay.testing._openai_server import default_responder
-
-    user = str(body["messages"][-1]["content"])  # type: ignore[index]
-    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")  # type: ignore[union-attr]
-    if "<sentence>\n" in user:  # the one-sentence rewrite: the sentence is its own statement
-        return json.dumps({"statements": [user.split("<sentence>\n")[1].split("\n</sentence>")[0]]})
-    if schema == "Statements" and "<answer>" in user:
-        answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
-        return json.dumps({"statements": [s.strip() + "." for s in answer.split(".") if s.strip()]})
-    if schema == "VerdictList":
-        context = user.split("<context>\n")[1].split("\n</context>")[0].lower()
-        items = user.split("<statements>\n")[1].split("\n</statements>")[0].splitlines()
-        verdicts = []
-        for item in items:
-            text = item.split("] ", 1)[1]
-            ok = all(w.strip(".,").lower() in context for w in text.split())
-            verdicts.append({"statement": text, "reason": "every word is there" if ok else "a word is missing",
-                             "verdict": int(ok)})  # fmt: skip
-        return json.dumps({"verdicts": verdicts})
-    if schema == "RelevanceJudgement":
-        question = user.split("<question>\n")[1].split("\n</question>")[0].lower()
-        answer = user.split("<answer>\n")[1].split("\n</answer>")[0].lower()
-        shared = {w.strip("?.,") for w in question.split() if len(w) > 3} & {w.strip("?.,") for w in answer.split()}
-        return json.dumps({"relevant": int(bool(shared)), "noncommittal": 0,
-                           "reason": f"shares {sorted(shared)}" if shared else "shares no word"})  # fmt: skip
-    return default_responder(body)
+word_judge = word_overlap_answer
+"""The fake judge these tests judge with: :func:`assay.testing.word_overlap_answer`, the rules
+``assay judges fake`` serves (a statement is supported when each of its content words is a word
+of the context; relevant when the answer shares a content word with the question)."""
 
 
 def cli_env(**extra: str) -> dict[str, str]:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from assay.cli import app
-from assay.testing import FakeOpenAIServer
+from assay.testing import FakeOpenAIServer, word_overlap_answer
 
 pytest.importorskip("openai")
 
@@ -30,25 +29,7 @@ ROWS = [
 ]
 
 
-def word_overlap_judge(body: dict[str, Any]) -> str:
-    """A deterministic judge: statements are sentences; supported if every word is in the context."""
-    user = body["messages"][-1]["content"]
-    if "<sentence>\n" in user:  # the one-sentence rewrite: the sentence is its own statement
-        return json.dumps({"statements": [user.split("<sentence>\n")[1].split("\n</sentence>")[0]]})
-    if "<answer>" in user:
-        answer = user.split("<answer>\n")[1].split("\n</answer>")[0]
-        return json.dumps({"statements": [s.strip() + "." for s in answer.split(".") if s.strip()]})
-    context = user.split("<context>\n")[1].split("\n</context>")[0].lower()
-    statements = user.split("<statements>\n")[1].split("\n</statements>")[0].splitlines()
-    items = []
-    for line in statements:
-        text = line.split("] ", 1)[1]
-        words = [w.strip(".").lower() for w in text.split()]
-        ok = all(w in context for w in words)
-        items.append(
-            {"statement": text, "reason": "all words present" if ok else "a word is missing", "verdict": int(ok)}
-        )
-    return json.dumps({"verdicts": items})
+word_overlap_judge = word_overlap_answer  # statements are sentences; supported when each content word is in the context
 
 
 @pytest.fixture(autouse=True)
@@ -76,10 +57,15 @@ def test_run_with_openai_compatible_judge(tmp_path: Path) -> None:
     bad = rows["bad"]["scores"]["faithfulness"]
     assert bad["value"] == 0.0
     assert bad["verdicts"] == [
-        {"subject": "Lyon is the capital of France.", "value": 0, "reason": "a word is missing", "spans": [[0, 30]]}
+        {
+            "subject": "Lyon is the capital of France.",
+            "value": 0,
+            "reason": "not in the context: lyon",
+            "spans": [[0, 30]],
+        }
     ]
     # the summary names the failing statement with the judge's reason
-    assert "Lyon is the capital of France." in result.output and "a word is missing" in result.output
+    assert "Lyon is the capital of France." in result.output and "not in the context: lyon" in result.output
     assert "faithfulness" in result.output and "0.500" in result.output
 
 

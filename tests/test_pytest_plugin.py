@@ -402,3 +402,62 @@ def test_b():
     )
     assert out.count("contexts was one string") == 1
     assert note in out
+
+
+BASE_URL_TESTS = """
+from assay import Sample
+from assay.pytest_plugin import assert_faithful
+
+CONTEXT = "The Eiffel Tower is 330 metres tall."
+
+def test_grounded(assay_judge):
+    print("JUDGE=" + assay_judge.model_id)
+    assert_faithful(Sample(id="g", answer="The tower is 330 metres tall.", contexts=[CONTEXT]), min=1.0,
+                    judge=assay_judge)
+
+def test_not_grounded(assay_judge):
+    assert_faithful(Sample(id="b", answer="The tower is 300 metres tall.", contexts=[CONTEXT]), min=1.0,
+                    judge=assay_judge)
+"""
+
+
+def test_the_judges_server_comes_from_the_option_then_the_environment(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--assay-base-url`` / ``$ASSAY_BASE_URL`` point the fixture's judge at a server (issue 63)."""
+    pytest.importorskip("openai")
+    from assay.testing import FAKE_JUDGE_MODEL, FakeOpenAIServer
+
+    def session(*args: str) -> pytest.RunResult:
+        pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+        pytester.makepyfile(test_inner=BASE_URL_TESTS)
+        return pytester.runpytest(*PLUGIN_ARGS, "-p", "no:cacheprovider", "-s", "--assay-store", "none", *args)
+
+    for name in ("OPENAI_API_KEY", "ASSAY_JUDGE", "ASSAY_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    # The app's own OpenAI client may point elsewhere: the judge must not follow it there.
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    judge = f"openai:{FAKE_JUDGE_MODEL}"
+    with FakeOpenAIServer(only_model=FAKE_JUDGE_MODEL) as server:
+        result = session("--assay-judge", judge, "--assay-base-url", server.base_url)
+        result.assert_outcomes(passed=1, failed=1)  # the word rule: '300' is not in the context
+        assert f"JUDGE={judge}" in result.stdout.str()
+        assert "✗ The tower is 300 metres tall." in result.stdout.str()
+        by_option = server.calls
+        assert by_option >= 2
+
+        monkeypatch.setenv("ASSAY_BASE_URL", server.base_url)
+        session("--assay-judge", judge).assert_outcomes(passed=1, failed=1)
+        assert server.calls > by_option
+
+    # Without either, an openai: judge goes to OPENAI_BASE_URL, as before (nothing listens there).
+    monkeypatch.delenv("ASSAY_BASE_URL")
+    result = session("--assay-judge", judge)
+    result.assert_outcomes(failed=2)
+    assert "127.0.0.1:9" in result.stdout.str()
+
+    # The local judge runs in-process: a base URL for it is refused, not silently ignored.
+    result = session("--assay-judge", "local:/models/other.gguf", "--assay-base-url", "http://127.0.0.1:8765/v1")
+    assert result.ret != 0
+    assert "which runs in-process" in result.stdout.str() + result.stderr.str()
+    assert "--assay-base-url=URL" in session("--help").stdout.str()

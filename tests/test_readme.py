@@ -21,6 +21,10 @@ notes, issue 59). How (issue 35):
   ``openai/MODEL``) at it, and ``local`` (the embedded model) is read as ``openai:fake``
   (on it) by patching the judge-string reader ``assay.models._registry._canonical``. The pytest
   example's ``test_*`` functions are called with that judge as ``assay_judge``.
+- The command-line fake judge (issue 63): ``assay judges fake`` really runs, in a subprocess
+  (the command as written, on a free port), and is stopped with Ctrl-C (SIGINT), which must
+  exit 0. The pages' commands that point at it (``--base-url http://127.0.0.1:8765/v1``)
+  are sent to one ``assay judges fake`` started for this module, on a free port.
 """
 
 from __future__ import annotations
@@ -30,6 +34,10 @@ import json
 import re
 import shlex
 import shutil
+import signal
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +46,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from first_hour import word_judge
+from first_hour import cli_env, word_judge
 
 # inspect_ai's own warnings (0.3.285), as in tests/test_inspect_integration.py: the Inspect
 # example runs a real eval.
@@ -56,6 +64,7 @@ PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 SKIP = re.compile(r"<!--\s*readme-test:\s*skip\s*\((?P<why>[^)]+)\)\s*-->")
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)\s*$")
 USAGE_EXIT = {"gate": 3}  # every other command's usage error exits 1 (README, "Exit codes")
+FAKE_URL = "http://127.0.0.1:8765/v1"  # where the pages' commands find 'assay judges fake' (its default port)
 
 
 @dataclass(frozen=True)
@@ -135,6 +144,48 @@ def server() -> Iterator[str]:
         yield fake.base_url
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _serve_fake(args: list[str], cwd: Path) -> subprocess.Popen[str]:
+    """``assay judges fake ARGS`` in a subprocess on a free port, once it says where it serves."""
+    args = [a for i, a in enumerate(args) if a != "--port" and (i == 0 or args[i - 1] != "--port")]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "assay", *args, "--port", str(_free_port())],
+        cwd=cwd, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    if "serving on http://127.0.0.1:" not in first:
+        process.kill()
+        raise AssertionError(f"assay {' '.join(args)} did not start: {first}{process.communicate()[1]}")
+    return process
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.send_signal(signal.SIGINT)  # Ctrl-C
+    try:
+        _, err = process.communicate(timeout=10)  # reaps it and closes its pipes
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, f"Ctrl-C: exit {process.returncode}: {err}"
+
+
+@pytest.fixture(scope="module")
+def fake_judge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL of an ``assay judges fake`` (the real command) that the pages' commands are sent to."""
+    process = _serve_fake(["judges", "fake"], tmp_path_factory.mktemp("fake"))
+    assert process.stdout is not None
+    url = process.stdout.readline().split("--base-url ")[1].strip()
+    yield url
+    _stop(process)
+
+
 @pytest.fixture
 def workdir(tmp_path: Path, server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A working directory with the files the examples name, every judge pointed at the fake server."""
@@ -162,7 +213,7 @@ def workdir(tmp_path: Path, server: str, monkeypatch: pytest.MonkeyPatch) -> Ite
 
 
 @pytest.mark.parametrize("block", RUN, ids=[b.name for b in RUN])
-def test_the_block_runs(block: Block, workdir: Path) -> None:
+def test_the_block_runs(block: Block, workdir: Path, fake_judge: str) -> None:
     if block.lang == "python":
         namespace: dict[str, Any] = {"__name__": f"doc_block_{block.line}"}
         exec(compile(block.code, block.name, "exec"), namespace)
@@ -175,6 +226,10 @@ def test_the_block_runs(block: Block, workdir: Path) -> None:
     from assay.cli import app
 
     for words in _commands(block.code):
+        if words[1:3] == ["judges", "fake"]:  # serves until Ctrl-C: run it as a process, then stop it
+            _stop(_serve_fake(words[1:], workdir))
+            continue
+        words = [w.replace(FAKE_URL, fake_judge) for w in words]
         result = CliRunner().invoke(app, words[1:], env={"COLUMNS": "200", "NO_COLOR": "1"})
         said = f"{' '.join(words)} exited {result.exit_code}:\n{result.output}"
         assert result.exception is None or isinstance(result.exception, SystemExit), said

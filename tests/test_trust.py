@@ -26,7 +26,7 @@ from assay.models import FunctionJudge, JudgeRequest
 from assay.models._weights import DEFAULT_MODEL_SHA256
 from assay.run import JudgeRecord, RunSpec, RunStore, SampleResult, new_run_id, store_agreement, trust_for
 from assay.run._trust import TRUST_TABLE, default_judge_settings, settings_fingerprint
-from assay.testing import FakeOpenAIServer
+from assay.testing import FakeOpenAIServer, word_overlap_answer
 
 DEFAULT_LOCAL = JudgeRecord(
     model_id="local:qwen2.5-coder-1.5b-instruct-q4_k_m",
@@ -200,25 +200,7 @@ def test_runs_show_the_report_and_the_browser_show_the_trust_line(tmp_path: Path
 # --- a user's calibration attaches to their runs -----------------------------------------------
 
 
-def _block(text: str, tag: str) -> str:
-    return text.split(f"<{tag}>\n")[1].split(f"\n</{tag}>")[0]
-
-
-def word_judge(body: dict[str, object]) -> str:
-    """Supported when the statement's words are all in the context (claims here are not copies of it)."""
-    user = body["messages"][-1]["content"]  # type: ignore[index]
-    if "<sentence>" in user:  # the answer's sentence, rewritten to stand alone: itself
-        return json.dumps({"statements": [_block(user, "sentence")]})
-    context = _block(user, "context").lower()
-
-    def supported(statement: str) -> int:
-        return int(all(word in context for word in statement.rstrip(".").lower().split()))
-
-    if "<statements>" in user:  # an API judge's one call for all of a sample's statements
-        items = [line.split("] ", 1)[1] for line in _block(user, "statements").splitlines()]
-        return json.dumps({"verdicts": [{"statement": t, "reason": "r", "verdict": supported(t)} for t in items]})
-    ok = supported(_block(user, "statement"))
-    return json.dumps({"verdict": ok, "reason": "words found" if ok else "not stated"})
+word_judge = word_overlap_answer  # supported when each content word of the statement is a word of the context
 
 
 def labels(path: Path) -> None:

@@ -2,7 +2,9 @@
 
 Registered under the ``pytest11`` entry point ``assay``, so installing assay enables it.
 It adds the ``assay_judge`` fixture (the judge named by ``--assay-judge``, else
-``$ASSAY_JUDGE``, else ``local``; built once per session) and three assertions::
+``$ASSAY_JUDGE``, else ``local``, at the server ``--assay-base-url``, else
+``$ASSAY_BASE_URL``, else the judge's own default; built once per session) and three
+assertions::
 
     from assay.pytest_plugin import assert_faithful, assert_grade, assert_scores
 
@@ -45,7 +47,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import pytest
 
-from assay._safety import printable
+from assay._safety import printable, redact_url
 from assay._samples import Sample
 from assay._scores import MetricSpec, Score, summarize
 from assay.analysis import partial_run_reasons
@@ -83,7 +85,7 @@ _NO_STORE = "none"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add ``--assay-judge``, ``--assay-store`` and ``--assay-report``."""
+    """Add the ``--assay-*`` options: judge, base URL, store, report, allow-untrusted-judge."""
     group = parser.getgroup("assay", "judging LLM outputs with assay")
     group.addoption(
         "--assay-judge",
@@ -92,6 +94,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="JUDGE",
         help="Judge for the assay_judge fixture: local, local:/path.gguf, openai:MODEL, anthropic:MODEL "
         "(default: $ASSAY_JUDGE, else local).",
+    )
+    group.addoption(
+        "--assay-base-url",
+        action="store",
+        default=None,
+        metavar="URL",
+        help="Server of the assay_judge fixture's judge, e.g. http://127.0.0.1:8765/v1 (default: $ASSAY_BASE_URL, "
+        "else the judge's own: $OPENAI_BASE_URL for openai: judges). Only the judge goes there, never your app's "
+        "own OpenAI client.",
     )
     group.addoption(
         "--assay-store",
@@ -368,9 +379,22 @@ def _current() -> SessionRun | None:
 
 @pytest.fixture(scope="session")
 def assay_judge(request: pytest.FixtureRequest) -> JudgeModel:
-    """The judge named by ``--assay-judge``, else ``$ASSAY_JUDGE``, else ``local`` (built once per session)."""
+    """The judge named by ``--assay-judge``, else ``$ASSAY_JUDGE``, else ``local`` (built once per session).
+
+    Its server is ``--assay-base-url``, else ``$ASSAY_BASE_URL``, else the judge's own
+    default (``$OPENAI_BASE_URL`` for ``openai:``).
+    """
     spec = request.config.getoption("--assay-judge") or os.environ.get("ASSAY_JUDGE") or "local"
-    return get_judge(str(spec))
+    base_url = request.config.getoption("--assay-base-url") or os.environ.get("ASSAY_BASE_URL") or None
+    judge = get_judge(str(spec), base_url=str(base_url) if base_url else None)
+    if base_url and judge.model_id.startswith("local:"):
+        # get_judge has nowhere to send it: the run would silently be the local model's.
+        raise pytest.UsageError(
+            f"assay: --assay-base-url (or $ASSAY_BASE_URL) {redact_url(str(base_url))} is the server of an "
+            f"openai: or anthropic: judge, but the judge is {judge.model_id}, which runs in-process: name the "
+            "server's judge with --assay-judge (e.g. openai:fake-word-overlap for 'assay judges fake')"
+        )
+    return judge
 
 
 _P = ParamSpec("_P")

@@ -1,8 +1,17 @@
-"""``assay judges bench``: parses options, calls :func:`assay.run.bench_judges` and prints the judges side by side."""
+"""``assay judges``: ``bench`` compares judges on labelled data; ``fake`` serves a fake judge on loopback.
+
+``bench`` parses options, calls :func:`assay.run.bench_judges` and prints the judges side by
+side. ``fake`` serves :class:`assay.testing.FakeOpenAIServer` (its word-rule answers,
+:func:`assay.testing.word_overlap_answer`) until Ctrl-C, so a shell user can follow every
+page of the docs without a key and without the local model.
+"""
 
 from __future__ import annotations
 
+import errno
 import math
+import signal
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -15,9 +24,12 @@ from assay.models import JUDGE_FORMS
 from assay.run._bench import BENCH_SETS, BenchCell, BenchResult, BenchSet, bench_judges, dev_note
 from assay.run._cost import PriceTable
 
-__all__ = ["bench", "judges_app"]
+__all__ = ["bench", "fake", "judges_app"]
 
-judges_app = typer.Typer(help="Compare judges on labelled data that ships with assay.", no_args_is_help=True)
+judges_app = typer.Typer(
+    help="Compare judges on labelled data that ships with assay, or serve a fake one on loopback.",
+    no_args_is_help=True,
+)
 
 
 def _ci(value: float, ci: tuple[float, float]) -> str:
@@ -152,3 +164,59 @@ def bench(
 
 
 judges_app.command("bench")(bench)
+
+
+DEFAULT_FAKE_PORT = 8765
+"""The port ``assay judges fake`` listens on unless told otherwise (the docs' commands use it)."""
+
+
+def fake(
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0 picks a free one).")
+    ] = DEFAULT_FAKE_PORT,
+) -> None:
+    """Serve a fake OpenAI-compatible judge on 127.0.0.1 until Ctrl-C: no key, no model, instant answers.
+
+    It answers every prompt assay sends by a documented word rule (a statement is
+    supported when each of its content words is a word of the context; a grader passes
+    when the response says the criterion's words; ...; docs/guides/judges.md), so runs,
+    reports and gates can be tried in seconds. Its verdicts measure nothing: it serves only
+    the model 'fake-word-overlap' (any other model name gets a 404), so its runs say
+    'openai:fake-word-overlap' everywhere and their trust line says 'not measured'.
+    Exit codes: 0 stopped by Ctrl-C (or SIGTERM); 1 the port could not be bound.
+    """
+    from assay.testing import FAKE_JUDGE_MODEL, FakeOpenAIServer
+
+    server = FakeOpenAIServer(only_model=FAKE_JUDGE_MODEL, port=port)
+    try:
+        server.start()
+    except OSError as exc:
+        taken = exc.errno == errno.EADDRINUSE
+        why = "is in use" if taken else f"cannot be bound ({printable(str(exc), breaks=False)})"
+        err_console.print(f"[red]error[/red]: port {port} on 127.0.0.1 {why}: pass --port N (0 picks a free port)")
+        raise typer.Exit(EXIT_USAGE) from None
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    flags = f"--judge openai:{FAKE_JUDGE_MODEL} --base-url {server.base_url}"
+    try:
+        out_console.print(f"fake judge (a word rule, not a model) serving on {server.base_url}", soft_wrap=True)
+        out_console.print(f"use it with: {flags}", soft_wrap=True)
+        out_console.print(f"  e.g. assay run examples/rag.jsonl -m faithfulness {flags}", soft_wrap=True)
+        out_console.print(
+            "a statement is supported when each of its content words is a word of the context; its scores "
+            "test plumbing and measure nothing (docs/guides/judges.md). Ctrl-C stops it.",
+            soft_wrap=True,
+        )
+        out_console.file.flush()
+        while not stop.wait(0.2):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.close()
+    err_console.print(f"fake judge stopped after {server.calls} request(s)")
+    raise typer.Exit(EXIT_OK)
+
+
+judges_app.command("fake")(fake)

@@ -153,6 +153,7 @@ class FakeServer(Generic[HandlerT]):
         any_path: Answer a ``POST`` to any path in this server's format, as a server or
             proxy that ignores the path does: a client of the other API pointed here
             gets this API's reply, with status 200.
+        port: The port to bind on ``127.0.0.1``; 0 picks a free one.
     """
 
     handler_class: type[HandlerT]
@@ -172,8 +173,10 @@ class FakeServer(Generic[HandlerT]):
         include_usage: bool,
         model: str,
         any_path: bool = False,
+        port: int = 0,
     ) -> None:
         self.responder: Responder = responder
+        self.port = port
         self.any_path = any_path
         self.latency_s = latency_s
         self.timeout_sleep_s = timeout_sleep_s
@@ -243,11 +246,15 @@ class FakeServer(Generic[HandlerT]):
     # -- lifecycle --------------------------------------------------------------------
 
     def start(self) -> Self:
-        """Bind a free port on 127.0.0.1 and serve from a background thread."""
+        """Bind :attr:`port` (0: a free one) on 127.0.0.1 and serve from a background thread.
+
+        Raises:
+            OSError: The port is taken (``errno.EADDRINUSE``) or cannot be bound.
+        """
         if self._server is not None:
             raise RuntimeError(f"{type(self).__name__} is already running")
         self._stop.clear()
-        server = _HTTPServer(("127.0.0.1", 0), self.handler_class)
+        server = _HTTPServer(("127.0.0.1", self.port), self.handler_class)
         server.owner = self
         self._server = server
         self._thread = threading.Thread(

@@ -20,9 +20,16 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from assay.testing._answers import (
+    minimal_instance,
+    minimal_responder,
+    request_schema,
+    resolve_ref,
+    word_overlap_answer,
+)
 from assay.testing._fake_server import FakeHandler, FakeServer, Responder
 
-__all__ = ["FAULTS", "FakeOpenAIServer", "Responder", "minimal_instance"]
+__all__ = ["FAULTS", "FakeOpenAIServer", "Responder", "default_responder", "minimal_instance", "minimal_responder"]
 
 FAULTS: Final[tuple[str, ...]] = (
     "401",
@@ -43,123 +50,8 @@ FAULTS: Final[tuple[str, ...]] = (
 MALFORMED_TEXT: Final = "I think the answer is yes"
 REFUSAL_TEXT: Final = "I'm sorry, but I can't help with that request."
 
-_STRING_FORMATS: Final[Mapping[str, str]] = {
-    "date-time": "2024-01-01T00:00:00Z",
-    "date": "2024-01-01",
-    "time": "00:00:00",
-    "uuid": "00000000-0000-0000-0000-000000000000",
-    "email": "judge@example.com",
-    "uri": "https://example.com/",
-}
-
-
-def minimal_instance(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> Any:
-    """A small JSON value valid against ``schema``, as pydantic emits schemas.
-
-    Handles ``object``, ``array``, ``string``, ``integer``, ``number``, ``boolean``,
-    ``null``, ``enum`` (first value), ``const``, ``$ref`` into ``$defs``, ``anyOf`` /
-    ``oneOf`` (first non-null branch) and ``allOf`` (first branch). Objects get every
-    property (its ``default`` when it has one); arrays get ``max(minItems, 1)`` items
-    (capped by ``maxItems``); strings honour ``minLength`` and common formats.
-
-    Args:
-        schema: The (sub)schema to satisfy.
-        root: The schema holding ``$defs``; defaults to ``schema`` itself.
-
-    Returns:
-        A JSON-serializable value.
-
-    Raises:
-        ValueError: A ``$ref`` points outside the root document.
-    """
-    root = schema if root is None else root
-    if "$ref" in schema:
-        return minimal_instance(_resolve_ref(str(schema["$ref"]), root), root)
-    if "const" in schema:
-        return schema["const"]
-    if "enum" in schema:
-        return next(iter(schema["enum"]))
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            branches: list[Mapping[str, Any]] = list(schema[key])
-            non_null = [b for b in branches if b.get("type") != "null"]
-            return minimal_instance((non_null or branches)[0], root)
-    if "allOf" in schema:
-        return minimal_instance(next(iter(schema["allOf"])), root)
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kinds = [k for k in kind if k != "null"] or ["null"]
-        kind = kinds[0]
-    if kind == "object" or (kind is None and "properties" in schema):
-        properties: Mapping[str, Mapping[str, Any]] = schema.get("properties", {})
-        return {
-            name: sub["default"] if "default" in sub else minimal_instance(sub, root)
-            for name, sub in properties.items()
-        }
-    if kind == "array":
-        count = max(int(schema.get("minItems", 0)), 1)
-        if "maxItems" in schema:
-            count = min(count, int(schema["maxItems"]))
-        items: Mapping[str, Any] = schema.get("items", {})
-        return [minimal_instance(items, root) for _ in range(count)]
-    if kind == "string":
-        if schema.get("format") in _STRING_FORMATS:
-            return _STRING_FORMATS[str(schema["format"])]
-        return "x" * max(int(schema.get("minLength", 0)), 1)
-    if kind in ("integer", "number"):
-        return _minimal_number(schema, integer=kind == "integer")
-    if kind == "boolean":
-        return False
-    return None
-
-
-def _resolve_ref(ref: str, root: Mapping[str, Any]) -> Mapping[str, Any]:
-    if not ref.startswith("#/"):
-        raise ValueError(f"only local $ref values are supported, got {ref!r}")
-    node: Any = root
-    for part in ref[2:].split("/"):
-        node = node[part.replace("~1", "/").replace("~0", "~")]
-    if not isinstance(node, Mapping):
-        raise ValueError(f"$ref {ref!r} does not point at a schema")
-    return node
-
-
-def _minimal_number(schema: Mapping[str, Any], *, integer: bool) -> int | float:
-    step = 1.0 if integer else 0.5
-    value = 0.0
-    if "minimum" in schema:
-        value = max(value, float(schema["minimum"]))
-    if "exclusiveMinimum" in schema and value <= float(schema["exclusiveMinimum"]):
-        value = float(schema["exclusiveMinimum"]) + step
-    if "maximum" in schema:
-        value = min(value, float(schema["maximum"]))
-    if "exclusiveMaximum" in schema and value >= float(schema["exclusiveMaximum"]):
-        value = float(schema["exclusiveMaximum"]) - step
-    return int(value) if integer else value
-
-
-def _request_schema(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    response_format = body.get("response_format")
-    if not isinstance(response_format, Mapping):
-        return None
-    if response_format.get("type") != "json_schema":
-        return None
-    spec = response_format.get("json_schema")
-    if not isinstance(spec, Mapping):
-        return None
-    schema = spec.get("schema")
-    return schema if isinstance(schema, Mapping) else None
-
-
-def default_responder(body: dict[str, Any]) -> str:
-    """A minimal valid instance of the requested JSON schema, ``{}`` for JSON mode, else OK."""
-    schema = _request_schema(body)
-    if schema is not None:
-        return json.dumps(minimal_instance(schema))
-    response_format = body.get("response_format")
-    if isinstance(response_format, Mapping) and response_format.get("type") == "json_object":
-        return "{}"
-    return "OK"
+default_responder = word_overlap_answer
+"""The answer of :class:`FakeOpenAIServer` without a responder: :func:`~assay.testing.word_overlap_answer`."""
 
 
 def _text_chars(messages: object) -> int:
@@ -243,9 +135,12 @@ class FakeOpenAIServer(FakeServer[_Handler]):
     :attr:`fault_counts`.
 
     Args:
-        responder: Request body -> assistant message content. The default answers a
-            minimal valid instance of the ``response_format`` JSON schema, ``{}`` in JSON
-            mode, and ``OK`` otherwise.
+        responder: Request body -> assistant message content. The default,
+            :func:`~assay.testing.word_overlap_answer`, answers every prompt assay sends by
+            a documented word rule (a statement is supported when its content words are in
+            the context), and anything else with a minimal valid instance of the
+            ``response_format`` JSON schema, ``{}`` in JSON mode, ``OK`` as plain text.
+            ``minimal_responder`` answers everything the latter way.
         latency_s: Seconds to wait before answering every request.
         faults: Fault name -> probability (their sum at most 1). One draw per request
             picks at most one fault. Names: ``401`` (the key refused, the message
@@ -276,6 +171,10 @@ class FakeOpenAIServer(FakeServer[_Handler]):
         any_path: Answer chat completions at any ``POST`` path (``/v1/messages`` too), as
             a server that ignores the path does: an Anthropic client pointed here gets a
             chat-completions reply with status 200.
+        only_model: When set, the one model served: a request naming another gets a 404
+            ``model_not_found``, as the real API answers an unknown model, so this server's
+            answers cannot be recorded under another model's name.
+        port: The port to bind on ``127.0.0.1``; 0 (the default) picks a free one.
     """
 
     handler_class = _Handler
@@ -296,6 +195,8 @@ class FakeOpenAIServer(FakeServer[_Handler]):
         model: str = "fake-judge",
         answered_as: Callable[[Mapping[str, Any], int], str] | None = None,
         any_path: bool = False,
+        only_model: str | None = None,
+        port: int = 0,
     ) -> None:
         super().__init__(
             responder or default_responder,
@@ -305,9 +206,11 @@ class FakeOpenAIServer(FakeServer[_Handler]):
             timeout_sleep_s=timeout_sleep_s,
             require_api_key=require_api_key,
             include_usage=include_usage,
-            model=model,
+            model=only_model or model,
             any_path=any_path,
+            port=port,
         )
+        self.only_model = only_model
         self.rejects_json_schema = rejects_json_schema
         self.rejects_max_tokens = rejects_max_tokens
         self.answered_as = answered_as
@@ -325,6 +228,16 @@ class FakeOpenAIServer(FakeServer[_Handler]):
             return
         if not self._wait(self.latency_s):
             handler._reset()
+            return
+        if self.only_model is not None and body.get("model") != self.only_model:
+            handler._send_error(
+                404,
+                f"The model `{body.get('model')}` does not exist: this server is assay's fake judge and answers "
+                f"only as `{self.only_model}` (--judge openai:{self.only_model}).",
+                "invalid_request_error",
+                code="model_not_found",
+                param="model",
+            )
             return
         response_format = body.get("response_format")
         if (
@@ -386,7 +299,7 @@ class FakeOpenAIServer(FakeServer[_Handler]):
             content = content[: len(content) // 2]
             finish_reason = "length"
         elif fault == "wrong_count":
-            content = _one_verdict_too_many(content, _request_schema(body))
+            content = _one_verdict_too_many(content, request_schema(body))
 
         payload: dict[str, Any] = {
             "id": f"chatcmpl-fake-{self.calls}",
@@ -434,12 +347,12 @@ def _one_verdict_too_many(content: str, schema: Mapping[str, Any] | None) -> str
 def _verdicts_items_schema(schema: Mapping[str, Any]) -> Mapping[str, Any] | None:
     node: Mapping[str, Any] = schema
     if "$ref" in node:
-        node = _resolve_ref(str(node["$ref"]), schema)
+        node = resolve_ref(str(node["$ref"]), schema)
     verdicts = node.get("properties", {}).get("verdicts")
     if not isinstance(verdicts, Mapping):
         return None
     if "$ref" in verdicts:
-        verdicts = _resolve_ref(str(verdicts["$ref"]), schema)
+        verdicts = resolve_ref(str(verdicts["$ref"]), schema)
     if verdicts.get("type") != "array":
         return None
     items = verdicts.get("items", {})
