@@ -24,7 +24,7 @@ LLAMA_SIMD += -DGGML_AVX512=OFF
 endif
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF $(LLAMA_SIMD) -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 
-.PHONY: install demo test docs lint bench-agreement clean llama-cmake-args
+.PHONY: install browser demo test docs lint bench-agreement clean llama-cmake-args
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,8 +50,17 @@ install: $(STAMP)
 demo: install
 	$(BIN)/assay run examples/rag.jsonl --out results.jsonl
 
+# Headless Chromium for the HTML report's browser tests (Debian's package; no browser download).
+# As root (CI, a container) it is installed when missing; otherwise say what to install.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium for the browser tests (Debian's package)"; \
+	    apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else echo "note: no chromium on PATH: the browser tests need it (sudo apt-get install chromium)"; fi; }
+
 # pytest exits 5 when it collected no tests: a test run that tested nothing fails, loudly.
-test: install
+test: install browser
 	@$(BIN)/python -m pytest; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests: treating as a failure"; fi; \
 	exit $$status

@@ -219,8 +219,10 @@ def test_the_build_is_read_from_what_the_loaded_library_reports(info: str, kerne
 
 def test_the_run_browser_says_first_that_two_runs_had_two_judges_of_one_name(tmp_path: Path) -> None:
     pytest.importorskip("websocket", reason="needs websocket-client (pip install websocket-client)")
-    from cdp import Chromium
+    from cdp import CHROMIUM, Chromium
 
+    if not CHROMIUM.exists():
+        pytest.skip(f"needs Debian's chromium at {CHROMIUM} (make browser, or apt-get install chromium)")
     path = data(tmp_path / "d.jsonl")
     evaluate(path, METRIC, BuiltJudge(verdict, name="local:m"), store="runs.sqlite", progress=False)
     evaluate(path, METRIC, BuiltJudge(verdict, name="local:m", build=AVX512), store="runs.sqlite", progress=False)
