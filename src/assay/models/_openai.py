@@ -10,8 +10,9 @@ owns retries, and it decides from :class:`JudgeHTTPError`'s ``transient`` and
 The request's body (prompt, JSON schema, decoding settings) is sent as ``extra_body``,
 not as ``create``'s typed parameters: the SDK walks those value by value before sending
 them (``openai._utils._transform``), each message tried against every message type of
-the union and the schema key by key, about 5 ms of CPU a call on a first-generation EPYC,
-and returns plain JSON such as ours unchanged. ``extra_body`` is the SDK's documented way
+the union and the schema key by key (1.7 ms of CPU for a verdict call on a
+first-generation EPYC; 0.2 ms for what is left), and returns plain JSON such as ours
+unchanged. ``extra_body`` is the SDK's documented way
 to add JSON to a request, merged into the body after that walk, its keys replacing the
 typed ones (``create`` requires ``model`` and ``messages``; ``messages=[]`` stands in).
 The request is the same JSON, and the SDK still sends it and owns the connection, the
