@@ -18,6 +18,10 @@ Figures:
   its own virtual environment (``/tmp/ragas-venv``; ``--setup-ragas`` creates it);
   calls and tokens are counted by the server, the same way for both tools;
 * a cached re-run (``JudgeCache``): zero calls and < 5 % of the run that filled it;
+* client CPU (this process's user + system time, ``time.process_time``) per sample, for
+  the judged run and the cached re-run, and the re-run's share of the filling run's CPU:
+  unlike wall time, it does not grow when other processes load the machine. The CPU
+  model and the load average before and after are printed beside the figures;
 * peak RSS of a child process streaming ``--stream-samples`` generated samples through
   ``aevaluate(..., keep_results=False)`` with an instant ``FunctionJudge`` (< 500 MB).
 
@@ -413,6 +417,28 @@ def run_stream(n: int, concurrency: int, keep_requests: bool = False) -> dict[st
 # -- main --------------------------------------------------------------------------------
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), and its family where the name hides the generation."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown CPU"
+    name = re.search(r"^model name\s*:\s*(.+)$", info, re.MULTILINE)
+    family = re.search(r"^cpu family\s*:\s*(\d+)$", info, re.MULTILINE)
+    text = name.group(1).strip() if name else "unknown CPU"
+    return f"{text} (family {family.group(1)})" if family else text
+
+
+def load_text() -> str:
+    """The 1-minute load average beside the core count."""
+    return f"load {os.getloadavg()[0]:.1f} on {os.cpu_count() or 1} cores"
+
+
+def ms_per_sample(run: dict[str, Any]) -> str:
+    """A run's client CPU per sample, in milliseconds."""
+    return f"{run['cpu_s'] / max(1, run['n']) * 1000:.2f} ms"
+
+
 def _row(name: str, value: str, target: str = "", ok: bool | None = None) -> str:
     verdict = "" if ok is None else ("PASS" if ok else "MISS")
     return f"{name:<38} {value:>24}  {target:<22} {verdict}"
@@ -468,6 +494,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if load > cores / 2:
         print(f"warning: load average {load:.1f} on {cores} cores: other processes compete; wall times suffer")
     print(f"{args.samples} samples, {args.latency * 1000:g} ms a call, concurrency {args.concurrency}", flush=True)
+    load_before = load_text()
+    print(f"{cpu_model()}; {load_before}", flush=True)
 
     with ServerProcess(args.latency, args.log_requests) as server, tempfile.TemporaryDirectory() as tmp:
         from assay.run import JudgeCache
@@ -487,6 +515,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(_row("assay tokens (scores / server)", tokens))
         rows.append(_row("assay scored", f"{ours['scored']} of {ours['n']}"))
         rows.append(_row("assay CPU: client / server", f"{ours['cpu_s']:.2f}s / {ours_server['cpu_s']:.2f}s"))
+        rows.append(_row("assay client CPU / sample", ms_per_sample(ours)))
 
         if args.skip_ragas:
             rows.append(_row("ragas", "skipped (--skip-ragas)"))
@@ -519,11 +548,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         again_server = server.reset()
         cache.close()
         share = again["wall_s"] / filled["wall_s"]
+        cpu_share = again["cpu_s"] / filled["cpu_s"] if filled["cpu_s"] else float("inf")
         print(f"cache fill: {filled} server: {fill_server}; re-run: {again} server: {again_server}", flush=True)
         rows.append(_row("cache-filling run wall", f"{filled['wall_s']:.2f}s ({fill_server['calls']} calls)"))
         rows.append(_row("cached re-run calls (server)", f"{again_server['calls']}", "0", again_server["calls"] == 0))
         rows.append(_row("cached re-run wall", f"{again['wall_s']:.3f}s"))
         rows.append(_row("cached re-run / filling run", f"{share:.2%}", "< 5%", share < 0.05))
+        rows.append(_row("cache-filling run client CPU / sample", ms_per_sample(filled)))
+        rows.append(_row("cached re-run client CPU / sample", ms_per_sample(again)))
+        rows.append(_row("cached re-run CPU / filling run CPU", f"{cpu_share:.2%}"))
 
     if args.stream_samples > 0:
         stream = run_stream(args.stream_samples, args.concurrency)
@@ -535,6 +568,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(_row("stream peak RSS", f"{stream['peak_mb']:.0f} MB", "< 500 MB", stream["peak_mb"] < 500))
 
     print()
+    print(f"{cpu_model()}; {load_before} at the start, {load_text()} at the end")
     print(_row("figure", "value", "target", None) + "PASS/MISS")
     print("-" * 96)
     print("\n".join(rows))

@@ -102,7 +102,11 @@ class Term:
 
 @lru_cache(maxsize=4096)
 def terms(text: str) -> tuple[Term, ...]:
-    """The terms of ``text`` in order (see the module docstring), with their offsets."""
+    """The terms of ``text`` in order (see the module docstring), with their offsets.
+
+    Cached: a sentence's terms are read when the answer is read, again when a statement
+    taken word for word from it is anchored, and again when its coverage is checked.
+    """
     return _terms_uncached(text)
 
 
@@ -454,9 +458,9 @@ def sentence_before(sentences: Sequence[SentenceSpan]) -> tuple[int | None, ...]
 @lru_cache(maxsize=16)
 def _read(answer: str, question: str) -> _Read:
     sentences = answer_sentences(answer, question)
-    source = tuple(_terms_uncached(s.text) for s in sentences)
+    source = tuple(terms(s.text) for s in sentences)
     own = tuple(frozenset(t.term for t in terms_of) for terms_of in source)
-    asked = frozenset(t.term for t in _terms_uncached(question))
+    asked = frozenset(t.term for t in terms(question))
     before = sentence_before(sentences)
     referents = tuple(asked | (own[b] if b is not None else frozenset()) for b in before)
     holding: dict[str, list[int]] = {}
@@ -531,7 +535,7 @@ def anchor_statement(
     Returns:
         The anchor to the checkable sentence the statement is most its own to, or ``None``.
     """
-    stated = _terms_uncached(statement)
+    stated = terms(statement)
     read = _read(answer, question)
     if not stated:  # no term ("Yes.", "I have."): only a checkable sentence itself, word for word
         same = read.exact.get(_key(statement))

@@ -12,8 +12,56 @@ __all__ = ["SEGMENT_CHARS", "located_sentences", "text_pieces"]
 @lru_cache(maxsize=8)
 def _segmenter(language: str) -> Any:
     import pysbd
+    from pysbd.utils import TextSpan
 
-    return pysbd.Segmenter(language=language, clean=False)
+    class Segmenter(pysbd.Segmenter):  # type: ignore[misc]  # pysbd is untyped
+        r"""pysbd's segmenter, locating its sentences without compiling a pattern for each.
+
+        pysbd finds each sentence in the text with ``re.finditer(re.escape(sentence) +
+        r"\s*", text)``: a new pattern per sentence, compiled every time, which also
+        evicts the segmenter's own patterns from ``re``'s cache of 512 so they are
+        compiled again (0.54 ms a sentence of the throughput benchmark's answers on a
+        first-generation EPYC; 0.31 ms with this). The same search
+        with ``str.find`` gives the same spans (:func:`_spans`).
+        """
+
+        def sentences_with_char_spans(self, sentences: list[str]) -> list[Any]:
+            return [TextSpan(text, start, end) for text, start, end in _spans(sentences, self.original_text)]
+
+    return Segmenter(language=language, clean=False)
+
+
+def _spans(sentences: list[str], text: str) -> list[tuple[str, int, int]]:
+    r"""Where pysbd's ``sentences_with_char_spans`` places each sentence, without a regular expression.
+
+    For each sentence in order: the first non-overlapping occurrence of the sentence
+    followed by any whitespace (what ``re.finditer(re.escape(sentence) + r"\s*", text)``
+    yields, scanning from the start of the text) that ends after the previous sentence's
+    span; a sentence with no such occurrence is left out. ``str.isspace`` and ``\s`` are
+    the same set of characters. An empty sentence (whose pattern matches the empty string,
+    with ``re``'s own rules for empty matches) takes the regular expression.
+    """
+    spans: list[tuple[str, int, int]] = []
+    prior_end = 0
+    for sentence in sentences:
+        if not sentence:
+            for match in re.finditer(r"\s*", text):
+                if match.end() > prior_end:
+                    spans.append((match.group(), match.start(), match.end()))
+                    prior_end = match.end()
+                    break
+            continue
+        position = 0
+        while (start := text.find(sentence, position)) >= 0:
+            end = start + len(sentence)
+            while end < len(text) and text[end].isspace():
+                end += 1
+            if end > prior_end:
+                spans.append((text[start:end], start, end))
+                prior_end = end
+                break
+            position = end
+    return spans
 
 
 SEGMENT_CHARS = 2000

@@ -6,6 +6,17 @@ OpenAI itself, vLLM, Ollama, the llama.cpp server, LM Studio: anything that spea
 The SDK's own retries are switched off (``max_retries=0``): exactly one layer of assay
 owns retries, and it decides from :class:`JudgeHTTPError`'s ``transient`` and
 ``retry_after`` attributes.
+
+The request's body (prompt, JSON schema, decoding settings) is sent as ``extra_body``,
+not as ``create``'s typed parameters: the SDK walks those value by value before sending
+them (``openai._utils._transform``), each message tried against every message type of
+the union and the schema key by key (1.7 ms of CPU for a verdict call on a
+first-generation EPYC; 0.2 ms for what is left), and returns plain JSON such as ours
+unchanged. ``extra_body`` is the SDK's documented way
+to add JSON to a request, merged into the body after that walk, its keys replacing the
+typed ones (``create`` requires ``model`` and ``messages``; ``messages=[]`` stands in).
+The request is the same JSON, and the SDK still sends it and owns the connection, the
+timeout, the raw response and its errors.
 """
 
 from __future__ import annotations
@@ -143,17 +154,20 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
             response_format = _response_format(schema, mode)
             started = time.perf_counter()
             failure: JudgeError | None = None
+            # The body goes in ``extra_body``, past the SDK's parameter walk: see the module docstring.
+            body: dict[str, object] = {
+                "messages": payload,
+                "temperature": config.temperature,
+                "seed": config.seed + config.repeat,  # repeats are real repeats
+                token_param: config.max_tokens,
+            }
+            if response_format:
+                body["response_format"] = response_format
             try:
                 raw = await self._get_client().chat.completions.with_raw_response.create(
                     model=self._model,
-                    messages=payload,
-                    temperature=config.temperature,
-                    seed=config.seed + config.repeat,  # repeats are real repeats
-                    max_tokens=config.max_tokens if token_param == "max_tokens" else openai.omit,
-                    max_completion_tokens=(
-                        config.max_tokens if token_param == "max_completion_tokens" else openai.omit
-                    ),
-                    response_format=response_format if response_format else openai.omit,
+                    messages=[],  # replaced by extra_body's
+                    extra_body=body,
                 )
             except openai.BadRequestError as err:
                 if mode == "json_schema" and _mentions(err, "response_format", "json_schema"):

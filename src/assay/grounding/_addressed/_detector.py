@@ -182,6 +182,12 @@ def _judge_segment(folded: str, low: str, offset: int, carried: _Cue | None) -> 
     # "confirm whether everything is correct" asks a question: its truth word is no output value
     asserted = [c for c in truth if not _INDIRECT.search(low[max(0, c.start - offset - 60) : c.start - offset])]
 
+    if not strong and not weak:
+        # Every pairing below needs a content cue (most sentences have none): only a vocative
+        # naming the evaluator fires alone, and the last vocative is carried to the next sentence.
+        named, vocatives = _vocatives(folded, low, offset)
+        return (named, None) if named else (None, vocatives[-1] if vocatives else None)
+
     verify_by = find(_P_VERIFY_BY, "verification")
     found = _pair(verify_by, strong + judged)
     if found:
@@ -189,14 +195,9 @@ def _judge_segment(folded: str, low: str, offset: int, carried: _Cue | None) -> 
     if carried is not None and strong + weak:
         return _result("instruction", carried, (strong + weak)[0]), None
 
-    vocatives = []
-    for m in _P_VOCATIVE.finditer(low):
-        group = "a" if m.group("a") else "b"
-        name = slice(m.start(group), m.end(group))
-        vocative = _Cue("vocative", m.start() + offset, m.end() + offset)
-        if _P_ACTOR_STRONG.fullmatch(low[name]) or _P_ACTOR_STRONG_CASED.fullmatch(folded[name]):
-            return ("vocative", ("vocative",), vocative.start, vocative.end, _REASONS["vocative"]), None
-        vocatives.append(vocative)
+    named, vocatives = _vocatives(folded, low, offset)
+    if named:
+        return named, None
     found = _pair(vocatives, strong + weak)
     if found:
         return _result("instruction", *found), None
@@ -224,6 +225,19 @@ def _judge_segment(folded: str, low: str, offset: int, carried: _Cue | None) -> 
         if found:
             return _result("instruction", *found), None
     return None, left
+
+
+def _vocatives(folded: str, low: str, offset: int) -> tuple[_Result | None, list[_Cue]]:
+    """A finding for the first vocative that names the evaluator, else ``None``; and the vocatives before it."""
+    vocatives: list[_Cue] = []
+    for m in _P_VOCATIVE.finditer(low):
+        group = "a" if m.group("a") else "b"
+        name = slice(m.start(group), m.end(group))
+        vocative = _Cue("vocative", m.start() + offset, m.end() + offset)
+        if _P_ACTOR_STRONG.fullmatch(low[name]) or _P_ACTOR_STRONG_CASED.fullmatch(folded[name]):
+            return ("vocative", ("vocative",), vocative.start, vocative.end, _REASONS["vocative"]), vocatives
+        vocatives.append(vocative)
+    return None, vocatives
 
 
 def _result(cue: str, directive: _Cue, content: _Cue) -> _Result:
