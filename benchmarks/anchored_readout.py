@@ -73,16 +73,15 @@ FRACTIONS = (0.25, 0.5, 1.0)
 
 
 def schedule(
-    pairs: Sequence[EvidencePair], samples: dict[str, list[dict[str, Any]]], seed: int, per_document: int = 3
+    pairs: Sequence[EvidencePair], samples: dict[str, list[dict[str, Any]]], seed: int
 ) -> list[tuple[str, str, list[dict[str, Any]]]]:
     """(set, "dev" or "removed", rows) in the order to judge them; rows of one entry share their contexts.
 
-    Per set, a queue: every context that has a pair (its dev items, then at most
-    ``per_document`` of its pairs' negatives), each followed by one context without a
-    pair (so the dev items of both labels grow together); then the negatives left over;
-    then the other dev contexts. Contexts are in a seeded order. The queues are merged
-    by taking next from the set that has used the fewest characters so far, so any
-    prefix of the run spends about equal time on each set.
+    Per set, a queue: first every context that has a pair (its dev items, then its pairs'
+    negatives), then the other dev contexts, each part in a seeded order. The queues are
+    merged by taking next from the set that has used the fewest characters so far, so any
+    prefix of the run spends about equal time on each set, and the evidence-use pairs
+    come before the rest of the dev items.
     """
     from judge_agreement import contexts_of
 
@@ -101,14 +100,10 @@ def schedule(
         rng.shuffle(first)
         rng.shuffle(rest)
         queue: list[tuple[str, str, list[dict[str, Any]]]] = []
-        later: list[tuple[str, str, list[dict[str, Any]]]] = []
         for key in first:
             queue.append((name, "dev", by_context[key]))
-            for k, p in enumerate(paired[key]):
-                (queue if k < per_document else later).append((name, "removed", [p.rows()[1]]))
-            if rest:
-                queue.append((name, "dev", by_context[rest.pop()]))
-        queues[name] = queue + later + [(name, "dev", by_context[key]) for key in rest]
+            queue += [(name, "removed", [p.rows()[1]]) for p in paired[key]]
+        queues[name] = queue + [(name, "dev", by_context[key]) for key in rest]
     used = dict.fromkeys(SETS, 0)
     out: list[tuple[str, str, list[dict[str, Any]]]] = []
     while any(queues.values()):

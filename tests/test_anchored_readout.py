@@ -120,3 +120,32 @@ def test_the_learning_curve_keeps_each_source_and_label_in_proportion(ar: Module
             kept = int(((part.sources == s) & (part.data.y == c)).sum())
             assert kept == max(1, round(0.25 * whole))
     assert ar.subsample(items, 1.0, seed=3) is items
+
+
+@pytest.mark.slow
+async def test_every_statement_judged_at_once_gets_its_own_hidden_state() -> None:
+    """The verifier asks for a sample's verdicts together (one thread each): each capture must be its call's own."""
+    pytest.importorskip("llama_cpp")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from hidden_states import HiddenStateJudge, messages_key
+
+        from assay.grounding._verify import StatementVerifier
+        from tiny_model import smollm2_path
+
+        judge = HiddenStateJudge(smollm2_path(), n_ctx=2048, n_threads=1, names=("l_out-4", "result_norm"))
+        assert judge.batched_calls > 1  # the verifier gathers the calls
+        context = ["The Amazon River is about 6,400 km long. It empties into the Atlantic Ocean."]
+        claims = ["The Amazon is 6,400 km long.", "It empties into the Pacific.", "The river is short.", "Brazil."]
+        outcomes = await StatementVerifier(method="threshold", reasons="none").verify(context, claims, judge)
+        calls = [c for o in outcomes for c in o.calls if c.purpose.endswith(".p1")]
+        assert len(calls) == len(claims) and all(o.failure is None for o in outcomes)
+        for call in calls:
+            _, vector = judge.records[messages_key(call.messages)]
+            assert vector is not None and vector.shape[0] == 2 and np.isfinite(vector).all()
+        # four different prompts: four different states at the verdict position
+        assert len({judge.records[messages_key(c.messages)][1].tobytes() for c in calls}) == len(claims)  # type: ignore[union-attr]
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+        sys.path.remove(str(Path(__file__).resolve().parent))
