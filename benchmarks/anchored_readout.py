@@ -120,14 +120,35 @@ def store_folder(work: Path, judge: Any, seed: int) -> Path:
     return work / f"hidden-{model_slug(judge)}-s{seed}"
 
 
-async def extract(work: Path, threads: int, seed: int, limit_s: float) -> None:
+def threaded_judge(threads: int) -> Any:
+    """The capturing judge, ``threads`` threads for every decode.
+
+    ``LocalJudge(n_threads=...)`` sets llama.cpp's threads for single-token decodes only;
+    a prompt is read with ``n_threads_batch``, which llama-cpp-python sets to every core
+    unless told. Here both are ``threads``, set on the context after loading.
+    """
+    import llama_cpp
     from hidden_states import HiddenStateJudge
+
+    class Judge(HiddenStateJudge):
+        def load(self, progress: Any = None) -> Any:
+            llama = super().load(progress)
+            if llama.n_threads_batch != threads:
+                llama_cpp.llama_set_n_threads(llama._ctx.ctx, threads, threads)
+                llama.n_threads = llama.n_threads_batch = threads
+                llama.context_params.n_threads = llama.context_params.n_threads_batch = threads
+            return llama
+
+    return Judge(mode="cb", names=NAMES, n_threads=threads)
+
+
+async def extract(work: Path, threads: int, seed: int, limit_s: float) -> None:
     from hidden_states import extract as extract_rows
 
     from assay.models._weights import DEFAULT_MODEL_SHA256
 
     pairs, _, samples = dev_pairs(seed)
-    judge = HiddenStateJudge(mode="cb", names=NAMES, n_threads=threads)
+    judge = threaded_judge(threads)
     folder = store_folder(work, judge, seed)
     (folder / "removed").mkdir(parents=True, exist_ok=True)
     about = {
@@ -417,6 +438,40 @@ def evidence_use_of(items: Items, negatives: Items, result: dict[str, Any], seed
             )
 
 
+def anchor_direction(tokens: tuple[str, str] = ("1", "0")) -> Array:
+    """``w0 = e("1") - e("0")``: the two unembedding rows of the shipped GGUF, dequantised (``gguf``)."""
+    import gguf
+
+    from assay.models._weights import default_model_path
+
+    reader = gguf.GGUFReader(str(default_model_path()))
+    tensors = {t.name: t for t in reader.tensors}
+    out = tensors.get("output.weight") or tensors["token_embd.weight"]
+    field = reader.fields["tokenizer.ggml.tokens"]
+    vocab = [bytes(field.parts[i]).decode("utf-8", "replace") for i in field.data]
+    ids = [vocab.index(t) for t in tokens]
+    rows = gguf.quants.dequantize(np.asarray(out.data[ids]), out.tensor_type)
+    return np.asarray(rows[0] - rows[1], dtype=np.float64)
+
+
+def check_anchor(items: Items, out: Any = print) -> None:
+    """How exactly ``w0 . h`` gives the judge's own logit(P) on the judged items (the offset form's premise)."""
+    judged = items.data.fixed < 0
+    target = logit(items.data.p[judged])
+    for tokens in (("1", "0"), ("\u01201", "\u01200")):
+        try:
+            w0 = anchor_direction(tokens)
+        except ValueError:
+            continue
+        z = items.h[judged] @ w0
+        r = float(np.corrcoef(z, target)[0, 1])
+        gap = np.abs(z - target)
+        out(
+            f"  w0 = e({tokens[0]!r}) - e({tokens[1]!r}): |w0 . h - logit P| median {np.median(gap):.3f}, "
+            f"max {np.max(gap):.3f}, correlation {r:.4f} on {int(judged.sum())} items"
+        )
+
+
 def fit(work: Path, seed: int, json_out: Path | None) -> None:
     from hidden_states import HiddenStateJudge
 
@@ -429,6 +484,7 @@ def fit(work: Path, seed: int, json_out: Path | None) -> None:
         + ", ".join(f"{s} {int((d.sets == s).sum())}" for s in SETS)
         + f"; {len(np.unique(items.sources))} sources; unscored {d.unscored or 0}"
     )
+    check_anchor(items)
     figures: dict[str, Any] = {"n": len(d.y), "curve": []}
     for fraction in FRACTIONS:
         repeats = (seed,) if fraction >= 1.0 else (seed, seed + 1, seed + 2)
