@@ -77,11 +77,14 @@ def schedule(
 ) -> list[tuple[str, str, list[dict[str, Any]]]]:
     """(set, "dev" or "removed", rows) in the order to judge them; rows of one entry share their contexts.
 
-    Per set, a queue: first every context that has a pair (its dev items, then its pairs'
-    negatives), then the other dev contexts, each part in a seeded order. The queues are
-    merged by taking next from the set that has used the fewest characters so far, so any
-    prefix of the run spends about equal time on each set, and the evidence-use pairs
-    come before the rest of the dev items.
+    Per set, a queue: first every context that has a pair (the pairs' positives, then
+    their negatives), then every dev context with its items not yet queued, each part in
+    a seeded order. The queues are merged by taking next from the set that has used the
+    fewest characters so far, so any prefix of the run spends about equal time on each
+    set, and the evidence-use pairs come before the rest of the dev items. (A context's
+    items judged in two entries are two ``verify`` calls; each statement's verdict is its
+    own unless the context is longer than the verifier's ``whole_chars``, where a shared
+    evidence window is chosen for the statements judged together.)
     """
     from judge_agreement import contexts_of
 
@@ -100,10 +103,17 @@ def schedule(
         rng.shuffle(first)
         rng.shuffle(rest)
         queue: list[tuple[str, str, list[dict[str, Any]]]] = []
+        queued: set[str] = set()
         for key in first:
-            queue.append((name, "dev", by_context[key]))
+            ids = {p.id for p in paired[key]}
+            queue.append((name, "dev", [r for r in by_context[key] if r["id"] in ids]))
             queue += [(name, "removed", [p.rows()[1]]) for p in paired[key]]
-        queues[name] = queue + [(name, "dev", by_context[key]) for key in rest]
+            queued |= ids
+        for key in [*first, *rest]:
+            left = [r for r in by_context[key] if r["id"] not in queued]
+            if left:
+                queue.append((name, "dev", left))
+        queues[name] = queue
     used = dict.fromkeys(SETS, 0)
     out: list[tuple[str, str, list[dict[str, Any]]]] = []
     while any(queues.values()):
