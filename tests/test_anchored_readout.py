@@ -149,3 +149,34 @@ async def test_every_statement_judged_at_once_gets_its_own_hidden_state() -> Non
     finally:
         sys.path.remove(str(BENCHMARKS))
         sys.path.remove(str(Path(__file__).resolve().parent))
+
+
+def test_the_schedule_judges_every_item_once_and_the_pairs_first(ar: ModuleType) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        from test_evidence_use import _groups, _rows
+    finally:
+        sys.path.remove(str(Path(__file__).resolve().parent))
+    import evidence_use
+
+    rows = _rows()
+    pairs, _ = evidence_use.make_pairs(rows, _groups(rows))
+    plan = ar.schedule(pairs, rows, seed=3)
+    judged = [(kind, r["id"]) for _, kind, entry in plan for r in entry]
+    expected = {("dev", r["id"]) for rs in rows.values() for r in rs}
+    expected |= {("removed", p.id + evidence_use.NEGATIVE_SUFFIX) for p in pairs}
+    assert sorted(judged) == sorted(expected)  # each once
+    order = [i for _, i in judged]
+    for p in pairs:
+        assert order.index(p.id) < order.index(p.id + evidence_use.NEGATIVE_SUFFIX)
+    for name in ar.SETS:
+        mine = [(kind, r["id"]) for s, kind, entry in plan if s == name for r in entry]
+        in_pairs = {p.id for p in pairs if p.set == name} | {p.id + "#removed" for p in pairs if p.set == name}
+        flags = [i in in_pairs for _, i in mine]
+        assert flags == sorted(flags, reverse=True), name  # the pairs' sides before every other item
+    for _, _, entry in plan:  # one entry, one context
+        assert len({json_key(r) for r in entry}) == 1
+
+
+def json_key(row: dict[str, Any]) -> str:
+    return str(row.get("oracle_chunks") or row["context"])
