@@ -152,7 +152,7 @@ def threaded_judge(threads: int) -> Any:
     return Judge(mode="cb", names=NAMES, n_threads=threads)
 
 
-async def extract(work: Path, threads: int, seed: int, limit_s: float) -> None:
+async def extract(work: Path, threads: int, seed: int, limit_s: float, only: str = "") -> None:
     from hidden_states import extract as extract_rows
 
     from assay.models._weights import DEFAULT_MODEL_SHA256
@@ -174,6 +174,8 @@ async def extract(work: Path, threads: int, seed: int, limit_s: float) -> None:
             raise SystemExit(f"{path} describes other features: {path.read_text()[:300]} (use another --work)")
         path.write_text(json.dumps(about, indent=1))
     plan = schedule(pairs, samples, seed)
+    if only:  # "set:kind", e.g. summedits:dev: that part of the schedule alone, in its order
+        plan = [e for e in plan if f"{e[0]}:{e[1]}" in only.split(",")]
     started = time.perf_counter()
     print(f"{len(plan)} contexts to judge ({len(pairs)} pairs); store {folder}", file=sys.stderr, flush=True)
     for k, (name, kind, rows) in enumerate(plan, start=1):
@@ -520,9 +522,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--limit-s", type=float, default=0.0, help="extract: stop after this many seconds")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--only", default="", help="extract: only these parts of the schedule (e.g. summedits:dev)")
     args = parser.parse_args()
     if args.command == "extract":
-        asyncio.run(extract(args.work, args.threads, args.seed, args.limit_s))
+        asyncio.run(extract(args.work, args.threads, args.seed, args.limit_s, args.only))
     else:
         fit(args.work, args.seed, args.json)
 
