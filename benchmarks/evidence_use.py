@@ -407,9 +407,10 @@ def read_entries(paths: Sequence[Path]) -> dict[str, dict[str, Any]]:
     entries: dict[str, dict[str, Any]] = {}
     for path in paths:
         if path.exists():
-            for line in path.open():
-                entry = json.loads(line)
-                entries.setdefault(entry["id"], entry)
+            with path.open() as lines:
+                for line in lines:
+                    entry = json.loads(line)
+                    entries.setdefault(entry["id"], entry)
     return entries
 
 

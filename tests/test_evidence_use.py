@@ -251,3 +251,46 @@ def test_rows_of_pairs_the_two_sides_and_reads_p_alone_without_the_veto(eu: Modu
     entries["s1" + eu.NEGATIVE_SUFFIX] = {"v": None, "p": None}  # a judge failure on one side
     rows, missing = eu.rows_of(pairs, entries, seed=1)
     assert missing == 1
+
+
+class _ReadingJudge:
+    """A judge exposing logits that reads the evidence: P(supported) high iff every content stem is in the context."""
+
+    model_id = "reading"
+    identity = "reading"
+
+    def __init__(self, stems: Any, reads: bool = True) -> None:
+        self.stems, self.reads, self.calls = stems, reads, 0
+
+    async def choice_probabilities(
+        self, messages: Any, *, prefix: str, choices: Any, config: Any = None
+    ) -> dict[str, float]:
+        import re
+
+        self.calls += 1
+        text = messages[-1]["content"]
+        context = re.search(r"<context>(.*)</context>", text, re.S).group(1)  # type: ignore[union-attr]
+        statement = re.search(r"<statement>(.*)</statement>", text, re.S).group(1)  # type: ignore[union-attr]
+        supported = self.stems(statement) <= self.stems(context) if self.reads else True
+        return {"1": 0.9 if supported else 0.1, "0": 0.1 if supported else 0.9}
+
+
+async def test_run_judges_both_sides_once_and_a_judge_that_reads_flips_them(eu: ModuleType, tmp_path: Path) -> None:
+    pairs, _ = _made(eu)
+    path = tmp_path / "verdicts.jsonl"
+    judge = _ReadingJudge(eu.stems)
+    await eu.run(judge, pairs, path)
+    entries = eu.read_entries([path])
+    assert set(entries) == {i for p in pairs for i in (p.id, p.id + eu.NEGATIVE_SUFFIX)}
+    rows, missing = eu.rows_of(pairs, entries, seed=1)
+    alone = {r.set: r for r in rows if r.decided_by == "p"}
+    assert missing == 0 and alone["all"].still_supported == 0.0  # every removal took a stem the claim needs
+    calls = judge.calls
+    await eu.run(judge, pairs, path)  # resumes: nothing left to judge
+    assert judge.calls == calls and len(path.read_text().splitlines()) == 2 * len(pairs)
+    # a judge that never reads the context: P alone calls every edited side supported
+    blind = tmp_path / "blind.jsonl"
+    await eu.run(_ReadingJudge(eu.stems, reads=False), pairs, blind)
+    rows, _ = eu.rows_of(pairs, eu.read_entries([blind]), seed=1)
+    alone = {r.set: r for r in rows if r.decided_by == "p"}
+    assert alone["all"].still_supported == 1.0 and alone["all"].balanced_accuracy == pytest.approx(0.5, abs=0.1)
