@@ -152,7 +152,7 @@ def threaded_judge(threads: int) -> Any:
     return Judge(mode="cb", names=NAMES, n_threads=threads)
 
 
-async def extract(work: Path, threads: int, seed: int, limit_s: float, only: str = "") -> None:
+async def extract(work: Path, threads: int, seed: int, limit_s: float, only: str = "", dev_first: bool = False) -> None:
     from hidden_states import extract as extract_rows
 
     from assay.models._weights import DEFAULT_MODEL_SHA256
@@ -176,6 +176,9 @@ async def extract(work: Path, threads: int, seed: int, limit_s: float, only: str
     plan = schedule(pairs, samples, seed)
     if only:  # "set:kind", e.g. summedits:dev: that part of the schedule alone, in its order
         plan = [e for e in plan if f"{e[0]}:{e[1]}" in only.split(",")]
+    if dev_first:  # the contexts' other items (both labels) before the pairs' sides
+        paired = {p.id for p in pairs}
+        plan.sort(key=lambda e: e[1] == "removed" or any(r["id"] in paired for r in e[2]))
     started = time.perf_counter()
     print(f"{len(plan)} contexts to judge ({len(pairs)} pairs); store {folder}", file=sys.stderr, flush=True)
     for k, (name, kind, rows) in enumerate(plan, start=1):
@@ -523,9 +526,10 @@ def main() -> None:
     parser.add_argument("--limit-s", type=float, default=0.0, help="extract: stop after this many seconds")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--only", default="", help="extract: only these parts of the schedule (e.g. summedits:dev)")
+    parser.add_argument("--dev-first", action="store_true", help="extract: dev items not in a pair first")
     args = parser.parse_args()
     if args.command == "extract":
-        asyncio.run(extract(args.work, args.threads, args.seed, args.limit_s, args.only))
+        asyncio.run(extract(args.work, args.threads, args.seed, args.limit_s, args.only, args.dev_first))
     else:
         fit(args.work, args.seed, args.json)
 
