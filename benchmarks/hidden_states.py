@@ -43,6 +43,7 @@ import ctypes
 import hashlib
 import json
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -74,6 +75,10 @@ class _Capture:
 
 
 _CAP = _Capture()
+_CAPTURING = threading.Lock()
+"""One capturing call at a time: ``_CAP`` is module state, and the verifier asks a judge that
+decodes calls together (``batched_calls`` > 1) for a sample's verdicts at once, each from its
+own thread, so a second call's reset would empty the first's capture."""
 _GGML: Any = None
 
 
@@ -171,6 +176,10 @@ class HiddenStateJudge(LocalJudge):
     def _choices_sync(
         self, messages: Sequence[ChatMessage], prefix: str, choices: Sequence[str]
     ) -> ChoiceProbabilities:
+        with _CAPTURING:
+            return self._capture(messages, prefix, choices)
+
+    def _capture(self, messages: Sequence[ChatMessage], prefix: str, choices: Sequence[str]) -> ChoiceProbabilities:
         import llama_cpp
 
         llama = self.load()

@@ -1,0 +1,538 @@
+"""A readout of the verdict pass's hidden state, anchored at the judge's own answer, trained on people (issue 64).
+
+The shipped verifier reads P(supported) = sigmoid(l("1") - l("0")) from the logits after
+``{"verdict": ``; with Qwen2.5's tied, bias-free unembedding that is
+``sigmoid(w0 . h)``, ``h`` the final-norm hidden state at the verdict position
+(``result_norm``) and ``w0 = e("1") - e("0")`` the judge's own Yes-minus-No direction.
+The readout is ``sigmoid((w0 + v) . h + b)``, fitted by weighted logistic loss with the
+penalty ``lambda / 2 * (|v|^2 + b^2)``, i.e. on ``(w - w0)``: with no data (or a large
+``lambda``) it is exactly today's P. It is computed as ``logit(P) + v . h + b``, the
+judge's own logit as the offset, so the quantised matmul's P is kept exactly instead of
+being recomputed from dequantised weights. ``v`` lies in the span of the training states,
+so the fit is done in the SVD basis of the training matrix (``grouped_cv.Basis`` without
+standardisation: the penalty is on raw ``v``).
+
+Evaluated **leave one source out**: the sources are the eight SummEdits domains, BEGIN and
+WiCE. For each source, the readout (its ``C = 1 / lambda`` chosen by an inner
+leave-one-source-out over the training sources, on weighted log-loss; ``C = 0`` is
+today's P and is on the grid; its threshold chosen on those inner out-of-source scores)
+and a threshold on P (chosen on the training sources' P) are fitted on the other sources
+and scored on the held-out one. Items weigh so that each training source counts once and,
+within it, each label once. Both keep the shipped verifier's detail veto and the
+verdicts it decides without a judge call (a copy, text addressed to the judge). The
+learning curve refits both on 25% and 50% of each training part (stratified by source
+and label, three seeded draws).
+
+Features come from ``hidden_states.extract`` (the shipped verifier, ``reasons="none"``,
+each verdict call's states read in its own forward pass by the graph callback), one
+process, one model:
+
+    nice -n 10 python benchmarks/anchored_readout.py extract --work /work/wt/verifier_cache --threads 1
+    python benchmarks/anchored_readout.py fit --work /work/wt/verifier_cache
+
+``extract`` first judges the evidence-use pairs (``evidence_use.py``: each pair's context
+with its dev items, then the pair's negative with the support removed), sources
+interleaved in a seeded order, then the rest of the seeded dev samples (500 SummEdits, 300
+BEGIN, 150 WiCE), so any prefix of the run is usable. It resumes where it stopped (every
+context's verdicts are appended as they finish). ``evidence_use.py report --entries
+WORK/.../{set}.jsonl WORK/.../removed/{set}.jsonl`` reads the same verdicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import random
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from evidence_use import NEGATIVE_SUFFIX, SETS, EvidencePair, dev_pairs
+from grouped_cv import THRESHOLDS, Data, load_hidden, logit, paired_difference, sigmoid
+
+from assay.analysis import balanced_accuracy
+
+Array = npt.NDArray[np.float64]
+NAMES = ("l_out-12", "l_out-16", "l_out-20", "l_out-24", "result_norm")
+"""States kept per verdict call; the readout reads ``result_norm``, the others are kept for later rounds."""
+READ = "result_norm"
+CS = (0.0, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0)
+"""``1 / lambda`` of the penalty on (w - w0); 0 is today's verifier."""
+FRACTIONS = (0.25, 0.5, 1.0)
+
+
+# ---- extraction ---------------------------------------------------------------------------------
+
+
+def schedule(
+    pairs: Sequence[EvidencePair], samples: dict[str, list[dict[str, Any]]], seed: int
+) -> list[tuple[str, str, list[dict[str, Any]]]]:
+    """(set, "dev" or "removed", rows) in the order to judge them; rows of one entry share their contexts.
+
+    Per set, a queue: first every context that has a pair (the pairs' positives, then
+    their negatives), then every dev context with its items not yet queued, each part in
+    a seeded order. The queues are merged by taking next from the set that has used the
+    fewest characters so far, so any prefix of the run spends about equal time on each
+    set, and the evidence-use pairs come before the rest of the dev items. (A context's
+    items judged in two entries are two ``verify`` calls; each statement's verdict is its
+    own unless the context is longer than the verifier's ``whole_chars``, where a shared
+    evidence window is chosen for the statements judged together.)
+    """
+    from judge_agreement import contexts_of
+
+    rng = random.Random(seed)
+    queues: dict[str, list[tuple[str, str, list[dict[str, Any]]]]] = {}
+    for name in SETS:
+        by_context: dict[str, list[dict[str, Any]]] = {}
+        for row in samples[name]:
+            by_context.setdefault("\x00".join(contexts_of(name, row)), []).append(row)
+        paired: dict[str, list[EvidencePair]] = {}
+        for p in pairs:
+            if p.set == name:
+                paired.setdefault("\x00".join(p.contexts), []).append(p)
+        first = [key for key in by_context if key in paired]
+        rest = [key for key in by_context if key not in paired]
+        rng.shuffle(first)
+        rng.shuffle(rest)
+        queue: list[tuple[str, str, list[dict[str, Any]]]] = []
+        queued: set[str] = set()
+        for key in first:
+            ids = {p.id for p in paired[key]}
+            queue.append((name, "dev", [r for r in by_context[key] if r["id"] in ids]))
+            queue += [(name, "removed", [p.rows()[1]]) for p in paired[key]]
+            queued |= ids
+        for key in [*first, *rest]:
+            left = [r for r in by_context[key] if r["id"] not in queued]
+            if left:
+                queue.append((name, "dev", left))
+        queues[name] = queue
+    used = dict.fromkeys(SETS, 0)
+    out: list[tuple[str, str, list[dict[str, Any]]]] = []
+    while any(queues.values()):
+        name = min((n for n in SETS if queues[n]), key=lambda n: (used[n], SETS.index(n)))
+        entry = queues[name].pop(0)
+        used[name] += sum(len(c) for c in contexts_of(name, entry[2][0])) + 100 * len(entry[2])
+        out.append(entry)
+    return out
+
+
+def store_folder(work: Path, judge: Any, seed: int) -> Path:
+    from judge_agreement import model_slug
+
+    return work / f"hidden-{model_slug(judge)}-s{seed}"
+
+
+def threaded_judge(threads: int) -> Any:
+    """The capturing judge, ``threads`` threads for every decode.
+
+    ``LocalJudge(n_threads=...)`` sets llama.cpp's threads for single-token decodes only;
+    a prompt is read with ``n_threads_batch``, which llama-cpp-python sets to every core
+    unless told. Here both are ``threads``, set on the context after loading.
+    """
+    import llama_cpp
+    from hidden_states import HiddenStateJudge
+
+    class Judge(HiddenStateJudge):
+        def load(self, progress: Any = None) -> Any:
+            llama = super().load(progress)
+            if llama.n_threads_batch != threads:
+                llama_cpp.llama_set_n_threads(llama._ctx.ctx, threads, threads)
+                llama.n_threads = llama.n_threads_batch = threads
+                llama.context_params.n_threads = llama.context_params.n_threads_batch = threads
+            return llama
+
+    return Judge(mode="cb", names=NAMES, n_threads=threads)
+
+
+async def extract(work: Path, threads: int, seed: int, limit_s: float, only: str = "", dev_first: bool = False) -> None:
+    from hidden_states import extract as extract_rows
+
+    from assay.models._weights import DEFAULT_MODEL_SHA256
+
+    pairs, _, samples = dev_pairs(seed)
+    judge = threaded_judge(threads)
+    folder = store_folder(work, judge, seed)
+    (folder / "removed").mkdir(parents=True, exist_ok=True)
+    about = {
+        "names": list(NAMES),
+        "feature_version": 1,
+        "model_sha256": DEFAULT_MODEL_SHA256,
+        "identity": judge.identity,
+        "verifier": "StatementVerifier(method='threshold', reasons='none')",
+    }
+    for where in (folder, folder / "removed"):
+        path = where / "about.json"
+        if path.exists() and json.loads(path.read_text()) != about:
+            raise SystemExit(f"{path} describes other features: {path.read_text()[:300]} (use another --work)")
+        path.write_text(json.dumps(about, indent=1))
+    plan = schedule(pairs, samples, seed)
+    if only:  # "set:kind", e.g. summedits:dev: that part of the schedule alone, in its order
+        plan = [e for e in plan if f"{e[0]}:{e[1]}" in only.split(",")]
+    if dev_first:  # the contexts' other items (both labels) before the pairs' sides
+        paired = {p.id for p in pairs}
+        plan.sort(key=lambda e: e[1] == "removed" or any(r["id"] in paired for r in e[2]))
+    started = time.perf_counter()
+    print(f"{len(plan)} contexts to judge ({len(pairs)} pairs); store {folder}", file=sys.stderr, flush=True)
+    for k, (name, kind, rows) in enumerate(plan, start=1):
+        target = folder if kind == "dev" else folder / "removed"
+        t0 = time.perf_counter()
+        await extract_rows(judge, name, rows, target)
+        load = os.getloadavg()[0]
+        print(
+            f"[{k}/{len(plan)}] {name} {kind}: {len(rows)} items in {time.perf_counter() - t0:.1f} s, "
+            f"load {load:.1f}, {(time.perf_counter() - started) / 60:.1f} min in",
+            file=sys.stderr,
+            flush=True,
+        )
+        if limit_s and time.perf_counter() - started > limit_s:
+            print(f"stopped after {limit_s:.0f} s; run again to resume", file=sys.stderr)
+            return
+
+
+# ---- the readout ----------------------------------------------------------------------------------
+
+
+def source_of(name: str, row: dict[str, Any]) -> str:
+    """SummEdits' domain, else the set."""
+    return f"summedits/{row['domain']}" if name == "summedits" else name
+
+
+def weights(sources: npt.NDArray[np.str_], y: npt.NDArray[np.int64]) -> Array:
+    """Each source counts once and, within it, each label once (mean weight 1)."""
+    w = np.zeros(len(y))
+    for s in np.unique(sources):
+        for c in (0, 1):
+            mask = (sources == s) & (y == c)
+            if mask.any():
+                w[mask] = 1.0 / mask.sum()
+    return w * len(y) / w.sum()
+
+
+@dataclass(frozen=True)
+class Readout:
+    """``logit(P) + coef . h + intercept``: ``coef`` is ``w - w0`` on the raw state."""
+
+    coef: Array
+    intercept: float
+    c: float
+    threshold: float
+
+    def logits(self, h: np.ndarray, p: Array) -> Array:
+        return np.asarray(logit(p) + np.asarray(h, dtype=np.float64) @ self.coef + self.intercept, dtype=np.float64)
+
+
+def fit_offset(h: np.ndarray, offset: Array, y: Array, w: Array, c: float) -> tuple[Array, float]:
+    """(v, b) minimising ``c * sum w_i logloss(offset_i + v . h_i + b) + (|v|^2 + b^2) / 2`` (Newton, SVD basis).
+
+    ``c = 0`` returns zeros: the offset alone.
+    """
+    d = h.shape[1]
+    if c == 0 or len(y) == 0:
+        return np.zeros(d), 0.0
+    x = np.asarray(h, dtype=np.float64)
+    u, s, vt = np.linalg.svd(x, full_matrices=False)
+    keep = s > s[0] * 1e-9
+    a = np.hstack([np.ones((len(y), 1)), u[:, keep] * s[keep]])  # [1, z]: |beta| = |v|
+    theta = np.zeros(a.shape[1])
+    for _ in range(100):
+        mu = sigmoid(offset + a @ theta)
+        gradient = c * (a.T @ (w * (mu - y))) + theta
+        hessian = c * (a.T * (w * mu * (1 - mu))) @ a
+        hessian[np.diag_indices_from(hessian)] += 1.0
+        step = np.linalg.solve(hessian, gradient)
+        theta -= step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return vt[keep].T @ theta[1:], float(theta[0])
+
+
+def weighted_ba(sources: npt.NDArray[np.str_], y: npt.NDArray[np.int64], preds: npt.NDArray[np.int64]) -> float:
+    """Mean over sources of balanced accuracy (a source with one label counts by that label's rate)."""
+    values = []
+    for s in np.unique(sources):
+        m = sources == s
+        values.append(balanced_accuracy(y[m], preds[m]))
+    values = [v for v in values if not math.isnan(v)]
+    return float(np.mean(values)) if values else math.nan
+
+
+def decide(scores: Array, threshold: float, vetoed: npt.NDArray[np.bool_], fixed: npt.NDArray[np.int64]) -> Any:
+    preds = (np.nan_to_num(scores, nan=0.0) >= threshold).astype(np.int64)
+    preds[vetoed] = 0
+    preds[fixed >= 0] = fixed[fixed >= 0]
+    return preds
+
+
+def best_threshold(sources: Any, y: Any, scores: Array, vetoed: Any, fixed: Any) -> float:
+    """Grid threshold with the highest mean per-source BA (ties: nearest 0.5)."""
+    return float(
+        max(
+            THRESHOLDS,
+            key=lambda t: (round(weighted_ba(sources, y, decide(scores, float(t), vetoed, fixed)), 12), -abs(t - 0.5)),
+        )
+    )
+
+
+@dataclass
+class Items:
+    """The judged dev items (and, apart, the pairs' negatives) with what the readout reads."""
+
+    data: Data
+    sources: npt.NDArray[np.str_]
+    h: np.ndarray  # n x d, the state of the chunk the verdict rests on (zeros where fixed)
+
+    def take(self, mask: npt.NDArray[np.bool_]) -> Items:
+        return Items(self.data.take(mask), self.sources[mask], self.h[mask])
+
+
+def items_from(folder: Path, rows: dict[str, list[dict[str, Any]]]) -> Items:
+    data = load_hidden(folder, [s for s in SETS if (folder / f"{s}.jsonl").exists()], rows)
+    by_id = {r["id"]: (name, r) for name, rs in rows.items() for r in rs}
+    sources = np.array([source_of(*by_id[i]) for i in data.ids])
+    assert data.hidden is not None
+    h = np.asarray(data.hidden[:, data.layers.index(READ)], dtype=np.float64)
+    return Items(data, sources, h)
+
+
+def fit_readout(train: Items, seed: int) -> Readout:
+    """C by inner leave-one-source-out on weighted log-loss; threshold on those inner out-of-source scores."""
+    d = train.data
+    judged = d.fixed < 0
+    part = train.take(judged)
+    y = part.data.y.astype(np.float64)
+    w = weights(part.sources, part.data.y)
+    offset = logit(part.data.p)
+    sources = np.unique(part.sources)
+    oof = {c: np.zeros(len(y)) for c in CS}
+    for s in sources:
+        te = part.sources == s
+        tr = ~te
+        wt = weights(part.sources[tr], part.data.y[tr])
+        for c in CS:
+            v, b = fit_offset(part.h[tr], offset[tr], y[tr], wt, c)
+            oof[c][te] = offset[te] + part.h[te] @ v + b
+
+    def loss(z: Array) -> float:
+        q = np.clip(sigmoid(z), 1e-9, 1 - 1e-9)
+        return float(-np.sum(w * (y * np.log(q) + (1 - y) * np.log(1 - q))) / np.sum(w))
+
+    c = min(CS, key=lambda cc: (round(loss(oof[cc]), 12), cc))
+    scores = np.full(len(d.y), np.nan)
+    scores[judged] = sigmoid(oof[c])
+    threshold = best_threshold(train.sources, d.y, scores, d.vetoed, d.fixed)
+    v, b = fit_offset(part.h, offset, y, w, c)
+    return Readout(v, b, c, threshold)
+
+
+def readout_preds(model: Readout, test: Items) -> npt.NDArray[np.int64]:
+    d = test.data
+    scores = sigmoid(model.logits(test.h, np.nan_to_num(d.p, nan=0.5)))
+    scores[d.fixed >= 0] = np.nan
+    return decide(scores, model.threshold, d.vetoed, d.fixed)  # type: ignore[no-any-return]
+
+
+def threshold_preds(train: Items, test: Items) -> tuple[float, npt.NDArray[np.int64]]:
+    t = best_threshold(train.sources, train.data.y, train.data.p, train.data.vetoed, train.data.fixed)
+    return t, decide(test.data.p, t, test.data.vetoed, test.data.fixed)
+
+
+def subsample(items: Items, fraction: float, seed: int) -> Items:
+    """``fraction`` of each (source, label) cell, seeded."""
+    if fraction >= 1.0:
+        return items
+    rng = np.random.default_rng(seed)
+    keep = np.zeros(len(items.sources), dtype=bool)
+    for s in np.unique(items.sources):
+        for c in (0, 1):
+            idx = np.flatnonzero((items.sources == s) & (items.data.y == c))
+            if len(idx):
+                keep[rng.choice(idx, size=max(1, round(fraction * len(idx))), replace=False)] = True
+    return items.take(keep)
+
+
+def leave_one_source_out(items: Items, fraction: float, seed: int) -> dict[str, Any]:
+    """Out-of-source verdicts of the readout, the threshold and the shipped rule, with what each fold chose."""
+    n = len(items.sources)
+    out = {k: np.zeros(n, dtype=np.int64) for k in ("readout", "threshold", "shipped")}
+    chosen: list[str] = []
+    models: dict[str, Readout] = {}
+    thresholds: dict[str, float] = {}
+    d = items.data
+    out["shipped"] = decide(d.p, 0.5, d.vetoed, d.fixed)
+    for s in np.unique(items.sources):
+        te = items.sources == s
+        train = subsample(items.take(~te), fraction, seed)
+        test = items.take(te)
+        model = fit_readout(train, seed)
+        models[s] = model
+        out["readout"][te] = readout_preds(model, test)
+        t, preds = threshold_preds(train, test)
+        out["threshold"][te] = preds
+        thresholds[s] = t
+        chosen.append(f"{s}: readout C {model.c:g} t {model.threshold:.2f}; threshold t {t:.2f}")
+    return {"preds": out, "chosen": chosen, "models": models, "thresholds": thresholds}
+
+
+def report(items: Items, result: dict[str, Any], seed: int, out: Any = print) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    d = items.data
+    for name in (*SETS, "all"):
+        mask = np.ones(len(d.y), dtype=bool) if name == "all" else d.sets == name
+        if not mask.any():
+            continue
+        y = d.y[mask]
+        preds = {k: v[mask] for k, v in result["preds"].items()}
+        line: dict[str, Any] = {"set": name, "n": int(mask.sum()), "supported": int(y.sum())}
+        for k, p in preds.items():
+            line[k] = balanced_accuracy(y, p)
+        line["readout_vs_threshold"] = paired_difference(y, preds["readout"], preds["threshold"], seed)
+        line["readout_vs_shipped"] = paired_difference(y, preds["readout"], preds["shipped"], seed)
+        line["threshold_vs_shipped"] = paired_difference(y, preds["threshold"], preds["shipped"], seed)
+        rows.append(line)
+        r, lo, hi = line["readout_vs_threshold"]
+        r2, lo2, hi2 = line["readout_vs_shipped"]
+        out(
+            f"  {name:10s} n={line['n']:4d} ({line['supported']} supported)  shipped {line['shipped']:.3f}  "
+            f"threshold {line['threshold']:.3f}  readout {line['readout']:.3f}  "
+            f"readout-threshold {r:+.3f} [{lo:+.3f}, {hi:+.3f}]  readout-shipped {r2:+.3f} [{lo2:+.3f}, {hi2:+.3f}]"
+        )
+    return rows
+
+
+def negatives_from(folder: Path, pairs: Sequence[EvidencePair], samples: dict[str, list[dict[str, Any]]]) -> Items:
+    """The pairs' negatives as items (sources of their dev item), for the readout's evidence-use figure."""
+    rows = {name: [p.rows()[1] | {"domain": _domain(samples, p)} for p in pairs if p.set == name] for name in SETS}
+    return items_from(folder / "removed", rows)
+
+
+def _domain(samples: dict[str, list[dict[str, Any]]], p: EvidencePair) -> str:
+    row = next(r for r in samples[p.set] if r["id"] == p.id)
+    return str(row.get("domain", ""))
+
+
+def evidence_use_of(items: Items, negatives: Items, result: dict[str, Any], seed: int, out: Any = print) -> None:
+    """Evidence use of the held-out readout and threshold, on the pairs whose two sides were both judged.
+
+    A pair's negative is decided by the model fitted without its source, as its positive was.
+    """
+    from evidence_use import pair_figures
+
+    index = {i: k for k, i in enumerate(items.data.ids)}
+    keep = np.array([i.removesuffix(NEGATIVE_SUFFIX) in index for i in negatives.data.ids], dtype=bool)
+    neg = negatives.take(keep)
+    if not len(neg.sources):
+        return
+    positives = np.array([index[i.removesuffix(NEGATIVE_SUFFIX)] for i in neg.data.ids])
+    d = neg.data
+    verdicts = {"shipped": decide(d.p, 0.5, d.vetoed, d.fixed)}
+    verdicts["threshold"] = np.zeros(len(d.y), dtype=np.int64)
+    verdicts["readout"] = np.zeros(len(d.y), dtype=np.int64)
+    for s in np.unique(neg.sources):
+        m = neg.sources == s
+        one = neg.take(m)
+        verdicts["threshold"][m] = decide(one.data.p, result["thresholds"][s], one.data.vetoed, one.data.fixed)
+        verdicts["readout"][m] = readout_preds(result["models"][s], one)
+    for way in ("shipped", "threshold", "readout"):
+        pos = result["preds"][way][positives]
+        for name in (*SETS, "all"):
+            m = np.ones(len(d.y), dtype=bool) if name == "all" else d.sets == name
+            if not m.any():
+                continue
+            ba, ci, tpr, still, _ = pair_figures(pos[m], verdicts[way][m], seed)
+            out(
+                f"  evidence use, {way:9s} {name:10s}: {int(m.sum())} pairs, BA {ba:.3f} [{ci[0]:.3f}-{ci[1]:.3f}], "
+                f"TPR {tpr:.3f}, negatives still supported {still:.3f}"
+            )
+
+
+def anchor_direction(tokens: tuple[str, str] = ("1", "0")) -> Array:
+    """``w0 = e("1") - e("0")``: the two unembedding rows of the shipped GGUF, dequantised (``gguf``)."""
+    import gguf
+
+    from assay.models._weights import default_model_path
+
+    reader = gguf.GGUFReader(str(default_model_path()))
+    tensors = {t.name: t for t in reader.tensors}
+    out = tensors.get("output.weight") or tensors["token_embd.weight"]
+    field = reader.fields["tokenizer.ggml.tokens"]
+    vocab = [bytes(field.parts[i]).decode("utf-8", "replace") for i in field.data]
+    ids = [vocab.index(t) for t in tokens]
+    rows = gguf.quants.dequantize(np.asarray(out.data[ids]), out.tensor_type)
+    return np.asarray(rows[0] - rows[1], dtype=np.float64)
+
+
+def check_anchor(items: Items, out: Any = print) -> None:
+    """How exactly ``w0 . h`` gives the judge's own logit(P) on the judged items (the offset form's premise)."""
+    judged = items.data.fixed < 0
+    target = logit(items.data.p[judged])
+    for tokens in (("1", "0"), ("\u01201", "\u01200")):
+        try:
+            w0 = anchor_direction(tokens)
+        except ValueError:
+            continue
+        z = items.h[judged] @ w0
+        r = float(np.corrcoef(z, target)[0, 1])
+        gap = np.abs(z - target)
+        out(
+            f"  w0 = e({tokens[0]!r}) - e({tokens[1]!r}): |w0 . h - logit P| median {np.median(gap):.3f}, "
+            f"max {np.max(gap):.3f}, correlation {r:.4f} on {int(judged.sum())} items"
+        )
+
+
+def fit(work: Path, seed: int, json_out: Path | None) -> None:
+    from hidden_states import HiddenStateJudge
+
+    pairs, _, samples = dev_pairs(seed)
+    folder = store_folder(work, HiddenStateJudge(mode="cb", names=NAMES), seed)
+    items = items_from(folder, samples)
+    d = items.data
+    print(
+        f"{len(d.y)} judged dev items from {folder}: "
+        + ", ".join(f"{s} {int((d.sets == s).sum())}" for s in SETS)
+        + f"; {len(np.unique(items.sources))} sources; unscored {d.unscored or 0}"
+    )
+    check_anchor(items)
+    figures: dict[str, Any] = {"n": len(d.y), "curve": []}
+    for fraction in FRACTIONS:
+        repeats = (seed,) if fraction >= 1.0 else (seed, seed + 1, seed + 2)
+        for r in repeats:
+            started = time.perf_counter()
+            result = leave_one_source_out(items, fraction, r)
+            print(f"\n== {fraction:.0%} of each training part (draw {r}, {time.perf_counter() - started:.0f} s) ==")
+            for line in result["chosen"]:
+                print(f"  {line}")
+            rows = report(items, result, seed)
+            figures["curve"].append({"fraction": fraction, "draw": r, "rows": rows})
+            if fraction >= 1.0 and (folder / "removed").exists():
+                evidence_use_of(items, negatives_from(folder, pairs, samples), result, seed)
+    if json_out:
+        json_out.write_text(json.dumps(figures, indent=1, default=str))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=("extract", "fit"))
+    parser.add_argument("--work", type=Path, default=Path("/work/wt/verifier_cache"))
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--limit-s", type=float, default=0.0, help="extract: stop after this many seconds")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--only", default="", help="extract: only these parts of the schedule (e.g. summedits:dev)")
+    parser.add_argument("--dev-first", action="store_true", help="extract: dev items not in a pair first")
+    args = parser.parse_args()
+    if args.command == "extract":
+        asyncio.run(extract(args.work, args.threads, args.seed, args.limit_s, args.only, args.dev_first))
+    else:
+        fit(args.work, args.seed, args.json)
+
+
+if __name__ == "__main__":
+    main()

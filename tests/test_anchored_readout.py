@@ -1,0 +1,182 @@
+"""benchmarks/anchored_readout.py (issue 64): a readout of the verdict state anchored at the judge's own answer.
+
+With no data the readout is today's P exactly; its fit is the penalised logistic
+optimum written out (gradient zero); leave-one-source-out never trains on the source it
+scores; the learning curve's draws keep each source and label in proportion.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def ar() -> Iterator[ModuleType]:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import anchored_readout
+
+        yield anchored_readout
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def _items(ar: ModuleType, n_per_source: int = 40, d: int = 6, seed: int = 0) -> Any:
+    """Sources whose label shows on state dimension 0, while the judge's P is mostly noise."""
+    from grouped_cv import Data
+
+    rng = np.random.default_rng(seed)
+    sources = np.repeat(np.array(["summedits/news", "summedits/podcast", "begin", "wice"]), n_per_source)
+    n = len(sources)
+    y = rng.integers(0, 2, n)
+    h = rng.normal(size=(n, d))
+    h[:, 0] += 2.0 * (2 * y - 1)
+    p = np.clip(0.5 + 0.1 * (2 * y - 1) + rng.normal(scale=0.25, size=n), 0.02, 0.98)
+    sets = np.array([s.split("/")[0] for s in sources])
+    data = Data(
+        sets,
+        [f"i{k}" for k in range(n)],
+        y.astype(np.int64),
+        [f"g{k}" for k in range(n)],
+        p,
+        np.zeros(n, dtype=bool),
+        np.full(n, -1, dtype=np.int64),
+    )
+    return ar.Items(data, sources, h)
+
+
+def test_with_no_data_the_readout_is_todays_p(ar: ModuleType) -> None:
+    items = _items(ar)
+    y, p = items.data.y.astype(float), items.data.p
+    v, b = ar.fit_offset(items.h, ar.logit(p), y, np.ones(len(y)), 0.0)
+    assert not v.any() and b == 0.0
+    readout = ar.Readout(v, b, 0.0, 0.5)
+    np.testing.assert_allclose(ar.sigmoid(readout.logits(items.h, p)), p, rtol=1e-9)
+
+
+def test_the_fit_is_the_penalised_optimum(ar: ModuleType) -> None:
+    items = _items(ar)
+    y, h = items.data.y.astype(float), items.h
+    offset = ar.logit(items.data.p)
+    w = ar.weights(items.sources, items.data.y)
+    c = 0.3
+    v, b = ar.fit_offset(h, offset, y, w, c)
+    mu = ar.sigmoid(offset + h @ v + b)
+    # d/dv [c * sum w logloss + (|v|^2 + b^2) / 2] = c * H^T (w (mu - y)) + v, and likewise for b
+    np.testing.assert_allclose(c * h.T @ (w * (mu - y)) + v, 0, atol=1e-6)
+    assert abs(c * np.sum(w * (mu - y)) + b) < 1e-6
+    # the label shows on dimension 0: the fit moves w there, and a stronger pull keeps it nearer w0
+    assert v[0] > 0
+    v_small, _ = ar.fit_offset(h, offset, y, w, 0.01)
+    assert np.linalg.norm(v_small) < np.linalg.norm(v)
+
+
+def test_weights_count_each_source_and_label_once(ar: ModuleType) -> None:
+    sources = np.array(["a", "a", "a", "b"])
+    y = np.array([1, 0, 0, 1])
+    w = ar.weights(sources, y)
+    assert w.mean() == pytest.approx(1.0)
+    assert w[0] == pytest.approx(2 * w[1]) and w[1] == w[2]
+    assert w[3] == pytest.approx(w[0])
+
+
+def test_leave_one_source_out_never_trains_on_the_source_it_scores(ar: ModuleType, monkeypatch: Any) -> None:
+    items = _items(ar)
+    seen: list[set[str]] = []
+    fit = ar.fit_readout
+
+    def spy(train: Any, seed: int) -> Any:
+        seen.append(set(train.sources.tolist()))
+        return fit(train, seed)
+
+    monkeypatch.setattr(ar, "fit_readout", spy)
+    result = ar.leave_one_source_out(items, 1.0, seed=1)
+    sources = set(items.sources.tolist())
+    assert len(seen) == len(sources)
+    for held, trained in zip(sorted(sources), seen, strict=True):
+        assert held not in trained and trained == sources - {held}
+    # the state carries the label and P barely does: held out, the readout beats the threshold on P
+    y = items.data.y
+    from assay.analysis import balanced_accuracy
+
+    assert balanced_accuracy(y, result["preds"]["readout"]) > balanced_accuracy(y, result["preds"]["threshold"]) + 0.1
+
+
+def test_the_learning_curve_keeps_each_source_and_label_in_proportion(ar: ModuleType) -> None:
+    items = _items(ar, n_per_source=40)
+    part = ar.subsample(items, 0.25, seed=3)
+    for s in np.unique(items.sources):
+        for c in (0, 1):
+            whole = int(((items.sources == s) & (items.data.y == c)).sum())
+            kept = int(((part.sources == s) & (part.data.y == c)).sum())
+            assert kept == max(1, round(0.25 * whole))
+    assert ar.subsample(items, 1.0, seed=3) is items
+
+
+@pytest.mark.slow
+async def test_every_statement_judged_at_once_gets_its_own_hidden_state() -> None:
+    """The verifier asks for a sample's verdicts together (one thread each): each capture must be its call's own."""
+    pytest.importorskip("llama_cpp")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from hidden_states import HiddenStateJudge, messages_key
+
+        from assay.grounding._verify import StatementVerifier
+        from tiny_model import smollm2_path
+
+        judge = HiddenStateJudge(smollm2_path(), n_ctx=2048, n_threads=1, names=("l_out-4", "result_norm"))
+        assert judge.batched_calls > 1  # the verifier gathers the calls
+        context = ["The Amazon River is about 6,400 km long. It empties into the Atlantic Ocean."]
+        claims = ["The Amazon is 6,400 km long.", "It empties into the Pacific.", "The river is short.", "Brazil."]
+        outcomes = await StatementVerifier(method="threshold", reasons="none").verify(context, claims, judge)
+        calls = [c for o in outcomes for c in o.calls if c.purpose.endswith(".p1")]
+        assert len(calls) == len(claims) and all(o.failure is None for o in outcomes)
+        for call in calls:
+            _, vector = judge.records[messages_key(call.messages)]
+            assert vector is not None and vector.shape[0] == 2 and np.isfinite(vector).all()
+        # four different prompts: four different states at the verdict position
+        assert len({judge.records[messages_key(c.messages)][1].tobytes() for c in calls}) == len(claims)  # type: ignore[union-attr]
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+        sys.path.remove(str(Path(__file__).resolve().parent))
+
+
+def test_the_schedule_judges_every_item_once_and_the_pairs_first(ar: ModuleType) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        from test_evidence_use import _groups, _rows
+    finally:
+        sys.path.remove(str(Path(__file__).resolve().parent))
+    import evidence_use
+
+    rows = _rows()
+    pairs, _ = evidence_use.make_pairs(rows, _groups(rows))
+    plan = ar.schedule(pairs, rows, seed=3)
+    judged = [(kind, r["id"]) for _, kind, entry in plan for r in entry]
+    expected = {("dev", r["id"]) for rs in rows.values() for r in rs}
+    expected |= {("removed", p.id + evidence_use.NEGATIVE_SUFFIX) for p in pairs}
+    assert sorted(judged) == sorted(expected)  # each once
+    order = [i for _, i in judged]
+    for p in pairs:
+        assert order.index(p.id) < order.index(p.id + evidence_use.NEGATIVE_SUFFIX)
+    for name in ar.SETS:
+        mine = [(kind, r["id"]) for s, kind, entry in plan if s == name for r in entry]
+        in_pairs = {p.id for p in pairs if p.set == name} | {p.id + "#removed" for p in pairs if p.set == name}
+        flags = [i in in_pairs for _, i in mine]
+        assert flags == sorted(flags, reverse=True), name  # the pairs' sides before every other item
+    for _, _, entry in plan:  # one entry, one context
+        assert len({json_key(r) for r in entry}) == 1
+
+
+def json_key(row: dict[str, Any]) -> str:
+    return str(row.get("oracle_chunks") or row["context"])
