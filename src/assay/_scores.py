@@ -28,9 +28,11 @@ __all__ = [
     "AnswerMap",
     "AnswerSentence",
     "Binary",
+    "Decision",
     "DroppedStatement",
     "JudgeCall",
     "MetricSpec",
+    "PendingVerdict",
     "Score",
     "Summary",
     "SummaryBuilder",
@@ -80,6 +82,9 @@ class UnscoredReason(StrEnum):
     """The judge said a part of the question cannot be decided from the evidence (and no part failed)."""
     TOO_MANY_STATEMENTS = "too_many_statements"
     """More statements than the metric's ``max_statements``: not judged, so no row surprises the bill."""
+    NEEDS_REVIEW = "needs_review"
+    """A verdict no judge of the cascade was sure enough of waits for a person (``assay review``):
+    the sample has no value until it is answered, never a guessed one."""
 
 
 ERROR_REASONS: frozenset[UnscoredReason] = frozenset({UnscoredReason.JUDGE_ERROR, UnscoredReason.METRIC_ERROR})
@@ -136,6 +141,47 @@ class EvidenceRef(BaseModel):
     text: str
 
 
+class Decision(BaseModel):
+    """Who decided a verdict, and how sure it was (a cascade of judges records one per verdict).
+
+    Attributes:
+        by: The judge's model id that decided, or ``person`` for an answer given in review.
+        kind: ``judge`` or ``person``.
+        level: The verdict's place in the cascade, from 0 (the first, cheapest judge).
+        confidence: The decider's probability of the value it gave (P(supported) for a 1,
+            1 - P for a 0); ``None`` where it gave none (a generated verdict, a person).
+        threshold: The confidence this value needed to be kept at this level; ``None`` where
+            the level decides whatever it is given (the last judge, a person).
+        guaranteed: Whether the verdict is covered by the cascade's stated agreement
+            guarantee (kept at or above a threshold chosen on labels).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    by: str
+    kind: Literal["judge", "person"] = "judge"
+    level: int = 0
+    confidence: float | None = None
+    threshold: float | None = None
+    guaranteed: bool = False
+
+
+class PendingVerdict(BaseModel):
+    """A question no judge was sure enough of, waiting for a person (reason ``needs_review``).
+
+    Attributes:
+        subject: What is to be judged (the statement, the criterion).
+        evidence: The context sentences the judges read for it.
+        tried: What each judge leaned to and how sure it was (each below its threshold).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    subject: str
+    evidence: tuple[EvidenceRef, ...] = ()
+    tried: tuple[Verdict, ...] = ()
+
+
 class Verdict(BaseModel):
     """One atomic judgement: a subject, a value, the judge's reason, and what it rests on.
 
@@ -155,6 +201,8 @@ class Verdict(BaseModel):
             combined with the detail checks, and each check's value and problems.
         spans: Where the subject comes from in the judged answer: ``(start, end)``
             character offsets of the answer's words the statement states (faithfulness).
+        decision: Which judge (or person) decided it, how sure it was and against which
+            threshold (runs with a cascade; ``None`` for a single judge).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -166,12 +214,13 @@ class Verdict(BaseModel):
     flags: tuple[str, ...] = ()
     details: dict[str, Any] | None = None
     spans: tuple[tuple[int, int], ...] = ()
+    decision: Decision | None = None
 
     @model_serializer(mode="wrap")
     def _omit_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Records keep ``evidence``, ``flags``, ``details`` and ``spans`` only where a verdict has them."""
+        """Records keep ``evidence``, ``flags``, ``details``, ``spans``, ``decision`` only where set."""
         data: dict[str, Any] = handler(self)
-        for key in ("evidence", "flags", "details", "spans"):
+        for key in ("evidence", "flags", "details", "spans", "decision"):
             if not data.get(key):
                 data.pop(key, None)
         return data
@@ -308,6 +357,8 @@ class Score(BaseModel):
     details: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
     decomposition: AnswerMap | None = Field(default=None, exclude_if=lambda value: value is None)
     """How the answer became the judged statements (faithfulness); records keep it only where set."""
+    pending: tuple[PendingVerdict, ...] = Field(default=(), exclude_if=lambda value: not value)
+    """Questions waiting for a person (reason ``needs_review``); records keep it only where set."""
 
     @field_validator("value", mode="before")
     @classmethod
