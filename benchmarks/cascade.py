@@ -184,8 +184,10 @@ def evaluate(
     return rows
 
 
-def load_items(sets: Sequence[str], n: int, seed: int, judges: Sequence[str]) -> tuple[list[Item], dict[str, Any]]:
-    """The items every judge judged (of ``judge_agreement.load``'s seeded sample), and what was left out."""
+def load_items(
+    sets: Sequence[str], n: int, seed: int, judges: Sequence[str], first: int = 0
+) -> tuple[list[Item], dict[str, Any]]:
+    """The items every judge judged (of ``judge_agreement.load``'s seeded sample, its first ``first``), and the rest."""
     sys.path.insert(0, str(HERE))
     from grouped_cv import document_groups
     from judge_agreement import CACHE, PRODUCT_KEY, load, model_slug
@@ -202,6 +204,8 @@ def load_items(sets: Sequence[str], n: int, seed: int, judges: Sequence[str]) ->
     about: dict[str, Any] = {}
     for name in sets:
         rows = load(name, n, seed)
+        if first:
+            rows = rows[:first]
         groups = document_groups(name, rows)
         judged = [[entry_of(c.get(f"{name}/{PRODUCT_KEY}", {}).get(r["id"])) for c in caches] for r in rows]
         missing = [sum(1 for j in judged if j[k] is None) for k in range(len(judges))]
@@ -278,13 +282,13 @@ COLOURS = ("#1f4e9c", "#c2571a", "#2a8a4a", "#7a3d9c", "#8a6d1a", "#444444")
 def svg(panels: Sequence[tuple[str, Sequence[dict[str, Any]]]], note: str) -> str:
     """Coverage (x) against realised agreement (y), one panel per scope, one line per configuration.
 
-    A point per target; its target is drawn as a short tick on the y axis. Points of targets
-    where nothing was decided are left out.
+    A point per target, labelled with the target (".80"); a target where nothing was decided
+    has no point. Agreement below 0.5 is drawn at 0.5.
     """
     width, height, left, top, pw, ph, gap = 300, 260, 50, 40, 220, 180, 30
     total = len(panels) * (width + gap)
     configs = list(dict.fromkeys(r["config"] for _, rows in panels for r in rows))
-    lo_y = 0.6
+    lo_y = 0.5
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{total}" height="{height + 50 + 16 * len(configs)}" '
         f'font-family="sans-serif" font-size="11">',
@@ -301,7 +305,7 @@ def svg(panels: Sequence[tuple[str, Sequence[dict[str, Any]]]], note: str) -> st
         for t in (0.0, 0.25, 0.5, 0.75, 1.0):
             x, _ = px(t, lo_y)
             out.append(f'<text x="{x:.0f}" y="{top + ph + 14}" text-anchor="middle">{t:.2f}</text>')
-        for a in (0.6, 0.7, 0.8, 0.9, 1.0):
+        for a in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0):
             _, y = px(0, a)
             out.append(f'<text x="{x0 - 4}" y="{y + 4:.0f}" text-anchor="end">{a:.1f}</text>')
             out.append(f'<line x1="{x0}" x2="{x0 + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
@@ -312,16 +316,15 @@ def svg(panels: Sequence[tuple[str, Sequence[dict[str, Any]]]], note: str) -> st
         )
         for c, config in enumerate(configs):
             colour = COLOURS[c % len(COLOURS)]
-            pts = [
-                px(r["coverage"], min(1.0, max(lo_y, r["agreement"])))
-                for r in rows
-                if r["config"] == config and r["agreement"] is not None
-            ]
+            mine = [r for r in rows if r["config"] == config and r["agreement"] is not None]
+            pts = [px(r["coverage"], min(1.0, max(lo_y, r["agreement"]))) for r in mine]
             if len(pts) > 1:
                 path = " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)
                 out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
-            for x, y in pts:
+            for (x, y), r in zip(pts, mine, strict=True):
                 out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{colour}"/>')
+                target = f"{r['target']:.2f}".removeprefix("0")
+                out.append(f'<text x="{x + 4:.1f}" y="{y - 3:.1f}" font-size="8" fill="{colour}">{target}</text>')
     for c, config in enumerate(configs):
         y = height + 30 + 16 * c
         colour = COLOURS[c % len(COLOURS)]
@@ -346,6 +349,7 @@ def main() -> None:
     parser.add_argument("--sets", default="summedits,begin")
     parser.add_argument("--n", type=int, default=100, help="items per set, as judge_agreement.py was run")
     parser.add_argument("--seed", type=int, default=7, help="judge_agreement.py's sample seed")
+    parser.add_argument("--first", type=int, default=0, help="only the first K of each set's sample, as judged")
     parser.add_argument("--big", default="local", help="the strong judge (default: the shipped 1.5B)")
     parser.add_argument("--small", default=SMALL, help="the cheap first judge (default: the 0.5B)")
     parser.add_argument("--repeats", type=int, default=200)
@@ -356,11 +360,15 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=HERE / "cascade.json")
     parser.add_argument("--svg", type=Path, default=HERE.parent / "docs" / "images" / "cascade.svg")
     args = parser.parse_args()
+    if args.big == args.small:
+        raise SystemExit(f"--big and --small are both {args.big}: a cascade needs two judges")
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     targets = [float(t) for t in args.targets.split(",")]
-    items, about = load_items(sets, args.n, args.seed, [args.big, args.small])
-    names = ["1.5B", "0.5B"]
-    configs = [Config("1.5B alone", (0,)), Config("0.5B alone", (1,)), Config("0.5B -> 1.5B", (1, 0))]
+    items, about = load_items(sets, args.n, args.seed, [args.big, args.small], args.first)
+    # Short names for the judges as shipped; any other judge is named by its spec.
+    names = [{"local": "1.5B", SMALL: "0.5B"}.get(spec, spec) for spec in (args.big, args.small)]
+    big, small = names
+    configs = [Config(f"{big} alone", (0,)), Config(f"{small} alone", (1,)), Config(f"{small} -> {big}", (1, 0))]
     scopes = [(name, [it for it in items if it.set == name]) for name in sets]
     if len(sets) > 1:
         scopes.append((" + ".join(sets) + " (pooled)", items))
@@ -369,10 +377,11 @@ def main() -> None:
     for name, facts in about.items():
         print(f"  {name}: {facts}")
     figures: dict[str, Any] = {
-        "judges": {"1.5B": args.big, "0.5B": args.small},
+        "judges": {big: args.big, small: args.small},
         "variant": "product",
         "sample_seed": args.seed,
         "n_per_set": args.n,
+        "first": args.first,
         "repeats": args.repeats,
         "split_seed": args.split_seed,
         "delta": args.delta,
