@@ -253,6 +253,8 @@ def judge_facts(items: Sequence[Item], names: Sequence[str]) -> list[dict[str, A
                 "p_at_least_0.5": int((p >= 0.5).sum()),
                 "p_0.5_to_0.8": int(((p >= 0.5) & (p < 0.8)).sum()),
                 "seconds_per_item": float(np.mean([it.seconds[j] for it in items])),
+                # The first item of each judge_agreement.py process also paid the model's load.
+                "median_seconds_per_item": float(np.median([it.seconds[j] for it in items])),
             }
         )
     return out
@@ -274,6 +276,22 @@ def print_table(scope: str, rows: Sequence[dict[str, Any]]) -> None:
             f"{fmt(r['reached'], '.2f'):>7s} {r['no_threshold']:6d} {r['decided_nothing']:5d} "
             f"{r['seconds_per_item']:6.1f}  {' / '.join(f'{x:.2f}' for x in r['by_level'])}"
         )
+
+
+def markdown(scope: str, rows: Sequence[dict[str, Any]]) -> str:
+    """The table as Markdown, for the docs."""
+    lines = [
+        f"| {scope}: judge | target | coverage | agreement on decided | splits reaching target "
+        "| no threshold | s/item | decided per level |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['config']} | {r['target']:.2f} | {r['coverage']:.2f} | {fmt(r['agreement'], '.2f')} "
+            f"| {fmt(r['reached'], '.2f')} | {r['no_threshold']}/{r['splits']} | {r['seconds_per_item']:.0f} "
+            f"| {' / '.join(f'{x:.2f}' for x in r['by_level'])} |"
+        )
+    return "\n".join(lines)
 
 
 COLOURS = ("#1f4e9c", "#c2571a", "#2a8a4a", "#7a3d9c", "#8a6d1a", "#444444")
@@ -357,6 +375,7 @@ def main() -> None:
     parser.add_argument("--delta", type=float, default=0.1)
     parser.add_argument("--targets", default=",".join(f"{t:.2f}" for t in TARGETS))
     parser.add_argument("--machine", default="", help="what the cached timings ran on and under what load")
+    parser.add_argument("--markdown", action="store_true", help="also print each table as Markdown")
     parser.add_argument("--json", type=Path, default=HERE / "cascade.json")
     parser.add_argument("--svg", type=Path, default=HERE.parent / "docs" / "images" / "cascade.svg")
     args = parser.parse_args()
@@ -400,10 +419,13 @@ def main() -> None:
             print(
                 f"  {scope} {f['judge']}: agreement {f['agreement']:.3f}, BA {f['balanced_accuracy']:.3f}, "
                 f"said unsupported {f['said_unsupported']}/{f['n']}, P >= 0.5 {f['p_at_least_0.5']}, "
-                f"P 0.5-0.8 {f['p_0.5_to_0.8']}, {f['seconds_per_item']:.1f} s/item as judged"
+                f"P 0.5-0.8 {f['p_0.5_to_0.8']}, {f['seconds_per_item']:.1f} s/item as judged "
+                f"(median {f['median_seconds_per_item']:.1f})"
             )
         rows = evaluate(mine, configs, targets, args.delta, args.repeats, args.split_seed)
         print_table(f"{scope}: n={len(mine)}, {len({it.group for it in mine})} documents", rows)
+        if args.markdown:
+            print("\n" + markdown(f"{scope} (n={len(mine)})", rows))
         figures["scopes"].append({"scope": scope, "n": len(mine), "judges": facts, "rows": rows})
         panels.append((f"{scope} (n={len(mine)})", rows))
     args.json.write_text(json.dumps(figures, indent=1) + "\n")
