@@ -572,7 +572,12 @@ def evaluate(
     error of each kind, and ``result.notes`` holds the same text. Works inside a
     running event loop (Jupyter) by running in a worker thread.
     """
-    coro = execute(plan_run(**locals()))  # checked here, in the caller's thread
+    return run_plan(plan_run(**locals()))  # checked here, in the caller's thread
+
+
+def run_plan(plan: RunPlan) -> EvalResult:
+    """Carry out ``plan`` from synchronous code (in a worker thread inside a running event loop)."""
+    coro = execute(plan)
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -124,11 +124,13 @@ def plan_run(
     base_url: str | None = None,
     mapping: Mapping[str, str] | None = None,
     limits: Limits | None = None,
+    api_key: str | None = None,
     **settings: Any,
 ) -> RunPlan:
     """Check every option of a run and describe it; the one place a run's options are checked.
 
-    ``settings`` are :class:`RunPlan`'s other fields, as :func:`~assay.evaluate` takes them.
+    ``settings`` are :class:`RunPlan`'s other fields, as :func:`~assay.evaluate` takes them;
+    ``api_key`` goes to the judge string's judge only (a dry run names a key so that it needs none).
 
     Raises:
         ConfigError: a bad option, named as the caller gave it.
@@ -147,7 +149,7 @@ def plan_run(
     )  # checked before the judge is built
     if base_url is not None:
         _check_base_url(judge)
-    judge_model = judge if not isinstance(judge, str | None) else get_judge(judge, base_url=base_url)
+    judge_model = judge if not isinstance(judge, str | None) else get_judge(judge, base_url=base_url, api_key=api_key)
     return RunPlan(
         data=data,
         metrics=tuple(metric_list),
