@@ -25,6 +25,7 @@ places, and nowhere else:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,7 @@ from assay.errors import ConfigError, SampleError
 from assay.metrics._base import Metric
 from assay.metrics._registry import metrics_from
 from assay.models._protocol import JudgeModel
-from assay.models._registry import get_judge
+from assay.models._registry import _canonical, get_judge
 from assay.models._stack import Limits
 from assay.prompts import REASKS
 from assay.run._cost import PriceTable
@@ -55,10 +56,6 @@ URL_JUDGES = ("openai", "anthropic")
 
 def judge_kind(judge: str | None) -> str:
     """``local``, ``openai``, ``anthropic`` or a plugin's name, from a judge string (as ``get_judge`` reads it)."""
-    import os
-
-    from assay.models._registry import _canonical
-
     spec = _canonical(judge or os.environ.get("ASSAY_JUDGE") or "local")
     return spec.partition(":")[0]
 
