@@ -304,7 +304,7 @@ def svg(panels: Sequence[tuple[str, Sequence[dict[str, Any]]]], note: str) -> st
     has no point. Agreement below 0.5 is drawn at 0.5.
     """
     width, height, left, top, pw, ph, gap = 300, 260, 50, 40, 220, 180, 30
-    total = len(panels) * (width + gap)
+    total = max(len(panels) * (width + gap), 7 * len(note) + 16)  # the note on one line
     configs = list(dict.fromkeys(r["config"] for _, rows in panels for r in rows))
     lo_y = 0.5
     out = [
