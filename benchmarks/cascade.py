@@ -347,7 +347,9 @@ def svg(panels: Sequence[tuple[str, Sequence[dict[str, Any]]]], note: str) -> st
         y = height + 30 + 16 * c
         colour = COLOURS[c % len(COLOURS)]
         out.append(f'<line x1="{left}" x2="{left + 20}" y1="{y - 4}" y2="{y - 4}" stroke="{colour}" stroke-width="2"/>')
-        out.append(f'<text x="{left + 26}" y="{y}">{escape(config)}</text>')
+        decided = any(r["config"] == config and r["agreement"] is not None for _, rows in panels for r in rows)
+        label = config if decided else f"{config}: no point, it decided nothing at any target"
+        out.append(f'<text x="{left + 26}" y="{y}">{escape(label)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 

@@ -156,3 +156,14 @@ def test_the_picture_has_a_line_per_configuration_and_escapes_names(cb: ModuleTy
     ns = "{http://www.w3.org/2000/svg}"
     assert len(root.findall(f"{ns}polyline")) == 4  # two panels, two configurations
     assert "one <b>" in [t.text for t in root.findall(f"{ns}text")]
+
+
+def test_the_picture_says_when_a_judge_decided_nothing(cb: ModuleType) -> None:
+    def coin(i: int, y: int, rng: np.random.Generator) -> list[tuple[int, float, float]]:
+        v = int(rng.integers(0, 2))
+        return [_right(y), (v, 0.9 if v else 0.1, 1.0)]
+
+    rows = cb.evaluate(_items(cb, coin), [cb.Config("right", (0,)), cb.Config("coin", (1,))], (0.8, 0.9), 0.1, 5, 0)
+    texts = [t.text for t in ET.fromstring(cb.svg([("a", rows)], "n")).iter("{http://www.w3.org/2000/svg}text")]
+    assert "right" in texts
+    assert "coin: no point, it decided nothing at any target" in texts
