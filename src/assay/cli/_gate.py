@@ -161,6 +161,7 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str, *, explai
         print_partial(result)
         if result.untrusted is not None:
             out_console.print(f"[bold yellow]judge not trusted either:[/bold yellow] {printable(result.untrusted)}")
+        _print_pending(report, run_id)
         _print_unscored(result)
         _print_notes(result, explain)
         return
@@ -236,6 +237,7 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str, *, explai
                 sinkers or "—",
             )
         out_console.print(table)
+    _print_pending(report, run_id)
     _print_unscored(result)
     if result.n_repeats > 1 and (explain or result.outcome == "flaky"):
         _print_repeat_noise(report)
@@ -257,6 +259,20 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str, *, explai
         # for a metric whose scores have no statements.
         _print_advice(result, report)
     _print_notes(result, explain)
+
+
+def _print_pending(report: RepeatReport, run_id: str) -> None:
+    """Questions a cascade left to people: said in the open, since their samples are not in the mean."""
+    waiting = [score for sample in report.samples for score in sample.scores if score.pending]
+    if not waiting:
+        return
+    n = sum(len(score.pending) for score in waiting)
+    out_console.print(
+        f"[bold yellow]{counted(n, 'question')} wait for review[/bold yellow] in {counted(len(waiting), 'result')} "
+        f"(unscored needs_review: not in the mean until a person answers them): "
+        f"'assay review {printable(run_id, breaks=False)}'",
+        soft_wrap=True,
+    )
 
 
 def _print_unscored(result: GateResult) -> None:

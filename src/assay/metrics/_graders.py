@@ -251,6 +251,35 @@ class BinaryJudgeGrader:
             return failed(self.name, result.failure, spec, calls=result.calls)
         return _labelled(self.name, self.criteria, result.output.label, result.output.reasoning, result.calls, spec)
 
+    def review_value(self, supported: bool) -> str:
+        """PASS for a response a person found to meet the criterion, else FAIL."""
+        return "PASS" if supported else "FAIL"
+
+    def rescored(self, score: Score) -> Score:
+        """PASS 1.0, FAIL 0.0 (as :meth:`score` computes it) from the score's one verdict, once it is decided."""
+        label = _LABEL_OF.get(score.verdicts[0].value) if len(score.verdicts) == 1 else None
+        if label is None:
+            raise ValueError(f"{self.name}: a grader's score has one PASS/FAIL/NA verdict, got {score.verdicts!r}")
+        verdict = score.verdicts[0]
+        rebuilt = _labelled(self.name, verdict.subject, label, verdict.reason, score.calls, score.spec or self.spec())
+        return rebuilt.model_copy(update={"verdicts": score.verdicts, "details": score.details})
+
+    def label_item(self, sample: Sample, verdict: Verdict) -> dict[str, Any] | None:
+        """A grader item: the criteria, the question and the answer as the completion, PASS/FAIL as the label.
+
+        A sample graded from its trace alone gives none (``assay calibrate``'s grader items are
+        a question and a completion).
+        """
+        if sample.answer is None or not sample.answer.strip() or verdict.value not in ("PASS", "FAIL"):
+            return None
+        item: dict[str, Any] = {"criteria": verdict.subject, "completion": sample.answer, "label": verdict.value}
+        if sample.question:
+            item["question"] = sample.question
+        return item
+
+
+_LABEL_OF: dict[object, Literal["PASS", "FAIL", "NA"]] = {"PASS": "PASS", "FAIL": "FAIL", "NA": "NA"}
+
 
 def _labelled(
     name: str,

@@ -336,6 +336,57 @@ class RunStore:
                 (run_id, key, repeat, result.line, result.sample.id, record, self._now()),
             )
 
+    def keyed_results(self, run_id: str) -> Iterator[tuple[str, SampleResult]]:
+        """Each stored result with its row key (what :meth:`replace_results` takes), in input order."""
+        self.spec(run_id)
+        with self._lock:
+            rows = self._execute(
+                "SELECT row_key, record, repeat FROM results WHERE run_id = ? ORDER BY line, repeat", (run_id,)
+            ).fetchall()
+        for key, record, repeat in rows:
+            data = json.loads(record)
+            data["repeat"] = repeat
+            yield str(key), SampleResult.from_record(data)
+
+    def replace_results(self, run_id: str, results: Sequence[tuple[str, SampleResult]]) -> None:
+        """Replace stored results (row key, result) of ``run_id`` all together, in one transaction.
+
+        Every result must already be stored under its key and repeat (a review changes
+        results, it never adds one); if one is not, or a write fails, none is replaced.
+
+        Raises:
+            StoreError: a result is not stored for the run, or holds text SQLite cannot store.
+        """
+        rows = []
+        for key, result in results:
+            record = json.dumps(result.to_record(), ensure_ascii=False)
+            try:
+                record.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise StoreError(
+                    f"cannot store the result of line {result.line}: its text is not valid Unicode"
+                ) from exc
+            rows.append((record, self._now(), run_id, key, result.repeat))
+        with self._lock:
+            self._execute("BEGIN IMMEDIATE")
+            try:
+                for row in rows:
+                    cursor = self._execute(
+                        "UPDATE results SET record = ?, finished_at = ? "
+                        "WHERE run_id = ? AND row_key = ? AND repeat = ?",
+                        row,
+                    )
+                    if cursor.rowcount != 1:
+                        raise StoreError(f"run {run_id!r} has no result {row[3]!r} (repeat {row[4]}) to replace")
+                self._execute(
+                    f"UPDATE runs SET updated_at = ?, written = {_NEXT_WRITE} WHERE run_id = ?", (self._now(), run_id)
+                )
+                self._execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+
     def record_error(self, run_id: str, error: SampleError) -> None:
         """Keep an invalid input row's message with its line."""
         with self._lock:
