@@ -19,6 +19,7 @@ from assay import Faithfulness, Sample
 from assay._scores import Decision, EvidenceRef, PendingVerdict, Score, UnscoredReason, Verdict
 from assay.cli import app
 from assay.metrics import BinaryJudgeGrader
+from assay.report import write_report
 from assay.run import RunSpec, RunStore, SampleResult
 from assay.run._calibrate import read_items
 from assay.run._review import ANSWERS_FORMAT, pending_questions
@@ -304,3 +305,24 @@ def test_a_gate_on_a_run_with_questions_pending_says_so(store_path: Path) -> Non
     review(RUN, "--store", str(store_path), input="s\ns\ns\n")
     after = CliRunner().invoke(app, ["gate", RUN, "--store", str(store_path), "--metric", "faithfulness"])
     assert "wait for review" not in after.output
+
+
+def test_the_report_lists_pending_questions_and_marks_a_persons_verdicts(tmp_path: Path, store_path: Path) -> None:
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(app, ["report", RUN, "--store", str(store_path), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "3 questions wait for review" in " ".join(result.output.split())
+    assert 'id="review-list"' in out.read_text()
+    review(RUN, "--store", str(store_path), input="n\ns\ns\n")
+    result = CliRunner().invoke(app, ["report", RUN, "--store", str(store_path), "--out", str(out)])
+    assert "wait for review" not in result.output and 'id="review-list"' not in out.read_text()
+    with RunStore(store_path) as store:
+        data = write_report(store, RUN, tmp_path / "again.html")
+    marked = [
+        (v["subject"], v["by_person"])
+        for s in data.samples
+        for rep in s["repeats"]
+        for e in rep["scores"]
+        for v in e["verdicts"]
+    ]
+    assert (HOSTILE, True) in marked and ("The sky is blue.", False) in marked and (CRITERIA, True) in marked

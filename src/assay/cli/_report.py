@@ -172,3 +172,10 @@ def report(
         f"wrote {printable(str(out))}: {counted(len(data.samples), 'sample')}, {counted(len(data.metrics), 'metric')}"
         f"{printable(compared)}{verdict}"
     )
+    if data.pending:
+        err_console.print(
+            f"[bold yellow]{counted(len(data.pending), 'question')} wait for review[/bold yellow] (their samples are "
+            f"unscored needs_review, in no mean): answer them on the page or with 'assay review "
+            f"{printable(data.info.run_id, breaks=False)}'",
+            soft_wrap=True,
+        )
