@@ -326,3 +326,34 @@ def test_the_report_lists_pending_questions_and_marks_a_persons_verdicts(tmp_pat
         for v in e["verdicts"]
     ]
     assert (HOSTILE, True) in marked and ("The sky is blue.", False) in marked and (CRITERIA, True) in marked
+
+
+def test_a_score_without_its_spec_is_computed_by_the_runs_metric_and_an_unreviewable_metric_is_refused(
+    tmp_path: Path,
+) -> None:
+    from assay.metrics import ContextPrecision
+    from assay.run._review import Answer, ReviewError, apply_answers
+
+    faith, precision = Faithfulness().spec(), ContextPrecision().spec()
+    sample = Sample(id="a", question="Q?", answer="The sky is blue.", contexts=("The sky is blue.",))
+    pending = (PendingVerdict(subject="The sky is blue."),)
+    bare = Score.unscored("faithfulness", UnscoredReason.NEEDS_REVIEW).model_copy(update={"pending": pending})
+    odd = Score.unscored("context_precision", UnscoredReason.NEEDS_REVIEW, spec=precision).model_copy(
+        update={"pending": (PendingVerdict(subject="passage 1"),)}
+    )
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        store.create(RunSpec(run_id=RUN, judge="local", judge_model="local", metrics=(faith, precision)))
+        store.record(RUN, SampleResult(sample, {"faithfulness": bare, "context_precision": odd}, 1))
+        before = list(store.records(RUN))
+        with pytest.raises(ReviewError, match=r"answers\[1\]: metric 'context_precision' does not compute its value"):
+            apply_answers(
+                store,
+                RUN,
+                [
+                    Answer(1, 0, "faithfulness", "The sky is blue.", True, "answers[0]"),
+                    Answer(1, 0, "context_precision", "passage 1", True, "answers[1]"),
+                ],
+            )
+        assert list(store.records(RUN)) == before
+        outcome = apply_answers(store, RUN, [Answer(1, 0, "faithfulness", "The sky is blue.", False)])
+        assert outcome.rescored == ((1, 0, "faithfulness", 0.0),) and outcome.pending == 1

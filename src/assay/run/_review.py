@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from assay._samples import Sample
-from assay._scores import Decision, EvidenceRef, PendingVerdict, Score, Verdict
+from assay._scores import Decision, EvidenceRef, MetricSpec, PendingVerdict, Score, Verdict
 from assay.errors import AssayError, ConfigError
 from assay.metrics._base import Reviewable
 from assay.metrics._rebuild import metric_from_spec
@@ -134,12 +134,13 @@ class ReviewOutcome:
     pending: int
 
 
-def _reviewable(score: Score, where: str) -> Reviewable:
-    """The metric of ``score``, rebuilt from its spec, which must compute its value from verdicts."""
-    if score.spec is None:
+def _reviewable(score: Score, where: str, run_metrics: Sequence[MetricSpec] = ()) -> Reviewable:
+    """The metric of ``score``, rebuilt from its spec (else the run's), which must compute its value from verdicts."""
+    spec = score.spec or next((m for m in run_metrics if m.name == score.metric), None)
+    if spec is None:
         raise ReviewError(f"{where}: the score has no metric spec, so its value cannot be computed again")
     try:
-        metric = metric_from_spec(score.spec)
+        metric = metric_from_spec(spec)
     except ConfigError as exc:
         raise ReviewError(f"{where}: the metric cannot be rebuilt from its spec: {exc}") from None
     if not isinstance(metric, Reviewable):
@@ -229,6 +230,7 @@ def apply_answers(store: RunStore, run_id: str, answers: Sequence[Answer]) -> Re
         StoreError: no such run, or the store cannot be written (nothing is written).
     """
     by_line = {(r.line, r.repeat): (key, r) for key, r in store.keyed_results(run_id)}
+    run_metrics = store.spec(run_id).metrics
     seen: dict[tuple[int, int, str, str], str] = {}
     changed: dict[str, SampleResult] = {}
     touched: dict[tuple[str, str], None] = {}
@@ -248,7 +250,7 @@ def apply_answers(store: RunStore, run_id: str, answers: Sequence[Answer]) -> Re
         score = result.scores.get(answer.metric)
         if score is None:
             raise ReviewError(f"{answer.where}: line {answer.line} has no score of metric {answer.metric!r}")
-        metric = metrics.get(answer.metric) or _reviewable(score, answer.where)
+        metric = metrics.get(answer.metric) or _reviewable(score, answer.where, run_metrics)
         metrics[answer.metric] = metric
         new, did = _answered(score, answer, metric)
         if did:
@@ -332,12 +334,13 @@ def review_labels(store: RunStore, run_id: str) -> tuple[list[dict[str, Any]], i
     """
     items: list[dict[str, Any]] = []
     skipped = 0
+    run_metrics = store.spec(run_id).metrics
     for _, result in store.keyed_results(run_id):
         for name, score in result.scores.items():
             people = [v for v in score.verdicts if v.decision is not None and v.decision.kind == PERSON]
             if not people:
                 continue
-            metric = _reviewable(score, f"line {result.line} {name}")
+            metric = _reviewable(score, f"line {result.line} {name}", run_metrics)
             for n, verdict in enumerate(people):
                 item = metric.label_item(result.sample, verdict)
                 if item is None:
