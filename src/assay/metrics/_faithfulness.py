@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -194,33 +193,12 @@ class Faithfulness:
             return failed(self.name, failure, spec, verdicts=verdicts, calls=calls).model_copy(
                 update={"decomposition": answer_map}
             )
-        return self._aggregate(verdicts, calls, spec, answer_map)
-
-    def _aggregate(
-        self, verdicts: Sequence[Verdict], calls: Sequence[JudgeCall], spec: MetricSpec, answer_map: AnswerMap | None
-    ) -> Score:
-        """The share of ``verdicts`` that are 1, explained with what the decomposition dropped."""
         score = supported_share(
             self.name, verdicts, calls, spec, counted="statements supported by the contexts", rejected="unsupported"
         )
         return score.model_copy(
             update={"decomposition": answer_map, "explanation": _with_decomposition(score.explanation, answer_map)}
         )
-
-    def review_value(self, supported: bool) -> int:
-        """1 for a statement a person found supported by the contexts, else 0."""
-        return 1 if supported else 0
-
-    def rescored(self, score: Score) -> Score:
-        """The share of ``score``'s verdicts that are 1 (as :meth:`score` computes it), once none is pending."""
-        rebuilt = self._aggregate(score.verdicts, score.calls, score.spec or self.spec(), score.decomposition)
-        return rebuilt.model_copy(update={"details": score.details})
-
-    def label_item(self, sample: Sample, verdict: Verdict) -> dict[str, Any] | None:
-        """A grounding item: the sample's contexts, the statement as the claim, the verdict as the label."""
-        if not sample.contexts or verdict.value not in (0, 1):
-            return None
-        return {"contexts": list(sample.contexts), "claim": verdict.subject, "label": verdict.value}
 
     def _too_many(self, what: str, cost: str, spec: MetricSpec, calls: list[JudgeCall] | None = None) -> Score:
         """Unscored ``too_many_statements``: ``what`` is above :attr:`max_statements`, and what it cost."""
@@ -229,6 +207,36 @@ class Faithfulness:
             f"--set {self.name}.max_statements=N (Python: Faithfulness(max_statements=N))"
         )
         return Score.unscored(self.name, UnscoredReason.TOO_MANY_STATEMENTS, detail, calls=calls or (), spec=spec)
+
+    def review_value(self, supported: bool) -> int:
+        """1 for a statement a person found supported by the contexts, else 0."""
+        return 1 if supported else 0
+
+    def rescored(self, score: Score) -> Score:
+        """The share of ``score``'s verdicts that are 1, explained as :meth:`score` does, once none is pending."""
+        answer_map = score.decomposition
+        spec = score.spec or self.spec()
+        rebuilt = supported_share(  # worded as score() words it
+            self.name,
+            score.verdicts,
+            score.calls,
+            spec,
+            counted="statements supported by the contexts",
+            rejected="unsupported",
+        )
+        return rebuilt.model_copy(
+            update={
+                "decomposition": answer_map,
+                "explanation": _with_decomposition(rebuilt.explanation, answer_map),
+                "details": score.details,
+            }
+        )
+
+    def label_item(self, sample: Sample, verdict: Verdict) -> dict[str, Any] | None:
+        """A grounding item: the sample's contexts, the statement as the claim, the verdict as the label."""
+        if not sample.contexts or verdict.value not in (0, 1):
+            return None
+        return {"contexts": list(sample.contexts), "claim": verdict.subject, "label": verdict.value}
 
     async def _all_at_once(
         self,

@@ -185,6 +185,8 @@ _CONVERSATION_RULES = (
 
 BINARY_PROMPT_NAME = "binary_grader"
 BINARY_PROMPT_VERSION = "1"
+_LABEL_OF: dict[object, Literal["PASS", "FAIL", "NA"]] = {"PASS": "PASS", "FAIL": "FAIL", "NA": "NA"}
+"""A grader verdict's value as its label (what :meth:`BinaryJudgeGrader.rescored` reads)."""
 
 
 @dataclass(frozen=True)
@@ -241,16 +243,6 @@ class BinaryJudgeGrader:
         """The messages the judge sees for ``sample`` (for inspection and tests)."""
         return self._sub.prompt.render(_conversation_input(sample))
 
-    async def score(self, sample: Sample, judge: JudgeModel) -> Score:
-        """Ask for reasoning and a label; PASS 1.0, FAIL 0.0, NA unscored ``not_applicable``."""
-        spec = self.spec()
-        if conversation_of(sample) is None:
-            return _missing_conversation(self.name, spec)
-        result = await self._sub.run(sample, judge)
-        if result.output is None:
-            return failed(self.name, result.failure, spec, calls=result.calls)
-        return _labelled(self.name, self.criteria, result.output.label, result.output.reasoning, result.calls, spec)
-
     def review_value(self, supported: bool) -> str:
         """PASS for a response a person found to meet the criterion, else FAIL."""
         return "PASS" if supported else "FAIL"
@@ -277,8 +269,15 @@ class BinaryJudgeGrader:
             item["question"] = sample.question
         return item
 
-
-_LABEL_OF: dict[object, Literal["PASS", "FAIL", "NA"]] = {"PASS": "PASS", "FAIL": "FAIL", "NA": "NA"}
+    async def score(self, sample: Sample, judge: JudgeModel) -> Score:
+        """Ask for reasoning and a label; PASS 1.0, FAIL 0.0, NA unscored ``not_applicable``."""
+        spec = self.spec()
+        if conversation_of(sample) is None:
+            return _missing_conversation(self.name, spec)
+        result = await self._sub.run(sample, judge)
+        if result.output is None:
+            return failed(self.name, result.failure, spec, calls=result.calls)
+        return _labelled(self.name, self.criteria, result.output.label, result.output.reasoning, result.calls, spec)
 
 
 def _labelled(

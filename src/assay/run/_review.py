@@ -30,8 +30,8 @@ from typing import Any
 from assay._samples import Sample
 from assay._scores import Decision, EvidenceRef, MetricSpec, PendingVerdict, Score, Verdict
 from assay.errors import AssayError, ConfigError
-from assay.metrics._base import Reviewable
 from assay.metrics._rebuild import metric_from_spec
+from assay.metrics._reviewable import Reviewable
 from assay.run._results import SampleResult
 from assay.run._store import RunStore
 
