@@ -140,6 +140,7 @@ def test_review_answers_change_the_scores_and_are_recorded_as_a_persons(store_pa
     assert "local leaned not supported (confidence 0.70, needed 0.85)" in out
     assert "\x1b" not in out and "\\x1b[2J [red]really[/red]" in out  # untrusted text escaped, markup shown as text
     assert "answer s, n, k or q" in out  # "y" is not an answer: asked again
+    assert f"does the answer meet the criterion? {CRITERIA}" in out and "local leaned pass (confidence 0.58" in out
     records = stored(store_path)
     assert people(records) == [
         (1, "faithfulness", HOSTILE, 0),

@@ -33,6 +33,7 @@ __all__ = ["review"]
 _SHOWN_CHARS = 600
 """Characters of an answer or a context shown with a question (the rest: ``assay runs show --sample``)."""
 _CHOICES = {"s": "supported", "n": "not supported", "k": "skip", "q": "quit"}
+"""What a person can answer: for a grader's criterion, supported means met (PASS)."""
 
 
 def _clip(text: str, limit: int = _SHOWN_CHARS) -> str:
@@ -53,7 +54,9 @@ def _show(question: PendingQuestion, n: int, total: int) -> None:
         + (f" · repeat {question.repeat}" if question.repeat else ""),
         soft_wrap=True,
     )
-    out_console.print(f"[bold]is it supported?[/bold] {printable(question.subject, breaks=False)}", soft_wrap=True)
+    graded = any(isinstance(t.value, str) for t in question.tried)  # PASS/FAIL: a grader's criterion
+    asked = "does the answer meet the criterion?" if graded else "is it supported?"
+    out_console.print(f"[bold]{asked}[/bold] {printable(question.subject, breaks=False)}", soft_wrap=True)
     sample = question.sample
     if sample.question:
         out_console.print(f"  [dim]question[/dim] {printable(_clip(sample.question), breaks=False)}", soft_wrap=True)
