@@ -358,3 +358,14 @@ def test_a_score_without_its_spec_is_computed_by_the_runs_metric_and_an_unreview
         assert list(store.records(RUN)) == before
         outcome = apply_answers(store, RUN, [Answer(1, 0, "faithfulness", "The sky is blue.", False)])
         assert outcome.rescored == ((1, 0, "faithfulness", 0.0),) and outcome.pending == 1
+
+
+def test_the_gates_job_summary_says_how_many_questions_wait(tmp_path: Path, store_path: Path) -> None:
+    summary = tmp_path / "summary.md"
+    CliRunner().invoke(
+        app,
+        ["gate", RUN, "--store", str(store_path), "--metric", "faithfulness", "--summary-md", str(summary)],
+    )
+    text = summary.read_text()
+    assert "**2 questions wait for review** in 1 result" in text
+    assert "answer them with assay review 20261206\\-040000\\-abcd" in text

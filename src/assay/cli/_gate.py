@@ -263,12 +263,11 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str, *, explai
 
 def _print_pending(report: RepeatReport, run_id: str) -> None:
     """Questions a cascade left to people: said in the open, since their samples are not in the mean."""
-    waiting = [score for sample in report.samples for score in sample.scores if score.pending]
-    if not waiting:
+    n, n_results = report.pending
+    if not n:
         return
-    n = sum(len(score.pending) for score in waiting)
     out_console.print(
-        f"[bold yellow]{counted(n, 'question')} wait for review[/bold yellow] in {counted(len(waiting), 'result')} "
+        f"[bold yellow]{counted(n, 'question')} wait for review[/bold yellow] in {counted(n_results, 'result')} "
         f"(unscored needs_review: not in the mean until a person answers them): "
         f"'assay review {printable(run_id, breaks=False)}'",
         soft_wrap=True,
