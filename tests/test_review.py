@@ -182,6 +182,16 @@ def test_review_answers_change_the_scores_and_are_recorded_as_a_persons(store_pa
     assert f"'assay calibrate {labels}" in " ".join(out.split())
 
 
+def test_runs_show_says_how_many_questions_wait(store_path: Path) -> None:
+    shown = CliRunner().invoke(app, ["runs", "show", RUN, "--store", str(store_path)], env={"COLUMNS": "250"})
+    assert f"3 questions wait for review (needs_review: in no mean until a person answers): 'assay review {RUN}'" in (
+        " ".join(shown.output.split())
+    )
+    review(RUN, "--store", str(store_path), input="s\ns\ns\n")
+    shown = CliRunner().invoke(app, ["runs", "show", RUN, "--store", str(store_path)])
+    assert "wait for review" not in shown.output
+
+
 def test_review_shows_a_persons_verdict_as_a_persons_in_runs_show(store_path: Path) -> None:
     review(RUN, "--store", str(store_path), input="n\ns\ns\n")
     shown = CliRunner().invoke(app, ["runs", "show", RUN, "--store", str(store_path), "--sample", "s1"])

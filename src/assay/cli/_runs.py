@@ -215,6 +215,13 @@ def show(
                     f"  line {line} id={printable(sample_id, breaks=False)} {printable(m)}: {printable(reason)} — "
                     f"{printable(scrub(detail or '', secrets))}"
                 )
+        waiting = sum(len(s.get("pending") or ()) for r in runs.records(run_id) for s in r["scores"].values())
+        if waiting:
+            out_console.print(
+                f"[bold yellow]{counted(waiting, 'question')} wait for review[/bold yellow] (needs_review: in no mean "
+                f"until a person answers): 'assay review {printable(run_id, breaks=False)}'",
+                soft_wrap=True,
+            )
         errors = runs.row_errors(run_id)
         if errors:
             out_console.print(f"[red]{counted(len(errors), 'invalid input row')}[/red] (not judged)")
