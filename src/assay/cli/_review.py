@@ -145,7 +145,7 @@ def review(
                 out_console.print(
                     f"imported {counted(outcome.answered, 'answer')} from {printable(import_file)}"
                     + (f" ({outcome.unchanged} already recorded)" if outcome.unchanged else "")
-                    + f" · {counted(outcome.pending, 'question')} still waiting"
+                    + f" · {counted(outcome.pending or 0, 'question')} still waiting"
                 )
                 _saved(outcome)
                 _labels(runs, run_id, store, labels_out)
@@ -164,7 +164,7 @@ def review(
                 if choice == "k":
                     continue
                 answer = Answer(*question.key, supported=choice == "s", where=f"question {n}")
-                outcome = apply_answers(runs, run_id, [answer])
+                outcome = apply_answers(runs, run_id, [answer], count_pending=False)
                 answered += outcome.answered
                 out_console.print(f"  saved: {_CHOICES[choice]}, decided by a person")
                 _saved(outcome)

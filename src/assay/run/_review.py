@@ -125,13 +125,13 @@ class ReviewOutcome:
         unchanged: Answers already recorded with the same value (a file imported twice).
         rescored: (line, repeat, metric, value) of each score that has no question left and
             was computed again by its metric.
-        pending: Questions of the run still waiting.
+        pending: Questions of the run still waiting (``None``: not counted, ``count_pending=False``).
     """
 
     answered: int
     unchanged: int
     rescored: tuple[tuple[int, int, str, float], ...]
-    pending: int
+    pending: int | None
 
 
 def _reviewable(score: Score, where: str, run_metrics: Sequence[MetricSpec] = ()) -> Reviewable:
@@ -170,7 +170,8 @@ def pending_questions(store: RunStore, run_id: str) -> list[PendingQuestion]:
     Raises:
         StoreError: no such run.
     """
-    return [q for _, result in store.keyed_results(run_id) for q in _questions(run_id, result)]
+    held = store.keyed_results(run_id, holding='"pending"')  # a record without the key has no question
+    return [q for _, result in held for q in _questions(run_id, result)]
 
 
 def _person_verdict(pending: PendingVerdict, value: int | str) -> Verdict:
@@ -218,18 +219,22 @@ def _answered(score: Score, answer: Answer, metric: Reviewable) -> tuple[Score, 
     return metric.rescored(score.model_copy(update={"verdicts": verdicts, "pending": ()})), True
 
 
-def apply_answers(store: RunStore, run_id: str, answers: Sequence[Answer]) -> ReviewOutcome:
+def apply_answers(
+    store: RunStore, run_id: str, answers: Sequence[Answer], *, count_pending: bool = True
+) -> ReviewOutcome:
     """Record ``answers`` in ``run_id`` and compute each score left with no question again, all or none.
 
     Every answer is checked first (its question waits, or a person already gave the same
     answer; no question answered twice); the changed results are then stored in one
-    transaction.
+    transaction. Only the answered samples are read; ``count_pending=False`` skips counting
+    the questions left in the whole run (an answer at a time, in the terminal).
 
     Raises:
         ReviewError: an answer that cannot be applied, named by its ``where``; nothing is written.
         StoreError: no such run, or the store cannot be written (nothing is written).
     """
-    by_line = {(r.line, r.repeat): (key, r) for key, r in store.keyed_results(run_id)}
+    read = store.keyed_results(run_id, lines={a.line for a in answers})
+    by_line = {(r.line, r.repeat): (key, r) for key, r in read}
     run_metrics = store.spec(run_id).metrics
     seen: dict[tuple[int, int, str, str], str] = {}
     changed: dict[str, SampleResult] = {}
@@ -268,7 +273,9 @@ def apply_answers(store: RunStore, run_id: str, answers: Sequence[Answer]) -> Re
         for key, name in touched
         if not changed[key].scores[name].pending
     )
-    return ReviewOutcome(answered, unchanged, rescored, len(pending_questions(store, run_id)))
+    return ReviewOutcome(
+        answered, unchanged, rescored, len(pending_questions(store, run_id)) if count_pending else None
+    )
 
 
 _ANSWER_WORDS = {"supported": True, "not_supported": False, "pass": True, "fail": False}

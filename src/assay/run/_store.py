@@ -40,7 +40,7 @@ import re
 import secrets
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
@@ -336,13 +336,27 @@ class RunStore:
                 (run_id, key, repeat, result.line, result.sample.id, record, self._now()),
             )
 
-    def keyed_results(self, run_id: str) -> Iterator[tuple[str, SampleResult]]:
-        """Each stored result with its row key (what :meth:`replace_results` takes), in input order."""
+    def keyed_results(
+        self, run_id: str, *, lines: Collection[int] | None = None, holding: str | None = None
+    ) -> Iterator[tuple[str, SampleResult]]:
+        """Each stored result with its row key (what :meth:`replace_results` takes), in input order.
+
+        ``lines``: only the results of those input lines. ``holding``: only records whose
+        text holds that string (a cheap filter before parsing; the caller still checks each
+        result it reads).
+        """
         self.spec(run_id)
+        sql = "SELECT row_key, record, repeat FROM results WHERE run_id = ?"
+        params: list[object] = [run_id]
+        if lines is not None:
+            wanted = sorted(set(lines))
+            sql += f" AND line IN ({', '.join('?' * len(wanted))})"
+            params.extend(wanted)
+        if holding is not None:
+            sql += " AND instr(record, ?) > 0"
+            params.append(holding)
         with self._lock:
-            rows = self._execute(
-                "SELECT row_key, record, repeat FROM results WHERE run_id = ? ORDER BY line, repeat", (run_id,)
-            ).fetchall()
+            rows = self._execute(sql + " ORDER BY line, repeat", params).fetchall()
         for key, record, repeat in rows:
             data = json.loads(record)
             data["repeat"] = repeat
