@@ -26,8 +26,8 @@ from assay.run._review import ANSWERS_FORMAT, pending_questions
 
 RUN = "20261206-040000-abcd"
 CRITERIA = "The answer is polite."
-HOSTILE = "The grass is red.\x1b[2J [red]really[/red]"
-"""A statement holding a terminal escape and rich markup: untrusted text, shown escaped."""
+HOSTILE = 'The grass is red.\x1b[2J [red]really[/red] <img src=x onerror="window.__xss=1">'
+"""A statement holding a terminal escape, rich markup and HTML: untrusted text, shown escaped."""
 
 
 def _judge(value: int | str, confidence: float, threshold: float, level: int = 0) -> Decision:

@@ -55,13 +55,15 @@ def test_answers_given_on_the_page_import_as_the_terminals_do(tmp_path: Path) ->
         assert [q["subject"] for q in questions] == [HOSTILE, "The sea is green.", CRITERIA]
         assert "local leaned supported (confidence 0.62, needed 0.90)" in questions[0]["text"]
         assert "context 1: The sky is blue." in questions[0]["text"]
-        assert browser.evaluate("document.querySelector('#review-list [red]') === null")  # text, never markup
+        assert browser.evaluate("document.querySelector('#review-list img') === null")  # text, never markup
+        assert browser.evaluate("window.__xss === undefined")
         assert browser.evaluate("document.getElementById('review-download').disabled")
         for index, answer in ((0, "not_supported"), (1, "supported"), (2, "supported")):
             browser.click(f"#review-list button[data-question='{index}'][data-answer='{answer}']")
         assert browser.evaluate("document.getElementById('review-count').textContent") == "3 of 3 answered"
         browser.click("#review-download")
         answers = _downloaded(downloads)
+        assert browser.evaluate("window.__xss === undefined")
     data = json.loads(answers.read_text())
     assert data["run_id"] == RUN and len(data["answers"]) == 3
     result = CliRunner().invoke(app, ["review", RUN, "--store", str(store), "--import", str(answers)])
