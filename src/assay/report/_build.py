@@ -57,7 +57,6 @@ from assay.report._answer import (
 from assay.run import RunInfo, TrustFigure, trust_for
 from assay.run._cost import CostReport, PriceTable
 from assay.run._frames import score_value
-from assay.run._review import ANSWERS_FORMAT, ANSWERS_VERSION
 
 __all__ = [
     "CompareMetric",
@@ -335,6 +334,8 @@ class ReportData:
 
     def page_data(self) -> dict[str, Any]:
         """The JSON the page embeds: per-sample data and what the table needs to draw it."""
+        from assay.run._review import ANSWERS_FORMAT, ANSWERS_VERSION  # the file the review section writes
+
         return {
             "meta": {
                 "run_id": self.info.run_id,
