@@ -53,7 +53,7 @@ def _faithfulness_pending(spec: Any) -> Score:
             subject="The sea is green.",
             tried=(
                 Verdict(subject="The sea is green.", value=0, decision=_judge(0, 0.55, 0.8)),
-                Verdict(subject="The sea is green.", value=0, decision=_judge(0, 0.7, 0.85, level=1)),
+                Verdict(subject="The sea is green.", value=0, decision=_judge(0, 0.85, 0.851, level=1)),
             ),
         ),
     )
@@ -137,7 +137,7 @@ def test_review_answers_change_the_scores_and_are_recorded_as_a_persons(store_pa
     assert "question 1 of 3" in out and "question 3 of 3" in out
     assert "evidence (context 1) The sky is blue." in out
     assert "local leaned supported (confidence 0.62, needed 0.90)" in out
-    assert "local leaned not supported (confidence 0.70, needed 0.85)" in out
+    assert "local leaned not supported (confidence 0.850, needed 0.851)" in out  # never "0.85, needed 0.85"
     assert "\x1b" not in out and "\\x1b[2J [red]really[/red]" in out  # untrusted text escaped, markup shown as text
     assert "answer s, n, k or q" in out  # "y" is not an answer: asked again
     assert f"does the answer meet the criterion? {CRITERIA}" in out and "local leaned pass (confidence 0.58" in out

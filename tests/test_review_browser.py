@@ -55,6 +55,7 @@ def test_answers_given_on_the_page_import_as_the_terminals_do(tmp_path: Path) ->
         assert [q["subject"] for q in questions] == [HOSTILE, "The sea is green.", CRITERIA]
         assert "local leaned supported (confidence 0.62, needed 0.90)" in questions[0]["text"]
         assert "context 1: The sky is blue." in questions[0]["text"]
+        assert "local leaned not supported (confidence 0.850, needed 0.851)" in questions[1]["text"]
         assert browser.evaluate("document.querySelector('#review-list img') === null")  # text, never markup
         assert browser.evaluate("window.__xss === undefined")
         assert browser.evaluate("document.getElementById('review-download').disabled")

@@ -47,6 +47,16 @@ def _leaning(value: object) -> str:
     return _LEANINGS.get(value, printable(str(value), breaks=False))
 
 
+def _apart(confidence: float, threshold: float | None) -> tuple[str, str]:
+    """Both to 2 decimals, or as many (up to 6) as show them apart: 0.550 needed 0.551, never 0.55 and 0.55."""
+    if threshold is None:
+        return f"{confidence:.2f}", ""
+    digits = 2
+    while digits < 6 and confidence != threshold and f"{confidence:.{digits}f}" == f"{threshold:.{digits}f}":
+        digits += 1
+    return f"{confidence:.{digits}f}", f"{threshold:.{digits}f}"
+
+
 def _show(question: PendingQuestion, n: int, total: int) -> None:
     out_console.print(
         f"\n[bold]question {n} of {total}[/bold] · line {question.line} "
@@ -76,8 +86,8 @@ def _show(question: PendingQuestion, n: int, total: int) -> None:
         by = printable(decision.by if decision else "a judge", breaks=False)
         sure = ""
         if decision is not None and decision.confidence is not None:
-            needed = f", needed {decision.threshold:.2f}" if decision.threshold is not None else ""
-            sure = f" (confidence {decision.confidence:.2f}{needed})"
+            conf, needed = _apart(decision.confidence, decision.threshold)
+            sure = f" (confidence {conf}, needed {needed})" if needed else f" (confidence {conf})"
         out_console.print(f"  [dim]judge[/dim] {by} leaned {_leaning(verdict.value)}{sure}", soft_wrap=True)
 
 

@@ -545,9 +545,18 @@
         buttons.appendChild(b);
       });
       var tried = el("ul", { cls: "review-tried" });
+      // Both to 2 decimals, or as many (up to 6) as show them apart: 0.550 needed 0.551, never 0.55 and 0.55.
+      var apart = function (c, t) {
+        var d = 2;
+        while (d < 6 && c !== t && c.toFixed(d) === t.toFixed(d)) d++;
+        return [c.toFixed(d), t.toFixed(d)];
+      };
       q.tried.forEach(function (t) {
-        var sure = typeof t.confidence === "number" ? " (confidence " + t.confidence.toFixed(2) +
-          (typeof t.threshold === "number" ? ", needed " + t.threshold.toFixed(2) : "") + ")" : "";
+        var sure = "";
+        if (typeof t.confidence === "number") {
+          var shown = typeof t.threshold === "number" ? apart(t.confidence, t.threshold) : [t.confidence.toFixed(2), null];
+          sure = " (confidence " + shown[0] + (shown[1] === null ? "" : ", needed " + shown[1]) + ")";
+        }
         tried.appendChild(el("li", { text: t.by + " leaned " + (LEANED[String(t.value)] || String(t.value)) + sure }));
       });
       var li = el("li", { cls: "review-question" },
