@@ -211,7 +211,7 @@ def test_quitting_keeps_every_answer_given_and_the_next_review_asks_the_rest(sto
     assert [q.subject for q in left] == ["The sea is green.", CRITERIA]
     first = stored(store_path)[0]["scores"]["faithfulness"]
     assert first["unscored_reason"] == "needs_review" and math.isnan(first["value"] or math.nan)
-    assert first["detail"].startswith("1 question wait")
+    assert first["detail"] == "1 question waits for review ('assay review')"
     # skipping leaves a question as it was; end of input is a quit
     again = review(RUN, "--store", str(store_path), input="k\n")
     assert again.exit_code == 0, again.output

@@ -46,6 +46,7 @@ from assay.cli._console import err_console, fmt_score, out_console
 from assay.errors import AssayError, ConfigError, check_threshold, counted, did_you_mean
 from assay.report import gate_summary_markdown, md_text
 from assay.run import RunStore, trust_for_run
+from assay.run._review import waiting_for_review
 
 __all__ = ["EXIT_FAIL", "EXIT_FLAKY", "EXIT_PASS", "EXIT_USAGE_GATE", "gate", "parse_gated_metrics", "render_gate"]
 
@@ -267,7 +268,7 @@ def _print_pending(report: RepeatReport, run_id: str) -> None:
     if not n:
         return
     out_console.print(
-        f"[bold yellow]{counted(n, 'question')} wait for review[/bold yellow] in {counted(n_results, 'result')} "
+        f"[bold yellow]{waiting_for_review(n)}[/bold yellow] in {counted(n_results, 'result')} "
         f"(unscored needs_review: not in the mean until a person answers them): "
         f"'assay review {printable(run_id, breaks=False)}'",
         soft_wrap=True,

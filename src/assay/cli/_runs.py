@@ -28,6 +28,7 @@ from assay.cli._console import (
 from assay.errors import AssayError, counted
 from assay.run import JudgeRecord, RunStore, TrustFigure, trust_for_run
 from assay.run._cost import describe_cost
+from assay.run._review import waiting_for_review
 
 __all__ = ["print_trust", "runs_app"]
 
@@ -218,7 +219,7 @@ def show(
         waiting = sum(len(s.get("pending") or ()) for r in runs.records(run_id) for s in r["scores"].values())
         if waiting:
             out_console.print(
-                f"[bold yellow]{counted(waiting, 'question')} wait for review[/bold yellow] (needs_review: in no mean "
+                f"[bold yellow]{waiting_for_review(waiting)}[/bold yellow] (needs_review: in no mean "
                 f"until a person answers): 'assay review {printable(run_id, breaks=False)}'",
                 soft_wrap=True,
             )

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from assay._safety import redact_secrets
 from assay.analysis import GateResult, RepeatReport, SampleGate, combined_outcome, is_pass_fail
 from assay.errors import counted
+from assay.run._review import waiting_for_review
 
 __all__ = ["gate_summary_markdown", "md_text"]
 
@@ -260,7 +261,7 @@ def _gate_section(
     n_pending, n_waiting = gated.pending if gated is not None else (0, 0)
     if n_pending:
         lines += [
-            f"**{counted(n_pending, 'question')} wait for review** in {counted(n_waiting, 'result')} (unscored "
+            f"**{waiting_for_review(n_pending)}** in {counted(n_waiting, 'result')} (unscored "
             f"needs\\_review: not in the mean until a person answers them): answer them with assay review "
             f"{md_text(run_id, 80)}",
             "",

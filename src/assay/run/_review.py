@@ -49,6 +49,7 @@ __all__ = [
     "pending_questions",
     "read_answers",
     "review_labels",
+    "waiting_for_review",
     "write_labels",
 ]
 
@@ -134,6 +135,11 @@ class ReviewOutcome:
     pending: int | None
 
 
+def waiting_for_review(n: int) -> str:
+    """``1 question waits for review``, ``3 questions wait for review``: one wording for every view."""
+    return "1 question waits for review" if n == 1 else f"{n} questions wait for review"
+
+
 def _reviewable(score: Score, where: str, run_metrics: Sequence[MetricSpec] = ()) -> Reviewable:
     """The metric of ``score``, rebuilt from its spec (else the run's), which must compute its value from verdicts."""
     spec = score.spec or next((m for m in run_metrics if m.name == score.metric), None)
@@ -214,7 +220,7 @@ def _answered(score: Score, answer: Answer, metric: Reviewable) -> tuple[Score, 
     verdicts = (*score.verdicts, _person_verdict(pending, value))
     left = score.pending[:index] + score.pending[index + 1 :]
     if left:
-        detail = f"{len(left)} question{'s' if len(left) != 1 else ''} wait for review ('assay review')"
+        detail = f"{waiting_for_review(len(left))} ('assay review')"
         return score.model_copy(update={"verdicts": verdicts, "pending": left, "detail": detail}), True
     return metric.rescored(score.model_copy(update={"verdicts": verdicts, "pending": ()})), True
 
