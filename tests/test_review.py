@@ -379,3 +379,13 @@ def test_the_gates_job_summary_says_how_many_questions_wait(tmp_path: Path, stor
     text = summary.read_text()
     assert "**2 questions wait for review** in 1 result" in text
     assert "answer them with assay review 20261206\\-040000\\-abcd" in text
+
+
+def test_latest_reviews_the_run_written_last_and_a_run_id_is_needed_otherwise(tmp_path: Path, store_path: Path) -> None:
+    make_run(store_path, "20261206-050000-ffff")  # written last
+    result = review("--latest", "--store", str(store_path), input="q\n")
+    assert result.exit_code == 0 and "question 1 of 3" in result.output
+    assert "'assay review 20261206-050000-ffff' continues" in result.output
+    assert review("--store", str(store_path)).exit_code == 1
+    both = review(RUN, "--latest", "--store", str(store_path))
+    assert both.exit_code == 1 and "give a RUN_ID or --latest, not both" in both.output

@@ -126,7 +126,7 @@ def _labels(runs: RunStore, run_id: str, store: Path, labels_out: Path | None) -
 
 
 def review(
-    run_id: Annotated[str, typer.Argument(help="The run whose pending questions to answer.")],
+    run_id: Annotated[str | None, typer.Argument(help="The run whose pending questions to answer.")] = None,
     store: Annotated[Path, typer.Option("--store", help="The run store (SQLite).")] = Path(".assay/runs.sqlite"),
     import_file: Annotated[
         Path | None,
@@ -136,6 +136,9 @@ def review(
         Path | None,
         typer.Option("--labels-out", help="Where to write the run's answers as labelled items (JSONL)."),
     ] = None,
+    latest: Annotated[
+        bool, typer.Option("--latest", help="Review the run written last in the store (instead of RUN_ID).")
+    ] = False,
 ) -> None:
     """Answer the questions no judge was sure of: supported, not supported, skip or quit.
 
@@ -148,8 +151,13 @@ def review(
     if not store.exists():
         err_console.print(f"[red]error:[/red] no run store at {printable(store)}; 'assay run' creates one")
         raise typer.Exit(EXIT_USAGE)
+    if (run_id is None) == (not latest):
+        said = "give a RUN_ID or --latest, not both" if latest else "give the RUN_ID to review, or --latest"
+        err_console.print(f"[red]error:[/red] {said} (see 'assay runs list')")
+        raise typer.Exit(EXIT_USAGE)
     with RunStore(store) as runs:
         try:
+            run_id = runs.latest() if run_id is None else run_id
             if import_file is not None:
                 outcome = import_answers(runs, run_id, import_file)
                 out_console.print(
