@@ -389,3 +389,13 @@ def test_latest_reviews_the_run_written_last_and_a_run_id_is_needed_otherwise(tm
     assert review("--store", str(store_path)).exit_code == 1
     both = review(RUN, "--latest", "--store", str(store_path))
     assert both.exit_code == 1 and "give a RUN_ID or --latest, not both" in both.output
+
+
+def test_the_run_browser_says_which_runs_have_questions_waiting(tmp_path: Path, store_path: Path) -> None:
+    out = tmp_path / "site"
+    assert CliRunner().invoke(app, ["browse", "--store", str(store_path), "--out", str(out)]).exit_code == 0
+    index = (out / "index.html").read_text()
+    assert f'href="runs/{RUN}.html#review">3 waiting for review</a>' in index
+    review(RUN, "--store", str(store_path), input="s\ns\ns\n")
+    assert CliRunner().invoke(app, ["browse", "--store", str(store_path), "--out", str(out)]).exit_code == 0
+    assert "waiting for review" not in (out / "index.html").read_text()
