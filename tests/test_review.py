@@ -399,3 +399,37 @@ def test_the_run_browser_says_which_runs_have_questions_waiting(tmp_path: Path, 
     review(RUN, "--store", str(store_path), input="s\ns\ns\n")
     assert CliRunner().invoke(app, ["browse", "--store", str(store_path), "--out", str(out)]).exit_code == 0
     assert "waiting for review" not in (out / "index.html").read_text()
+
+
+def test_a_question_waiting_in_several_repeats_is_asked_once_settled_in_each_and_labelled_once(
+    tmp_path: Path,
+) -> None:
+    faith = Faithfulness().spec()
+    sample = Sample(id="r", question="Colours?", answer="The grass is red.", contexts=("The grass is green.",))
+    pending = (PendingVerdict(subject="The grass is red."),)
+    waiting = Score.unscored("faithfulness", UnscoredReason.NEEDS_REVIEW, spec=faith).model_copy(
+        update={"pending": pending}
+    )
+    decided = Score.scored(
+        "faithfulness", 0.0, verdicts=[Verdict(subject="The grass is red.", value=0)], spec=faith
+    )  # a judge was sure in repeat 1
+    store_path = tmp_path / "runs.sqlite"
+    with RunStore(store_path) as store:
+        store.create(RunSpec(run_id=RUN, judge="local", judge_model="local", metrics=(faith,)))
+        for repeat, score in enumerate((waiting, decided, waiting)):
+            store.record(RUN, SampleResult(sample, {"faithfulness": score}, 1, repeat), repeat=repeat)
+    with RunStore(store_path) as store:
+        pages = write_report(store, RUN, tmp_path / "r.html").pending
+    assert [(q["subject"], q["repeats"]) for q in pages] == [("The grass is red.", [0, 2])]
+    labels = tmp_path / "labels.jsonl"
+    said = review(RUN, "--store", str(store_path), "--labels-out", str(labels), input="n\n")
+    assert said.exit_code == 0, said.output
+    assert "question 1 of 1" in said.output and "waits in repeats 0, 2 (one answer for all)" in said.output
+    values = [r["scores"]["faithfulness"]["value"] for r in stored(store_path)]
+    assert values == [0.0, 0.0, 0.0]
+    assert [(line, subject, value) for line, _, subject, value in people(stored(store_path))] == [
+        (1, "The grass is red.", 0),
+        (1, "The grass is red.", 0),
+    ]
+    items, errors = read_items(labels)
+    assert errors == [] and [(i.claim, i.label) for i in items] == [("The grass is red.", 0)]

@@ -61,7 +61,13 @@ def _show(question: PendingQuestion, n: int, total: int) -> None:
     out_console.print(
         f"\n[bold]question {n} of {total}[/bold] · line {question.line} "
         f"id={printable(question.sample_id, breaks=False)} · {printable(question.metric)}"
-        + (f" · repeat {question.repeat}" if question.repeat else ""),
+        + (
+            f" · waits in repeats {', '.join(map(str, question.repeats))} (one answer for all)"
+            if len(question.repeats) > 1
+            else f" · repeat {question.repeat}"
+            if question.repeat
+            else ""
+        ),
         soft_wrap=True,
     )
     graded = any(isinstance(t.value, str) for t in question.tried)  # PASS/FAIL: a grader's criterion

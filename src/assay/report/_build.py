@@ -528,37 +528,41 @@ def pending_entries(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
 
     Each names the question as an answers file does (line, repeat, metric, subject: what
     ``assay review RUN --import`` matches) and carries the evidence and what each judge
-    leaned to, how sure it was and the confidence it needed.
+    leaned to, how sure it was and the confidence it needed; a question waiting in several
+    repeats of a sample is listed once, with ``repeats`` (the answer settles them all).
     """
-    entries = []
+    entries: dict[tuple[int, str, str], dict[str, Any]] = {}
     for record in records:
         sample = record.get("sample") or {}
         for name, score in (record.get("scores") or {}).items():
             for pending in score.get("pending") or ():
-                entries.append(
-                    {
-                        "line": int(record.get("line") or 0),
-                        "repeat": int(record.get("repeat") or 0),
-                        "id": str(record.get("id")),
-                        "metric": str(name),
-                        "subject": str(pending.get("subject") or ""),
-                        "answer": sample.get("answer"),
-                        "evidence": [
-                            {"context": int(e.get("context", 0)), "text": str(e.get("text") or "")}
-                            for e in pending.get("evidence") or ()
-                        ],
-                        "tried": [
-                            {
-                                "by": str((t.get("decision") or {}).get("by") or "a judge"),
-                                "value": t.get("value"),
-                                "confidence": (t.get("decision") or {}).get("confidence"),
-                                "threshold": (t.get("decision") or {}).get("threshold"),
-                            }
-                            for t in pending.get("tried") or ()
-                        ],
-                    }
-                )
-    return entries
+                where = (int(record.get("line") or 0), str(name), str(pending.get("subject") or ""))
+                if where in entries:  # the same question in another repeat: one answer settles both
+                    entries[where]["repeats"].append(int(record.get("repeat") or 0))
+                    continue
+                entries[where] = {
+                    "line": int(record.get("line") or 0),
+                    "repeat": int(record.get("repeat") or 0),
+                    "id": str(record.get("id")),
+                    "metric": str(name),
+                    "subject": str(pending.get("subject") or ""),
+                    "answer": sample.get("answer"),
+                    "evidence": [
+                        {"context": int(e.get("context", 0)), "text": str(e.get("text") or "")}
+                        for e in pending.get("evidence") or ()
+                    ],
+                    "tried": [
+                        {
+                            "by": str((t.get("decision") or {}).get("by") or "a judge"),
+                            "value": t.get("value"),
+                            "confidence": (t.get("decision") or {}).get("confidence"),
+                            "threshold": (t.get("decision") or {}).get("threshold"),
+                        }
+                        for t in pending.get("tried") or ()
+                    ],
+                    "repeats": [int(record.get("repeat") or 0)],
+                }
+    return list(entries.values())
 
 
 def _metric_names(info: RunInfo, records: Sequence[Mapping[str, Any]]) -> list[str]:

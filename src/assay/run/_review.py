@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,8 @@ class PendingQuestion:
     evidence: tuple[EvidenceRef, ...]
     tried: tuple[Verdict, ...]
     sample: Sample
+    repeats: tuple[int, ...] = ()
+    """Every repeat of the sample it waits in (an answer settles them all); ``repeat`` is the first."""
 
     @property
     def key(self) -> tuple[int, int, str, str]:
@@ -167,17 +169,24 @@ def _questions(run_id: str, result: SampleResult) -> Iterator[PendingQuestion]:
                 evidence=pending.evidence,
                 tried=pending.tried,
                 sample=result.sample,
+                repeats=(result.repeat,),
             )
 
 
 def pending_questions(store: RunStore, run_id: str) -> list[PendingQuestion]:
-    """Every question of ``run_id`` waiting for a person, in input order.
+    """Every question of ``run_id`` waiting for a person, in input order, once however many repeats it waits in.
 
     Raises:
         StoreError: no such run.
     """
     held = store.keyed_results(run_id, holding='"pending"')  # a record without the key has no question
-    return [q for _, result in held for q in _questions(run_id, result)]
+    found: dict[tuple[int, str, str], PendingQuestion] = {}
+    for _, result in held:
+        for q in _questions(run_id, result):
+            first = found.setdefault((q.line, q.metric, q.subject), q)
+            if first is not q:
+                found[(q.line, q.metric, q.subject)] = replace(first, repeats=(*first.repeats, q.repeat))
+    return list(found.values())
 
 
 def _person_verdict(pending: PendingVerdict, value: int | str) -> Verdict:
@@ -225,13 +234,18 @@ def _answered(score: Score, answer: Answer, metric: Reviewable) -> tuple[Score, 
     return metric.rescored(score.model_copy(update={"verdicts": verdicts, "pending": ()})), True
 
 
+def _waits(score: Score | None, subject: str) -> bool:
+    return score is not None and any(p.subject == subject for p in score.pending)
+
+
 def apply_answers(
     store: RunStore, run_id: str, answers: Sequence[Answer], *, count_pending: bool = True
 ) -> ReviewOutcome:
     """Record ``answers`` in ``run_id`` and compute each score left with no question again, all or none.
 
     Every answer is checked first (its question waits, or a person already gave the same
-    answer; no question answered twice); the changed results are then stored in one
+    answer; no question answered twice); an answer settles its question in every repeat of
+    the sample it waits in. The changed results are then stored in one
     transaction. Only the answered samples are read; ``count_pending=False`` skips counting
     the questions left in the whole run (an answer at a time, in the terminal).
 
@@ -240,44 +254,53 @@ def apply_answers(
         StoreError: no such run, or the store cannot be written (nothing is written).
     """
     read = store.keyed_results(run_id, lines={a.line for a in answers})
-    by_line = {(r.line, r.repeat): (key, r) for key, r in read}
+    row_keys: dict[tuple[int, int], str] = {}
+    current: dict[tuple[int, int], SampleResult] = {}  # (line, repeat): the store's key is (row key, repeat)
+    for key, result in read:
+        row_keys[(result.line, result.repeat)] = key
+        current[(result.line, result.repeat)] = result
     run_metrics = store.spec(run_id).metrics
     seen: dict[tuple[int, int, str, str], str] = {}
-    changed: dict[str, SampleResult] = {}
-    touched: dict[tuple[str, str], None] = {}
+    touched: dict[tuple[tuple[int, int], str], None] = {}
     answered = unchanged = 0
     metrics: dict[str, Reviewable] = {}
     for answer in answers:
         if answer.key in seen:
             raise ReviewError(f"{answer.where}: the same question as {seen[answer.key]}; answer each once")
         seen[answer.key] = answer.where
-        found = by_line.get((answer.line, answer.repeat))
+        found = current.get((answer.line, answer.repeat))
         if found is None:
             raise ReviewError(
                 f"{answer.where}: run {run_id} has no sample on line {answer.line} (repeat {answer.repeat})"
             )
-        key, stored = found
-        result = changed.get(key, stored)
-        score = result.scores.get(answer.metric)
-        if score is None:
+        own = found.scores.get(answer.metric)
+        if own is None:
             raise ReviewError(f"{answer.where}: line {answer.line} has no score of metric {answer.metric!r}")
-        metric = metrics.get(answer.metric) or _reviewable(score, answer.where, run_metrics)
+        metric = metrics.get(answer.metric) or _reviewable(own, answer.where, run_metrics)
         metrics[answer.metric] = metric
-        new, did = _answered(score, answer, metric)
-        if did:
-            answered += 1
-            touched[(key, answer.metric)] = None
-            changed[key] = SampleResult(
-                result.sample, {**result.scores, answer.metric: new}, result.line, result.repeat
-            )
-        else:
+        # The question is about the sample, not one repeat: the answer settles it in every repeat it waits in.
+        waiting = [
+            where
+            for where, result in sorted(current.items())
+            if where[0] == answer.line and _waits(result.scores.get(answer.metric), answer.subject)
+        ]
+        if not waiting:
+            _answered(own, answer, metric)  # raises unless a person already gave this answer
             unchanged += 1
+            continue
+        for where in waiting:
+            result = current[where]
+            new, _ = _answered(result.scores[answer.metric], answer, metric)
+            current[where] = SampleResult(result.sample, {**result.scores, answer.metric: new}, *where)
+            touched[(where, answer.metric)] = None
+        answered += 1
+    changed = dict.fromkeys(where for where, _ in touched)
     if changed:
-        store.replace_results(run_id, list(changed.items()))
+        store.replace_results(run_id, [(row_keys[where], current[where]) for where in changed])
     rescored = tuple(
-        (changed[key].line, changed[key].repeat, name, changed[key].scores[name].value)
-        for key, name in touched
-        if not changed[key].scores[name].pending
+        (where[0], where[1], name, current[where].scores[name].value)
+        for where, name in touched
+        if not current[where].scores[name].pending
     )
     return ReviewOutcome(
         answered, unchanged, rescored, len(pending_questions(store, run_id)) if count_pending else None
@@ -342,11 +365,13 @@ def import_answers(store: RunStore, run_id: str, path: Path) -> ReviewOutcome:
 def review_labels(store: RunStore, run_id: str) -> tuple[list[dict[str, Any]], int]:
     """Every answer a person gave in ``run_id`` as a labelled item in ``assay calibrate``'s format.
 
-    Returns the items (each with a unique ``id``, ``source`` ``assay review`` and the run id)
-    and how many answers give none (a grader sample graded from its trace alone).
+    Returns the items (each with a unique ``id``, ``source`` ``assay review`` and the run id;
+    one for an answer given in several repeats of a sample) and how many answers give none (a
+    grader sample graded from its trace alone).
     """
     items: list[dict[str, Any]] = []
     skipped = 0
+    kept: set[tuple[int, str, str, int | str]] = set()
     run_metrics = store.spec(run_id).metrics
     for _, result in store.keyed_results(run_id):
         for name, score in result.scores.items():
@@ -355,6 +380,9 @@ def review_labels(store: RunStore, run_id: str) -> tuple[list[dict[str, Any]], i
                 continue
             metric = _reviewable(score, f"line {result.line} {name}", run_metrics)
             for n, verdict in enumerate(people):
+                if (result.line, name, verdict.subject, verdict.value) in kept:
+                    continue  # the same answer in another repeat: one labelled item
+                kept.add((result.line, name, verdict.subject, verdict.value))
                 item = metric.label_item(result.sample, verdict)
                 if item is None:
                     skipped += 1

@@ -560,7 +560,8 @@
         tried.appendChild(el("li", { text: t.by + " leaned " + (LEANED[String(t.value)] || String(t.value)) + sure }));
       });
       var li = el("li", { cls: "review-question" },
-        el("div", { cls: "dim", text: "line " + q.line + " · " + q.id + " · " + q.metric + (q.repeat ? " · repeat " + q.repeat : "") }),
+        el("div", { cls: "dim", text: "line " + q.line + " · " + q.id + " · " + q.metric +
+          (q.repeats.length > 1 ? " · waits in repeats " + q.repeats.join(", ") + " (one answer for all)" : q.repeat ? " · repeat " + q.repeat : "") }),
         el("div", { cls: "subject", text: q.subject }),
         q.evidence.length ? evidenceList(q.evidence) : null,
         tried,
