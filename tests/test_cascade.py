@@ -200,3 +200,61 @@ def test_settle_keeps_at_the_threshold_and_passes_on_below_it() -> None:
     assert settle(at, 0, escalation).kept is not None
     assert settle(below, 0, escalation).tried is not None
     assert settle(no_side, 0, escalation).tried is not None, "a value with no threshold always escalates"
+
+
+GRADES = {"a fine reply": 0.95, "a so-so reply": 0.6, "a bad reply": 0.02}
+
+
+def _grader_judge(name: str, table: dict[str, float]) -> ProbabilityJudge:
+    def p_pass(conversation: str, _: str) -> float:
+        return next(p for text, p in table.items() if text in conversation)
+
+    def grade(messages: object, request: object) -> str:
+        p = p_pass(str(messages), "")
+        return json.dumps({"reasoning": "as it reads", "label": "PASS" if p >= 0.5 else "FAIL"})
+
+    return ProbabilityJudge(p_pass, name=name, fn=grade)
+
+
+def test_the_binary_grader_escalates_on_its_pass_probability() -> None:
+    from assay.metrics import BinaryJudgeGrader
+
+    grader = BinaryJudgeGrader("The reply is polite.")
+    small = _grader_judge("small", GRADES)
+    big = _grader_judge("big", {"a fine reply": 0.5, "a so-so reply": 0.97, "a bad reply": 0.5})
+    escalation = Escalation(
+        (JudgeLevel(small, {1: 0.9, 0: 0.9}, "small"), JudgeLevel(big, {1: 0.9, 0: 0.9}, "big")), review=True
+    )
+    scores = {
+        text: asyncio.run(grader.score_escalating(Sample(id=text, question="hi", answer=text), escalation))
+        for text in GRADES
+    }
+    fine, soso, bad = (scores[t] for t in GRADES)
+    assert fine.value == 1.0 and fine.verdicts[0].decision is not None and fine.verdicts[0].decision.by == "small"
+    assert bad.value == 0.0 and bad.verdicts[0].decision is not None
+    assert bad.verdicts[0].decision.confidence == pytest.approx(0.98)
+    assert soso.value == 1.0 and soso.verdicts[0].decision is not None and soso.verdicts[0].decision.by == "big"
+    assert sum("so-so" in asked for asked in big.asked) == 1 and len(big.asked) == 1, "only so-so reached big"
+    p_calls = [c for c in soso.calls if c.purpose.endswith("p_pass")]
+    assert len(p_calls) == 2, "each level's P(PASS) call is recorded"
+    # review last and big unsure too: needs_review, never a guessed grade
+    unsure = _grader_judge("big", dict.fromkeys(GRADES, 0.6))
+    escalation = Escalation(
+        (JudgeLevel(small, {1: 0.9, 0: 0.9}, "small"), JudgeLevel(unsure, {1: 0.9, 0: 0.9}, "big")), review=True
+    )
+    waiting = asyncio.run(grader.score_escalating(Sample(id="s", question="hi", answer="a so-so reply"), escalation))
+    assert waiting.unscored_reason == UnscoredReason.NEEDS_REVIEW
+    assert [t.decision.by for t in waiting.pending[0].tried if t.decision] == ["small", "big"]
+
+
+def test_a_grader_calibration_stores_pass_probability_for_a_cascade(tmp_path: Path) -> None:
+    rows = [
+        {"id": f"g{i}", "criteria": "The reply is polite.", "question": "hi", "completion": text, "label": label}
+        for i, (text, label) in enumerate(
+            [("a fine reply", "PASS"), ("a bad reply", "FAIL"), ("a so-so reply", "FAIL")]
+        )
+    ]
+    labels = tmp_path / "grades.jsonl"
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    result = calibrate(labels, _grader_judge("small", GRADES), store=tmp_path / "runs.sqlite", progress=False)
+    assert [o.probability for o in result.outcomes] == pytest.approx([0.95, 0.02, 0.6])

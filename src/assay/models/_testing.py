@@ -177,7 +177,8 @@ class ProbabilityJudge(FunctionJudge):
     """A judge with probabilities (a :class:`~assay.models.ChoiceScorer`) and known confidences.
 
     ``p1(statement, context)`` gives P(1) for a verdict question (the statement verifier's
-    prompt: its ``<statement>`` and ``<context>`` blocks). Other questions (splitting an
+    prompt: its ``<statement>`` and ``<context>`` blocks), ``p1(conversation, "")`` P(PASS)
+    for a binary grader's label (its ``<conversation>`` block). Other questions (splitting an
     answer) are answered by ``fn`` as a :class:`FunctionJudge` does (default: none, a
     :class:`~assay.errors.JudgeError`; faithfulness with ``decomposer="sentences"`` asks
     none). The verifier reads its verdicts by threshold from it, and a cascade keeps or
@@ -211,11 +212,17 @@ class ProbabilityJudge(FunctionJudge):
         user = messages[-1]["content"]
         statement = _block(user, "statement")
         context = _block(user, "context")
-        if statement is None or context is None or sorted(choices) != ["0", "1"]:
-            raise JudgeError(f"ProbabilityJudge reads only statement verdicts, not choices {list(choices)}")
-        self.asked.append(statement)
-        p = float(self.p1(statement, context))
-        return ChoiceProbabilities({"1": p, "0": 1.0 - p}, _estimate_usage(messages, "1"))
+        if statement is not None and context is not None and sorted(choices) == ["0", "1"]:
+            self.asked.append(statement)
+            p = float(self.p1(statement, context))
+            return ChoiceProbabilities({"1": p, "0": 1.0 - p}, _estimate_usage(messages, "1"))
+        if list(choices[:2]) == ["PASS", "FAIL"]:  # a grader's label: p1(conversation, "")
+            conversation = _block(user, "conversation") or user
+            self.asked.append(conversation)
+            p = float(self.p1(conversation, ""))
+            rest = dict.fromkeys(choices[2:], 0.0)
+            return ChoiceProbabilities({"PASS": p, "FAIL": 1.0 - p, **rest}, _estimate_usage(messages, "P"))
+        raise JudgeError(f"ProbabilityJudge reads statement verdicts and grader labels, not choices {list(choices)}")
 
 
 def _block(text: str, tag: str) -> str | None:

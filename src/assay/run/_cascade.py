@@ -37,8 +37,9 @@ REVIEW = "review"
 """The level name that sends what no judge was sure of to people (``assay review``)."""
 DEFAULT_DELTA = 0.1
 """The chance the guarantee may fail (``--delta``): agreement >= the target with probability 90%."""
-CALIBRATED_METRIC = "statement_verifier"
-"""The per-item score a grounding calibration stores (one statement verdict with its P)."""
+CALIBRATED_SCORE = {"faithfulness": "statement_verifier"}
+"""The per-item score a calibration stores for a metric, where it is not the metric's own name
+(grounding items: one statement verdict with its P, judged by the verifier)."""
 _VALUE = {1: "supported", 0: "unsupported"}
 
 
@@ -89,7 +90,7 @@ def _calibration_of(store: RunStore, metric: Metric, judge: JudgeModel, name: st
     items: dict[str, tuple[int, int, float]] = {}
     unscored: list[str] = []
     for result in store.results(run_id):
-        score = result.scores.get(CALIBRATED_METRIC)
+        score = result.scores.get(CALIBRATED_SCORE.get(metric.name, metric.name))
         label = verdict_bit(result.sample.metadata.get("label"))
         if label is None:
             continue
