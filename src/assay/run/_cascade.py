@@ -31,7 +31,17 @@ from assay.run._judge_record import JudgeRecord
 from assay.run._store import RunStore
 from assay.run._trust import _describes, _elsewhere
 
-__all__ = ["DEFAULT_DELTA", "REVIEW", "PlannedCascade", "cascade_lines", "escalation_refusal", "plan_escalation"]
+__all__ = [
+    "DEFAULT_DELTA",
+    "REVIEW",
+    "PlannedCascade",
+    "cascade_levels",
+    "cascade_lines",
+    "cascade_option",
+    "escalation_refusal",
+    "plan_escalation",
+    "prepare_cascade",
+]
 
 REVIEW = "review"
 """The level name that sends what no judge was sure of to people (``assay review``)."""
@@ -375,3 +385,61 @@ def cascade_lines(record: Mapping[str, Any], scores: Iterable[Score]) -> list[st
             f"{saved} fewer than sending all {total} to it"
         )
     return lines
+
+
+def cascade_levels(escalate: Sequence[str | JudgeModel]) -> tuple[list[str | JudgeModel], bool]:
+    """``--escalate`` values as the judge levels after the first, and whether ``review`` ends them.
+
+    Raises:
+        ConfigError: ``review`` anywhere but last, or given twice.
+    """
+    levels = list(escalate)
+    named = [lv for lv in levels if isinstance(lv, str) and lv.strip().lower() == REVIEW]
+    review = bool(named)
+    if len(named) > 1 or (review and not (isinstance(levels[-1], str) and levels[-1].strip().lower() == REVIEW)):
+        raise ConfigError("`review` can only be the last --escalate level, once: people answer what no judge kept")
+    return [lv for lv in levels if lv not in named], review
+
+
+def prepare_cascade(
+    store: RunStore,
+    metrics: Sequence[Metric],
+    first: tuple[str, JudgeModel],
+    escalate: Sequence[str | JudgeModel],
+    *,
+    agreement: float | None,
+    delta: float | None,
+) -> tuple[dict[str, PlannedCascade], list[tuple[str, JudgeModel]]]:
+    """Every metric's plan and every judge level, or the refusal, before any judge call.
+
+    ``first`` is the run's own judge (``--judge``, built with ``--base-url``); ``escalate`` the
+    levels after it (judge strings or judges; ``review`` last): a level named by a string is
+    built from it alone (``$OPENAI_BASE_URL`` for an ``openai:`` level).
+
+    Raises:
+        ConfigError: no ``agreement``; a metric that cannot escalate (named); a bad level; or
+            the plan's refusals (:func:`plan_escalation`).
+    """
+    from assay.models import get_judge
+
+    if agreement is None:
+        raise ConfigError("--escalate needs --agreement A (the target agreement with people, e.g. 0.9)")
+    if (why := escalation_refusal(metrics)) is not None:
+        raise ConfigError(why)
+    after, review = cascade_levels(escalate)
+    judges = [first]
+    for level in after:
+        judge = get_judge(level) if isinstance(level, str) else level
+        judges.append((level if isinstance(level, str) else judge.model_id, judge))
+    planned = {
+        m.name: plan_escalation(
+            store, m, judges, review=review, agreement=agreement, delta=DEFAULT_DELTA if delta is None else delta
+        )
+        for m in metrics
+    }
+    return planned, judges
+
+
+def cascade_option(planned: Mapping[str, PlannedCascade]) -> dict[str, Any]:
+    """What a cascade run stores in its spec's options: every metric's plan (compared on resume)."""
+    return {name: plan.record for name, plan in planned.items()}
