@@ -258,3 +258,131 @@ def test_a_grader_calibration_stores_pass_probability_for_a_cascade(tmp_path: Pa
     labels.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     result = calibrate(labels, _grader_judge("small", GRADES), store=tmp_path / "runs.sqlite", progress=False)
     assert [o.probability for o in result.outcomes] == pytest.approx([0.95, 0.02, 0.6])
+
+
+RUN_SAMPLES = [
+    {"id": "s1", "answer": "alpha holds. beta holds. gamma holds. delta holds.", "contexts": ["alpha to delta hold."]},
+    {"id": "s2", "answer": "alpha holds. beta holds.", "contexts": ["alpha and beta hold."]},
+]
+
+
+def test_evaluate_runs_the_cascade_and_stores_its_plan(calibrated: Path) -> None:
+    from assay import evaluate
+
+    small, big = ProbabilityJudge(small_p, name="small"), ProbabilityJudge(big_p, name="big")
+    result = evaluate(
+        RUN_SAMPLES,
+        "faithfulness",
+        judge=small,
+        escalate=[big, "review"],
+        agreement=0.9,
+        store=calibrated,
+        progress=False,
+    )
+    s1, s2 = (r.scores["faithfulness"] for r in result.results)
+    assert s1.unscored_reason == UnscoredReason.NEEDS_REVIEW and [p.subject for p in s1.pending] == ["delta holds."]
+    assert s2.value == 1.0 and [v.decision.by for v in s2.verdicts if v.decision] == ["small", "big"]
+    assert big.asked == ["beta holds.", "delta holds.", "beta holds."], "big judged only what small left"
+    with RunStore(calibrated) as store:
+        spec = store.spec(result.run_id)
+    plan = spec.options["cascade"]["faithfulness"]
+    assert plan["labels"] == 200 and plan["alpha"] == pytest.approx(0.1) and plan["delta"] == 0.1
+    assert [lv["judge"] for lv in plan["levels"]] == ["small", "big"] and plan["review"] is True
+    assert result.trust["faithfulness"].kind == "cascade", "never one judge's trust line for a cascade"
+    assert (
+        "resting on 200 labels" in result.trust["faithfulness"].text()
+        or "200 labels" in result.trust["faithfulness"].text()
+    )
+    lines = "\n".join(result.cascade_lines("faithfulness"))
+    assert "decided: small 3 (50%), big 2 (33%), review 1 (17%) of 6 questions" in lines
+    assert "on the 5 verdicts kept, resting on 200 labels" in lines and "left for review: 1" in lines
+
+
+def test_resume_with_other_escalation_or_targets_is_refused(calibrated: Path) -> None:
+    from assay import evaluate
+    from assay.run import ResumeError
+
+    def run(**options: object) -> object:
+        small, big = ProbabilityJudge(small_p, name="small"), ProbabilityJudge(big_p, name="big")
+        levels = options.pop("escalate", [big, "review"])
+        return evaluate(
+            RUN_SAMPLES[:1], "faithfulness", judge=small, escalate=levels, store=calibrated, progress=False, **options
+        )
+
+    first = run(agreement=0.9)
+    run_id = first.run_id  # type: ignore[attr-defined]
+    with pytest.raises(ResumeError, match="cascade"):
+        run(agreement=0.8, resume=run_id)
+    with pytest.raises(ResumeError, match="cascade"):
+        run(agreement=0.9, escalate=["review"], resume=run_id)
+    with pytest.raises(ResumeError, match="cascade"):
+        run(agreement=None, escalate=[], resume=run_id)
+    assert run(agreement=0.9, resume=run_id).run_id == run_id  # type: ignore[attr-defined]
+
+
+def test_a_cascade_run_refuses_before_any_call(calibrated: Path) -> None:
+    from assay import evaluate
+
+    small = ProbabilityJudge(small_p, name="small")
+    with pytest.raises(ConfigError, match="context_precision cannot escalate"):
+        evaluate(
+            RUN_SAMPLES,
+            ["faithfulness", "context_precision"],
+            judge=small,
+            escalate=["review"],
+            agreement=0.9,
+            store=calibrated,
+            progress=False,
+        )
+    with pytest.raises(ConfigError, match="--agreement"):
+        evaluate(RUN_SAMPLES, "faithfulness", judge=small, escalate=["review"], store=calibrated, progress=False)
+    with pytest.raises(ConfigError, match=r"cannot support --agreement 0\.99"):
+        evaluate(
+            RUN_SAMPLES,
+            "faithfulness",
+            judge=small,
+            escalate=["review"],
+            agreement=0.99,
+            store=calibrated,
+            progress=False,
+        )
+    assert small.asked == [] and small.requests == []
+
+
+def test_the_cli_refuses_an_api_judge_before_review_and_runs_show_prints_the_cascade(calibrated: Path) -> None:
+    from typer.testing import CliRunner
+
+    from assay import evaluate
+    from assay.cli import app
+    from assay.testing import FakeOpenAIServer
+
+    data = calibrated.parent / "data.jsonl"
+    data.write_text("".join(json.dumps(s) + "\n" for s in RUN_SAMPLES), encoding="utf-8")
+    with FakeOpenAIServer() as server:
+        said = CliRunner().invoke(
+            app,
+            [
+                *("run", str(data), "--metric", "faithfulness", "--judge", "openai:fake-word-overlap"),
+                *("--base-url", server.base_url, "--escalate", "review", "--agreement", "0.9"),
+                *("--store", str(calibrated)),
+            ],
+            env={"COLUMNS": "200", "OPENAI_API_KEY": "sk-test"},
+        )
+    assert said.exit_code != 0 and "gives no probability" in said.output and "before review" in said.output
+    assert server.requests == [], "refused before any judge call"
+    small, big = ProbabilityJudge(small_p, name="small"), ProbabilityJudge(big_p, name="big")
+    run = evaluate(
+        RUN_SAMPLES,
+        "faithfulness",
+        judge=small,
+        escalate=[big, "review"],
+        agreement=0.9,
+        store=calibrated,
+        progress=False,
+    )
+    shown = CliRunner().invoke(
+        app, ["runs", "show", str(run.run_id), "--store", str(calibrated)], env={"COLUMNS": "200"}
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "faithfulness cascade" in shown.output and "resting on 200 labels" in shown.output
+    assert "left for review: 1" in shown.output
