@@ -57,6 +57,7 @@ from assay.report._answer import (
 from assay.run import RunInfo, TrustFigure, trust_for
 from assay.run._cost import CostReport, PriceTable
 from assay.run._frames import score_value
+from assay.run._trust import cascade_figure
 
 __all__ = [
     "CompareMetric",
@@ -673,7 +674,11 @@ def build_report(
     # The gate's own rule on a partial run (not finished, invalid rows): the same verdicts as 'assay gate'.
     coverage = info.coverage([line for line, _ in row_errors])
     if trust is None:
-        trust = {m.name: trust_for(m, info.spec.judge_record) for m in info.spec.metrics}
+        plans = info.spec.options.get("cascade") or {}
+        trust = {
+            m.name: cascade_figure(m.name, plans[m.name]) if m.name in plans else trust_for(m, info.spec.judge_record)
+            for m in info.spec.metrics
+        }
     views = []
     for name in names:
         view = _metric_view(name, groups, repeats, marks[name], seed)
