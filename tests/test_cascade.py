@@ -131,6 +131,16 @@ def test_a_cascade_routes_exactly_the_verdicts_below_threshold(calibrated: Path)
     assert "on the 3 verdicts kept, resting on 200 labels" in lines[1]
     assert "left for review: 1" in "\n".join(lines)
     assert "2 reached big, 2 fewer than sending all 4 to it" in lines[-1]
+    from assay.run._cost import PriceTable
+
+    big_usd = sum(c.usage.prompt_tokens + c.usage.completion_tokens for c in score.calls if c.model == "big") / 1e6
+    priced = cascade_lines(planned.record, [score], PriceTable({"small": (0.0, 0.0), "big": (1.0, 1.0)}))
+    assert priced[-1] == (
+        f"cost: ${big_usd:.4f}; about ${big_usd / 2 * 4:.4f} sending all 4 to big (${big_usd / 2:.5f} a question there)"
+    )
+    assert cascade_lines(planned.record, [score], PriceTable({"small": (0.0, 0.0)}))[-1].startswith("calls:"), (
+        "an unpriced judge: no cost line, never $0"
+    )
 
 
 def test_without_review_the_last_judge_decides_the_rest_outside_the_guarantee() -> None:

@@ -27,6 +27,7 @@ from assay.errors import ConfigError
 from assay.metrics._base import Metric
 from assay.metrics._escalate import EscalatingMetric, Escalation, JudgeLevel, p_yes, verdict_bit
 from assay.models import ChoiceScorer, JudgeModel
+from assay.run._cost import PriceTable
 from assay.run._judge_record import JudgeRecord
 from assay.run._store import RunStore
 from assay.run._trust import _describes, _elsewhere
@@ -334,11 +335,14 @@ def _highest_supported(
     return None
 
 
-def cascade_lines(record: Mapping[str, Any], scores: Iterable[Score]) -> list[str]:
+def cascade_lines(record: Mapping[str, Any], scores: Iterable[Score], prices: PriceTable | None = None) -> list[str]:
     """Under a cascade metric's score: the share decided per level, the guarantee, review, calls saved.
 
-    ``record`` is the stored plan (:attr:`PlannedCascade.record`); ``scores`` the metric's scores.
+    ``record`` is the stored plan (:attr:`PlannedCascade.record`); ``scores`` the metric's
+    scores; ``prices`` the price table for the cost line (default: the built-in one), shown
+    only when every judge of the cascade is priced.
     """
+    scores = list(scores)
     names = [lv["judge"] for lv in record["levels"]]
     by_level: Counter[int] = Counter()
     guaranteed = outside = pending = 0
@@ -384,7 +388,29 @@ def cascade_lines(record: Mapping[str, Any], scores: Iterable[Score]) -> list[st
             f"calls: {calls} verdict questions asked over {len(names)} judges; {reached[last]} reached {names[-1]}, "
             f"{saved} fewer than sending all {total} to it"
         )
+        cost = _cost_line(record, scores, reached[last], total, prices or PriceTable())
+        if cost:
+            lines.append(cost)
     return lines
+
+
+def _cost_line(record: Mapping[str, Any], scores: Sequence[Score], reached: int, total: int, prices: PriceTable) -> str:
+    """What the cascade cost, and about what sending every question to the last judge would (all priced, else "")."""
+    models = [str(lv.get("model_id")) for lv in record["levels"]]
+    spent: dict[str, float] = dict.fromkeys(models, 0.0)
+    for score in scores:
+        for call in score.calls:
+            if call.model in spent:
+                usd = prices.cost(call.model, call.usage)
+                if usd is None:
+                    return ""
+                spent[call.model] += usd
+    if reached == 0 or any(prices.rate(m) is None for m in models):
+        return ""
+    each = spent[models[-1]] / reached
+    last = record["levels"][-1]["judge"]
+    spent_all = f"${sum(spent.values()):.4f}"
+    return f"cost: {spent_all}; about ${each * total:.4f} sending all {total} to {last} (${each:.5f} a question there)"
 
 
 def cascade_levels(escalate: Sequence[str | JudgeModel]) -> tuple[list[str | JudgeModel], bool]:
