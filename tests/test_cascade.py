@@ -334,9 +334,10 @@ def test_a_cascade_run_refuses_before_any_call(calibrated: Path) -> None:
     from assay import evaluate
 
     small = ProbabilityJudge(small_p, name="small")
+    asked = [s | {"question": "What holds?", "reference": "alpha holds."} for s in RUN_SAMPLES]
     with pytest.raises(ConfigError, match="context_precision cannot escalate"):
         evaluate(
-            RUN_SAMPLES,
+            asked,
             ["faithfulness", "context_precision"],
             judge=small,
             escalate=["review"],
