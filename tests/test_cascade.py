@@ -397,3 +397,25 @@ def test_the_cli_refuses_an_api_judge_before_review_and_runs_show_prints_the_cas
     assert shown.exit_code == 0, shown.output
     assert "faithfulness cascade" in shown.output and "resting on 200 labels" in shown.output
     assert "left for review: 1" in shown.output
+
+
+def test_a_cascade_runs_report_shows_its_guarantee_not_the_first_judges_figure(calibrated: Path) -> None:
+    from assay import evaluate
+    from assay.report import build_report
+
+    small, big = ProbabilityJudge(small_p, name="small"), ProbabilityJudge(big_p, name="big")
+    run = evaluate(
+        RUN_SAMPLES,
+        "faithfulness",
+        judge=small,
+        escalate=[big, "review"],
+        agreement=0.9,
+        store=calibrated,
+        progress=False,
+    )
+    with RunStore(calibrated) as store:
+        assert run.run_id is not None
+        report = build_report(store.info(run.run_id), list(store.records(run.run_id)))  # trust from the spec alone
+    (view,) = report.metrics
+    assert view.trust is not None and view.trust.kind == "cascade"
+    assert "agreement with people >= 90%" in view.trust.text() and "200 labels" in view.trust.text()
