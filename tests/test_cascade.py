@@ -195,8 +195,16 @@ def test_a_level_without_a_calibration_at_these_settings_is_refused(calibrated: 
 
 
 def test_a_metric_that_cannot_escalate_is_refused_by_name(calibrated: Path) -> None:
-    with RunStore(calibrated) as store, pytest.raises(ConfigError, match="context_precision cannot escalate"):
-        plan_escalation(store, ContextPrecision(), _judges(), review=True, agreement=0.9)
+    from assay.grounding import StatementVerifier
+
+    with RunStore(calibrated) as store:
+        with pytest.raises(ConfigError, match="context_precision cannot escalate"):
+            plan_escalation(store, ContextPrecision(), _judges(), review=True, agreement=0.9)
+        with pytest.raises(ConfigError, match="strategy=batch"):
+            plan_escalation(store, Faithfulness(strategy="batch"), _judges(), review=True, agreement=0.9)
+        with pytest.raises(ConfigError, match="method=generate reads no probability"):
+            generated = Faithfulness(verifier=StatementVerifier(method="generate"))
+            plan_escalation(store, generated, _judges(), review=True, agreement=0.9)
 
 
 def test_settle_keeps_at_the_threshold_and_passes_on_below_it() -> None:

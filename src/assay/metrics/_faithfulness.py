@@ -170,11 +170,16 @@ class Faithfulness:
         return self._aggregate(_with_spans(verdicts, statements), failure, calls, spec, answer_map)
 
     def escalation_problem(self) -> str | None:
-        """Why this faithfulness cannot escalate: only ``strategy=batch`` (one verdict call for all)."""
+        """Why this faithfulness cannot escalate: ``strategy=batch`` (one call for all), ``method=generate`` (no P)."""
         if self.strategy == "batch":
             return (
                 "faithfulness with strategy=batch asks one call for all statements, so no statement can go to "
                 "another judge alone: use strategy=auto or per_statement with --escalate"
+            )
+        if self.verifier.method == "generate":
+            return (
+                "faithfulness with the verifier's method=generate reads no probability, so no verdict has a "
+                "confidence to keep it by: use method=auto or threshold with --escalate"
             )
         return None
 
