@@ -427,3 +427,5 @@ def test_a_cascade_runs_report_shows_its_guarantee_not_the_first_judges_figure(c
     (view,) = report.metrics
     assert view.trust is not None and view.trust.kind == "cascade"
     assert "agreement with people >= 90%" in view.trust.text() and "200 labels" in view.trust.text()
+    assert "decided: small 3 (50%), big 2 (33%), review 1 (17%) of 6 questions" in view.trust.text()
+    assert "left for review: 1" in view.trust.text()
