@@ -1,31 +1,25 @@
 """End to end: the cascade leaves a question to people, ``assay review`` answers it, the score follows.
 
 The cascade's own test judges (``tests/test_cascade.py``: two judges with known confidences,
-calibrated by ``assay calibrate``'s path) decide what they are sure of; the score the cascade
-gives is stored as a run stores it, and nothing here writes a verdict by hand.
+calibrated by ``assay calibrate``'s path) decide what they are sure of in a run the runner
+makes and stores (``evaluate(..., escalate=[big, "review"])``); nothing here writes a verdict.
 """
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-pytest.importorskip("assay.run._cascade", reason="needs the cascade (issue 66, item 3)")
-
 import test_cascade
-from assay.run._cascade import plan_escalation
-
-from assay import Faithfulness, Sample, UnscoredReason
+from assay import UnscoredReason, evaluate
 from assay.cli import app
 from assay.models import ProbabilityJudge
-from assay.run import RunSpec, RunStore, SampleResult
+from assay.run import RunStore
 from assay.run._calibrate import read_items
 
-RUN = "20261206-050000-e2e0"
 calibrated = test_cascade.calibrated
 """The cascade tests' two judges, calibrated on one labelled file (a module-scoped fixture: copied before writing)."""
 small_p, big_p = test_cascade.small_p, test_cascade.big_p
@@ -36,33 +30,37 @@ def test_a_question_the_cascade_left_is_answered_in_review_scored_by_the_metric_
 ) -> None:
     store = tmp_path / "runs.sqlite"
     shutil.copy(calibrated, store)
-    metric = Faithfulness()
     small, big = ProbabilityJudge(small_p, name="small"), ProbabilityJudge(big_p, name="big")
-    with RunStore(store) as runs:
-        planned = plan_escalation(runs, metric, [("small", small), ("big", big)], review=True, agreement=0.9, delta=0.1)
-    sample = Sample(
-        id="s1",
-        answer="alpha holds. beta holds. gamma holds. delta holds.",
-        contexts=["alpha, beta, gamma and delta all hold."],
+    result = evaluate(
+        [
+            {
+                "id": "s1",
+                "answer": "alpha holds. beta holds. gamma holds. delta holds.",
+                "contexts": ["alpha, beta, gamma and delta all hold."],
+            }
+        ],
+        "faithfulness",
+        judge=small,
+        escalate=[big, "review"],
+        agreement=0.9,
+        store=store,
+        progress=False,
     )
-    score = asyncio.run(metric.score_escalating(sample, planned.escalation([small, big])))
+    run_id = result.run_id
+    score = result.results[0].scores["faithfulness"]
     assert score.unscored_reason == UnscoredReason.NEEDS_REVIEW and [p.subject for p in score.pending] == [
         "delta holds."
     ]
-    with RunStore(store) as runs:
-        runs.create(RunSpec(run_id=RUN, judge="small", judge_model="small", metrics=(metric.spec(),)))
-        runs.record(RUN, SampleResult(sample, {"faithfulness": score}, 1))
-        runs.set_status(RUN, "finished")
-    gate = CliRunner().invoke(app, ["gate", RUN, "--store", str(store), "--max-unscored", "1"])
+    gate = CliRunner().invoke(app, ["gate", run_id, "--store", str(store), "--max-unscored", "1"])
     assert "1 question waits for review in 1 result" in " ".join(gate.output.split()), gate.output
     labels = tmp_path / "labels.jsonl"
-    said = CliRunner().invoke(app, ["review", RUN, "--store", str(store), "--labels-out", str(labels)], input="n\n")
+    said = CliRunner().invoke(app, ["review", run_id, "--store", str(store), "--labels-out", str(labels)], input="n\n")
     assert said.exit_code == 0, said.output
     assert "judge small leaned supported (confidence 0.50, needed 0.60)" in said.output
     assert "judge big leaned supported (confidence 0.550, needed 0.551)" in said.output
     with RunStore(store) as runs:
-        stored = next(runs.records(RUN))["scores"]["faithfulness"]
-        summary = runs.summary(RUN).to_json()["faithfulness"]
+        stored = next(runs.records(run_id))["scores"]["faithfulness"]
+        summary = runs.summary(run_id).to_json()["faithfulness"]
     assert stored["unscored_reason"] is None and "pending" not in stored
     deciders = {v["subject"]: v["decision"]["by"] for v in stored["verdicts"]}
     assert deciders == {
