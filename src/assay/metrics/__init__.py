@@ -20,6 +20,7 @@ from assay.metrics._agent import AgentGoalAccuracy
 from assay.metrics._base import Metric, missing_fields, score_safely
 from assay.metrics._composite import Aggregate, CompositeMetric, CompositeRun, Outputs, SubMetric, SubResult
 from assay.metrics._endstate import Action, EndState, StateChanges, read_end_state
+from assay.metrics._escalate import EscalatingMetric, Escalation, JudgeLevel
 from assay.metrics._faithfulness import Faithfulness
 from assay.metrics._graders import BinaryJudgeGrader, CombinedGrader, RangeJudgeGrader, Shot, TemplatedPromptJudgeGrader
 from assay.metrics._holistic import HolisticGoalAccuracy
@@ -27,6 +28,7 @@ from assay.metrics._matching import ArgumentMatch
 from assay.metrics._rag import AnswerRelevancy, ContextPrecision, ContextRecall, FactualCorrectness
 from assay.metrics._rebuild import metric_from_spec
 from assay.metrics._registry import MetricEntry, build_metric, metric_entries, metrics_from, register_metric
+from assay.metrics._reviewable import Reviewable
 from assay.metrics._spec import spec_from_fields
 from assay.metrics._state import AgentStateMatch
 from assay.metrics._tools import ToolCallAccuracy
@@ -52,14 +54,18 @@ __all__ = [
     "DetailCombiner",
     "DetailFeatures",
     "EndState",
+    "EscalatingMetric",
+    "Escalation",
     "FactualCorrectness",
     "Faithfulness",
     "HolisticGoalAccuracy",
+    "JudgeLevel",
     "LLMDecomposer",
     "Metric",
     "MetricEntry",
     "Outputs",
     "RangeJudgeGrader",
+    "Reviewable",
     "SentenceDecomposer",
     "Shot",
     "StateChanges",
