@@ -164,6 +164,8 @@ def _otlp_sink(span_exporter: Any, log_exporter: Any) -> tuple[_Sink, str]:
 def _langfuse_sink(client: Any) -> tuple[_Sink, str]:
     from assay.integrations.traces._langfuse import LangfuseSink
 
+    if client is not None:
+        return LangfuseSink(client), "the given Langfuse client"
     if client is None:
         try:
             from langfuse import Langfuse

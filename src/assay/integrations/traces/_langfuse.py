@@ -86,6 +86,10 @@ class LangfuseSink:
             raise RuntimeError("the Langfuse SDK could not send the scores: " + self._errors.messages[0])
 
     def close(self) -> None:
-        """Stop listening to the SDK's logger and shut the client down."""
+        """Stop listening to the SDK's logger; the client stays open.
+
+        Not shut down: the SDK keeps one set of sending threads per public key in the
+        process, so a shut-down client would drop the scores of the next export with the
+        same key (every score was flushed after its batch already).
+        """
         logging.getLogger("langfuse").removeHandler(self._errors)
-        self.client.shutdown()
