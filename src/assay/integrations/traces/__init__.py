@@ -7,6 +7,8 @@ result of a stored run, without judging anything again:
   child span per judge call, and the OpenTelemetry GenAI ``gen_ai.evaluation.result``
   event, to the endpoint the standard ``OTEL_EXPORTER_OTLP_*`` variables name
   (:mod:`._otlp`);
+- ``phoenix`` (extra ``phoenix``): the same spans over OTLP, then Phoenix span annotations
+  through ``arize-phoenix-client`` (:mod:`._phoenix`);
 - ``langfuse`` (extra ``langfuse``): Langfuse scores on the trace and the observation
   (:mod:`._langfuse`).
 
@@ -43,8 +45,8 @@ __all__ = [
     "stable_id",
 ]
 
-Destination = Literal["otlp", "langfuse"]
-DESTINATIONS: tuple[Destination, ...] = ("otlp", "langfuse")
+Destination = Literal["otlp", "phoenix", "langfuse"]
+DESTINATIONS: tuple[Destination, ...] = ("otlp", "phoenix", "langfuse")
 
 _BATCH_RESULTS = 64
 """Stored results (rows and repeats) per request: a failure loses at most one batch's place."""
@@ -161,6 +163,26 @@ def _otlp_sink(span_exporter: Any, log_exporter: Any) -> tuple[_Sink, str]:
     return OtlpSink(OTLPSpanExporter(), OTLPLogExporter(), owned=True), endpoint
 
 
+def _phoenix_sink(span_exporter: Any, client: Any) -> tuple[_Sink, str]:
+    try:
+        from assay.integrations.traces._phoenix import PhoenixSink
+    except ImportError:
+        raise MissingExtraError("opentelemetry-sdk", "phoenix", "assay export --to phoenix") from None
+    if client is None:
+        try:
+            from phoenix.client import Client
+        except ImportError:
+            raise MissingExtraError("arize-phoenix-client", "phoenix", "assay export --to phoenix") from None
+        client = Client()
+    where = redact_url(str(getattr(client, "_base_url", "") or "")) or "the given Phoenix client"
+    if span_exporter is not None:
+        return PhoenixSink(span_exporter, client, owned=False), where
+    otlp_endpoint()  # a gRPC setting is refused here too
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    return PhoenixSink(OTLPSpanExporter(), client, owned=True), where
+
+
 def _langfuse_sink(client: Any) -> tuple[_Sink, str]:
     from assay.integrations.traces._langfuse import LangfuseSink
 
@@ -190,13 +212,14 @@ def export_run(
     span_exporter: Any = None,
     log_exporter: Any = None,
     langfuse_client: Any = None,
+    phoenix_client: Any = None,
 ) -> ExportReport:
     """Send a stored run's evaluations to a trace backend (nothing is judged again; the store is only read).
 
     Args:
         store: The run store (or its path).
         run_id: The run.
-        to: ``otlp`` or ``langfuse``.
+        to: ``otlp``, ``phoenix`` or ``langfuse``.
         thresholds: Metric -> pass mark for the ``pass`` / ``fail`` label; a metric without
             one keeps its own (a combined grader's ``pass_threshold``) or is sent unlabelled.
         span_exporter: An OpenTelemetry span exporter to use instead of OTLP/HTTP (with
@@ -204,6 +227,8 @@ def export_run(
         log_exporter: An OpenTelemetry log record exporter, with ``span_exporter``.
         langfuse_client: A ``langfuse.Langfuse`` client to use instead of one built from
             the ``LANGFUSE_*`` variables.
+        phoenix_client: A ``phoenix.client.Client`` to use instead of one built from the
+            environment (``PHOENIX_ENDPOINT``, else ``OTEL_EXPORTER_OTLP_ENDPOINT``).
 
     Returns:
         What was sent.
@@ -221,7 +246,12 @@ def export_run(
     finally:
         if runs is not store:
             runs.close()
-    sink, destination = _otlp_sink(span_exporter, log_exporter) if to == "otlp" else _langfuse_sink(langfuse_client)
+    if to == "otlp":
+        sink, destination = _otlp_sink(span_exporter, log_exporter)
+    elif to == "phoenix":
+        sink, destination = _phoenix_sink(span_exporter, phoenix_client)
+    else:
+        sink, destination = _langfuse_sink(langfuse_client)
     report = _report(run_id, to, destination, batches)
     try:
         for start in range(0, len(batches), _BATCH_RESULTS):
