@@ -35,10 +35,16 @@ from test_export_traces import ROWS, SPAN, judge_fn
 
 
 class PhoenixStandIn:
-    """Takes OTLP spans and span annotations; ``annotation_status`` answers the annotations (200, or a refusal)."""
+    """Takes OTLP spans and span annotations.
 
-    def __init__(self, annotation_status: int = 200) -> None:
+    ``annotation_status`` answers the annotations (200, or a refusal); ``not_yet`` answers
+    that many annotation requests 404 first, as a real Phoenix does while the spans it was
+    just sent are not stored yet.
+    """
+
+    def __init__(self, annotation_status: int = 200, not_yet: int = 0) -> None:
         self.annotation_status = annotation_status
+        self.not_yet = not_yet
         self.spans: list[str] = []
         self.annotations: list[tuple[str, dict[str, Any]]] = []
         stand_in = self
@@ -56,8 +62,10 @@ class PhoenixStandIn:
                 elif path == "/v1/span_annotations":
                     data = json.loads(body)["data"]
                     stand_in.annotations += [(query, item) for item in data]
-                    if stand_in.annotation_status != 200:
-                        self._reply(stand_in.annotation_status, b'{"detail": "Span not found"}', "application/json")
+                    status = 404 if stand_in.not_yet > 0 else stand_in.annotation_status
+                    stand_in.not_yet -= 1
+                    if status != 200:
+                        self._reply(status, b'{"detail": "Span not found"}', "application/json")
                         return
                     ids = [{"id": f"U3BhbkFubm90YXRpb246{i}"} for i in range(len(data))]
                     self._reply(200, json.dumps({"data": ids}).encode(), "application/json")
@@ -110,12 +118,14 @@ def test_one_endpoint_variable_sends_the_spans_and_annotates_the_judged_spans(
     stored: tuple[Path, str], phoenix_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, run_id = stored
-    with PhoenixStandIn() as phoenix:
+    monkeypatch.setattr("assay.integrations.traces._phoenix.ANNOTATION_WAITS", (0.05, 0.05))
+    with PhoenixStandIn(not_yet=2) as phoenix:  # the spans are stored by the third request
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.url)
         result = CliRunner().invoke(app, ["export", run_id, "--to", "phoenix", "--store", str(store), "-m",
                                           "faithfulness=0.8"])  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "sent 3 of 3 evaluations" in result.output
+    assert "sent 3 of 3 evaluations" in result.output and f"to phoenix at {phoenix.url}" in result.output
+    assert len(phoenix.annotations) == 3 * 3  # asked again after each 404, then stored
     by = {item["metadata"]["assay.sample_id"]: (query, item) for query, item in phoenix.annotations}
     query, linked = by["linked"]
     assert query == "sync=true" and linked["span_id"] == SPAN  # on the span the row judged
@@ -134,6 +144,7 @@ def test_a_refused_annotation_exits_non_zero_and_says_what_was_not_sent(
     stored: tuple[Path, str], phoenix_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, run_id = stored
+    monkeypatch.setattr("assay.integrations.traces._phoenix.ANNOTATION_WAITS", (0.05,))
     with RunStore(store) as runs:
         before = list(runs.records(run_id))
     with PhoenixStandIn(annotation_status=404) as phoenix:

@@ -174,7 +174,8 @@ def _phoenix_sink(span_exporter: Any, client: Any) -> tuple[_Sink, str]:
         except ImportError:
             raise MissingExtraError("arize-phoenix-client", "phoenix", "assay export --to phoenix") from None
         client = Client()
-    where = redact_url(str(getattr(client, "_base_url", "") or "")) or "the given Phoenix client"
+    http = getattr(client, "_client", None)  # the client's httpx.Client, which holds the URL it resolved
+    where = redact_url(str(getattr(http, "base_url", "") or "")) or "the given Phoenix client"
     if span_exporter is not None:
         return PhoenixSink(span_exporter, client, owned=False), where
     otlp_endpoint()  # a gRPC setting is refused here too

@@ -8,6 +8,11 @@ kind ``LLM`` (the metric asked a judge) or ``CODE``. Phoenix keeps one annotatio
 (name, span, identifier); the identifier is ``assay:RUN:REPEAT``, so exporting a run again
 replaces its annotations and another run's stay beside them. The GenAI log events are not
 sent: Phoenix takes spans, not logs.
+
+Phoenix ingests OTLP spans in the background and refuses (404) a batch of annotations
+naming a span it has not stored yet: against a real ``phoenix serve`` the first export of
+a row without ids was refused that way, right after its EVALUATOR span was accepted. So a
+404 is asked again after :data:`ANNOTATION_WAITS`; any other refusal fails at once.
 """
 
 from __future__ import annotations
@@ -19,7 +24,10 @@ from typing import Any
 from assay.integrations.traces._otlp import evaluation_spans, resource
 from assay.integrations.traces._plan import Evaluation
 
-__all__ = ["PhoenixSink", "annotation"]
+__all__ = ["ANNOTATION_WAITS", "PhoenixSink", "annotation"]
+
+ANNOTATION_WAITS: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
+"""Seconds to wait before asking again while Phoenix answers 404 (spans not stored yet): 7.5 s in all."""
 
 
 def annotation(e: Evaluation) -> dict[str, Any]:
@@ -66,7 +74,16 @@ class PhoenixSink:
             != SpanExportResult.SUCCESS
         ):
             raise RuntimeError("the OTLP endpoint did not accept the spans")
-        self.client.spans.log_span_annotations(span_annotations=[annotation(e) for e in batch], sync=True)
+        annotations = [annotation(e) for e in batch]
+        for wait in (*ANNOTATION_WAITS, None):
+            try:
+                self.client.spans.log_span_annotations(span_annotations=annotations, sync=True)
+                return
+            except Exception as exc:  # httpx.HTTPStatusError, named without importing httpx
+                status = getattr(getattr(exc, "response", None), "status_code", None)
+                if wait is None or status != 404:
+                    raise
+                time.sleep(wait)
 
     def close(self) -> None:
         """Shut down the span exporter this sink made."""
