@@ -261,3 +261,35 @@ def test_a_grpc_protocol_is_refused_with_what_to_do(stored: tuple[Path, str], mo
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
     code, out = cli("export", stored[1], "--store", str(stored[0]))
     assert code == 1 and "OTEL_EXPORTER_OTLP_PROTOCOL=grpc" in out and "4318" in out
+
+
+def test_a_row_read_from_an_otlp_trace_is_scored_on_its_root_span_by_a_code_annotator(tmp_path: Path) -> None:
+    from assay.metrics import ToolCallAccuracy
+    from test_trace_ids import CALLS, ROOT_SPAN, TRACE_ID, spans
+
+    data = tmp_path / "agent.jsonl"
+    data.write_text(json.dumps({"id": "a", "trace": spans(), "reference_tool_calls": CALLS}) + "\n")
+    store = tmp_path / "runs.sqlite"
+    result = evaluate(str(data), [ToolCallAccuracy()], store=store, progress=False)
+    exported_spans, logs, report = exported(store, result.run_id or "")
+    (evaluator,) = exported_spans  # a metric without a judge: no call spans
+    assert hex_ids(evaluator)[0] == TRACE_ID and f"{evaluator.links[0].context.span_id:016x}" == ROOT_SPAN
+    assert evaluator.attributes["evaluations.0.evaluation.annotator_kind"] == "CODE"
+    assert f"{logs[0].log_record.span_id:016x}" == ROOT_SPAN and report.rows_own_trace == 0
+
+
+@pytest.mark.parametrize("limit", [40, 120, 500, 2000])
+def test_an_explanation_is_the_failing_reasons_cut_at_the_limit_with_a_count_of_the_rest(limit: int) -> None:
+    from assay._scores import Score, Verdict
+    from assay.integrations.traces import explanation
+
+    verdicts = tuple(
+        Verdict(subject=f"Statement {i} says something.", value=i % 2, reason=f"reason {i}") for i in range(60)
+    )
+    text = explanation(Score(metric="faithfulness", value=0.5, verdicts=verdicts), limit)
+    assert text is not None and len(text) <= limit
+    lines = text.splitlines()
+    shown = [line for line in lines if not line.startswith("(+")]
+    assert all("says something" in line and int(line.split()[1]) % 2 == 0 for line in shown[:-1])  # failing only
+    more = int(lines[-1].removeprefix("(+").split()[0]) if lines[-1].startswith("(+") else 0
+    assert len(shown) + more == 30  # every failing verdict shown (whole or its head) or counted
