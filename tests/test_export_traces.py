@@ -293,3 +293,41 @@ def test_an_explanation_is_the_failing_reasons_cut_at_the_limit_with_a_count_of_
     assert all("says something" in line and int(line.split()[1]) % 2 == 0 for line in shown[:-1])  # failing only
     more = int(lines[-1].removeprefix("(+").split()[0]) if lines[-1].startswith("(+") else 0
     assert len(shown) + more == 30  # every failing verdict shown (whole or its head) or counted
+
+
+def test_results_exported_as_they_finish_carry_the_ids_a_later_export_of_the_stored_run_sends(tmp_path: Path) -> None:
+    from assay.integrations.traces import LiveExport
+
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in ROWS))
+    store = tmp_path / "runs.sqlite"
+    spans, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
+    live = LiveExport("live-run", "otlp", batch_results=2, span_exporter=spans, log_exporter=logs)
+    judge = FunctionJudge(judge_fn, per_statement=False)
+    evaluate(str(data), [Faithfulness(strategy="batch")], judge, store=store, run_id="live-run", on_result=live,
+             progress=False)  # fmt: skip
+    report = live.close()
+    assert report.ok and report.n_sent == 3 and report.rows_own_trace == 1
+    later, later_logs, _ = exported(store, "live-run")
+    assert sorted(hex_ids(s) for s in spans.get_finished_spans()) == sorted(hex_ids(s) for s in later)
+    assert len(logs.get_finished_logs()) == len(later_logs) == 3
+
+
+def test_a_refusal_while_the_run_goes_on_stops_the_sending_and_says_how_to_send_the_rest(
+    stored: tuple[Path, str], otel_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assay.integrations.traces import LiveExport
+    from assay.run import SampleResult
+
+    store, run_id = stored
+    with RunStore(store) as runs:
+        results = list(runs.results(run_id))
+    with Collector([400]) as collector:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
+        live = LiveExport(run_id, "otlp", batch_results=1)
+        for result in results:
+            live(SampleResult(result.sample, result.scores, result.line, result.repeat))
+        report = live.close()
+    assert not report.ok and report.n_sent == 0 and report.n_evaluations == 3
+    assert len([path for path, _ in collector.requests if path == "/v1/traces"]) == 1  # nothing after the refusal
+    assert any(f"'assay export {run_id} --to otlp'" in line for line in report.lines())

@@ -23,6 +23,7 @@ only read. ``docs/guides/traces.md`` shows it end to end.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,18 +31,27 @@ from typing import Any, Literal, Protocol
 
 from assay._safety import redact_url
 from assay.errors import ConfigError, ExportError, MissingExtraError
-from assay.integrations.traces._plan import MAX_EXPLANATION_CHARS, Evaluation, evaluations, explanation, stable_id
-from assay.run import RunStore
+from assay.integrations.traces._plan import (
+    MAX_EXPLANATION_CHARS,
+    Evaluation,
+    evaluations,
+    explanation,
+    result_evaluations,
+    stable_id,
+)
+from assay.run import RunStore, SampleResult
 
 __all__ = [
     "DESTINATIONS",
     "MAX_EXPLANATION_CHARS",
     "Evaluation",
     "ExportReport",
+    "LiveExport",
     "evaluations",
     "explanation",
     "export_run",
     "otlp_endpoint",
+    "result_evaluations",
     "stable_id",
 ]
 
@@ -120,9 +130,10 @@ class ExportReport:
             )
         if self.error is not None:
             unsent = self.n_evaluations - self.n_sent
+            where = f", from input line {self.first_unsent_line} on" if self.first_unsent_line is not None else ""
             out.append(
-                f"not sent: {unsent} evaluations, from input line {self.first_unsent_line} on ({self.error}); the run "
-                "store is unchanged, and exporting again sends the same ids, so nothing is duplicated"
+                f"not sent: {unsent} evaluations{where} ({self.error}); the run store is unchanged, and exporting "
+                f"again ('assay export {self.run_id} --to {self.to}') sends the same ids, so nothing is duplicated"
             )
         return out
 
@@ -204,6 +215,16 @@ def _langfuse_sink(client: Any) -> tuple[_Sink, str]:
     return LangfuseSink(client), redact_url(host) or host
 
 
+def _sink(
+    to: Destination, span_exporter: Any, log_exporter: Any, langfuse_client: Any, phoenix_client: Any
+) -> tuple[_Sink, str]:
+    if to == "otlp":
+        return _otlp_sink(span_exporter, log_exporter)
+    if to == "phoenix":
+        return _phoenix_sink(span_exporter, phoenix_client)
+    return _langfuse_sink(langfuse_client)
+
+
 def export_run(
     store: RunStore | str | Path,
     run_id: str,
@@ -247,12 +268,7 @@ def export_run(
     finally:
         if runs is not store:
             runs.close()
-    if to == "otlp":
-        sink, destination = _otlp_sink(span_exporter, log_exporter)
-    elif to == "phoenix":
-        sink, destination = _phoenix_sink(span_exporter, phoenix_client)
-    else:
-        sink, destination = _langfuse_sink(langfuse_client)
+    sink, destination = _sink(to, span_exporter, log_exporter, langfuse_client, phoenix_client)
     report = _report(run_id, to, destination, batches)
     try:
         for start in range(0, len(batches), _BATCH_RESULTS):
@@ -295,3 +311,81 @@ def _report(run_id: str, to: str, destination: str, batches: list[list[Evaluatio
         labels=labels,
         unlabelled_metrics=tuple(unlabelled),
     )
+
+
+class LiveExport:
+    """Sends each result's evaluations as the run finishes it: ``assay run --export`` (``evaluate(on_result=...)``).
+
+    The ids are those ``assay export`` derives for the same run, so exporting the stored
+    run afterwards replaces, and never duplicates, what was sent live. A refused batch
+    stops the sending (the run goes on, and its store keeps everything): :meth:`close`
+    returns the report, whose ``error`` says what was not sent; ``assay export RUN`` sends
+    it. The annotator kind is read from each result's own calls.
+
+    Raises (at construction):
+        MissingExtraError, ConfigError: as :func:`export_run`.
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        to: Destination = "otlp",
+        *,
+        thresholds: Mapping[str, float] | None = None,
+        batch_results: int = 16,
+        span_exporter: Any = None,
+        log_exporter: Any = None,
+        langfuse_client: Any = None,
+        phoenix_client: Any = None,
+    ) -> None:
+        if to not in DESTINATIONS:
+            raise ConfigError(f"unknown export destination {to!r}; use one of {', '.join(DESTINATIONS)}")
+        self.run_id = run_id
+        self.thresholds = dict(thresholds or {})
+        self.batch_results = batch_results
+        self._sink, destination = _sink(to, span_exporter, log_exporter, langfuse_client, phoenix_client)
+        self.report = ExportReport(run_id=run_id, to=to, destination=destination)
+        self._pending: list[list[Evaluation]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, result: SampleResult) -> None:
+        """Queue one finished result; send when a batch is full."""
+        evaluations_ = result_evaluations(self.run_id, result, self.thresholds)
+        with self._lock:
+            self._count(evaluations_)
+            self._pending.append(evaluations_)
+            if len(self._pending) >= self.batch_results:
+                self._flush()
+
+    def _count(self, result: list[Evaluation]) -> None:
+        report = self.report
+        report.n_results += 1
+        report.n_evaluations += len(result)
+        if result and result[0].own_trace:
+            report.rows_own_trace += 1
+        elif result and result[0].target_span_id is None:
+            report.rows_unlinked += 1
+        for e in result:
+            report.labels[e.label or "none"] = report.labels.get(e.label or "none", 0) + 1
+            if e.label is None and e.metric not in report.unlabelled_metrics:
+                report.unlabelled_metrics = (*report.unlabelled_metrics, e.metric)
+
+    def _flush(self) -> None:
+        chunk, self._pending = self._pending, []
+        if not chunk or self.report.error is not None:
+            return  # after a refusal nothing more is sent: 'assay export RUN' sends it all
+        flat = [e for result in chunk for e in result]
+        try:
+            self._sink.send(flat)
+        except Exception as exc:  # an SDK's own error type: reported, the run goes on
+            self.report.error = str(exc) if isinstance(exc, RuntimeError) else f"{type(exc).__name__}: {exc}"
+            return  # results finish out of input order: no "from line N on" here
+        self.report.n_sent += len(flat)
+        self.report.sent_results += len(chunk)
+
+    def close(self) -> ExportReport:
+        """Send what is left and return the report (``report.ok``: everything was sent)."""
+        with self._lock:
+            self._flush()
+            self._sink.close()
+        return self.report

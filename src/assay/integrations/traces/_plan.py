@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -21,6 +21,7 @@ __all__ = [
     "Evaluation",
     "evaluations",
     "explanation",
+    "result_evaluations",
     "stable_id",
 ]
 
@@ -155,11 +156,28 @@ def evaluations(
     ``thresholds``: metric -> pass mark (``assay export -m faithfulness=0.8``); a metric
     without one takes its own (a combined grader's ``pass_threshold``) or goes unlabelled.
     """
-    marks = dict(thresholds or {})
     results = list(store.results(run_id))
     judged = {name for r in results for name, s in r.scores.items() if s.calls}
     for result in results:
-        yield [_evaluation(run_id, result, name, score, marks, name in judged) for name, score in result.scores.items()]
+        yield result_evaluations(run_id, result, thresholds, judged)
+
+
+def result_evaluations(
+    run_id: str,
+    result: SampleResult,
+    thresholds: Mapping[str, float] | None = None,
+    judged: Collection[str] | None = None,
+) -> list[Evaluation]:
+    """One result's evaluations, a metric each.
+
+    ``judged``: the metrics that asked a judge somewhere in the run (annotator ``LLM``);
+    ``None`` (a result exported as it finishes) reads it from the result's own calls.
+    """
+    marks = dict(thresholds or {})
+    return [
+        _evaluation(run_id, result, name, score, marks, bool(score.calls) if judged is None else name in judged)
+        for name, score in result.scores.items()
+    ]
 
 
 def _evaluation(
