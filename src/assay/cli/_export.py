@@ -30,7 +30,8 @@ def export(
         typer.Option(
             "--to",
             help="otlp: EVALUATOR spans and gen_ai.evaluation.result events to the endpoint the OTEL_EXPORTER_OTLP_* "
-            "variables name; langfuse: scores through the Langfuse SDK (LANGFUSE_* variables).",
+            "variables name; phoenix: those spans, then Phoenix span annotations; langfuse: scores through the "
+            "Langfuse SDK (LANGFUSE_* variables).",
         ),
     ] = "otlp",
     metric: Annotated[
@@ -41,7 +42,7 @@ def export(
             help="A pass mark for the pass/fail label, NAME=MIN (repeatable); a metric without one is sent unlabelled.",
         ),
     ] = None,
-    min_: Annotated[
+    min_mark: Annotated[
         float | None, typer.Option("--min", help="The pass mark of every metric named by -m NAME without one.")
     ] = None,
     store: Annotated[Path, typer.Option("--store", help="The run store (SQLite).")] = Path(".assay/runs.sqlite"),
@@ -60,7 +61,7 @@ def export(
     try:
         if to not in DESTINATIONS:
             raise ConfigError(f"--to {to!r}: use one of {', '.join(DESTINATIONS)}")
-        thresholds = _thresholds(metric or [], min_)
+        thresholds = _thresholds(metric or [], min_mark)
         with RunStore(store) as runs:
             chosen = runs.latest() if run_id is None else run_id
             report = export_run(runs, chosen, to, thresholds=thresholds)
