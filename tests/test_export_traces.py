@@ -331,3 +331,11 @@ def test_a_refusal_while_the_run_goes_on_stops_the_sending_and_says_how_to_send_
     assert not report.ok and report.n_sent == 0 and report.n_evaluations == 3
     assert len([path for path, _ in collector.requests if path == "/v1/traces"]) == 1  # nothing after the refusal
     assert any(f"'assay export {run_id} --to otlp'" in line for line in report.lines())
+
+
+def test_a_metric_named_without_a_threshold_needs_min(stored: tuple[Path, str]) -> None:
+    store, run_id = stored
+    code, out = cli("export", run_id, "--store", str(store), "-m", "faithfulness")
+    assert code == 1 and "--metric faithfulness gives no threshold; write faithfulness=MIN, or give --min" in out
+    code, out = cli("export", run_id, "--store", str(store), "-m", "faithfulness=1.5")
+    assert code == 1 and "threshold" in out
