@@ -339,3 +339,31 @@ def test_a_metric_named_without_a_threshold_needs_min(stored: tuple[Path, str]) 
     assert code == 1 and "--metric faithfulness gives no threshold; write faithfulness=MIN, or give --min" in out
     code, out = cli("export", run_id, "--store", str(store), "-m", "faithfulness=1.5")
     assert code == 1 and "threshold" in out
+
+
+def test_assay_run_export_sends_each_result_as_it_finishes_with_the_ids_of_a_later_export(
+    tmp_path: Path, otel_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assay.testing import FakeOpenAIServer
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(row) + "\n" for row in ROWS[:2]))  # both judged
+    with FakeOpenAIServer(lambda body: judge_fn(body["messages"], None)) as judge, Collector([]) as collector:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
+        run_args = ["run", "rows.jsonl", "--judge", "openai:fake", "--base-url", judge.base_url, "--export", "otlp"]
+        result = CliRunner().invoke(app, run_args, env={"OPENAI_API_KEY": "sk-test", "COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        assert "export: sent 2 of 2 evaluations" in result.output
+        live_ids = sorted(collector.span_ids())
+        collector.requests.clear()
+        code, out = cli("export", "--latest", "--to", "otlp")
+        assert code == 0, out
+    assert live_ids == sorted(collector.span_ids()) and len(live_ids) == len(set(live_ids)) >= 2
+
+
+def test_assay_run_export_to_an_unknown_destination_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    (tmp_path / "rows.jsonl").write_text(json.dumps(ROWS[0]) + "\n")
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "rows.jsonl"), "--export", "jaeger", "--store",
+                                      str(tmp_path / "runs.sqlite")])  # fmt: skip
+    assert result.exit_code == 1 and "--export 'jaeger': use one of otlp, phoenix, langfuse" in result.output
+    assert not (tmp_path / "runs.sqlite").exists()

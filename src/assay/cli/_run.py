@@ -45,6 +45,7 @@ from assay.errors import (
     counted,
     did_you_mean,
 )
+from assay.integrations.traces import DESTINATIONS, ExportReport, LiveExport
 from assay.metrics import Metric, metric_from_spec
 from assay.metrics._registry import build_metric
 from assay.models import JUDGE_FORMS, Limits
@@ -483,6 +484,13 @@ BaseUrlOpt = Annotated[
     str | None, typer.Option("--base-url", envvar="OPENAI_BASE_URL", help="Server URL for openai: judges.")
 ]
 OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Also write one JSON line per sample here.")]
+ExportOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--export",
+        help="Also send each result as it finishes to otlp, phoenix or langfuse, as 'assay export' would (same ids).",
+    ),
+]
 StoreOpt = Annotated[Path, typer.Option("--store", help="The run store (SQLite).")]
 ResumeOpt = Annotated[
     str | None, typer.Option("--resume", help="Continue run RUN_ID; finished samples are not judged again.")
@@ -536,6 +544,7 @@ def run(
     judge: JudgeOpt = "local",
     base_url: BaseUrlOpt = None,
     out: OutOpt = None,
+    export: ExportOpt = None,
     store_path: StoreOpt = Path(".assay/runs.sqlite"),
     resume: ResumeOpt = None,
     strategy: StrategyOpt = None,
@@ -571,8 +580,9 @@ def run(
     # Nothing is created until every option and the data path are checked: a mistyped
     # path or option must not leave an empty run store (.assay/runs.sqlite) behind.
     sink = _OutSink(out, append=resume is not None)
+    live: LiveExport | None = None
     try:
-        plan, store, price_table = _plan(ctx, sink)
+        plan, store, price_table, live = _plan(ctx, sink)
         if dry_run:
             _dry_run(plan, price_table)
             raise typer.Exit(EXIT_OK)
@@ -581,6 +591,9 @@ def run(
         raise typer.Exit(EXIT_USAGE) from None
     started = time.perf_counter()
     result, code = _carry_out(plan, store_path, sink)
+    sent = live.close() if live is not None else None  # before any early exit: what is queued is sent
+    if sent is not None and (code is not None or result is None):
+        _say_sent(sent)
     if store is None:
         if not store_path.is_file():  # stopped before the run existed (a Ctrl-C while loading)
             raise typer.Exit(code if code is not None else EXIT_USAGE)
@@ -605,13 +618,17 @@ def run(
     code, why = exit_code(summary, max_unscored, plan.run_id)
     if not out_ok and code == EXIT_OK:
         code, why = EXIT_USAGE, f"--out {out} was not written (see above); the run itself is complete in the store"
+    if sent is not None:
+        _say_sent(sent)
+        if not sent.ok and code == EXIT_OK:
+            code, why = EXIT_USAGE, f"--export {sent.to} did not send every result (see above); the run is complete"
     if why:
         err_console.print(f"[yellow]exit {code}[/yellow]: {printable(why)}")
     raise typer.Exit(code)
 
 
-def _plan(ctx: typer.Context, sink: _OutSink) -> tuple[RunPlan, RunStore | None, PriceTable]:
-    """The run the command line describes (or the stored run it resumes), checked, with its store and prices."""
+def _plan(ctx: typer.Context, sink: _OutSink) -> tuple[RunPlan, RunStore | None, PriceTable, LiveExport | None]:
+    """The run the command line describes (or the stored run it resumes), checked, with its store, prices and export."""
     p = ctx.params
     if p["engine"] not in ("local", "ray"):
         raise ConfigError(f"--engine is local or ray, got {p['engine']!r}")
@@ -625,6 +642,8 @@ def _plan(ctx: typer.Context, sink: _OutSink) -> tuple[RunPlan, RunStore | None,
     price_table = PriceTable.load(p["prices"])
     # A dry run calls nothing, so it needs no key: the judge is built only to name it.
     keyed = judge_kind(settings["judge"]) in ("openai", "anthropic")
+    run_id = p["resume"] or new_run_id()
+    live = _live_export(p["export"], run_id) if not p["dry_run"] else None
     plan = plan_run(
         **settings,
         api_key=_DRY_RUN_KEY if p["dry_run"] and keyed else None,
@@ -632,15 +651,41 @@ def _plan(ctx: typer.Context, sink: _OutSink) -> tuple[RunPlan, RunStore | None,
         # a refused run leaves no empty store behind
         store=store if store is not None else p["store_path"],
         resume=p["resume"],
-        run_id=p["resume"] or new_run_id(),
+        run_id=run_id,
         progress=p["progress"],
         ray_address=p["address"],
         ray_workers=p["workers"],
         prices=price_table,
-        on_result=sink.write,
+        on_result=sink.write if live is None else _both(sink.write, live),
         keep_results=False,
     )
-    return plan, store, price_table
+    return plan, store, price_table, live
+
+
+def _live_export(to: str | None, run_id: str) -> LiveExport | None:
+    """``--export TO``: the sender each result goes to as it finishes (checked before anything runs)."""
+    if to is None:
+        return None
+    if to not in DESTINATIONS:
+        raise ConfigError(f"--export {to!r}: use one of {', '.join(DESTINATIONS)}")
+    return LiveExport(run_id, to)
+
+
+def _both(
+    first: Callable[[SampleResult], None], second: Callable[[SampleResult], None]
+) -> Callable[[SampleResult], None]:
+    def both(result: SampleResult) -> None:
+        first(result)
+        second(result)
+
+    return both
+
+
+def _say_sent(report: ExportReport) -> None:
+    """``--export``'s report, after the run's summary (or its stop)."""
+    for line in report.lines():
+        style = "yellow" if report.error is not None else "dim"
+        err_console.print(f"[{style}]export[/{style}]: {printable(line)}", soft_wrap=True)
 
 
 def _fresh(p: Mapping[str, Any]) -> dict[str, Any]:
