@@ -580,7 +580,6 @@ def run(
     # Nothing is created until every option and the data path are checked: a mistyped
     # path or option must not leave an empty run store (.assay/runs.sqlite) behind.
     sink = _OutSink(out, append=resume is not None)
-    live: LiveExport | None = None
     try:
         plan, store, price_table, live = _plan(ctx, sink)
         if dry_run:
@@ -592,8 +591,8 @@ def run(
     started = time.perf_counter()
     result, code = _carry_out(plan, store_path, sink)
     sent = live.close() if live is not None else None  # before any early exit: what is queued is sent
-    if sent is not None and (code is not None or result is None):
-        _say_sent(sent)
+    if code is not None or result is None:
+        _say_sent(sent, EXIT_OK, None)
     if store is None:
         if not store_path.is_file():  # stopped before the run existed (a Ctrl-C while loading)
             raise typer.Exit(code if code is not None else EXIT_USAGE)
@@ -618,10 +617,7 @@ def run(
     code, why = exit_code(summary, max_unscored, plan.run_id)
     if not out_ok and code == EXIT_OK:
         code, why = EXIT_USAGE, f"--out {out} was not written (see above); the run itself is complete in the store"
-    if sent is not None:
-        _say_sent(sent)
-        if not sent.ok and code == EXIT_OK:
-            code, why = EXIT_USAGE, f"--export {sent.to} did not send every result (see above); the run is complete"
+    code, why = _say_sent(sent, code, why)
     if why:
         err_console.print(f"[yellow]exit {code}[/yellow]: {printable(why)}")
     raise typer.Exit(code)
@@ -681,11 +677,16 @@ def _both(
     return both
 
 
-def _say_sent(report: ExportReport) -> None:
-    """``--export``'s report, after the run's summary (or its stop)."""
+def _say_sent(report: ExportReport | None, code: int, why: str | None) -> tuple[int, str | None]:
+    """``--export``'s report, after the run's summary (or its stop); a send that failed makes a clean run exit 1."""
+    if report is None:
+        return code, why
     for line in report.lines():
         style = "yellow" if report.error is not None else "dim"
         err_console.print(f"[{style}]export[/{style}]: {printable(line)}", soft_wrap=True)
+    if not report.ok and code == EXIT_OK:
+        return EXIT_USAGE, f"--export {report.to} did not send every result (see above); the run is complete"
+    return code, why
 
 
 def _fresh(p: Mapping[str, Any]) -> dict[str, Any]:
