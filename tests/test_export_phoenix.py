@@ -118,7 +118,7 @@ def test_one_endpoint_variable_sends_the_spans_and_annotates_the_judged_spans(
     stored: tuple[Path, str], phoenix_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, run_id = stored
-    monkeypatch.setattr("assay.integrations.traces._phoenix.ANNOTATION_WAITS", (0.05, 0.05))
+    monkeypatch.setattr("assay.run._export._phoenix.ANNOTATION_WAITS", (0.05, 0.05))
     with PhoenixStandIn(not_yet=2) as phoenix:  # the spans are stored by the third request
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.url)
         result = CliRunner().invoke(app, ["export", run_id, "--to", "phoenix", "--store", str(store), "-m",
@@ -144,7 +144,7 @@ def test_a_refused_annotation_exits_non_zero_and_says_what_was_not_sent(
     stored: tuple[Path, str], phoenix_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, run_id = stored
-    monkeypatch.setattr("assay.integrations.traces._phoenix.ANNOTATION_WAITS", (0.05,))
+    monkeypatch.setattr("assay.run._export._phoenix.ANNOTATION_WAITS", (0.05,))
     with RunStore(store) as runs:
         before = list(runs.records(run_id))
     with PhoenixStandIn(annotation_status=404) as phoenix:

@@ -242,7 +242,7 @@ def test_a_failing_endpoint_exits_non_zero_says_what_was_not_sent_and_leaves_the
     store, run_id = stored
     with RunStore(store) as runs:
         before = (list(runs.records(run_id)), runs.info(run_id).status)
-    monkeypatch.setattr("assay.integrations.traces._BATCH_RESULTS", 1)  # a request per result
+    monkeypatch.setattr("assay.run._export._BATCH_RESULTS", 1)  # a request per result
     with Collector([200, 200, 400]) as collector:  # the first result's spans and events, then a refusal
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
         code, out = cli("export", run_id, "--store", str(store))
@@ -365,5 +365,5 @@ def test_assay_run_export_to_an_unknown_destination_is_refused_before_anything_r
     (tmp_path / "rows.jsonl").write_text(json.dumps(ROWS[0]) + "\n")
     result = CliRunner().invoke(app, ["run", str(tmp_path / "rows.jsonl"), "--export", "jaeger", "--store",
                                       str(tmp_path / "runs.sqlite")])  # fmt: skip
-    assert result.exit_code == 1 and "--export 'jaeger': use one of otlp, phoenix, langfuse" in result.output
+    assert result.exit_code == 1 and "export='jaeger' (--export): use one of otlp, phoenix, langfuse" in result.output
     assert not (tmp_path / "runs.sqlite").exists()

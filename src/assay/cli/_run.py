@@ -45,7 +45,7 @@ from assay.errors import (
     counted,
     did_you_mean,
 )
-from assay.integrations.traces import DESTINATIONS, ExportReport, LiveExport
+from assay.integrations.traces import ExportReport
 from assay.metrics import Metric, metric_from_spec
 from assay.metrics._registry import build_metric
 from assay.models import JUDGE_FORMS, Limits
@@ -581,7 +581,7 @@ def run(
     # path or option must not leave an empty run store (.assay/runs.sqlite) behind.
     sink = _OutSink(out, append=resume is not None)
     try:
-        plan, store, price_table, live = _plan(ctx, sink)
+        plan, store, price_table = _plan(ctx, sink)
         if dry_run:
             _dry_run(plan, price_table)
             raise typer.Exit(EXIT_OK)
@@ -590,9 +590,7 @@ def run(
         raise typer.Exit(EXIT_USAGE) from None
     started = time.perf_counter()
     result, code = _carry_out(plan, store_path, sink)
-    sent = live.close() if live is not None else None  # before any early exit: what is queued is sent
-    if code is not None or result is None:
-        _say_sent(sent, EXIT_OK, None)
+    sent = result.export if result is not None else None
     if store is None:
         if not store_path.is_file():  # stopped before the run existed (a Ctrl-C while loading)
             raise typer.Exit(code if code is not None else EXIT_USAGE)
@@ -623,8 +621,8 @@ def run(
     raise typer.Exit(code)
 
 
-def _plan(ctx: typer.Context, sink: _OutSink) -> tuple[RunPlan, RunStore | None, PriceTable, LiveExport | None]:
-    """The run the command line describes (or the stored run it resumes), checked, with its store, prices and export."""
+def _plan(ctx: typer.Context, sink: _OutSink) -> tuple[RunPlan, RunStore | None, PriceTable]:
+    """The run the command line describes (or the stored run it resumes), checked, with its store and prices."""
     p = ctx.params
     if p["engine"] not in ("local", "ray"):
         raise ConfigError(f"--engine is local or ray, got {p['engine']!r}")
@@ -638,8 +636,6 @@ def _plan(ctx: typer.Context, sink: _OutSink) -> tuple[RunPlan, RunStore | None,
     price_table = PriceTable.load(p["prices"])
     # A dry run calls nothing, so it needs no key: the judge is built only to name it.
     keyed = judge_kind(settings["judge"]) in ("openai", "anthropic")
-    run_id = p["resume"] or new_run_id()
-    live = _live_export(p["export"], run_id) if not p["dry_run"] else None
     plan = plan_run(
         **settings,
         api_key=_DRY_RUN_KEY if p["dry_run"] and keyed else None,
@@ -647,34 +643,16 @@ def _plan(ctx: typer.Context, sink: _OutSink) -> tuple[RunPlan, RunStore | None,
         # a refused run leaves no empty store behind
         store=store if store is not None else p["store_path"],
         resume=p["resume"],
-        run_id=run_id,
+        run_id=p["resume"] or new_run_id(),
         progress=p["progress"],
         ray_address=p["address"],
         ray_workers=p["workers"],
         prices=price_table,
-        on_result=sink.write if live is None else _both(sink.write, live),
+        on_result=sink.write,
         keep_results=False,
+        export=p["export"],
     )
-    return plan, store, price_table, live
-
-
-def _live_export(to: str | None, run_id: str) -> LiveExport | None:
-    """``--export TO``: the sender each result goes to as it finishes (checked before anything runs)."""
-    if to is None:
-        return None
-    if to not in DESTINATIONS:
-        raise ConfigError(f"--export {to!r}: use one of {', '.join(DESTINATIONS)}")
-    return LiveExport(run_id, to)
-
-
-def _both(
-    first: Callable[[SampleResult], None], second: Callable[[SampleResult], None]
-) -> Callable[[SampleResult], None]:
-    def both(result: SampleResult) -> None:
-        first(result)
-        second(result)
-
-    return both
+    return plan, store, price_table
 
 
 def _say_sent(report: ExportReport | None, code: int, why: str | None) -> tuple[int, str | None]:

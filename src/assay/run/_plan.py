@@ -92,6 +92,8 @@ class RunPlan:
     on_result: Callable[[SampleResult], None] | None = None
     on_error: Callable[[SampleError], None] | None = None
     keep_results: bool = True
+    export: str | None = None
+    """Where each result is also sent as it finishes (``otlp``, ``phoenix``, ``langfuse``; ``assay run --export``)."""
     max_field_chars: int = DEFAULT_MAX_FIELD_CHARS
     max_row_chars: int = DEFAULT_MAX_ROW_CHARS
 
@@ -144,6 +146,7 @@ def plan_run(
     SizeLimits(
         settings.get("max_field_chars", DEFAULT_MAX_FIELD_CHARS), settings.get("max_row_chars", DEFAULT_MAX_ROW_CHARS)
     )  # checked before the judge is built
+    _check_export(settings.get("export"))
     if base_url is not None:
         _check_base_url(judge)
     judge_model = judge if not isinstance(judge, str | None) else get_judge(judge, base_url=base_url, api_key=api_key)
@@ -157,6 +160,17 @@ def plan_run(
         limits=limits or Limits(),
         **settings,
     )
+
+
+def _check_export(export: str | None) -> None:
+    """``export=``: a destination assay sends to, with its extra installed (checked before anything runs)."""
+    if export is None:
+        return
+    from assay.run._export import DESTINATIONS, check_destination
+
+    if export not in DESTINATIONS:
+        raise ConfigError(f"export={export!r} (--export): use one of {', '.join(DESTINATIONS)}")
+    check_destination(export)
 
 
 def _check_base_url(judge: JudgeModel | str | None) -> None:

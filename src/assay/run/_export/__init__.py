@@ -1,4 +1,7 @@
-"""Scores where teams already look: a stored run's verdicts written into the user's own traces.
+"""Scores where teams already look: a run's verdicts written into the user's own traces.
+
+The public door is :mod:`assay.integrations.traces`; the code sits in the run layer so the
+engine can send results as they finish (``evaluate(export=...)``, ``assay run --export``).
 
 ``assay export RUN --to otlp|langfuse`` (and :func:`export_run`) send every (row, metric)
 result of a stored run, without judging anything again:
@@ -31,7 +34,7 @@ from typing import Any, Literal, Protocol
 
 from assay._safety import redact_url
 from assay.errors import ConfigError, ExportError, MissingExtraError
-from assay.integrations.traces._plan import (
+from assay.run._export._plan import (
     MAX_EXPLANATION_CHARS,
     Evaluation,
     evaluations,
@@ -39,7 +42,8 @@ from assay.integrations.traces._plan import (
     result_evaluations,
     stable_id,
 )
-from assay.run import RunStore, SampleResult
+from assay.run._results import SampleResult
+from assay.run._store import RunStore
 
 __all__ = [
     "DESTINATIONS",
@@ -47,6 +51,7 @@ __all__ = [
     "Evaluation",
     "ExportReport",
     "LiveExport",
+    "check_destination",
     "evaluations",
     "explanation",
     "export_run",
@@ -160,7 +165,7 @@ def otlp_endpoint() -> str:
 
 def _otlp_sink(span_exporter: Any, log_exporter: Any) -> tuple[_Sink, str]:
     try:
-        from assay.integrations.traces._otlp import OtlpSink
+        from assay.run._export._otlp import OtlpSink
     except ImportError:
         raise MissingExtraError("opentelemetry-sdk", "otel", "assay export --to otlp") from None
     if span_exporter is not None and log_exporter is not None:
@@ -176,7 +181,7 @@ def _otlp_sink(span_exporter: Any, log_exporter: Any) -> tuple[_Sink, str]:
 
 def _phoenix_sink(span_exporter: Any, client: Any) -> tuple[_Sink, str]:
     try:
-        from assay.integrations.traces._phoenix import PhoenixSink
+        from assay.run._export._phoenix import PhoenixSink
     except ImportError:
         raise MissingExtraError("opentelemetry-sdk", "phoenix", "assay export --to phoenix") from None
     if client is None:
@@ -196,7 +201,7 @@ def _phoenix_sink(span_exporter: Any, client: Any) -> tuple[_Sink, str]:
 
 
 def _langfuse_sink(client: Any) -> tuple[_Sink, str]:
-    from assay.integrations.traces._langfuse import LangfuseSink
+    from assay.run._export._langfuse import LangfuseSink
 
     if client is not None:
         return LangfuseSink(client), "the given Langfuse client"
@@ -213,6 +218,28 @@ def _langfuse_sink(client: Any) -> tuple[_Sink, str]:
         client = Langfuse()
     host = os.environ.get("LANGFUSE_BASE_URL") or os.environ.get("LANGFUSE_HOST") or "Langfuse Cloud"
     return LangfuseSink(client), redact_url(host) or host
+
+
+def check_destination(to: str) -> None:
+    """Raise :class:`~assay.errors.MissingExtraError` unless the SDKs ``to`` needs are installed."""
+    import importlib.util
+
+    needs = {
+        "otlp": (
+            ("opentelemetry.sdk", "opentelemetry-sdk"),
+            ("opentelemetry.exporter.otlp.proto.http", "opentelemetry-exporter-otlp-proto-http"),
+        ),
+        "phoenix": (("opentelemetry.sdk", "opentelemetry-sdk"), ("phoenix.client", "arize-phoenix-client")),
+        "langfuse": (("langfuse", "langfuse"),),
+    }
+    extra = {"otlp": "otel"}.get(to, to)
+    for module, package in needs.get(to, ()):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:
+            found = False
+        if not found:
+            raise MissingExtraError(package, extra, f"export to {to}")
 
 
 def _sink(

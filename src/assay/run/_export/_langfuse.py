@@ -20,7 +20,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from assay.integrations.traces._plan import Evaluation, stable_id
+from assay.run._export._plan import Evaluation, stable_id
 
 __all__ = ["LangfuseSink"]
 

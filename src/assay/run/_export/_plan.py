@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 from assay._safety import redact_secrets
 from assay._scores import JudgeCall, Score
-from assay.run import RunStore, SampleResult
+from assay.run._results import SampleResult
+from assay.run._store import RunStore
 
 __all__ = [
     "MAX_EXPLANATION_CHARS",

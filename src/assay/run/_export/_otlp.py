@@ -30,7 +30,7 @@ from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, S
 
 from assay._safety import redact_secrets
 from assay._version import __version__
-from assay.integrations.traces._plan import Evaluation
+from assay.run._export._plan import Evaluation
 
 __all__ = ["EVALUATION_EVENT", "OtlpSink", "evaluation_logs", "evaluation_spans", "resource"]
 

@@ -21,8 +21,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from assay.integrations.traces._otlp import evaluation_spans, resource
-from assay.integrations.traces._plan import Evaluation
+from assay.run._export._otlp import evaluation_spans, resource
+from assay.run._export._plan import Evaluation
 
 __all__ = ["ANNOTATION_WAITS", "PhoenixSink", "annotation"]
 
