@@ -35,7 +35,7 @@ from assay.cli._console import (
     fmt_score,
     out_console,
 )
-from assay.cli._runs import print_trust, write_export
+from assay.cli._runs import print_cascade, print_trust, write_export
 from assay.errors import (
     AssayError,
     ConfigError,
@@ -429,6 +429,9 @@ _RESULT_OPTIONS = (
     "engine",
     "max_field_chars",
     "max_row_chars",
+    "escalate",
+    "agreement",
+    "delta",
 )
 
 
@@ -531,6 +534,21 @@ MaxFieldOpt = Annotated[
     int,
     typer.Option(min=1, help="Longest text a field may hold (characters); a row with a longer one is an invalid row."),
 ]
+EscalateOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--escalate",
+        help="A cascade: the next judge for what the one before is not sure of (repeatable, cheapest first); "
+        "'review' last leaves the rest to people. Needs --agreement and each judge's stored calibration.",
+    ),
+]
+AgreementOpt = Annotated[
+    float | None,
+    typer.Option("--agreement", help="A cascade's target agreement with people on the verdicts kept (e.g. 0.9)."),
+]
+DeltaOpt = Annotated[
+    float | None, typer.Option("--delta", help="A cascade's chance that the guarantee fails (default 0.1).")
+]
 MaxRowOpt = Annotated[
     int, typer.Option(min=1, help="Most text a row may hold in all (characters); a row with more is invalid.")
 ]
@@ -569,6 +587,9 @@ def run(
     progress: ProgressOpt = "auto",
     max_field_chars: MaxFieldOpt = DEFAULT_MAX_FIELD_CHARS,
     max_row_chars: MaxRowOpt = DEFAULT_MAX_ROW_CHARS,
+    escalate: EscalateOpt = None,
+    agreement: AgreementOpt = None,
+    delta: DeltaOpt = None,
 ) -> None:
     """Evaluate DATA with the chosen metrics and judge; every sample is committed to the run store.
 
@@ -611,6 +632,8 @@ def run(
         trust=result.trust,
         record=result.judge_record,
     )
+    if result.cascade:
+        print_cascade(result.cascade, store.results(plan.run_id))
     _say_notes(store, plan.run_id, summary, result, progress)
     code, why = exit_code(summary, max_unscored, plan.run_id)
     if not out_ok and code == EXIT_OK:
@@ -694,6 +717,9 @@ def _fresh(p: Mapping[str, Any]) -> dict[str, Any]:
         "max_field_chars": p["max_field_chars"],
         "max_row_chars": p["max_row_chars"],
         "limits": _limits(p, timeout_s=p["timeout"], max_attempts=p["retries"] + 1),
+        "escalate": tuple(p["escalate"] or ()),
+        "agreement": p["agreement"],
+        "delta": p["delta"],
     }
 
 

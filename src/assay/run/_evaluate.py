@@ -28,6 +28,7 @@ from assay.models._cache import JudgeCache
 from assay.models._protocol import JudgeModel, close_judge
 from assay.models._stack import _REPEAT, CountedJudge, Limits, build_judge_stack
 from assay.prompts import REASKS
+from assay.run._cascade import PlannedCascade, cascade_option, prepare_cascade
 from assay.run._cost import CostReport, PriceTable
 from assay.run._data import (
     DEFAULT_MAX_FIELD_CHARS,
@@ -46,7 +47,7 @@ from assay.run._results import SampleResult
 from assay.run._session import check_resume
 from assay.run._store import RunSpec, RunStatus, RunStore, StoreError, new_run_id
 from assay.run._summary import RunSummary, RunTally
-from assay.run._trust import trust_for
+from assay.run._trust import cascade_figure, trust_for
 
 if TYPE_CHECKING:
     from assay.run._export import LiveExport
@@ -102,6 +103,9 @@ async def aevaluate(
     export: str | None = None,
     max_field_chars: int = DEFAULT_MAX_FIELD_CHARS,
     max_row_chars: int = DEFAULT_MAX_ROW_CHARS,
+    escalate: Sequence[str | JudgeModel] = (),
+    agreement: float | None = None,
+    delta: float | None = None,
 ) -> EvalResult:
     """Score every sample with every metric; see :func:`evaluate`."""
     return await execute(plan_run(**locals()))
@@ -111,6 +115,14 @@ async def execute(plan: RunPlan) -> EvalResult:
     """Carry out ``plan`` with its engine: read, judge and record every row; the body of :func:`aevaluate`."""
     source, rows = _open_rows(plan)
     run_store = RunStore(plan.store) if isinstance(plan.store, str | Path) else plan.store
+    planned: dict[str, PlannedCascade] = {}
+    levels: list[tuple[str, JudgeModel]] = []
+    if plan.escalate:  # the thresholds, or the refusal, before the run exists and before any call
+        assert run_store is not None
+        planned, levels = prepare_cascade(
+            run_store, plan.metrics, plan.levels[0], plan.escalate, agreement=plan.agreement, delta=plan.delta
+        )
+        plan = dataclasses.replace(plan, cascade=cascade_option(planned))
     judge_cache, own_cache = _open_cache(plan.cache)
     judge_record = JudgeRecord.of(plan.judge, (m.spec() for m in plan.metrics))
     if plan.export is not None and plan.run_id is None and plan.resume is None:
@@ -130,13 +142,18 @@ async def execute(plan: RunPlan) -> EvalResult:
                 run_store.calibrations(m.name, judge_record.identity) if run_store is not None else (),
             )
             for m in plan.metrics
-        },
+        }
+        # a cascade metric's trust line is its guarantee, never its first judge's figure
+        | {name: cascade_figure(name, p.record) for name, p in planned.items()},
+        cascade={name: p.record for name, p in planned.items()},
     )
     book = _Book(plan, result, make_reporter(plan.progress), run_store, run_id, source, live)
     book.begin(done)
+    for line in (line for p in planned.values() for line in p.lines()):
+        book.reporter.note(printable(line, markup=False))
     status: RunStatus = "failed"
     try:
-        await _judge(plan, rows, book, judge_cache, done)
+        await _judge(plan, rows, book, judge_cache, done, cascade=(planned, [j for _, j in levels[1:]]))
         status = "finished"
         # Workers finish in any order; results come back in input order, whatever the input.
         result.results.sort(key=lambda r: (r.line, r.repeat))
@@ -332,10 +349,14 @@ async def _judge(
     book: _Book,
     judge_cache: JudgeCache | None,
     done: set[tuple[str, int]],
+    cascade: tuple[Mapping[str, PlannedCascade], Sequence[JudgeModel]] = ({}, ()),
 ) -> None:
-    """Hand the rows to the plan's engine (the local one, or Ray)."""
+    """Hand the rows to the plan's engine (the local one, or Ray); ``cascade``: the plans and the later judges."""
     if plan.engine == "local" and _is_local(plan.judge):
         load_local_judge(plan.judge, book.reporter)
+    for later in cascade[1]:
+        if _is_local(later):
+            load_local_judge(later, book.reporter)
     book.start(done)
     if plan.engine == "ray":
         from assay.run._ray import execute_on_ray
@@ -365,6 +386,7 @@ async def _judge(
         on_result=book.record,
         on_error=book.record_error,
         on_call=book.call_done,
+        cascade=cascade,
     )
 
 
@@ -439,15 +461,22 @@ async def _run_local(
     on_result: Callable[[SampleResult], None],
     on_error: Callable[[SampleError], None],
     on_call: Callable[[], None] | None = None,
+    cascade: tuple[Mapping[str, PlannedCascade], Sequence[JudgeModel]] = ({}, ()),
 ) -> None:
     """The in-process engine: a bounded queue feeding a pool of workers (``on_call``: after each judge call).
 
-    ``rows`` were checked when read (:func:`~assay.run._data.read_rows`).
+    ``rows`` were checked when read (:func:`~assay.run._data.read_rows`). ``cascade``: each
+    escalating metric's plan and the judges after the first, each given its own stack.
     """
     workers = max(1, concurrency or limits.concurrency or judge_model.max_concurrency)
-    stacked = build_judge_stack(judge_model, limits=limits, cache=cache, temperature=temperature, workers=workers)
-    if on_call is not None:
-        stacked = CountedJudge(stacked, on_call)
+
+    def stack(judge: JudgeModel) -> JudgeModel:
+        built = build_judge_stack(judge, limits=limits, cache=cache, temperature=temperature, workers=workers)
+        return CountedJudge(built, on_call) if on_call is not None else built
+
+    stacked = stack(judge_model)
+    later = [stack(judge) for judge in cascade[1]]
+    escalations = {name: p.escalation([stacked, *later]) for name, p in cascade[0].items()}
     queue: asyncio.Queue[tuple[Row, int] | None] = asyncio.Queue(maxsize=2 * workers)
     reasks_token = REASKS.set(reasks) if reasks is not None else None
 
@@ -455,7 +484,7 @@ async def _run_local(
         while (item := await queue.get()) is not None:
             row, repeat = item
             _REPEAT.set(repeat)
-            scores = {m.name: await score_safely(m, row.sample, stacked) for m in metric_list}
+            scores = {m.name: await score_safely(m, row.sample, stacked, escalations.get(m.name)) for m in metric_list}
             on_result(SampleResult(sample=row.sample, scores=scores, line=row.line, repeat=repeat))
 
     async def put(row: Row) -> None:
@@ -490,7 +519,8 @@ async def _run_local(
             task.cancel()
         await asyncio.gather(producer, *tasks, return_exceptions=True)
         try:
-            await close_judge(stacked)
+            for judge in (stacked, *later):
+                await close_judge(judge)
         except Exception:
             if not _cancelling():
                 raise
@@ -526,6 +556,9 @@ def evaluate(
     export: str | None = None,
     max_field_chars: int = DEFAULT_MAX_FIELD_CHARS,
     max_row_chars: int = DEFAULT_MAX_ROW_CHARS,
+    escalate: Sequence[str | JudgeModel] = (),
+    agreement: float | None = None,
+    delta: float | None = None,
 ) -> EvalResult:
     """Score every sample with every metric, optionally as a stored, resumable run.
 
@@ -575,6 +608,12 @@ def evaluate(
             200,000); a row with a longer one is an invalid row (in ``errors``, naming the
             field, its size and the limit) and the others are judged.
         max_row_chars: Most text one row may hold in all (default 1,000,000).
+        escalate: A cascade (``docs/guides/escalation.md``): the judges after ``judge``, cheapest
+            first (judge strings or judges), ``"review"`` last to leave what no judge kept to
+            people (``needs_review``). Each escalating metric's questions are decided by the
+            first judge sure enough; ``store`` must hold each judge's calibration.
+        agreement: The cascade's target agreement with people (``0.9``); needed with ``escalate``.
+        delta: The chance the guarantee fails (default 0.1).
 
     Returns:
         An :class:`EvalResult`: ``.summary()``, ``.to_pandas()``, ``.lowest(metric)``,
@@ -586,7 +625,8 @@ def evaluate(
         ConfigError: a bad option (a size limit below 1 too), an unknown metric name, or a
             metric needs a field no row has (the message names the field, the columns kept
             as metadata and the ``mapping=`` that would read one as the field).
-        ResumeError: ``resume`` names a run whose data, metrics, judge or options differ.
+        ResumeError: ``resume`` names a run whose data, metrics, judge or options differ (a
+            cascade's levels, targets or thresholds too).
         JudgeUnavailableError: every judge call failed and nothing was scored (a server
             that is not running, a wrong base URL or key): the text is the one ``assay run``
             prints, with the first call's error and its hint; ``.result`` holds the

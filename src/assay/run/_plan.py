@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from assay._safety import redact_url
 from assay.errors import ConfigError, SampleError
 from assay.metrics._base import Metric
 from assay.metrics._registry import metrics_from
@@ -96,6 +97,11 @@ class RunPlan:
     """Where each result is also sent as it finishes (``otlp``, ``phoenix``, ``langfuse``; ``assay run --export``)."""
     max_field_chars: int = DEFAULT_MAX_FIELD_CHARS
     max_row_chars: int = DEFAULT_MAX_ROW_CHARS
+    escalate: tuple[str | JudgeModel, ...] = ()
+    agreement: float | None = None
+    delta: float | None = None
+    cascade: dict[str, Any] | None = None
+    """Per metric, the cascade's plan: filled in by the engine from the store's calibrations, before any call."""
 
     @property
     def size_limits(self) -> SizeLimits:
@@ -111,8 +117,14 @@ class RunPlan:
             "reasks": self.reasks if self.reasks is not None else REASKS.get(),
             "timeout_s": self.limits.timeout_s,
             "max_attempts": self.limits.max_attempts,
+            "escalate": tuple(lv if isinstance(lv, str) else lv.model_id for lv in self.escalate),
         }
         return RunOptions.model_validate(values)
+
+    @property
+    def levels(self) -> tuple[tuple[str, JudgeModel], ...]:
+        """The cascade's first judge as named (``--judge``), with the judge built from it."""
+        return ((redact_url(self.judge_string) or self.judge.model_id, self.judge),)
 
 
 def plan_run(
@@ -149,6 +161,7 @@ def plan_run(
     _check_export(settings.get("export"))
     if base_url is not None:
         _check_base_url(judge)
+    _check_cascade(settings)
     judge_model = judge if not isinstance(judge, str | None) else get_judge(judge, base_url=base_url, api_key=api_key)
     return RunPlan(
         data=data,
@@ -171,6 +184,35 @@ def _check_export(export: str | None) -> None:
     if export not in DESTINATIONS:
         raise ConfigError(f"export={export!r} (--export): use one of {', '.join(DESTINATIONS)}")
     check_destination(export)
+
+
+def _check_cascade(settings: dict[str, Any]) -> None:
+    """``escalate`` with its target, on the local engine, with a store (the calibrations are there)."""
+    escalate = settings.get("escalate") or ()
+    if isinstance(escalate, str | JudgeModel):
+        escalate = (escalate,)
+    settings["escalate"] = tuple(escalate)
+    agreement, delta = settings.get("agreement"), settings.get("delta")
+    if not escalate:
+        if agreement is not None or delta is not None:
+            raise ConfigError(
+                "agreement= (--agreement) and delta= (--delta) are a cascade's targets: give the levels after the "
+                "first judge with escalate= (--escalate JUDGE, --escalate review)"
+            )
+        return
+    if agreement is None:
+        raise ConfigError("escalate= (--escalate) needs agreement= (--agreement A): the target agreement with people")
+    if not 0.5 <= agreement < 1.0:
+        raise ConfigError(f"agreement (--agreement) must be at least 0.5 and below 1, got {agreement:g}")
+    if delta is not None and not 0.0 < delta < 1.0:
+        raise ConfigError(f"delta (--delta) must be between 0 and 1, got {delta:g}")
+    if settings.get("engine", "local") != "local":
+        raise ConfigError("a cascade (escalate=, --escalate) runs on the local engine only, not on Ray")
+    if settings.get("store") is None:
+        raise ConfigError(
+            "a cascade (escalate=) needs store=: its thresholds are chosen on the calibrations stored there "
+            "(assay calibrate FILE --judge X)"
+        )
 
 
 def _check_base_url(judge: JudgeModel | str | None) -> None:
