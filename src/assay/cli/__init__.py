@@ -23,6 +23,7 @@ from assay.cli._metrics import metrics
 from assay.cli._model import model_app
 from assay.cli._report import report
 from assay.cli._retrieval import retrieval, trec
+from assay.cli._review import review
 from assay.cli._run import run
 from assay.cli._runs import runs_app
 from assay.cli._simulate import simulate
@@ -47,6 +48,7 @@ app.command("metrics")(metrics)
 app.command("report")(report)
 app.command("browse")(browse)
 app.command("export")(export)
+app.command("review")(review)
 app.add_typer(runs_app, name="runs")
 app.add_typer(model_app, name="model")
 app.add_typer(cache_app, name="cache")
