@@ -656,6 +656,8 @@ def _plan(ctx: typer.Context, sink: _OutSink) -> tuple[RunPlan, RunStore | None,
     else:
         settings, store = _fresh(p), None
     _refuse_unused(ctx, settings)
+    if store is None:  # the file is checked last of the command line, so the data goes on into the plan from here
+        check_format(settings["data"])
     price_table = PriceTable.load(p["prices"])
     # A dry run calls nothing, so it needs no key: the judge is built only to name it.
     keyed = judge_kind(settings["judge"]) in ("openai", "anthropic")
@@ -694,7 +696,6 @@ def _fresh(p: Mapping[str, Any]) -> dict[str, Any]:
     """A new run's settings for :func:`plan_run`, from the command line."""
     if p["data"] is None:
         raise ConfigError("give a DATA file to evaluate (or --resume RUN_ID)")
-    check_format(p["data"])
     names = _metric_names(p["metric"])
     sets = _parse_sets(p["set_"] or [])
     if p["strategy"] is not None:
