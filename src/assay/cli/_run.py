@@ -14,13 +14,12 @@ import warnings
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, Annotated, Any, NoReturn
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-import assay
 from assay._safety import REDACTED, printable, redact_url
 from assay._scores import Score, Verdict
 from assay._sqlite import storage_error
@@ -36,7 +35,7 @@ from assay.cli._console import (
     fmt_score,
     out_console,
 )
-from assay.cli._runs import print_trust, write_export
+from assay.cli._runs import print_cascade, print_trust, write_export
 from assay.errors import (
     AssayError,
     ConfigError,
@@ -48,13 +47,15 @@ from assay.errors import (
 )
 from assay.metrics import Metric, metric_from_spec
 from assay.metrics._registry import build_metric
-from assay.models import JUDGE_FORMS, get_judge
-from assay.run import Limits, RunSpec, RunStore, SampleResult, new_run_id
+from assay.models import JUDGE_FORMS, Limits
+from assay.run import RunSpec, RunStore, SampleResult, new_run_id
 from assay.run._cost import PriceTable
 from assay.run._data import DEFAULT_MAX_FIELD_CHARS, DEFAULT_MAX_ROW_CHARS, check_format
 from assay.run._dryrun import EstimatingJudge, estimate
-from assay.run._evaluate import DEFAULT_CACHE_PATH
+from assay.run._evaluate import DEFAULT_CACHE_PATH, run_plan
 from assay.run._judge_record import JudgeRecord
+from assay.run._outcome import EvalResult
+from assay.run._plan import URL_JUDGES, RunPlan, judge_kind, plan_run
 from assay.run._session import RunOptions
 from assay.run._summary import RunSummary
 from assay.run._trust import TrustFigure
@@ -371,30 +372,21 @@ def _give_up(store_path: Path, run_id: str) -> None:
         os._exit(EXIT_INTERRUPTED)
 
 
-def _dry_run(
-    data: Path,
-    metrics: list[Metric],
-    judge_id: str,
-    per_statement: bool,
-    mapping: dict[str, str],
-    repeats: int,
-    prices: PriceTable,
-    options: RunOptions,
-    progress: str = "auto",
-) -> None:
-    estimator = EstimatingJudge(judge_id, per_statement=per_statement)
+def _dry_run(plan: RunPlan, prices: PriceTable) -> None:
+    judge_id, data, metrics = plan.judge.model_id, plan.data, list(plan.metrics)
+    estimator = EstimatingJudge(judge_id, per_statement=plan.judge.prefers_per_statement)
     # Read and checked as a real run reads it: a field no row has stops the dry run too.
     result = estimate(
         data,
         metrics,
         estimator,
-        progress=progress,  # type: ignore[arg-type]  # checked by run()
+        progress=plan.progress,
         prices=prices,
-        mapping=mapping,
-        repeats=repeats,
+        mapping=plan.mapping,
+        repeats=plan.repeats,
         reasks=0,
-        max_field_chars=options.max_field_chars,
-        max_row_chars=options.max_row_chars,
+        max_field_chars=plan.max_field_chars,
+        max_row_chars=plan.max_row_chars,
     )
     usd = prices.cost(judge_id, estimator.usage)
     table = Table(title=f"dry run · {data} · judge {judge_id} · nothing was called", title_justify="left")
@@ -436,6 +428,9 @@ _RESULT_OPTIONS = (
     "engine",
     "max_field_chars",
     "max_row_chars",
+    "escalate",
+    "agreement",
+    "delta",
 )
 
 
@@ -476,77 +471,116 @@ def _stored_metrics(spec: RunSpec) -> list[Metric]:
     return [metric_from_spec(m) for m in spec.metrics]
 
 
+DataArg = Annotated[
+    Path | None, typer.Argument(help="JSONL, CSV, Parquet or a JSON array: id, question, answer, contexts, reference.")
+]
+MetricOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--metric", "-m", help="Metric to compute (repeatable, or a comma-separated list); see 'assay metrics'."
+    ),
+]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="A metric option: METRIC.OPTION=VALUE (repeatable).")]
+JudgeOpt = Annotated[str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE", help=f"Judge: {JUDGE_FORMS}.")]
+BaseUrlOpt = Annotated[
+    str | None, typer.Option("--base-url", envvar="OPENAI_BASE_URL", help="Server URL for openai: judges.")
+]
+OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Also write one JSON line per sample here.")]
+StoreOpt = Annotated[Path, typer.Option("--store", help="The run store (SQLite).")]
+ResumeOpt = Annotated[
+    str | None, typer.Option("--resume", help="Continue run RUN_ID; finished samples are not judged again.")
+]
+StrategyOpt = Annotated[str | None, typer.Option(help="Faithfulness verdicts: auto, per_statement, batch.")]
+DecomposerOpt = Annotated[str | None, typer.Option(help="Faithfulness statements: llm or sentences.")]
+MapOpt = Annotated[list[str] | None, typer.Option("--map", help="Rename an input column: COLUMN=FIELD (repeatable).")]
+ConcurrencyOpt = Annotated[int | None, typer.Option(min=1, help="Samples and calls in flight at once.")]
+RpmOpt = Annotated[float | None, typer.Option(min=0.001, help="Requests-per-minute budget.")]
+TpmOpt = Annotated[float | None, typer.Option(min=1, help="Tokens-per-minute budget.")]
+TimeoutOpt = Annotated[float, typer.Option(min=0.001, help="Seconds per judge call before it is retried.")]
+RetriesOpt = Annotated[int, typer.Option(min=0, help="Retries of a call after 429/5xx/timeouts.")]
+ReasksOpt = Annotated[int, typer.Option(min=0, help="Re-asks of a judge whose answer is invalid.")]
+RepeatsOpt = Annotated[int, typer.Option(min=1, help="Judge each sample this many times.")]
+TemperatureOpt = Annotated[
+    float | None,
+    typer.Option(min=0.0, help="Sampling temperature of every judge call (default: 0); use with --repeats."),
+]
+MaxUnscoredOpt = Annotated[
+    float,
+    typer.Option(
+        min=0.0, max=1.0, help="Exit 3 when more than this share of results is unscored (a grader's NA does not count)."
+    ),
+]
+CacheOpt = Annotated[bool, typer.Option(help="Answer identical judge calls from .assay/cache.sqlite.")]
+CachePathOpt = Annotated[Path, typer.Option(help="The judge-call cache.")]
+PricesOpt = Annotated[
+    Path | None, typer.Option(envvar="ASSAY_PRICES", help="JSON price table overriding the built-in one.")
+]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Estimate calls, tokens and cost; call nothing.")]
+EngineOpt = Annotated[str, typer.Option(help="Where judge calls run: local or ray.")]
+AddressOpt = Annotated[
+    str | None, typer.Option(envvar="RAY_ADDRESS", help="Ray cluster: auto, HOST:PORT or ray://HOST:10001.")
+]
+WorkersOpt = Annotated[int, typer.Option(min=1, help="Ray engine: worker processes (each builds the judge once).")]
+ProgressOpt = Annotated[str, typer.Option(help="auto (a bar on a terminal, plain lines in logs), bar, plain or none.")]
+MaxFieldOpt = Annotated[
+    int,
+    typer.Option(min=1, help="Longest text a field may hold (characters); a row with a longer one is an invalid row."),
+]
+EscalateOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--escalate",
+        help="A cascade: the next judge for what the one before is not sure of (repeatable, cheapest first); "
+        "'review' last leaves the rest to people. Needs --agreement and each judge's stored calibration.",
+    ),
+]
+AgreementOpt = Annotated[
+    float | None,
+    typer.Option("--agreement", help="A cascade's target agreement with people on the verdicts kept (e.g. 0.9)."),
+]
+DeltaOpt = Annotated[
+    float | None, typer.Option("--delta", help="A cascade's chance that the guarantee fails (default 0.1).")
+]
+MaxRowOpt = Annotated[
+    int, typer.Option(min=1, help="Most text a row may hold in all (characters); a row with more is invalid.")
+]
+
+
 def run(
     ctx: typer.Context,
-    data: Annotated[
-        Path | None,
-        typer.Argument(help="JSONL, CSV, Parquet or a JSON array: id, question, answer, contexts, reference."),
-    ] = None,
-    metric: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--metric", "-m", help="Metric to compute (repeatable, or a comma-separated list); see 'assay metrics'."
-        ),
-    ] = None,
-    set_: Annotated[
-        list[str] | None, typer.Option("--set", help="A metric option: METRIC.OPTION=VALUE (repeatable).")
-    ] = None,
-    judge: Annotated[str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE", help=f"Judge: {JUDGE_FORMS}.")] = "local",
-    base_url: Annotated[
-        str | None, typer.Option("--base-url", envvar="OPENAI_BASE_URL", help="Server URL for openai: judges.")
-    ] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write one JSON line per sample here.")] = None,
-    store_path: Annotated[Path, typer.Option("--store", help="The run store (SQLite).")] = Path(".assay/runs.sqlite"),
-    resume: Annotated[
-        str | None, typer.Option("--resume", help="Continue run RUN_ID; finished samples are not judged again.")
-    ] = None,
-    strategy: Annotated[str | None, typer.Option(help="Faithfulness verdicts: auto, per_statement, batch.")] = None,
-    decomposer: Annotated[str | None, typer.Option(help="Faithfulness statements: llm or sentences.")] = None,
-    map_: Annotated[
-        list[str] | None, typer.Option("--map", help="Rename an input column: COLUMN=FIELD (repeatable).")
-    ] = None,
-    concurrency: Annotated[int | None, typer.Option(min=1, help="Samples and calls in flight at once.")] = None,
-    rpm: Annotated[float | None, typer.Option(min=0.001, help="Requests-per-minute budget.")] = None,
-    tpm: Annotated[float | None, typer.Option(min=1, help="Tokens-per-minute budget.")] = None,
-    timeout: Annotated[float, typer.Option(min=0.001, help="Seconds per judge call before it is retried.")] = 120.0,
-    retries: Annotated[int, typer.Option(min=0, help="Retries of a call after 429/5xx/timeouts.")] = 5,
-    reasks: Annotated[int, typer.Option(min=0, help="Re-asks of a judge whose answer is invalid.")] = 1,
-    repeats: Annotated[int, typer.Option(min=1, help="Judge each sample this many times.")] = 1,
-    temperature: Annotated[
-        float | None,
-        typer.Option(min=0.0, help="Sampling temperature of every judge call (default: 0); use with --repeats."),
-    ] = None,
-    max_unscored: Annotated[
-        float,
-        typer.Option(
-            min=0.0,
-            max=1.0,
-            help="Exit 3 when more than this share of results is unscored (a grader's NA does not count).",
-        ),
-    ] = DEFAULT_MAX_UNSCORED,
-    cache: Annotated[bool, typer.Option(help="Answer identical judge calls from .assay/cache.sqlite.")] = True,
-    cache_path: Annotated[Path, typer.Option(help="The judge-call cache.")] = DEFAULT_CACHE_PATH,
-    prices: Annotated[
-        Path | None, typer.Option(envvar="ASSAY_PRICES", help="JSON price table overriding the built-in one.")
-    ] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate calls, tokens and cost; call nothing.")] = False,
-    engine: Annotated[str, typer.Option(help="Where judge calls run: local or ray.")] = "local",
-    address: Annotated[
-        str | None, typer.Option(envvar="RAY_ADDRESS", help="Ray cluster: auto, HOST:PORT or ray://HOST:10001.")
-    ] = None,
-    workers: Annotated[int, typer.Option(min=1, help="Ray engine: worker processes (each builds the judge once).")] = 2,
-    progress: Annotated[
-        str, typer.Option(help="auto (a bar on a terminal, plain lines in logs), bar, plain or none.")
-    ] = "auto",
-    max_field_chars: Annotated[
-        int,
-        typer.Option(
-            min=1, help="Longest text a field may hold (characters); a row with a longer one is an invalid row."
-        ),
-    ] = DEFAULT_MAX_FIELD_CHARS,
-    max_row_chars: Annotated[
-        int, typer.Option(min=1, help="Most text a row may hold in all (characters); a row with more is invalid.")
-    ] = DEFAULT_MAX_ROW_CHARS,
+    data: DataArg = None,
+    metric: MetricOpt = None,
+    set_: SetOpt = None,
+    judge: JudgeOpt = "local",
+    base_url: BaseUrlOpt = None,
+    out: OutOpt = None,
+    store_path: StoreOpt = Path(".assay/runs.sqlite"),
+    resume: ResumeOpt = None,
+    strategy: StrategyOpt = None,
+    decomposer: DecomposerOpt = None,
+    map_: MapOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    rpm: RpmOpt = None,
+    tpm: TpmOpt = None,
+    timeout: TimeoutOpt = 120.0,
+    retries: RetriesOpt = 5,
+    reasks: ReasksOpt = 1,
+    repeats: RepeatsOpt = 1,
+    temperature: TemperatureOpt = None,
+    max_unscored: MaxUnscoredOpt = DEFAULT_MAX_UNSCORED,
+    cache: CacheOpt = True,
+    cache_path: CachePathOpt = DEFAULT_CACHE_PATH,
+    prices: PricesOpt = None,
+    dry_run: DryRunOpt = False,
+    engine: EngineOpt = "local",
+    address: AddressOpt = None,
+    workers: WorkersOpt = 2,
+    progress: ProgressOpt = "auto",
+    max_field_chars: MaxFieldOpt = DEFAULT_MAX_FIELD_CHARS,
+    max_row_chars: MaxRowOpt = DEFAULT_MAX_ROW_CHARS,
+    escalate: EscalateOpt = None,
+    agreement: AgreementOpt = None,
+    delta: DeltaOpt = None,
 ) -> None:
     """Evaluate DATA with the chosen metrics and judge; every sample is committed to the run store.
 
@@ -555,183 +589,265 @@ def run(
     3 nothing was scored, or more than --max-unscored of the results are unscored;
     130 interrupted (continue with --resume).
     """
+    # Nothing is created until every option and the data path are checked: a mistyped
+    # path or option must not leave an empty run store (.assay/runs.sqlite) behind.
+    sink = _OutSink(out, append=resume is not None)
     try:
-        if engine not in ("local", "ray"):
-            raise ConfigError(f"--engine is local or ray, got {engine!r}")
-        if progress not in ("auto", "bar", "plain", "none"):
-            raise ConfigError(f"--progress is auto, bar, plain or none, got {progress!r}")
-        # Nothing is created until every option and the data path are checked: a mistyped
-        # path or option must not leave an empty run store (.assay/runs.sqlite) behind.
-        store: RunStore | None = None
-        if resume:
-            if not store_path.is_file():  # a mistyped --store must not create an empty one
-                raise ConfigError(f"no run store at {store_path} (--store); 'assay runs list --store PATH' shows runs")
-            store = RunStore(store_path)
-            clashing = _given(ctx, _RESULT_OPTIONS)
-            if clashing:
-                raise ConfigError(
-                    f"--resume continues run {resume} with exactly the data and options it was started with; "
-                    f"drop {', '.join(clashing)} (or start a new run)"
-                )
-            spec = store.spec(resume)
-            options = RunOptions.from_stored(spec.options)
-            if spec.dataset is None:
-                raise ConfigError(f"run {resume} was not started from a file; resume it from Python")
-            data = Path(spec.dataset)
-            judge, engine = spec.judge, spec.engine
-            base_url = _resume_base_url(spec.base_url, base_url, resume)
-            # the run's own throughput unless given again (they change no result, so they may change)
-            kept = spec.options.get("throughput") or {}
-            concurrency = concurrency if concurrency is not None else kept.get("concurrency")
-            rpm = rpm if rpm is not None else kept.get("rpm")
-            tpm = tpm if tpm is not None else kept.get("tpm")
-            metrics = _stored_metrics(spec)
-        else:
-            if data is None:
-                raise ConfigError("give a DATA file to evaluate (or --resume RUN_ID)")
-            check_format(data)
-            names = _metric_names(metric)
-            sets = _parse_sets(set_ or [])
-            if strategy is not None:
-                sets.setdefault("faithfulness", {})["strategy"] = strategy
-            if decomposer is not None:
-                sets.setdefault("faithfulness", {})["decomposer"] = decomposer
-            options = RunOptions(
-                mapping=_parse_mapping(map_ or []),
-                repeats=repeats,
-                reasks=reasks,
-                temperature=temperature,
-                cache=cache,
-                timeout_s=timeout,
-                max_attempts=retries + 1,
-                max_field_chars=max_field_chars,
-                max_row_chars=max_row_chars,
-            )
-            metrics = build_metrics(names, sets)
-        price_table = PriceTable.load(prices)
-        # A dry run calls nothing, so it needs no key: the judge is built only to name it.
-        keyed = judge.partition(":")[0].partition("/")[0] in ("openai", "anthropic")
-        judge_model = get_judge(judge, base_url=base_url, api_key=_DRY_RUN_KEY if dry_run and keyed else None)
+        plan, store, price_table = _plan(ctx, sink)
         if dry_run:
-            _dry_run(
-                data,
-                metrics,
-                judge_model.model_id,
-                judge_model.prefers_per_statement,
-                options.mapping,
-                options.repeats,
-                price_table,
-                options,
-                progress,
-            )
+            _dry_run(plan, price_table)
             raise typer.Exit(EXIT_OK)
     except AssayError as exc:
         err_console.print(f"[red]error:[/red] {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
-
-    run_id = resume or new_run_id()
-    limits = Limits(
-        concurrency=concurrency, rpm=rpm, tpm=tpm, timeout_s=options.timeout_s, max_attempts=options.max_attempts
-    )
     started = time.perf_counter()
-    # --out is written from the store when the run ends (finished, interrupted or failed), so it
-    # holds the whole run: a resumed run's earlier part, and a line lost to a kill. While the run
-    # goes, a regular file also gets each result as it finishes (for `tail -f`).
-    sink: IO[str] | None = None
-    streaming = out is not None and not (out.exists() and not out.is_file())
-
-    def write_out(sample_result: SampleResult) -> None:
-        nonlocal sink, streaming
-        if not streaming or out is None:
-            return
-        try:
-            if sink is None:  # opened at the first result: a refused run leaves an earlier --out alone
-                out.parent.mkdir(parents=True, exist_ok=True)
-                sink = out.open("a" if resume else "w", encoding="utf-8")
-            sink.write(json.dumps(sample_result.to_record(), ensure_ascii=False) + "\n")
-            sink.flush()
-        except OSError as exc:
-            _close_quietly(sink)
-            sink, streaming = None, False
-            failure = storage_error(exc, Path(str(out)), "the output file", "write")
-            err_console.print(
-                f"[yellow]warning[/yellow]: {printable(str(failure))}; judging goes on (every result is in the store)"
-            )
-
-    code: int | None = None
-    try:
-        with _bounded_interrupt(lambda: _give_up(store_path, run_id)), warnings.catch_warnings():
-            # the summary below says what evaluate() warns of, in the same words
-            warnings.simplefilter("ignore", JudgeCallWarning)
-            result = assay.evaluate(
-                data,
-                metrics,
-                judge,
-                # a new run's store is created by evaluate once the data and metrics are checked:
-                # a refused run leaves no empty store behind
-                store=store if store is not None else store_path,
-                resume=resume,
-                run_id=run_id,
-                cache=cache_path if options.cache else None,
-                progress=progress,  # type: ignore[arg-type]  # checked above
-                mapping=options.mapping,
-                base_url=base_url,
-                limits=limits,
-                repeats=options.repeats,
-                reasks=options.reasks,
-                temperature=options.temperature,
-                engine="ray" if engine == "ray" else "local",
-                ray_address=address,
-                ray_workers=workers,
-                prices=price_table,
-                on_result=write_out,
-                keep_results=False,
-                max_field_chars=options.max_field_chars,
-                max_row_chars=options.max_row_chars,
-            )
-    except JudgeUnavailableError as exc:  # every call failed: the summary says so and the run exits 3
-        result = exc.result  # type: ignore[assignment]  # always the run's EvalResult
-    except KeyboardInterrupt:
-        _mark_interrupted(store_path, run_id)
-        code = EXIT_INTERRUPTED
-    except StorageError as exc:  # the store or the cache failed mid-run: what was committed stays
-        err_console.print(f"[red]error:[/red] {printable(str(exc))}")
-        code = EXIT_USAGE
-    except AssayError as exc:
-        err_console.print(f"[red]error:[/red] {printable(str(exc))}")
-        raise typer.Exit(EXIT_USAGE) from None
-    finally:
-        _close_quietly(sink)
+    result, code = _carry_out(plan, store_path, sink)
     if store is None:
         if not store_path.is_file():  # stopped before the run existed (a Ctrl-C while loading)
             raise typer.Exit(code if code is not None else EXIT_USAGE)
         store = RunStore(store_path)
-    out_ok = _write_out_from_store(store, run_id, out)
-    if code is not None:
-        if code == EXIT_INTERRUPTED:
-            unstored = (store.info(run_id).summary or {}).get("_unstored_calls")
-            spent = f" ({counted(int(unstored), 'judge call')} answered for samples it stopped)" if unstored else ""
-            err_console.print(
-                f"[yellow]interrupted[/yellow]: every finished sample is stored{spent}. Continue with "
-                f"[bold]assay run --resume {run_id}[/bold]"
-            )
-        else:
-            err_console.print(
-                f"every result committed before the failure is kept; continue with [bold]assay run --resume "
-                f"{run_id}[/bold] --store {printable(str(store_path))}"
-            )
-        raise typer.Exit(code)
-    summary = store.summary(run_id, price_table)
+    assert plan.run_id is not None
+    out_ok = _write_out_from_store(store, plan.run_id, out)
+    if code is not None or result is None:
+        _say_stopped(store, plan.run_id, store_path, code)
+    summary = store.summary(plan.run_id, price_table)
+    elapsed = time.perf_counter() - started
     _print_summary(
         summary,
-        run_id,
+        plan.run_id,
         result.judge,
-        time.perf_counter() - started,
+        elapsed,
         store_path,
-        options.repeats,
+        plan.repeats,
         trust=result.trust,
         record=result.judge_record,
     )
+    if result.cascade:
+        print_cascade(result.cascade, store.results(plan.run_id))
+    _say_notes(store, plan.run_id, summary, result, progress)
+    code, why = exit_code(summary, max_unscored, plan.run_id)
+    if not out_ok and code == EXIT_OK:
+        code, why = EXIT_USAGE, f"--out {out} was not written (see above); the run itself is complete in the store"
+    if why:
+        err_console.print(f"[yellow]exit {code}[/yellow]: {printable(why)}")
+    raise typer.Exit(code)
+
+
+def _plan(ctx: typer.Context, sink: _OutSink) -> tuple[RunPlan, RunStore | None, PriceTable]:
+    """The run the command line describes (or the stored run it resumes), checked, with its store and prices."""
+    p = ctx.params
+    if p["engine"] not in ("local", "ray"):
+        raise ConfigError(f"--engine is local or ray, got {p['engine']!r}")
+    if p["progress"] not in ("auto", "bar", "plain", "none"):
+        raise ConfigError(f"--progress is auto, bar, plain or none, got {p['progress']!r}")
+    if p["resume"]:
+        settings, store = _resumed(ctx)
+    else:
+        settings, store = _fresh(p), None
+    _refuse_unused(ctx, settings)
+    price_table = PriceTable.load(p["prices"])
+    # A dry run calls nothing, so it needs no key: the judge is built only to name it.
+    keyed = judge_kind(settings["judge"]) in ("openai", "anthropic")
+    plan = plan_run(
+        **settings,
+        api_key=_DRY_RUN_KEY if p["dry_run"] and keyed else None,
+        # a new run's store is created by evaluate once the data and metrics are checked:
+        # a refused run leaves no empty store behind
+        store=store if store is not None else p["store_path"],
+        resume=p["resume"],
+        run_id=p["resume"] or new_run_id(),
+        progress=p["progress"],
+        ray_address=p["address"],
+        ray_workers=p["workers"],
+        prices=price_table,
+        on_result=sink.write,
+        keep_results=False,
+    )
+    return plan, store, price_table
+
+
+def _fresh(p: Mapping[str, Any]) -> dict[str, Any]:
+    """A new run's settings for :func:`plan_run`, from the command line."""
+    if p["data"] is None:
+        raise ConfigError("give a DATA file to evaluate (or --resume RUN_ID)")
+    check_format(p["data"])
+    names = _metric_names(p["metric"])
+    sets = _parse_sets(p["set_"] or [])
+    if p["strategy"] is not None:
+        sets.setdefault("faithfulness", {})["strategy"] = p["strategy"]
+    if p["decomposer"] is not None:
+        sets.setdefault("faithfulness", {})["decomposer"] = p["decomposer"]
+    mapping = _parse_mapping(p["map_"] or [])
+    metrics = build_metrics(names, sets)
+    return {
+        "data": p["data"],
+        "metrics": metrics,
+        "judge": p["judge"],
+        "base_url": p["base_url"],
+        "engine": p["engine"],
+        "mapping": mapping,
+        "repeats": p["repeats"],
+        "reasks": p["reasks"],
+        "temperature": p["temperature"],
+        "cache": p["cache_path"] if p["cache"] else None,
+        "max_field_chars": p["max_field_chars"],
+        "max_row_chars": p["max_row_chars"],
+        "limits": _limits(p, timeout_s=p["timeout"], max_attempts=p["retries"] + 1),
+        "escalate": tuple(p["escalate"] or ()),
+        "agreement": p["agreement"],
+        "delta": p["delta"],
+    }
+
+
+def _resumed(ctx: typer.Context) -> tuple[dict[str, Any], RunStore]:
+    """A stored run's own settings for :func:`plan_run`: its data, metrics, judge and compared options."""
+    p = ctx.params
+    store_path, resume = p["store_path"], p["resume"]
+    if not store_path.is_file():  # a mistyped --store must not create an empty one
+        raise ConfigError(f"no run store at {store_path} (--store); 'assay runs list --store PATH' shows runs")
+    store = RunStore(store_path)
+    clashing = _given(ctx, _RESULT_OPTIONS)
+    if clashing:
+        raise ConfigError(
+            f"--resume continues run {resume} with exactly the data and options it was started with; "
+            f"drop {', '.join(clashing)} (or start a new run)"
+        )
+    spec = store.spec(resume)
+    options = RunOptions.from_stored(spec.options).model_dump()
+    if spec.dataset is None:
+        raise ConfigError(f"run {resume} was not started from a file; resume it from Python")
+    # the run's own throughput unless given again (they change no result, so they may change)
+    kept = spec.options.get("throughput") or {}
+    throughput = {k: p[k] if p[k] is not None else kept.get(k) for k in ("concurrency", "rpm", "tpm")}
+    limits = _limits(throughput, timeout_s=options.pop("timeout_s"), max_attempts=options.pop("max_attempts"))
+    settings = {
+        "data": Path(spec.dataset),
+        "metrics": _stored_metrics(spec),
+        "judge": spec.judge,
+        "base_url": _resume_base_url(spec.base_url, p["base_url"], resume),
+        "engine": spec.engine,
+        "limits": limits,
+    }
+    # every compared option by its own name (RunOptions' fields are RunPlan's)
+    return settings | options | {"cache": p["cache_path"] if options["cache"] else None}, store
+
+
+def _limits(p: Mapping[str, Any], *, timeout_s: float | None, max_attempts: int) -> Limits:
+    return Limits(
+        concurrency=p["concurrency"], rpm=p["rpm"], tpm=p["tpm"], timeout_s=timeout_s, max_attempts=max_attempts
+    )
+
+
+# Options only one kind of judge or engine reads: given on the command line to another, they
+# would be ignored (a run that names a URL it never used), so they are refused. From the
+# environment (OPENAI_BASE_URL, RAY_ADDRESS) they are set for every run and are dropped instead.
+_ENGINE_OPTIONS = ("address", "workers")
+
+
+def _refuse_unused(ctx: typer.Context, settings: dict[str, Any]) -> None:
+    """Refuse ``--base-url`` for a judge that reads no URL, and Ray's options for the local engine."""
+    kind = judge_kind(settings["judge"])
+    if settings["base_url"] is not None and kind == "local":
+        if _on_command_line(ctx, "base_url"):
+            raise ConfigError(
+                f"--base-url is for {' and '.join(URL_JUDGES)} judges; the {settings['judge']} judge runs in this "
+                "process and reads no URL, so it would be ignored. Drop it, or name a judge that reads it "
+                "(--judge openai:MODEL)"
+            )
+        settings["base_url"] = None  # OPENAI_BASE_URL, set for other tools: not this judge's
+    if settings["engine"] != "ray":
+        given = [f"--{name}" for name in _ENGINE_OPTIONS if _on_command_line(ctx, name)]
+        if given:
+            raise ConfigError(
+                f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for --engine ray; this run's engine is "
+                f"{settings['engine']}, which would ignore {'it' if len(given) == 1 else 'them'}"
+            )
+
+
+def _on_command_line(ctx: typer.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
+
+
+class _OutSink:
+    """``--out`` as the run goes: each result as it finishes (for ``tail -f``), on a regular file.
+
+    --out is written from the store when the run ends (finished, interrupted or failed), so it
+    holds the whole run: a resumed run's earlier part, and a line lost to a kill.
+    """
+
+    def __init__(self, out: Path | None, *, append: bool) -> None:
+        self.out, self.append = out, append
+        self.stream: IO[str] | None = None
+        self.streaming = out is not None and not (out.exists() and not out.is_file())
+
+    def write(self, sample_result: SampleResult) -> None:
+        """Append one result; a failure to write warns once and stops streaming (the store has every result)."""
+        if not self.streaming or self.out is None:
+            return
+        try:
+            if self.stream is None:  # opened at the first result: a refused run leaves an earlier --out alone
+                self.out.parent.mkdir(parents=True, exist_ok=True)
+                self.stream = self.out.open("a" if self.append else "w", encoding="utf-8")
+            self.stream.write(json.dumps(sample_result.to_record(), ensure_ascii=False) + "\n")
+            self.stream.flush()
+        except OSError as exc:
+            self.close()
+            self.streaming = False
+            failure = storage_error(exc, Path(str(self.out)), "the output file", "write")
+            err_console.print(
+                f"[yellow]warning[/yellow]: {printable(str(failure))}; judging goes on (every result is in the store)"
+            )
+
+    def close(self) -> None:
+        """Close the stream, if it was opened."""
+        _close_quietly(self.stream)
+        self.stream = None
+
+
+def _carry_out(plan: RunPlan, store_path: Path, sink: _OutSink) -> tuple[EvalResult | None, int | None]:
+    """Run ``plan``; its result, and the exit code when it stopped early (interrupted, or the store failed)."""
+    assert plan.run_id is not None
+    run_id = plan.run_id
+    try:
+        with _bounded_interrupt(lambda: _give_up(store_path, run_id)), warnings.catch_warnings():
+            # the summary below says what evaluate() warns of, in the same words
+            warnings.simplefilter("ignore", JudgeCallWarning)
+            return run_plan(plan), None
+    except JudgeUnavailableError as exc:  # every call failed: the summary says so and the run exits 3
+        return exc.result, None  # type: ignore[return-value]  # always the run's EvalResult
+    except KeyboardInterrupt:
+        _mark_interrupted(store_path, run_id)
+        return None, EXIT_INTERRUPTED
+    except StorageError as exc:  # the store or the cache failed mid-run: what was committed stays
+        err_console.print(f"[red]error:[/red] {printable(str(exc))}")
+        return None, EXIT_USAGE
+    except AssayError as exc:
+        err_console.print(f"[red]error:[/red] {printable(str(exc))}")
+        raise typer.Exit(EXIT_USAGE) from None
+    finally:
+        sink.close()
+
+
+def _say_stopped(store: RunStore, run_id: str, store_path: Path, code: int | None) -> NoReturn:
+    """A run that stopped early: what is kept and how to continue it."""
+    if code == EXIT_INTERRUPTED:
+        unstored = (store.info(run_id).summary or {}).get("_unstored_calls")
+        spent = f" ({counted(int(unstored), 'judge call')} answered for samples it stopped)" if unstored else ""
+        err_console.print(
+            f"[yellow]interrupted[/yellow]: every finished sample is stored{spent}. Continue with "
+            f"[bold]assay run --resume {run_id}[/bold]"
+        )
+    else:
+        err_console.print(
+            f"every result committed before the failure is kept; continue with [bold]assay run --resume "
+            f"{run_id}[/bold] --store {printable(str(store_path))}"
+        )
+    raise typer.Exit(code if code is not None else EXIT_USAGE)
+
+
+def _say_notes(store: RunStore, run_id: str, summary: RunSummary, result: EvalResult, progress: str) -> None:
+    """What was taken on trust (unless the progress output said it), and the first invalid rows."""
     if progress == "none":  # otherwise the progress output said it before judging began
         for note in result.notes:  # what was taken on trust (contexts given as text)
             if note != summary.cost.failure():  # the summary said that one
@@ -740,12 +856,6 @@ def run(
         err_console.print(f"[red]invalid row[/red] {printable(message)}")
     if summary.n_row_errors > 20:
         err_console.print(f"  … and {summary.n_row_errors - 20} more ('assay report {run_id}' lists them all)")
-    code, why = exit_code(summary, max_unscored, run_id)
-    if not out_ok and code == EXIT_OK:
-        code, why = EXIT_USAGE, f"--out {out} was not written (see above); the run itself is complete in the store"
-    if why:
-        err_console.print(f"[yellow]exit {code}[/yellow]: {printable(why)}")
-    raise typer.Exit(code)
 
 
 def _close_quietly(sink: IO[str] | None) -> None:

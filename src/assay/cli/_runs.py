@@ -5,14 +5,15 @@ from __future__ import annotations
 import io
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import IO, Annotated, Literal, cast
+from typing import IO, Annotated, Any, Literal, cast
 
 import typer
 from rich.table import Table
 
 from assay._safety import printable, redact_url, scrub, url_secrets
+from assay._scores import Score
 from assay._sqlite import storage_error
 from assay.analysis import judge_models_note
 from assay.cli._console import (
@@ -26,10 +27,11 @@ from assay.cli._console import (
     verdict_lines,
 )
 from assay.errors import AssayError, counted
-from assay.run import JudgeRecord, RunStore, TrustFigure, trust_for_run
+from assay.run import JudgeRecord, RunStore, SampleResult, TrustFigure, trust_for_run
+from assay.run._cascade import cascade_lines, plan_lines
 from assay.run._cost import describe_cost
 
-__all__ = ["print_trust", "runs_app"]
+__all__ = ["print_cascade", "print_trust", "runs_app"]
 
 runs_app = typer.Typer(help="Stored runs: list, show, export.", no_args_is_help=True)
 StoreOption = Annotated[Path, typer.Option("--store", help="The run store (SQLite).")]
@@ -45,6 +47,19 @@ def print_trust(trust: Mapping[str, TrustFigure], record: JudgeRecord | None) ->
             out_console.print(f"[bold yellow]{printable(name)}[/bold yellow]: {text}", soft_wrap=True)
         else:
             out_console.print(f"{printable(name)}: {text}", soft_wrap=True)
+
+
+def print_cascade(plans: Mapping[str, Mapping[str, Any]], results: Iterable[SampleResult]) -> None:
+    """Under a cascade run's scores, per metric: its plan, the share decided per level, the guarantee, review, calls."""
+    scores: dict[str, list[Score]] = {name: [] for name in plans}
+    for result in results:
+        for name, score in result.scores.items():
+            if name in scores:
+                scores[name].append(score)
+    for name, plan in plans.items():
+        out_console.print(f"[bold]{printable(name)}[/bold] cascade", soft_wrap=True)
+        for line in [*plan_lines(plan), *cascade_lines(plan, scores[name])]:
+            out_console.print("  " + printable(line), soft_wrap=True)
 
 
 def calibration_brief(calibration: Mapping[str, object]) -> str:
@@ -162,7 +177,9 @@ def show(
             f"judge {printable(spec.judge)} → {printable(spec.judge_model)}{at}  engine {printable(spec.engine)}"
         )
         out_console.print(f"metrics {printable(', '.join(f'{m.name} v{m.version}' for m in spec.metrics))}")
-        out_console.print(f"options {printable(str(spec.options))}")
+        plans = spec.options.get("cascade") or {}
+        shown = {k: v for k, v in spec.options.items() if k != "cascade"}
+        out_console.print(f"options {printable(str(shown))}" + (" (cascade: below)" if plans else ""))
         calibration = (info.summary or {}).get("_calibration")
         if spec.engine == "calibrate" and isinstance(calibration, Mapping):
             out_console.print(
@@ -181,6 +198,8 @@ def show(
                 table.add_row(printable(name), fmt_score(mean), str(s["n_scored"]), printable(reasons))
             out_console.print(table)
             print_trust(_trust(runs, run_id), spec.judge_record)
+            if plans:
+                print_cascade(plans, runs.results(run_id))
             cost = info.summary.get("_cost")
             if cost:
                 # A model without a price makes the cost unknown, never $0.0000. (Runs stored

@@ -20,6 +20,7 @@ from assay.metrics._agent import AgentGoalAccuracy
 from assay.metrics._base import Metric, missing_fields, score_safely
 from assay.metrics._composite import Aggregate, CompositeMetric, CompositeRun, Outputs, SubMetric, SubResult
 from assay.metrics._endstate import Action, EndState, StateChanges, read_end_state
+from assay.metrics._escalate import EscalatingMetric, Escalation, JudgeLevel
 from assay.metrics._faithfulness import Faithfulness
 from assay.metrics._graders import BinaryJudgeGrader, CombinedGrader, RangeJudgeGrader, Shot, TemplatedPromptJudgeGrader
 from assay.metrics._holistic import HolisticGoalAccuracy
@@ -52,9 +53,12 @@ __all__ = [
     "DetailCombiner",
     "DetailFeatures",
     "EndState",
+    "EscalatingMetric",
+    "Escalation",
     "FactualCorrectness",
     "Faithfulness",
     "HolisticGoalAccuracy",
+    "JudgeLevel",
     "LLMDecomposer",
     "Metric",
     "MetricEntry",

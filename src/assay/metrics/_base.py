@@ -6,7 +6,9 @@ from typing import Protocol, runtime_checkable
 
 from assay._samples import Sample
 from assay._scores import MetricSpec, Score
+from assay.errors import ConfigError
 from assay.metrics._common import lacking, metric_error
+from assay.metrics._escalate import EscalatingMetric, Escalation
 from assay.models._protocol import JudgeModel
 
 __all__ = ["Metric", "missing_fields", "score_safely"]
@@ -46,17 +48,28 @@ def missing_fields(metric: Metric, sample: Sample) -> list[str]:
     return [name for name in metric.required_fields if not sample.field_present(name)]
 
 
-async def score_safely(metric: Metric, sample: Sample, judge: JudgeModel) -> Score:
+async def score_safely(
+    metric: Metric, sample: Sample, judge: JudgeModel, escalation: Escalation | None = None
+) -> Score:
     """``metric.score`` that always returns a Score.
 
     A sample lacking a required field is ``missing_field`` (no judge call); an exception
     from the metric (a bug) is ``metric_error`` with its type and message, so one bad
     metric never sinks a run or a combined score.
+
+    With ``escalation`` (a cascade run), an escalating metric is scored along it
+    (:meth:`~assay.metrics.EscalatingMetric.score_escalating`); a metric that cannot escalate
+    is a ``ConfigError`` (a cascade run refuses it at its start, before any call).
     """
     missing = missing_fields(metric, sample)
     if missing:
         return lacking(metric.name, missing, metric.spec())
+    if escalation is not None and not isinstance(metric, EscalatingMetric):
+        raise ConfigError(f"{metric.name} cannot escalate: a cascade run judges only metrics that escalate")
     try:
+        if escalation is not None:
+            assert isinstance(metric, EscalatingMetric)
+            return await metric.score_escalating(sample, escalation)
         return await metric.score(sample, judge)
     except Exception as exc:  # a bug in a metric must not sink the run: record it
         return metric_error(metric.name, exc, metric.spec())

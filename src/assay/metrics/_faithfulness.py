@@ -9,7 +9,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel
 
 from assay._samples import Sample
-from assay._scores import AnswerMap, Binary, JudgeCall, MetricSpec, Score, UnscoredReason, Verdict
+from assay._scores import AnswerMap, Binary, JudgeCall, MetricSpec, PendingVerdict, Score, UnscoredReason, Verdict
 from assay.errors import ConfigError
 from assay.grounding._anchor import answer_sentences
 from assay.grounding._decompose import SENTENCE_PROMPT, STATEMENTS_PROMPT, Decomposition, anchored
@@ -22,6 +22,7 @@ from assay.metrics._common import (
     supported_share,
     unusable_split,
 )
+from assay.metrics._escalate import Escalation, pending_score, settle
 from assay.metrics._spec import spec_from_fields
 from assay.models._protocol import GenerateConfig, JudgeModel
 from assay.models._stack import same_in_every_repeat
@@ -157,6 +158,82 @@ class Faithfulness:
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """Decompose the answer, judge every statement against the contexts, aggregate."""
         spec = self.spec()
+        split = await self._split(sample, judge, spec)
+        if isinstance(split, Score):
+            return split
+        statements, answer_map, calls = split
+        per_statement = self.strategy == "per_statement" or (self.strategy == "auto" and judge.prefers_per_statement)
+        if per_statement:
+            verdicts, failure = await self.verifier.check(sample.contexts, statements.statements, judge, calls)
+        else:
+            verdicts, failure = await self._all_at_once(sample.contexts, statements.statements, judge, calls)
+        return self._aggregate(_with_spans(verdicts, statements), failure, calls, spec, answer_map)
+
+    def escalation_problem(self) -> str | None:
+        """Why this faithfulness cannot escalate: ``strategy=batch`` (one call for all), ``method=generate`` (no P)."""
+        if self.strategy == "batch":
+            return (
+                "faithfulness with strategy=batch asks one call for all statements, so no statement can go to "
+                "another judge alone: use strategy=auto or per_statement with --escalate"
+            )
+        if self.verifier.method == "generate":
+            return (
+                "faithfulness with the verifier's method=generate reads no probability, so no verdict has a "
+                "confidence to keep it by: use method=auto or threshold with --escalate"
+            )
+        return None
+
+    async def score_escalating(self, sample: Sample, escalation: Escalation) -> Score:
+        """Each statement decided by the first judge of ``escalation`` sure enough of it.
+
+        The first judge splits the answer; every statement is verified one at a time
+        (``per_statement``) by level 0, and the statements its thresholds do not keep by
+        level 1, and so on (:func:`~assay.metrics.settle`). With ``review`` last, the
+        statements no level kept make the sample unscored ``needs_review``, listed in
+        ``pending`` with what each judge leaned to; the decided verdicts stay.
+        """
+        spec = self.spec()
+        if (problem := self.escalation_problem()) is not None:
+            raise ConfigError(problem)
+        split = await self._split(sample, escalation.levels[0].judge, spec)
+        if isinstance(split, Score):
+            return split
+        statements, answer_map, calls = split
+        open_ = list(statements.statements)
+        decided: dict[str, Verdict] = {}
+        tried: dict[str, list[Verdict]] = {s: [] for s in open_}
+        for k, level in enumerate(escalation.levels):
+            if not open_:
+                break
+            verdicts, failure = await self.verifier.check(sample.contexts, open_, level.judge, calls)
+            if failure is not None:
+                kept = [decided[s] for s in statements.statements if s in decided]
+                return self._aggregate(_with_spans(kept, statements), failure, calls, spec, answer_map)
+            still = []
+            for verdict in verdicts:
+                settled = settle(verdict, k, escalation)
+                if settled.kept is not None:
+                    decided[verdict.subject] = settled.kept
+                else:
+                    assert settled.tried is not None
+                    tried[verdict.subject].append(settled.tried)
+                    still.append(verdict.subject)
+            open_ = still
+        kept = _with_spans([decided[s] for s in statements.statements if s in decided], statements)
+        score = self._aggregate(kept, None, calls, spec, answer_map) if kept else None
+        if not open_:
+            assert score is not None
+            return score
+        pending = [PendingVerdict(subject=s, evidence=tried[s][-1].evidence, tried=tuple(tried[s])) for s in open_]
+        base = score or Score.unscored(self.name, UnscoredReason.NEEDS_REVIEW, calls=calls, spec=spec).model_copy(
+            update={"decomposition": answer_map}
+        )
+        return pending_score(base.model_copy(update={"verdicts": tuple(kept)}), pending)
+
+    async def _split(
+        self, sample: Sample, judge: JudgeModel, spec: MetricSpec
+    ) -> Score | tuple[Decomposition, AnswerMap | None, list[JudgeCall]]:
+        """The answer's statements (and the calls that made them), or the score that ends it early."""
         # Blank text is no text (Sample.field_present): an answer of "" is a missing answer,
         # and contexts that are all blank are no contexts, as when a row is read.
         missing = next((name for name in self.required_fields if not sample.field_present(name)), None)
@@ -183,12 +260,16 @@ class Faithfulness:
             made = f"{len(calls)} judge call{'s' if len(calls) != 1 else ''} split it; no verdict was asked"
             too_many = self._too_many(f"the answer split into {len(split.statements):,} statements", made, spec, calls)
             return too_many.model_copy(update={"decomposition": answer_map})
-        per_statement = self.strategy == "per_statement" or (self.strategy == "auto" and judge.prefers_per_statement)
-        if per_statement:
-            verdicts, failure = await self.verifier.check(sample.contexts, split.statements, judge, calls)
-        else:
-            verdicts, failure = await self._all_at_once(sample.contexts, split.statements, judge, calls)
-        verdicts = _with_spans(verdicts, split)
+        return split, answer_map, calls
+
+    def _aggregate(
+        self,
+        verdicts: list[Verdict],
+        failure: Unparsed | None,
+        calls: list[JudgeCall],
+        spec: MetricSpec,
+        answer_map: AnswerMap | None,
+    ) -> Score:
         if failure is not None:
             return failed(self.name, failure, spec, verdicts=verdicts, calls=calls).model_copy(
                 update={"decomposition": answer_map}

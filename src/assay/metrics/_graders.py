@@ -26,11 +26,12 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, create_model, model_validator
 
 from assay._samples import Message, Sample
-from assay._scores import Binary, JudgeCall, MetricSpec, Score, UnscoredReason, Usage, Verdict
+from assay._scores import Binary, JudgeCall, MetricSpec, PendingVerdict, Score, UnscoredReason, Usage, Verdict
 from assay.errors import ConfigError, JudgeError
 from assay.metrics._base import Metric, missing_fields, score_safely
 from assay.metrics._common import failed, lacking, missing_field, prompt_versions
 from assay.metrics._composite import SubMetric
+from assay.metrics._escalate import Escalation, pending_score, settle
 from assay.metrics._spec import spec_from_fields
 from assay.models._protocol import ChatMessage, ChoiceScorer, GenerateConfig, JudgeModel
 from assay.parsing import Unparsed, parse_output
@@ -250,6 +251,82 @@ class BinaryJudgeGrader:
         if result.output is None:
             return failed(self.name, result.failure, spec, calls=result.calls)
         return _labelled(self.name, self.criteria, result.output.label, result.output.reasoning, result.calls, spec)
+
+    async def pass_probability(
+        self, sample: Sample, judge: JudgeModel, raw: str | None
+    ) -> tuple[float, JudgeCall] | None:
+        """P(PASS) renormalised over PASS/FAIL, read after the judge's own reasoning (``raw``, its answer).
+
+        The judge is asked for the label's next token with its answer up to the label as the
+        assistant's start, so P is conditioned on the reasoning it wrote. ``None`` for a judge
+        without probabilities (:class:`~assay.models.ChoiceScorer`), an answer whose label
+        cannot be found, or a failed call: its verdict then has no confidence.
+        """
+        if not isinstance(judge, ChoiceScorer) or raw is None:
+            return None
+        at = raw.rfind('"label"')
+        quote = raw.find('"', raw.find(":", at) + 1) if at >= 0 else -1
+        if at < 0 or quote < 0:
+            return None
+        prefix = raw[: quote + 1]
+        messages = self.render(sample)
+        recorded = (*(dict(m) for m in messages), {"role": "assistant", "content": prefix})
+        started = time.perf_counter()
+        try:
+            probs = await judge.choice_probabilities(messages, prefix=prefix, choices=list(_LABELS), config=self.config)
+        except JudgeError:
+            return None
+        call = JudgeCall(
+            model=str(getattr(judge, "model_id", type(judge).__name__)),
+            purpose=f"{BINARY_PROMPT_NAME}.p_pass",
+            messages=recorded,
+            raw_output=json.dumps(probs, sort_keys=True),
+            usage=getattr(probs, "usage", None) or Usage(),
+            latency_s=time.perf_counter() - started,
+        )
+        both = probs.get("PASS", 0.0) + probs.get("FAIL", 0.0)
+        if not both > 0 or not math.isfinite(both):
+            return None
+        return probs.get("PASS", 0.0) / both, call
+
+    async def score_with_confidence(self, sample: Sample, judge: JudgeModel) -> Score:
+        """:meth:`score`, with P(PASS) on the verdict (``details.p_pass``) where the judge gives probabilities."""
+        score = await self.score(sample, judge)
+        if not score.verdicts or score.verdicts[0].value not in ("PASS", "FAIL"):
+            return score
+        raw = next((c.raw_output for c in reversed(score.calls) if c.error is None), None)
+        read = await self.pass_probability(sample, judge, raw)
+        if read is None:
+            return score
+        p, call = read
+        verdict = score.verdicts[0].model_copy(update={"details": {"p_pass": round(p, 4)}})
+        return score.model_copy(update={"verdicts": (verdict,), "calls": (*score.calls, call)})
+
+    def escalation_problem(self) -> str | None:
+        """None: one criterion is one question, which a next judge can take alone."""
+        return None
+
+    async def score_escalating(self, sample: Sample, escalation: Escalation) -> Score:
+        """The criterion decided by the first judge of ``escalation`` sure enough of its PASS or FAIL.
+
+        Each level grades and reads P(PASS) (:meth:`score_with_confidence`); a level's NA or
+        failure ends the question there (unscored as without a cascade). With ``review``
+        last, a criterion no level kept makes the sample unscored ``needs_review``.
+        """
+        calls: list[JudgeCall] = []
+        tried: list[Verdict] = []
+        for k, level in enumerate(escalation.levels):
+            score = await self.score_with_confidence(sample, level.judge)
+            calls.extend(score.calls)
+            if not score.verdicts or score.verdicts[0].value == "NA":
+                return score.model_copy(update={"calls": tuple(calls)})
+            settled = settle(score.verdicts[0], k, escalation)
+            if settled.kept is not None:
+                return score.model_copy(update={"verdicts": (settled.kept,), "calls": tuple(calls)})
+            assert settled.tried is not None
+            tried.append(settled.tried)
+        base = Score.unscored(self.name, UnscoredReason.NEEDS_REVIEW, calls=calls, spec=self.spec())
+        return pending_score(base, [PendingVerdict(subject=self.criteria, tried=tuple(tried))])
 
 
 def _labelled(

@@ -32,7 +32,7 @@ from assay.models._protocol import (
 from assay.models._registry import JUDGE_FORMS, JUDGE_GROUP, get_judge, judge_forms, judge_plugins
 from assay.models._resilient import RateLimiter, ResilientJudge, RetryPolicy
 from assay.models._stack import Limits, build_judge_stack
-from assay.models._testing import FunctionJudge, JudgeRequest, ScriptedJudge, ScriptExhaustedError
+from assay.models._testing import FunctionJudge, JudgeRequest, ProbabilityJudge, ScriptedJudge, ScriptExhaustedError
 from assay.models._weights import cache_dir, default_model_path
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "LocalJudge",
     "MiniLMEncoder",
     "OpenAIJudge",
+    "ProbabilityJudge",
     "RateLimiter",
     "ResilientJudge",
     "RetryPolicy",

@@ -16,9 +16,9 @@ from pydantic import BaseModel
 
 from assay._scores import Usage
 from assay.errors import JudgeError
-from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
+from assay.models._protocol import ChatMessage, ChoiceProbabilities, GenerateConfig, JudgeModel, JudgeResponse
 
-__all__ = ["FunctionJudge", "JudgeRequest", "ScriptExhaustedError", "ScriptedJudge"]
+__all__ = ["FunctionJudge", "JudgeRequest", "ProbabilityJudge", "ScriptExhaustedError", "ScriptedJudge"]
 
 
 @dataclass(frozen=True)
@@ -167,3 +167,66 @@ class FunctionJudge(JudgeModel):
             usage=_estimate_usage(messages, result),
             finish_reason="stop",
         )
+
+
+ProbabilityFunction = Callable[[str, str], float]
+"""``fn(statement, context) -> P(1)``: what a :class:`ProbabilityJudge` reads from its "logits"."""
+
+
+class ProbabilityJudge(FunctionJudge):
+    """A judge with probabilities (a :class:`~assay.models.ChoiceScorer`) and known confidences.
+
+    ``p1(statement, context)`` gives P(1) for a verdict question (the statement verifier's
+    prompt: its ``<statement>`` and ``<context>`` blocks), ``p1(conversation, "")`` P(PASS)
+    for a binary grader's label (its ``<conversation>`` block). Other questions (splitting an
+    answer) are answered by ``fn`` as a :class:`FunctionJudge` does (default: none, a
+    :class:`~assay.errors.JudgeError`; faithfulness with ``decomposer="sentences"`` asks
+    none). The verifier reads its verdicts by threshold from it, and a cascade keeps or
+    escalates them by those P, so a cascade test knows exactly which verdicts must go on.
+    Every probability question's statement is kept in ``asked``.
+    """
+
+    def __init__(
+        self,
+        p1: ProbabilityFunction,
+        *,
+        name: str = "probability",
+        fn: JudgeFunction | None = None,
+    ) -> None:
+        def answer(messages: Sequence[ChatMessage], request: JudgeRequest) -> str:
+            raise JudgeError(f"ProbabilityJudge {name!r} was asked to generate; give it fn= for that")
+
+        super().__init__(fn or answer, name=name, concurrency=1)
+        self.p1 = p1
+        self.asked: list[str] = []
+
+    async def choice_probabilities(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        prefix: str,
+        choices: Sequence[str],
+        config: GenerateConfig | None = None,
+    ) -> dict[str, float]:
+        """P(1) from ``p1`` for the statement and context in the last message; renormalised over 1/0."""
+        user = messages[-1]["content"]
+        statement = _block(user, "statement")
+        context = _block(user, "context")
+        if statement is not None and context is not None and sorted(choices) == ["0", "1"]:
+            self.asked.append(statement)
+            p = float(self.p1(statement, context))
+            return ChoiceProbabilities({"1": p, "0": 1.0 - p}, _estimate_usage(messages, "1"))
+        if list(choices[:2]) == ["PASS", "FAIL"]:  # a grader's label: p1(conversation, "")
+            conversation = _block(user, "conversation") or user
+            self.asked.append(conversation)
+            p = float(self.p1(conversation, ""))
+            rest = dict.fromkeys(choices[2:], 0.0)
+            return ChoiceProbabilities({"PASS": p, "FAIL": 1.0 - p, **rest}, _estimate_usage(messages, "P"))
+        raise JudgeError(f"ProbabilityJudge reads statement verdicts and grader labels, not choices {list(choices)}")
+
+
+def _block(text: str, tag: str) -> str | None:
+    start, end = f"<{tag}>\n", f"\n</{tag}>"
+    if start not in text or end not in text:
+        return None
+    return text.split(start, 1)[1].split(end, 1)[0]

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from assay._safety import redact_url, scrub, url_secrets
-from assay._scores import JudgeCall
+from assay._scores import JudgeCall, Score
 from assay.analysis import (
     GatePolicy,
     GateResult,
@@ -55,8 +55,10 @@ from assay.report._answer import (
     to_utf16_segments,
 )
 from assay.run import RunInfo, TrustFigure, trust_for
+from assay.run._cascade import cascade_lines
 from assay.run._cost import CostReport, PriceTable
 from assay.run._frames import score_value
+from assay.run._trust import cascade_figure
 
 __all__ = [
     "CompareMetric",
@@ -629,6 +631,21 @@ def _sample_id(group: Sequence[Mapping[str, Any]]) -> str:
     return str(first.get("id") or (first.get("sample") or {}).get("id") or f"line-{first.get('line')}")
 
 
+def _with_cascade_split(
+    trust: Mapping[str, TrustFigure], plans: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
+) -> dict[str, TrustFigure]:
+    """A cascade metric's trust line with what the run did: the share decided per level, review, calls saved."""
+    out = dict(trust)
+    for name, plan in plans.items():
+        figure = out.get(name)
+        if figure is None or figure.kind != "cascade":
+            continue
+        scores = [Score.model_validate(r["scores"][name]) for r in records if name in (r.get("scores") or {})]
+        lines = [line for line in cascade_lines(plan, scores) if not line.startswith("guarantee:")]
+        out[name] = figure.model_copy(update={"note": "; ".join([figure.note, *lines])})
+    return out
+
+
 def build_report(
     info: RunInfo,
     records: Iterable[Mapping[str, Any]],
@@ -673,7 +690,12 @@ def build_report(
     # The gate's own rule on a partial run (not finished, invalid rows): the same verdicts as 'assay gate'.
     coverage = info.coverage([line for line, _ in row_errors])
     if trust is None:
-        trust = {m.name: trust_for(m, info.spec.judge_record) for m in info.spec.metrics}
+        plans = info.spec.options.get("cascade") or {}
+        trust = {
+            m.name: cascade_figure(m.name, plans[m.name]) if m.name in plans else trust_for(m, info.spec.judge_record)
+            for m in info.spec.metrics
+        }
+    trust = _with_cascade_split(trust, info.spec.options.get("cascade") or {}, records)
     views = []
     for name in names:
         view = _metric_view(name, groups, repeats, marks[name], seed)

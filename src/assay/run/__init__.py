@@ -4,6 +4,7 @@ from assay.models._cache import CachedJudge, CacheInfo, JudgeCache, cache_key, i
 from assay.models._stack import Limits, build_judge_stack
 from assay.run._bench import BENCH_SETS, BenchCell, BenchResult, BenchSet, bench_judges, bench_sets
 from assay.run._calibrate import Calibration, CalibrationItem, CalibrationOutcome, calibrate
+from assay.run._cascade import PlannedCascade, cascade_lines, plan_escalation
 from assay.run._data import (
     ALIASES,
     DEFAULT_MAX_FIELD_CHARS,
@@ -56,6 +57,7 @@ __all__ = [
     "JudgeCache",
     "JudgeRecord",
     "Limits",
+    "PlannedCascade",
     "ProgressMode",
     "ResumeError",
     "Row",
@@ -75,6 +77,7 @@ __all__ = [
     "build_judge_stack",
     "cache_key",
     "calibrate",
+    "cascade_lines",
     "count_rows",
     "evaluate",
     "from_arrow",
@@ -83,6 +86,7 @@ __all__ = [
     "is_cacheable",
     "new_run_id",
     "open_dataset",
+    "plan_escalation",
     "read_csv",
     "read_dataset",
     "read_jsonl",

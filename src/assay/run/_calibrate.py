@@ -228,11 +228,16 @@ async def judge_item(item: CalibrationItem, judge: JudgeModel, verifier: Stateme
     """
     metric = _metric(item)
     if metric is not None:
-        score = await metric.score(_sample(item), judge)
+        if isinstance(metric, BinaryJudgeGrader):  # with P(PASS) where the judge gives one: a cascade's thresholds
+            score = await metric.score_with_confidence(_sample(item), judge)
+        else:
+            score = await metric.score(_sample(item), judge)
         reason = score.verdicts[0].reason if item.kind == "grader" and score.verdicts else ""
         reason = reason or score.explanation or score.detail or ""
         pred = None if not score.is_scored else int(score.value == 1.0)
-        return CalibrationOutcome(item, score, pred, reason, None)
+        details = score.verdicts[0].details if score.verdicts else None
+        p_pass = (details or {}).get("p_pass")
+        return CalibrationOutcome(item, score, pred, reason, float(p_pass) if p_pass is not None else None)
     spec = MetricSpec(name=GROUNDING_METRIC, params=fields_json(verifier))
     (outcome,) = await verifier.verify(item.contexts, [item.claim], judge)
     if outcome.verdict is None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -21,33 +22,32 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from assay._safety import printable, redact_url
 from assay._version import __version__
-from assay.errors import ConfigError, JudgeCallWarning, JudgeUnavailableError, SampleError, StorageError
+from assay.errors import JudgeCallWarning, JudgeUnavailableError, SampleError, StorageError
 from assay.metrics._base import Metric, score_safely
-from assay.metrics._registry import metrics_from
 from assay.models._cache import JudgeCache
 from assay.models._protocol import JudgeModel, close_judge
-from assay.models._registry import get_judge
 from assay.models._stack import _REPEAT, CountedJudge, Limits, build_judge_stack
 from assay.prompts import REASKS
+from assay.run._cascade import PlannedCascade, cascade_option, prepare_cascade
 from assay.run._cost import CostReport, PriceTable
 from assay.run._data import (
     DEFAULT_MAX_FIELD_CHARS,
     DEFAULT_MAX_ROW_CHARS,
     DatasetSource,
     Row,
-    SizeLimits,
     open_dataset,
     read_rows,
     required_fields,
 )
 from assay.run._judge_record import JudgeRecord
 from assay.run._outcome import EvalResult
-from assay.run._progress import ProgressMode, load_local_judge, make_reporter
+from assay.run._plan import RunPlan, plan_run
+from assay.run._progress import ProgressMode, Reporter, load_local_judge, make_reporter
 from assay.run._results import SampleResult
-from assay.run._session import RunOptions, check_resume
+from assay.run._session import check_resume
 from assay.run._store import RunSpec, RunStatus, RunStore, StoreError, new_run_id
 from assay.run._summary import RunSummary, RunTally
-from assay.run._trust import trust_for
+from assay.run._trust import cascade_figure, trust_for
 
 if TYPE_CHECKING:
     pass
@@ -100,95 +100,32 @@ async def aevaluate(
     keep_results: bool = True,
     max_field_chars: int = DEFAULT_MAX_FIELD_CHARS,
     max_row_chars: int = DEFAULT_MAX_ROW_CHARS,
+    escalate: Sequence[str | JudgeModel] = (),
+    agreement: float | None = None,
+    delta: float | None = None,
 ) -> EvalResult:
     """Score every sample with every metric; see :func:`evaluate`."""
-    metric_list = metrics_from(metrics)
-    names = [m.name for m in metric_list]
-    if repeats < 1:
-        raise ConfigError(f"repeats must be at least 1, got {repeats}")
-    if engine not in ("local", "ray"):
-        raise ConfigError(f"engine is 'local' or 'ray', got {engine!r}")
-    if resume is not None and store is None:
-        raise ConfigError("resume= needs the store the run is in: evaluate(..., store=PATH, resume=RUN_ID)")
-    limits = limits or Limits()
-    size_limits = SizeLimits(max_field_chars, max_row_chars)  # checked before the judge is built
-    judge_string = judge if isinstance(judge, str) else None
-    judge_model = judge if not isinstance(judge, str | None) else get_judge(judge, base_url=base_url)
-    run_options = RunOptions(
-        mapping=dict(mapping or {}),
-        repeats=repeats,
-        reasks=reasks if reasks is not None else REASKS.get(),
-        temperature=temperature,
-        cache=cache is not None and cache is not False,
-        timeout_s=limits.timeout_s,
-        max_attempts=limits.max_attempts,
-        max_field_chars=max_field_chars,
-        max_row_chars=max_row_chars,
-    )
+    return await execute(plan_run(**locals()))
 
-    # The data: read once to check it (and fingerprint it) unless it is a one-shot stream
-    # that nothing needs to verify; then read again to judge. Whatever the data is (a file,
-    # a table, a list, a stream), every row is checked by one path (sample_from_record): a
-    # row lacking a field a metric needs is an invalid row, and when no row has it the run
-    # stops here, before any judge call (a stream cannot know that before it ends: each of
-    # its rows is an invalid row).
-    streaming = store is None and not isinstance(data, str | Path | Sequence) and not _is_table(data)
-    required = required_fields(metric_list)
-    source: DatasetSource | None = None
-    rows: Iterable[Row | SampleError]
-    if streaming:
-        rows = read_rows(data, required=required, mapping=mapping, limits=size_limits)
-    else:
-        source = open_dataset(data, mapping=mapping, limits=size_limits)
-        source.check_fields(metric_list)
-        rows = source.rows(required)
 
-    run_store = RunStore(store) if isinstance(store, str | Path) else store
-    own_store = isinstance(store, str | Path)
-    new_id = run_id
-    run_id = None
-    done: set[tuple[str, int]] = set()
-    judge_cache, own_cache = _open_cache(cache)
-    judge_record = JudgeRecord.of(judge_model, (m.spec() for m in metric_list))
-    if run_store is not None:
-        assert source is not None
-        if resume is not None:
-            spec = run_store.spec(resume)
-            check_resume(
-                spec,
-                source=source,
-                metrics=metric_list,
-                judge_model=judge_model.model_id,
-                base_url=base_url,
-                options=run_options,
-                judge=judge_record,
-            )
-            run_id = resume
-            done = run_store.finished(run_id)
-            run_store.set_status(run_id, "running")
-        else:
-            run_id = new_id or new_run_id()
-            run_store.create(
-                RunSpec(
-                    run_id=run_id,
-                    dataset=source.description,
-                    dataset_fingerprint=source.fingerprint,
-                    n_rows=source.n_rows,
-                    judge=redact_url(judge_string) or judge_model.model_id,
-                    judge_model=judge_model.model_id,
-                    judge_record=judge_record,
-                    base_url=redact_url(base_url),
-                    metrics=tuple(m.spec() for m in metric_list),
-                    # throughput is kept for a resume to reuse, outside the compared options
-                    options=run_options.model_dump(mode="json") | {"throughput": _throughput(limits)},
-                    engine=engine,
-                    assay_version=__version__,
-                )
-            )
-
+async def execute(plan: RunPlan) -> EvalResult:
+    """Carry out ``plan`` with its engine: read, judge and record every row; the body of :func:`aevaluate`."""
+    source, rows = _open_rows(plan)
+    run_store = RunStore(plan.store) if isinstance(plan.store, str | Path) else plan.store
+    planned: dict[str, PlannedCascade] = {}
+    levels: list[tuple[str, JudgeModel]] = []
+    if plan.escalate:  # the thresholds, or the refusal, before the run exists and before any call
+        assert run_store is not None
+        planned, levels = prepare_cascade(
+            run_store, plan.metrics, plan.levels[0], plan.escalate, agreement=plan.agreement, delta=plan.delta
+        )
+        plan = dataclasses.replace(plan, cascade=cascade_option(planned))
+    judge_cache, own_cache = _open_cache(plan.cache)
+    judge_record = JudgeRecord.of(plan.judge, (m.spec() for m in plan.metrics))
+    run_id, done = _begin(plan, run_store, source, judge_record)
     result = EvalResult(
-        metrics=tuple(names),
-        judge=judge_model.model_id,
+        metrics=tuple(m.name for m in plan.metrics),
+        judge=plan.judge.model_id,
         run_id=run_id,
         store_path=run_store.path if run_store is not None else None,
         judge_record=judge_record,
@@ -198,111 +135,19 @@ async def aevaluate(
                 judge_record,
                 run_store.calibrations(m.name, judge_record.identity) if run_store is not None else (),
             )
-            for m in metric_list
-        },
+            for m in plan.metrics
+        }
+        # a cascade metric's trust line is its guarantee, never its first judge's figure
+        | {name: cascade_figure(name, p.record) for name, p in planned.items()},
+        cascade={name: p.record for name, p in planned.items()},
     )
-    reporter = make_reporter(progress)
-    if source is not None:
-        result.notes = source.note_messages()
-        for note in result.notes:  # what was taken on trust, said once for the run, before any judging
-            reporter.note(f"note: {printable(note, markup=False)}")
-    tally = RunTally(names, prices)
-    if run_store is not None and run_id is not None and done:
-        for earlier in run_store.results(run_id):  # a resumed run's progress counts what is stored
-            if (str(earlier.line), earlier.repeat) in done:  # not an error it judges again
-                tally.add(earlier)
-
-    calls_made = 0
-    stored_calls = 0  # calls of the samples recorded by this process: the rest belong to samples cut short
-
-    def stats() -> str:
-        s = tally.summary()
-        unscored = sum(m.n_unscored for m in s.metrics.values())
-        calls = f" · {calls_made:,} judge call{'s' if calls_made != 1 else ''}" if calls_made else ""
-        return (
-            f"scored {s.n_scored} unscored {unscored}{calls} · {s.cost.usage.total_tokens:,} tok · "
-            f"{_cost_text(s.cost, judge_model.model_id)}"
-        )
-
-    def call_done() -> None:
-        # A sample of a long agent trace or RAG answer takes minutes on a small CPU: the line
-        # moves with every judge call, not only when a sample finishes.
-        nonlocal calls_made
-        calls_made += 1
-        reporter.advance(0, stats())
-
-    def record(done_result: SampleResult) -> None:
-        if run_store is not None and run_id is not None:
-            try:
-                run_store.record(run_id, done_result, repeat=done_result.repeat)
-            except StoreError as exc:
-                # The row cannot be kept: it becomes a located row error, and the run goes on.
-                where = source.description if source else None
-                record_error(SampleError(str(exc), source=where, line=done_result.line))
-                return
-        nonlocal stored_calls
-        stored_calls += sum(len(score.all_calls) for score in done_result.scores.values())
-        result._add(done_result, keep_results)
-        tally.add(done_result)
-        if on_result is not None:
-            on_result(done_result)
-        reporter.advance(1, stats())
-
-    def record_error(error: SampleError) -> None:
-        result.errors.append(error)
-        tally.add_row_error(str(error))
-        if run_store is not None and run_id is not None:
-            run_store.record_error(run_id, error)
-        if on_error is not None:
-            on_error(error)
-        reporter.note(f"skipped {printable(str(error), markup=False)}")
-        reporter.advance(0, stats())
-
+    book = _Book(plan, result, make_reporter(plan.progress), run_store, run_id, source)
+    book.begin(done)
+    for line in (line for p in planned.values() for line in p.lines()):
+        book.reporter.note(printable(line, markup=False))
     status: RunStatus = "failed"
     try:
-        if engine == "local" and _is_local(judge_model):
-            load_local_judge(judge_model, reporter)
-        total = source.n_rows * repeats if source is not None else None
-        reporter.start(f"judging ({run_id})" if run_id else "judging", total, len(done))
-        if engine == "ray":
-            from assay.run._ray import aevaluate_ray
-
-            ray_result = await aevaluate_ray(
-                rows,
-                metric_list,
-                judge_string or (lambda: judge_model),
-                base_url=base_url,
-                limits=limits,
-                cache_path=judge_cache.path if judge_cache is not None else None,
-                repeats=repeats,
-                reasks=reasks,
-                temperature=temperature,
-                skip=done,
-                on_result=record,
-                on_error=record_error,
-                keep_results=False,
-                address=ray_address,
-                workers=ray_workers,
-                per_worker_concurrency=judge_model.max_concurrency,
-            )
-            result.skipped = ray_result.skipped
-        else:
-            await _run_local(
-                rows,
-                metric_list,
-                judge_model,
-                result,
-                limits=limits,
-                cache=judge_cache,
-                concurrency=concurrency,
-                repeats=repeats,
-                reasks=reasks,
-                temperature=temperature,
-                skip=done,
-                on_result=record,
-                on_error=record_error,
-                on_call=call_done,
-            )
+        await _judge(plan, rows, book, judge_cache, done, cascade=(planned, [j for _, j in levels[1:]]))
         status = "finished"
         # Workers finish in any order; results come back in input order, whatever the input.
         result.results.sort(key=lambda r: (r.line, r.repeat))
@@ -314,27 +159,214 @@ async def aevaluate(
             status = "interrupted"
         raise
     finally:
+        book.close(status, judge_cache)
+        if isinstance(plan.store, str | Path) and run_store is not None:
+            run_store.close()
+        if own_cache and judge_cache is not None:
+            judge_cache.close()
+    _say_failed_calls(book.tally.summary(), result)
+    return result
+
+
+def _open_rows(plan: RunPlan) -> tuple[DatasetSource | None, Iterable[Row | SampleError]]:
+    """The data's rows, each checked by one path (``sample_from_record``), and its source unless a stream.
+
+    The data is read once to check it (and fingerprint it) unless it is a one-shot stream
+    that nothing needs to verify; then read again to judge. A row lacking a field a metric
+    needs is an invalid row, and when no row has it the run stops here, before any judge
+    call (a stream cannot know that before it ends: each of its rows is an invalid row).
+    """
+    data = plan.data
+    required = required_fields(plan.metrics)
+    if plan.store is None and not isinstance(data, str | Path | Sequence) and not _is_table(data):
+        return None, read_rows(data, required=required, mapping=plan.mapping, limits=plan.size_limits)
+    source = open_dataset(data, mapping=plan.mapping, limits=plan.size_limits)
+    source.check_fields(plan.metrics)
+    return source, source.rows(required)
+
+
+def _begin(
+    plan: RunPlan, run_store: RunStore | None, source: DatasetSource | None, judge_record: JudgeRecord
+) -> tuple[str | None, set[tuple[str, int]]]:
+    """The run's id and its finished (row, repeat) pairs: a resume checked against its stored run, or a new run."""
+    if run_store is None:
+        return None, set()
+    assert source is not None
+    if plan.resume is not None:
+        check_resume(
+            run_store.spec(plan.resume),
+            source=source,
+            metrics=plan.metrics,
+            judge_model=plan.judge.model_id,
+            base_url=plan.base_url,
+            options=plan.options,
+            judge=judge_record,
+        )
+        done = run_store.finished(plan.resume)
+        run_store.set_status(plan.resume, "running")
+        return plan.resume, done
+    run_id = plan.run_id or new_run_id()
+    run_store.create(
+        RunSpec(
+            run_id=run_id,
+            dataset=source.description,
+            dataset_fingerprint=source.fingerprint,
+            n_rows=source.n_rows,
+            judge=redact_url(plan.judge_string) or plan.judge.model_id,
+            judge_model=plan.judge.model_id,
+            judge_record=judge_record,
+            base_url=redact_url(plan.base_url),
+            metrics=tuple(m.spec() for m in plan.metrics),
+            # throughput is kept for a resume to reuse, outside the compared options
+            options=plan.options.model_dump(mode="json") | {"throughput": _throughput(plan.limits)},
+            engine=plan.engine,
+            assay_version=__version__,
+        )
+    )
+    return run_id, set()
+
+
+class _Book:
+    """A run's bookkeeping: records each result and invalid row, counts calls, moves the progress line."""
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        result: EvalResult,
+        reporter: Reporter,
+        run_store: RunStore | None,
+        run_id: str | None,
+        source: DatasetSource | None,
+    ) -> None:
+        self.plan, self.result, self.reporter = plan, result, reporter
+        self.run_store, self.run_id, self.source = run_store, run_id, source
+        self.tally = RunTally(list(result.metrics), plan.prices)
+        self.calls_made = 0
+        self.stored_calls = 0  # calls of the samples recorded by this process: the rest belong to samples cut short
+
+    def begin(self, done: set[tuple[str, int]]) -> None:
+        """Say what was taken on trust, count a resumed run's stored results, start the progress line."""
+        if self.source is not None:
+            self.result.notes = self.source.note_messages()
+            for note in self.result.notes:  # said once for the run, before any judging
+                self.reporter.note(f"note: {printable(note, markup=False)}")
+        if self.run_store is not None and self.run_id is not None and done:
+            for earlier in self.run_store.results(self.run_id):  # a resumed run's progress counts what is stored
+                if (str(earlier.line), earlier.repeat) in done:  # not an error it judges again
+                    self.tally.add(earlier)
+
+    def start(self, done: set[tuple[str, int]]) -> None:
+        """Start the progress line (after the judge is loaded)."""
+        total = self.source.n_rows * self.plan.repeats if self.source is not None else None
+        self.reporter.start(f"judging ({self.run_id})" if self.run_id else "judging", total, len(done))
+
+    def stats(self) -> str:
+        """The progress line's figures."""
+        s = self.tally.summary()
+        unscored = sum(m.n_unscored for m in s.metrics.values())
+        n = self.calls_made
+        calls = f" · {n:,} judge call{'s' if n != 1 else ''}" if n else ""
+        return (
+            f"scored {s.n_scored} unscored {unscored}{calls} · {s.cost.usage.total_tokens:,} tok · "
+            f"{_cost_text(s.cost, self.plan.judge.model_id)}"
+        )
+
+    def call_done(self) -> None:
+        """A judge call ended: a sample of a long agent trace takes minutes, so the line moves with each call."""
+        self.calls_made += 1
+        self.reporter.advance(0, self.stats())
+
+    def record(self, done_result: SampleResult) -> None:
+        """Commit one sample's result (a row the store cannot keep becomes a located row error)."""
+        if self.run_store is not None and self.run_id is not None:
+            try:
+                self.run_store.record(self.run_id, done_result, repeat=done_result.repeat)
+            except StoreError as exc:
+                where = self.source.description if self.source else None
+                self.record_error(SampleError(str(exc), source=where, line=done_result.line))
+                return
+        self.stored_calls += sum(len(score.all_calls) for score in done_result.scores.values())
+        self.result._add(done_result, self.plan.keep_results)
+        self.tally.add(done_result)
+        if self.plan.on_result is not None:
+            self.plan.on_result(done_result)
+        self.reporter.advance(1, self.stats())
+
+    def record_error(self, error: SampleError) -> None:
+        """Keep one invalid row (in the result and the store) and say it."""
+        self.result.errors.append(error)
+        self.tally.add_row_error(str(error))
+        if self.run_store is not None and self.run_id is not None:
+            self.run_store.record_error(self.run_id, error)
+        if self.plan.on_error is not None:
+            self.plan.on_error(error)
+        self.reporter.note(f"skipped {printable(str(error), markup=False)}")
+        self.reporter.advance(0, self.stats())
+
+    def close(self, status: RunStatus, judge_cache: JudgeCache | None) -> None:
+        """Say a cache that could not be written, end the progress line, record how the run ended."""
         if judge_cache is not None and judge_cache.write_error is not None:
             n = judge_cache.failed_writes
-            reporter.note(
+            self.reporter.note(
                 f"warning: {judge_cache.write_error}; {n} answer{'s were' if n != 1 else ' was'} not cached "
                 "(the results are unaffected; the next run asks again)"
             )
-        reporter.close()
-        if run_store is not None and run_id is not None:
-            # If the store failed, the error being raised says so; the run stays resumable.
-            with contextlib.suppress(StorageError):
-                run_store.set_status(run_id, status)
-                # Calls spent on samples the interrupt stopped: in no record, said beside the run's
-                # cost. (str(): mypy narrows status to its last write in the try block.)
-                if str(status) == "interrupted" and calls_made > stored_calls:
-                    run_store.add_unstored_calls(run_id, calls_made - stored_calls)
-            if own_store:
-                run_store.close()
-        if own_cache and judge_cache is not None:
-            judge_cache.close()
-    _say_failed_calls(tally.summary(), result)
-    return result
+        self.reporter.close()
+        if self.run_store is None or self.run_id is None:
+            return
+        # If the store failed, the error being raised says so; the run stays resumable.
+        with contextlib.suppress(StorageError):
+            self.run_store.set_status(self.run_id, status)
+            # Calls spent on samples the interrupt stopped: in no record, said beside the run's cost.
+            if status == "interrupted" and self.calls_made > self.stored_calls:
+                self.run_store.add_unstored_calls(self.run_id, self.calls_made - self.stored_calls)
+
+
+async def _judge(
+    plan: RunPlan,
+    rows: Iterable[Row | SampleError],
+    book: _Book,
+    judge_cache: JudgeCache | None,
+    done: set[tuple[str, int]],
+    cascade: tuple[Mapping[str, PlannedCascade], Sequence[JudgeModel]] = ({}, ()),
+) -> None:
+    """Hand the rows to the plan's engine (the local one, or Ray); ``cascade``: the plans and the later judges."""
+    if plan.engine == "local" and _is_local(plan.judge):
+        load_local_judge(plan.judge, book.reporter)
+    for later in cascade[1]:
+        if _is_local(later):
+            load_local_judge(later, book.reporter)
+    book.start(done)
+    if plan.engine == "ray":
+        from assay.run._ray import execute_on_ray
+
+        ray_result = await execute_on_ray(
+            plan,
+            rows,
+            cache_path=judge_cache.path if judge_cache is not None else None,
+            skip=done,
+            on_result=book.record,
+            on_error=book.record_error,
+        )
+        book.result.skipped = ray_result.skipped
+        return
+    await _run_local(
+        rows,
+        plan.metrics,
+        plan.judge,
+        book.result,
+        limits=plan.limits,
+        cache=judge_cache,
+        concurrency=plan.concurrency,
+        repeats=plan.repeats,
+        reasks=plan.reasks,
+        temperature=plan.temperature,
+        skip=done,
+        on_result=book.record,
+        on_error=book.record_error,
+        on_call=book.call_done,
+        cascade=cascade,
+    )
 
 
 def _say_failed_calls(summary: RunSummary, result: EvalResult) -> None:
@@ -408,15 +440,22 @@ async def _run_local(
     on_result: Callable[[SampleResult], None],
     on_error: Callable[[SampleError], None],
     on_call: Callable[[], None] | None = None,
+    cascade: tuple[Mapping[str, PlannedCascade], Sequence[JudgeModel]] = ({}, ()),
 ) -> None:
     """The in-process engine: a bounded queue feeding a pool of workers (``on_call``: after each judge call).
 
-    ``rows`` were checked when read (:func:`~assay.run._data.read_rows`).
+    ``rows`` were checked when read (:func:`~assay.run._data.read_rows`). ``cascade``: each
+    escalating metric's plan and the judges after the first, each given its own stack.
     """
     workers = max(1, concurrency or limits.concurrency or judge_model.max_concurrency)
-    stacked = build_judge_stack(judge_model, limits=limits, cache=cache, temperature=temperature, workers=workers)
-    if on_call is not None:
-        stacked = CountedJudge(stacked, on_call)
+
+    def stack(judge: JudgeModel) -> JudgeModel:
+        built = build_judge_stack(judge, limits=limits, cache=cache, temperature=temperature, workers=workers)
+        return CountedJudge(built, on_call) if on_call is not None else built
+
+    stacked = stack(judge_model)
+    later = [stack(judge) for judge in cascade[1]]
+    escalations = {name: p.escalation([stacked, *later]) for name, p in cascade[0].items()}
     queue: asyncio.Queue[tuple[Row, int] | None] = asyncio.Queue(maxsize=2 * workers)
     reasks_token = REASKS.set(reasks) if reasks is not None else None
 
@@ -424,7 +463,7 @@ async def _run_local(
         while (item := await queue.get()) is not None:
             row, repeat = item
             _REPEAT.set(repeat)
-            scores = {m.name: await score_safely(m, row.sample, stacked) for m in metric_list}
+            scores = {m.name: await score_safely(m, row.sample, stacked, escalations.get(m.name)) for m in metric_list}
             on_result(SampleResult(sample=row.sample, scores=scores, line=row.line, repeat=repeat))
 
     async def put(row: Row) -> None:
@@ -459,7 +498,8 @@ async def _run_local(
             task.cancel()
         await asyncio.gather(producer, *tasks, return_exceptions=True)
         try:
-            await close_judge(stacked)
+            for judge in (stacked, *later):
+                await close_judge(judge)
         except Exception:
             if not _cancelling():
                 raise
@@ -494,6 +534,9 @@ def evaluate(
     keep_results: bool = True,
     max_field_chars: int = DEFAULT_MAX_FIELD_CHARS,
     max_row_chars: int = DEFAULT_MAX_ROW_CHARS,
+    escalate: Sequence[str | JudgeModel] = (),
+    agreement: float | None = None,
+    delta: float | None = None,
 ) -> EvalResult:
     """Score every sample with every metric, optionally as a stored, resumable run.
 
@@ -541,6 +584,12 @@ def evaluate(
             200,000); a row with a longer one is an invalid row (in ``errors``, naming the
             field, its size and the limit) and the others are judged.
         max_row_chars: Most text one row may hold in all (default 1,000,000).
+        escalate: A cascade (``docs/guides/escalation.md``): the judges after ``judge``, cheapest
+            first (judge strings or judges), ``"review"`` last to leave what no judge kept to
+            people (``needs_review``). Each escalating metric's questions are decided by the
+            first judge sure enough; ``store`` must hold each judge's calibration.
+        agreement: The cascade's target agreement with people (``0.9``); needed with ``escalate``.
+        delta: The chance the guarantee fails (default 0.1).
 
     Returns:
         An :class:`EvalResult`: ``.summary()``, ``.to_pandas()``, ``.lowest(metric)``,
@@ -552,7 +601,8 @@ def evaluate(
         ConfigError: a bad option (a size limit below 1 too), an unknown metric name, or a
             metric needs a field no row has (the message names the field, the columns kept
             as metadata and the ``mapping=`` that would read one as the field).
-        ResumeError: ``resume`` names a run whose data, metrics, judge or options differ.
+        ResumeError: ``resume`` names a run whose data, metrics, judge or options differ (a
+            cascade's levels, targets or thresholds too).
         JudgeUnavailableError: every judge call failed and nothing was scored (a server
             that is not running, a wrong base URL or key): the text is the one ``assay run``
             prints, with the first call's error and its hint; ``.result`` holds the
@@ -563,32 +613,12 @@ def evaluate(
     error of each kind, and ``result.notes`` holds the same text. Works inside a
     running event loop (Jupyter) by running in a worker thread.
     """
-    coro = aevaluate(
-        data,
-        metrics,
-        judge,
-        store=store,
-        resume=resume,
-        run_id=run_id,
-        cache=cache,
-        progress=progress,
-        mapping=mapping,
-        base_url=base_url,
-        concurrency=concurrency,
-        limits=limits,
-        repeats=repeats,
-        reasks=reasks,
-        temperature=temperature,
-        engine=engine,
-        ray_address=ray_address,
-        ray_workers=ray_workers,
-        prices=prices,
-        on_result=on_result,
-        on_error=on_error,
-        keep_results=keep_results,
-        max_field_chars=max_field_chars,
-        max_row_chars=max_row_chars,
-    )
+    return run_plan(plan_run(**locals()))  # checked here, in the caller's thread
+
+
+def run_plan(plan: RunPlan) -> EvalResult:
+    """Carry out ``plan`` from synchronous code (in a worker thread inside a running event loop)."""
+    coro = execute(plan)
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -57,6 +57,9 @@ class EvalResult:
     """Per metric, how far its judge agrees with people: the user's newest calibration for this metric and
     judge, the shipped figure for the default local judge, the definition of a model-free metric, or
     "not measured" (:func:`~assay.run.trust_for`)."""
+    cascade: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per metric of a cascade run (``escalate=``), its stored plan: thresholds, alpha, delta, the
+    calibration runs and labels they rest on (:meth:`cascade_lines` reads it)."""
     _tally: RunTally | None = field(default=None, repr=False)
 
     def _add(self, result: SampleResult, keep: bool) -> None:
@@ -168,6 +171,20 @@ class EvalResult:
         if self.run_id is None or self.store_path is None:
             raise ConfigError(f"{what} needs a stored run: evaluate(..., store='.assay/runs.sqlite')")
         return self.run_id, self.store_path
+
+    def cascade_lines(self, metric: str) -> list[str]:
+        """A cascade metric's plan, then the share decided per level, the guarantee, review and calls saved.
+
+        Raises:
+            ConfigError: ``metric`` was not judged by a cascade in this run.
+        """
+        from assay.run._cascade import cascade_lines, plan_lines
+
+        plan = self.cascade.get(metric)
+        if plan is None:
+            raise ConfigError(f"{metric!r} was not judged by a cascade in this run (evaluate(..., escalate=[...]))")
+        scores = [r.scores[metric] for r in self._all_results() if metric in r.scores]
+        return [*plan_lines(plan), *cascade_lines(plan, scores)]
 
     def gate(self, metric: str | None = None, **policy: Any) -> GateResult:
         """Gate the stored run as ``assay gate`` does: ``result.gate("faithfulness", threshold=0.8)``.

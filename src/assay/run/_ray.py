@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterable, Itera
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay._samples import Sample
 from assay._scores import MetricSpec
@@ -47,7 +47,10 @@ from assay.run._data import Row, read_rows, required_fields
 from assay.run._outcome import EvalResult
 from assay.run._results import SampleResult
 
-__all__ = ["GlobalLimiter", "RayEngineError", "RayRunStats", "aevaluate_ray"]
+if TYPE_CHECKING:
+    from assay.run._plan import RunPlan
+
+__all__ = ["GlobalLimiter", "RayEngineError", "RayRunStats", "aevaluate_ray", "execute_on_ray"]
 
 JudgeRef = str | Callable[[], JudgeModel]
 """A judge as a spec: a judge string (``openai:MODEL``, ``local:/m.gguf``) or a picklable factory."""
@@ -399,8 +402,6 @@ async def aevaluate_ray(
         )
     specs = _metric_specs(metrics)
     limits = limits or Limits()
-    stats = stats if stats is not None else RayRunStats()
-    restarts_left = 2 * workers if max_worker_restarts is None else max_worker_restarts
     config = _WorkerConfig(
         judge=judge,
         base_url=base_url,
@@ -414,119 +415,213 @@ async def aevaluate_ray(
     connected_here = not ray.is_initialized()
     if connected_here:
         ray.init(address=address, runtime_env=dict(runtime_env) if runtime_env else None, log_to_driver=False)
-    run_token = secrets.token_hex(3)
-    depth = per_worker_concurrency + max(1, per_worker_concurrency // 4)  # rows queued per worker
-    global_cap = limits.concurrency or workers * per_worker_concurrency
-    gate_cls = ray.remote(num_cpus=0, max_concurrency=max(1000, 4 * workers * depth))(GlobalLimiter)
-    worker_cls = ray.remote(num_cpus=worker_cpus, max_concurrency=depth + 8, max_restarts=0, max_task_retries=0)(
-        _EvalWorker
-    )
-    if global_limiter is None:
-        global_limiter = bool(limits.rpm or limits.tpm or global_cap < workers * per_worker_concurrency)
-    gate = gate_cls.remote(global_cap, limits.rpm, limits.tpm, limits.adaptive) if global_limiter else None
-    live: dict[str, _Worker] = {}
-    generation = itertools.count()
-
-    def spawn(index: int) -> _Worker:
-        owner = f"w{index}.{next(generation)}"
-        handle = worker_cls.options(name=f"assay-{run_token}-{owner}").remote(config, gate, owner)
-        stats.workers_started += 1
-        worker = _Worker(index=index, owner=owner, handle=handle)
-        live[owner] = worker
-        return worker
-
     result = EvalResult(metrics=tuple(spec.name for spec in specs), judge="")
-    retry: deque[tuple[Row, int]] = deque()
     # Checked as evaluate() checks them (rows it passes on were checked already).
-    source = read_rows(samples, required=required_fields(metrics))
-    exhausted = False
+    rows = read_rows(samples, required=required_fields(metrics))
+    driver = _Driver(
+        ray,
+        config,
+        workers=workers,
+        worker_cpus=worker_cpus,
+        global_limiter=global_limiter,
+        restarts_left=2 * workers if max_worker_restarts is None else max_worker_restarts,
+        stats=stats if stats is not None else RayRunStats(),
+        queue=_RowQueue(rows, repeats, skip, result, on_error),
+    )
+    try:
+        await driver.run(result, on_result, keep_results)
+    finally:
+        await driver.close()
+        if connected_here:
+            ray.shutdown()
+    return result
 
-    def next_item() -> tuple[Row, int] | None:
-        nonlocal exhausted, source
-        if retry:
-            return retry.popleft()
-        while not exhausted:
-            pending = next(source, None)
+
+async def execute_on_ray(
+    plan: RunPlan,
+    rows: Iterable[Row | SampleError],
+    *,
+    cache_path: str | Path | None,
+    skip: Collection[tuple[str, int]],
+    on_result: Callable[[SampleResult], None],
+    on_error: Callable[[SampleError], None],
+) -> EvalResult:
+    """Carry out ``plan`` on Ray (the rows read and checked by the caller; ``skip``: finished pairs)."""
+    judge = plan.judge
+    return await aevaluate_ray(
+        rows,
+        plan.metrics,
+        plan.judge_string or (lambda: judge),
+        base_url=plan.base_url,
+        limits=plan.limits,
+        cache_path=cache_path,
+        repeats=plan.repeats,
+        reasks=plan.reasks,
+        temperature=plan.temperature,
+        skip=skip,
+        on_result=on_result,
+        on_error=on_error,
+        keep_results=False,
+        address=plan.ray_address,
+        workers=plan.ray_workers,
+        per_worker_concurrency=judge.max_concurrency,
+    )
+
+
+class _RowQueue:
+    """The rows still to send, as (row, repeat): a dead worker's rows first, then the input's next."""
+
+    def __init__(
+        self,
+        rows: Iterator[Row | SampleError],
+        repeats: int,
+        skip: Collection[tuple[str, int]],
+        result: EvalResult,
+        on_error: Callable[[SampleError], None] | None,
+    ) -> None:
+        self.rows, self.repeats, self.skip, self.result, self.on_error = rows, repeats, skip, result, on_error
+        self.retry: deque[tuple[Row, int]] = deque()
+        self.exhausted = False
+
+    def next(self) -> tuple[Row, int] | None:
+        """The next (row, repeat) to send, or ``None`` when every one was sent."""
+        if self.retry:
+            return self.retry.popleft()
+        while not self.exhausted:
+            pending = next(self.rows, None)
             if pending is None:
-                exhausted = True
+                self.exhausted = True
                 break
             if isinstance(pending, SampleError):
-                result.errors.append(pending)
-                if on_error is not None:
-                    on_error(pending)
+                self.result.errors.append(pending)
+                if self.on_error is not None:
+                    self.on_error(pending)
                 continue
-            todo = [(pending, r) for r in range(repeats) if (str(pending.line), r) not in skip]
-            result.skipped += repeats - len(todo)
+            todo = [(pending, r) for r in range(self.repeats) if (str(pending.line), r) not in self.skip]
+            self.result.skipped += self.repeats - len(todo)
             if todo:
-                retry.extend(todo[1:])
+                self.retry.extend(todo[1:])
                 return todo[0]
         return None
 
-    try:
-        started = [spawn(i) for i in range(workers)]
+
+class _Driver:
+    """The driver's side of a Ray run: starts the actors, keeps each fed, replaces the ones that die."""
+
+    def __init__(
+        self,
+        ray: Any,
+        config: _WorkerConfig,
+        *,
+        workers: int,
+        worker_cpus: float,
+        global_limiter: bool | None,
+        restarts_left: int,
+        stats: RayRunStats,
+        queue: _RowQueue,
+    ) -> None:
+        self.ray, self.config, self.workers, self.stats, self.queue = ray, config, workers, stats, queue
+        self.restarts_left = restarts_left
+        self.run_token = secrets.token_hex(3)
+        per_worker = config.concurrency
+        self.depth = per_worker + max(1, per_worker // 4)  # rows queued per worker
+        limits = config.limits
+        global_cap = limits.concurrency or workers * per_worker
+        gate_cls = ray.remote(num_cpus=0, max_concurrency=max(1000, 4 * workers * self.depth))(GlobalLimiter)
+        self.worker_cls = ray.remote(
+            num_cpus=worker_cpus, max_concurrency=self.depth + 8, max_restarts=0, max_task_retries=0
+        )(_EvalWorker)
+        if global_limiter is None:
+            global_limiter = bool(limits.rpm or limits.tpm or global_cap < workers * per_worker)
+        self.gate = gate_cls.remote(global_cap, limits.rpm, limits.tpm, limits.adaptive) if global_limiter else None
+        self.live: dict[str, _Worker] = {}
+        self.generation = itertools.count()
+
+    def spawn(self, index: int) -> _Worker:
+        """Start worker ``index`` (again, after a death)."""
+        owner = f"w{index}.{next(self.generation)}"
+        handle = self.worker_cls.options(name=f"assay-{self.run_token}-{owner}").remote(self.config, self.gate, owner)
+        self.stats.workers_started += 1
+        worker = _Worker(index=index, owner=owner, handle=handle)
+        self.live[owner] = worker
+        return worker
+
+    async def run(
+        self, result: EvalResult, on_result: Callable[[SampleResult], None] | None, keep_results: bool
+    ) -> None:
+        """Send every row, hand each result to ``on_result`` in the driver, then collect the engine's stats."""
+        started = [self.spawn(i) for i in range(self.workers)]
         model_ids = await asyncio.gather(*(asyncio.wrap_future(w.handle.ready.remote().future()) for w in started))
         result.judge = model_ids[0]
         while True:
-            for worker in list(live.values()):
-                while len(worker.in_flight) < depth and (item := next_item()) is not None:
+            for worker in list(self.live.values()):
+                while len(worker.in_flight) < self.depth and (item := self.queue.next()) is not None:
                     future = asyncio.wrap_future(worker.handle.score.remote(*item).future())
                     worker.in_flight[future] = item
-            futures = {f: w for w in live.values() for f in w.in_flight}
+            futures = {f: w for w in self.live.values() for f in w.in_flight}
             if not futures:
                 break
             done, _ = await asyncio.wait(futures, return_when=asyncio.FIRST_COMPLETED)
             for future in done:
                 worker = futures[future]
-                if worker.owner not in live:
+                if worker.owner not in self.live:
                     _consume(future)  # its worker died earlier in this batch: its rows are re-queued
                     continue
                 item = worker.in_flight.pop(future)
                 try:
                     sample_result = future.result()
-                except ray.exceptions.RayActorError as exc:
+                except self.ray.exceptions.RayActorError as exc:
                     worker.in_flight[future] = item
-                    for orphan in worker.in_flight:
-                        orphan.add_done_callback(_consume)
-                    stats.worker_deaths += 1
-                    del live[worker.owner]
-                    lost = list(worker.in_flight.values())
-                    stats.redispatched += len(lost)
-                    retry.extendleft(reversed(lost))
-                    worker.in_flight.clear()
-                    with contextlib.suppress(Exception):
-                        ray.kill(worker.handle)
-                    if gate is not None:
-                        gate.forget.remote(worker.owner)
-                    if restarts_left <= 0:
-                        if not live:
-                            raise RayEngineError(
-                                f"every Ray worker died ({stats.worker_deaths} deaths); the last: {exc}"
-                            ) from exc
-                        continue
-                    restarts_left -= 1
-                    spawn(worker.index)
+                    self.bury(worker, exc)
                     continue
                 result._add(sample_result, keep_results)
                 if on_result is not None:
                     on_result(sample_result)
-        if gate is not None:
-            gate_stats = await asyncio.wrap_future(gate.stats.remote().future())
-            stats.limiter_acquires = int(gate_stats["grants"])
-            stats.limiter_max_in_flight = int(gate_stats["max_in_flight"])
+        await self.collect_stats()
+
+    def bury(self, worker: _Worker, exc: BaseException) -> None:
+        """A worker died: re-queue its rows first, return its grants, start another unless out of restarts."""
+        for orphan in worker.in_flight:
+            orphan.add_done_callback(_consume)
+        self.stats.worker_deaths += 1
+        del self.live[worker.owner]
+        lost = list(worker.in_flight.values())
+        self.stats.redispatched += len(lost)
+        self.queue.retry.extendleft(reversed(lost))
+        worker.in_flight.clear()
+        with contextlib.suppress(Exception):
+            self.ray.kill(worker.handle)
+        if self.gate is not None:
+            self.gate.forget.remote(worker.owner)
+        if self.restarts_left <= 0:
+            if not self.live:
+                raise RayEngineError(
+                    f"every Ray worker died ({self.stats.worker_deaths} deaths); the last: {exc}"
+                ) from exc
+            return
+        self.restarts_left -= 1
+        self.spawn(worker.index)
+
+    async def collect_stats(self) -> None:
+        """The limiter's grants and the workers' waits, into ``stats``."""
+        if self.gate is not None:
+            gate_stats = await asyncio.wrap_future(self.gate.stats.remote().future())
+            self.stats.limiter_acquires = int(gate_stats["grants"])
+            self.stats.limiter_max_in_flight = int(gate_stats["max_in_flight"])
         worker_stats = await asyncio.gather(
-            *(asyncio.wrap_future(w.handle.stats.remote().future()) for w in live.values()), return_exceptions=True
+            *(asyncio.wrap_future(w.handle.stats.remote().future()) for w in self.live.values()),
+            return_exceptions=True,
         )
-        stats.limiter_acquire_s = sum(s[1] for s in worker_stats if isinstance(s, tuple))
-    finally:
-        for worker in live.values():
+        self.stats.limiter_acquire_s = sum(s[1] for s in worker_stats if isinstance(s, tuple))
+
+    async def close(self) -> None:
+        """Cancel what is in flight, close every worker, kill the actors."""
+        for worker in self.live.values():
             for future in worker.in_flight:
                 future.add_done_callback(_consume)
                 future.cancel()
-        closing = [asyncio.wrap_future(w.handle.close.remote().future()) for w in live.values()]
+        closing = [asyncio.wrap_future(w.handle.close.remote().future()) for w in self.live.values()]
         await asyncio.gather(*closing, return_exceptions=True)
-        for handle in [*(w.handle for w in live.values()), *([gate] if gate is not None else [])]:
+        for handle in [*(w.handle for w in self.live.values()), *([self.gate] if self.gate is not None else [])]:
             with contextlib.suppress(Exception):
-                ray.kill(handle)
-        if connected_here:
-            ray.shutdown()
-    return result
+                self.ray.kill(handle)

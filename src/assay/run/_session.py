@@ -48,6 +48,11 @@ class RunOptions(BaseModel):
         max_attempts: Tries per call for transient failures.
         max_field_chars: Longest text a field may hold; a longer one makes its row invalid.
         max_row_chars: Most text a row may hold in all.
+        escalate: A cascade's judge levels after the first, as named (``review`` last), if any.
+        agreement: A cascade's target agreement with people.
+        delta: A cascade's chance that the guarantee fails.
+        cascade: Per metric, the cascade's plan: thresholds, the calibration runs and labels
+            they rest on (a resume recomputes it and refuses one that moved).
 
     The metrics themselves are stored as their specs (``RunSpec.metrics``), from which
     :func:`~assay.metrics.metric_from_spec` rebuilds them.
@@ -64,6 +69,10 @@ class RunOptions(BaseModel):
     max_attempts: int = 6
     max_field_chars: int = DEFAULT_MAX_FIELD_CHARS
     max_row_chars: int = DEFAULT_MAX_ROW_CHARS
+    escalate: tuple[str, ...] = ()
+    agreement: float | None = None
+    delta: float | None = None
+    cascade: dict[str, Any] | None = None
 
     @property
     def size_limits(self) -> SizeLimits:
@@ -190,9 +199,37 @@ def check_resume(
             )
     stored = RunOptions.from_stored(spec.options).model_dump(mode="json")
     given = options.model_dump(mode="json")
+    _check_cascade(run, stored, given)
     differences = _differences(stored, given)
     if differences:
         raise ResumeError(
             f"cannot resume run {run} with other options than it was started with ({'; '.join(differences)}). "
             "Resume with the run's own options, or start a new run."
         )
+
+
+_CASCADE = ("escalate", "agreement", "delta", "cascade")
+
+
+def _cascade_text(options: Mapping[str, Any]) -> str:
+    if not options.get("escalate"):
+        return "no cascade"
+    levels = " -> ".join(["--judge", *options["escalate"]])
+    return f"the cascade {levels} at --agreement {options.get('agreement')} --delta {options.get('delta')}"
+
+
+def _check_cascade(run: str, stored: Mapping[str, Any], given: Mapping[str, Any]) -> None:
+    """Refuse to resume a cascade run with other levels, targets or thresholds (or a run without one with one)."""
+    if all(stored.get(key) == given.get(key) for key in _CASCADE):
+        return
+    if all(stored.get(key) == given.get(key) for key in _CASCADE[:3]):
+        why = (
+            "the same levels and targets now choose other thresholds (a calibration was stored since): its kept "
+            "verdicts would rest on two plans"
+        )
+    else:
+        why = f"it was judged with {_cascade_text(stored)}, not {_cascade_text(given)}"
+    raise ResumeError(
+        f"cannot resume run {run}: {why}; one run's verdicts rest on one cascade plan. Resume with the run's own "
+        "--escalate, --agreement and --delta, or start a new run"
+    )

@@ -53,6 +53,7 @@ __all__ = [
     "CHANCE",
     "TRUST_TABLE",
     "TrustFigure",
+    "cascade_figure",
     "default_judge_settings",
     "settings_differences",
     "settings_fingerprint",
@@ -67,7 +68,7 @@ TRUST_TABLE = Path(__file__).with_name("agreement.json")
 CHANCE = 0.5
 """Balanced accuracy of a coin: a judge whose CI reaches down to it is not trusted to gate."""
 
-TrustKind = Literal["shipped", "calibration", "model_free", "unmeasured"]
+TrustKind = Literal["shipped", "calibration", "model_free", "unmeasured", "cascade"]
 
 
 class TrustFigure(BaseModel):
@@ -76,7 +77,8 @@ class TrustFigure(BaseModel):
     Attributes:
         metric: The metric's name.
         kind: ``shipped`` (the package's table), ``calibration`` (the user's own),
-            ``model_free`` (no judge), ``unmeasured``.
+            ``model_free`` (no judge), ``unmeasured``, ``cascade`` (a cascade run: its
+            guarantee, not one judge's figure; ``note`` says it).
         judge: The judge's ``model_id`` (``None`` for a model-free metric).
         balanced_accuracy: The figure, or ``None``.
         ci: Its 95% CI.
@@ -129,6 +131,8 @@ class TrustFigure(BaseModel):
         """One line for a summary: ``agrees with people: 0.78 [0.72-0.84], SummEdits dev, n=100 (...)``."""
         if self.kind == "model_free":
             return f"model-free: {self.note}"
+        if self.kind == "cascade":
+            return self.note
         if self.kind == "unmeasured":
             return self.note + (f"; {self.elsewhere}" if self.elsewhere else "")
         where = ", ".join(p for p in (self.dataset, f"n={self.n}" if self.n is not None else None) if p)
@@ -388,10 +392,27 @@ def trust_for_run(store: RunStore, run_id: str) -> dict[str, TrustFigure]:
     """Every metric of a stored run with its :class:`TrustFigure` (the user's calibrations from ``store``)."""
     spec = store.spec(run_id)
     record = spec.judge_record
+    plans = spec.options.get("cascade") or {}
     return {
-        m.name: trust_for(m, record, store.calibrations(m.name, record.identity) if record is not None else ())
+        m.name: cascade_figure(m.name, plans[m.name])
+        if m.name in plans
+        else trust_for(m, record, store.calibrations(m.name, record.identity) if record is not None else ())
         for m in spec.metrics
     }
+
+
+def cascade_figure(metric: str, plan: Mapping[str, Any]) -> TrustFigure:
+    """A cascade metric's trust line: its guarantee and the labels it rests on, never one judge's figure."""
+    judges = " -> ".join(
+        [str(level.get("judge")) for level in plan.get("levels", [])] + (["review"] if plan.get("review") else [])
+    )
+    runs = ", ".join(f"calibrate run {lv['calibration']}" for lv in plan.get("levels", []) if lv.get("calibration"))
+    note = (
+        f"cascade {judges}: agreement with people >= {1 - float(plan['alpha']):.0%} with probability "
+        f"{1 - float(plan['delta']):.0%} on the verdicts kept, thresholds chosen on {plan.get('labels')} labels of "
+        f"{plan.get('dataset')} ({runs})"
+    )
+    return TrustFigure(metric=metric, kind="cascade", n=plan.get("labels"), dataset=plan.get("dataset"), note=note)
 
 
 def store_agreement(

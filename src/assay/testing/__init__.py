@@ -13,9 +13,12 @@
   :func:`minimal_responder` answers every request with one.
 
 The judge-level test doubles (:class:`~assay.models.ScriptedJudge`,
-:class:`~assay.models.FunctionJudge`) live in :mod:`assay.models`.
+:class:`~assay.models.FunctionJudge`, and :class:`~assay.models.ProbabilityJudge`, a judge
+with probabilities whose confidences a test sets: a cascade's routing) live in
+:mod:`assay.models`; ``ProbabilityJudge`` is re-exported here.
 """
 
+from assay.models._testing import ProbabilityJudge
 from assay.testing._answers import (
     FAKE_JUDGE_MODEL,
     content_words,
@@ -32,6 +35,7 @@ __all__ = [
     "FAULTS",
     "FakeAnthropicServer",
     "FakeOpenAIServer",
+    "ProbabilityJudge",
     "Responder",
     "content_words",
     "minimal_instance",

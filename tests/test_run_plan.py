@@ -1,0 +1,66 @@
+"""A run is described once (``RunPlan``): options a judge or an engine does not use are refused, not ignored."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from assay import evaluate
+from assay.cli import app
+from assay.errors import ConfigError
+from assay.models import ScriptedJudge
+
+ROWS = [{"id": "a", "question": "Capital?", "answer": "Paris.", "contexts": ["Paris is the capital."]}]
+
+
+@pytest.fixture
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    return path
+
+
+@pytest.mark.parametrize("judge", ["local", "local:/models/judge.gguf"])
+def test_a_base_url_given_to_a_judge_that_reads_none_is_refused_on_the_command_line(data: Path, judge: str) -> None:
+    result = CliRunner().invoke(app, ["run", str(data), "--judge", judge, "--base-url", "http://x:1/v1", "--dry-run"])
+    assert result.exit_code == 1, result.output
+    flat = " ".join(result.output.split())
+    assert "--base-url" in flat and "local" in flat, flat
+    assert not Path(".assay/runs.sqlite").exists()
+
+
+def test_openai_base_url_from_the_environment_is_not_an_error_for_a_local_judge(
+    data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://x:1/v1")
+    result = CliRunner().invoke(app, ["run", str(data), "--judge", "local", "--dry-run"])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(("option", "value"), [("--address", "auto"), ("--workers", "3")])
+def test_a_ray_option_given_to_the_local_engine_is_refused(data: Path, option: str, value: str) -> None:
+    result = CliRunner().invoke(app, ["run", str(data), "--judge", "local", option, value, "--dry-run"])
+    assert result.exit_code == 1, result.output
+    assert option in result.output and "--engine ray" in " ".join(result.output.split())
+
+
+def test_ray_address_from_the_environment_is_not_an_error_for_the_local_engine(
+    data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAY_ADDRESS", "auto")
+    result = CliRunner().invoke(app, ["run", str(data), "--judge", "local", "--dry-run"])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("judge", ["local", "local:/models/judge.gguf", "scripted"])
+def test_evaluate_refuses_a_base_url_its_judge_would_not_use(judge: str, tmp_path: Path) -> None:
+    given = ScriptedJudge([]) if judge == "scripted" else judge  # a judge object: its URL is its own
+    with pytest.raises(ConfigError, match="base_url"):
+        evaluate(ROWS, "faithfulness", judge=given, base_url="http://x:1/v1", store=tmp_path / "r.db", progress="none")
+    assert not (tmp_path / "r.db").exists()
