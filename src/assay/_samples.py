@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from assay._messages import Message, ToolCall
@@ -13,6 +14,8 @@ from assay._traces import load_trace
 from assay.errors import TraceFormatError
 
 __all__ = ["Message", "Sample", "ToolCall", "context_text"]
+
+_LOWER_HEX = re.compile(r"[0-9a-f]+")
 
 
 def context_text(item: object) -> str | None:
@@ -76,6 +79,12 @@ class Sample(BaseModel):
             nothing, and is judged as such. Calls are read in OpenAI's, Ragas', DeepEval's
             and Inspect's shapes, arguments as an object or a JSON string (:class:`ToolCall`).
         metadata: Anything else from the row, kept and passed through to results.
+        trace_id: The OpenTelemetry trace the row came from (32 lowercase hex digits):
+            given as a column, or kept from a ``trace`` that is an OTLP export.
+            ``assay export`` writes the row's scores into this trace.
+        span_id: The span that was judged (16 lowercase hex digits; from an OTLP
+            trace, its root span).
+        response_id: The model response judged (``gen_ai.response.id``), where known.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -88,6 +97,29 @@ class Sample(BaseModel):
     trace: tuple[Message, ...] = ()
     reference_tool_calls: tuple[ToolCall, ...] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    trace_id: str | None = None
+    span_id: str | None = None
+    response_id: str | None = None
+
+    @field_validator("trace_id", "span_id", mode="before")
+    @classmethod
+    def _otel_id(cls, value: object, info: ValidationInfo) -> object:
+        # Lowercase hex, as OpenTelemetry writes ids (W3C traceparent): an id in another
+        # shape would put the scores on no span, or on the wrong one, without a word.
+        if value is None:
+            return None
+        digits = 32 if info.field_name == "trace_id" else 16
+        what = "trace" if digits == 32 else "span"
+        if not isinstance(value, str) or not _LOWER_HEX.fullmatch(value) or len(value) != digits:
+            shown = repr(value) if isinstance(value, str) else _kind(value)
+            raise PydanticCustomError(
+                "otel_id",
+                "expected an OpenTelemetry {what} id, {digits} lowercase hex digits, got {shown}",
+                {"what": what, "digits": digits, "shown": shown[:80]},
+            )
+        if not value.strip("0"):
+            raise PydanticCustomError("otel_id", "an all-zero {what} id is OpenTelemetry's invalid id", {"what": what})
+        return value
 
     @field_validator("id", mode="before")
     @classmethod

@@ -13,6 +13,7 @@ The tree::
     ├── SampleError            one row is invalid (carries file and line number)
     │   └── TraceFormatError   a trace is in no format assay reads (names the closest and where it failed)
     ├── ModelWeightsError      the local model's weights are missing or corrupt
+    ├── ExportError            a trace backend did not take a run's scores (says what was sent)
     └── JudgeError             a judge backend failed (network, server error, timeout)
         ├── JudgeRefusedError  the backend refused the request outright
         └── JudgeUnavailableError  every judge call of a run failed: nothing was judged
@@ -29,6 +30,7 @@ __all__ = [
     "AssayError",
     "ConfigError",
     "DatasetError",
+    "ExportError",
     "JudgeCallWarning",
     "JudgeError",
     "JudgeRefusedError",
@@ -121,6 +123,14 @@ class MissingExtraError(ConfigError, ImportError):
             f"{purpose} needs the '{package}' package, which is not installed. "
             f"Install it with: pip install 'assay[{extra}]'"
         )
+
+
+class ExportError(AssayError):
+    """``assay export`` stopped part-way: ``.report`` (an ``ExportReport``) says what was sent and what was not."""
+
+    def __init__(self, message: str, *, report: object = None) -> None:
+        super().__init__(message)
+        self.report = report
 
 
 class DatasetError(AssayError):

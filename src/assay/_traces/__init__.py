@@ -42,6 +42,10 @@ What every format becomes (decisions written down in ``docs/design/traces.md``):
   placeholders so the judge sees that something was there.
 - Empty text is no text (``None``).
 
+An OTLP export also says where it came from: :func:`trace_ids` reads its trace id, the
+judged (root) span's id and ``gen_ai.response.id``, which a row keeps (``Sample.trace_id``
+and friends) so ``assay export`` can write the scores back into that trace.
+
 Detection looks for each format's distinctive marks (``tool_use`` blocks, Responses item
 types, LangChain ``data`` wrappers, ``resourceSpans``...) and converts with the best
 match; plain role/content messages read as ``openai_chat``. When no format fits, the
@@ -52,5 +56,6 @@ the field that failed in it, e.g. ``trace[2].content[0]: Anthropic block of type
 
 from assay._traces._common import TRACE_FORMATS
 from assay._traces._detect import detect_trace_format, load_trace
+from assay._traces._ids import TraceIds, otel_id, trace_ids
 
-__all__ = ["TRACE_FORMATS", "detect_trace_format", "load_trace"]
+__all__ = ["TRACE_FORMATS", "TraceIds", "detect_trace_format", "load_trace", "otel_id", "trace_ids"]

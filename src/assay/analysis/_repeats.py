@@ -226,6 +226,12 @@ class RepeatReport:
         return dict(counts.most_common())
 
     @property
+    def pending(self) -> tuple[int, int]:
+        """(questions, results): what waits for a person (``needs_review``), in no mean until answered."""
+        waiting = [len(s.pending) for sample in self.samples for s in sample.scores if s.pending]
+        return sum(waiting), len(waiting)
+
+    @property
     def unstable_share(self) -> float:
         """Share of samples with 2+ scored repeats in which any statement flipped (NaN if none)."""
         eligible = [s for s in self.samples if s.n_scored >= 2]

@@ -16,12 +16,14 @@ from assay import __version__
 from assay.cli._browse import browse
 from assay.cli._cache import cache_app
 from assay.cli._calibrate import calibrate
+from assay.cli._export import export
 from assay.cli._gate import gate
 from assay.cli._judges import judges_app
 from assay.cli._metrics import metrics
 from assay.cli._model import model_app
 from assay.cli._report import report
 from assay.cli._retrieval import retrieval, trec
+from assay.cli._review import review
 from assay.cli._run import run
 from assay.cli._runs import runs_app
 from assay.cli._simulate import simulate
@@ -45,6 +47,8 @@ app.command("trec")(trec)
 app.command("metrics")(metrics)
 app.command("report")(report)
 app.command("browse")(browse)
+app.command("export")(export)
+app.command("review")(review)
 app.add_typer(runs_app, name="runs")
 app.add_typer(model_app, name="model")
 app.add_typer(cache_app, name="cache")

@@ -144,6 +144,8 @@ def verdict_lines(score: Mapping[str, Any]) -> list[str]:
         subject = printable(str(v.get("subject", "")), breaks=False)
         reason = printable(str(v.get("reason") or ""), breaks=False)
         line = f"  {mark} {subject} [dim]({reason})[/dim]" if reason else f"  {mark} {subject}"
+        if (v.get("decision") or {}).get("kind") == "person":
+            line += " [bold]· decided by a person[/bold]"
         cited = (v.get("details") or {}).get("cited") or []
         if cited:
             line += "\n      [dim]cites " + printable(" | ".join(str(c) for c in cited), breaks=False) + "[/dim]"

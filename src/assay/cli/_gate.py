@@ -46,6 +46,7 @@ from assay.cli._console import err_console, fmt_score, out_console
 from assay.errors import AssayError, ConfigError, check_threshold, counted, did_you_mean
 from assay.report import gate_summary_markdown, md_text
 from assay.run import RunStore, trust_for_run
+from assay.run._review import waiting_for_review
 
 __all__ = ["EXIT_FAIL", "EXIT_FLAKY", "EXIT_PASS", "EXIT_USAGE_GATE", "gate", "parse_gated_metrics", "render_gate"]
 
@@ -161,6 +162,7 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str, *, explai
         print_partial(result)
         if result.untrusted is not None:
             out_console.print(f"[bold yellow]judge not trusted either:[/bold yellow] {printable(result.untrusted)}")
+        _print_pending(report, run_id)
         _print_unscored(result)
         _print_notes(result, explain)
         return
@@ -236,6 +238,7 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str, *, explai
                 sinkers or "—",
             )
         out_console.print(table)
+    _print_pending(report, run_id)
     _print_unscored(result)
     if result.n_repeats > 1 and (explain or result.outcome == "flaky"):
         _print_repeat_noise(report)
@@ -257,6 +260,19 @@ def render_gate(result: GateResult, report: RepeatReport, run_id: str, *, explai
         # for a metric whose scores have no statements.
         _print_advice(result, report)
     _print_notes(result, explain)
+
+
+def _print_pending(report: RepeatReport, run_id: str) -> None:
+    """Questions a cascade left to people: said in the open, since their samples are not in the mean."""
+    n, n_results = report.pending
+    if not n:
+        return
+    out_console.print(
+        f"[bold yellow]{waiting_for_review(n)}[/bold yellow] in {counted(n_results, 'result')} "
+        f"(unscored needs_review: not in the mean until a person answers them): "
+        f"'assay review {printable(run_id, breaks=False)}'",
+        soft_wrap=True,
+    )
 
 
 def _print_unscored(result: GateResult) -> None:

@@ -15,6 +15,7 @@ from assay.errors import AssayError, ConfigError, check_threshold, counted
 from assay.report import DEFAULT_THRESHOLD, write_report
 from assay.run import RunStore
 from assay.run._cost import PriceTable
+from assay.run._review import waiting_for_review
 
 __all__ = ["report"]
 
@@ -172,3 +173,10 @@ def report(
         f"wrote {printable(str(out))}: {counted(len(data.samples), 'sample')}, {counted(len(data.metrics), 'metric')}"
         f"{printable(compared)}{verdict}"
     )
+    if data.pending:
+        err_console.print(
+            f"[bold yellow]{waiting_for_review(len(data.pending))}[/bold yellow] (their samples are "
+            f"unscored needs_review, in no mean): answer them on the page or with 'assay review "
+            f"{printable(data.info.run_id, breaks=False)}'",
+            soft_wrap=True,
+        )

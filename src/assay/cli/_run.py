@@ -45,6 +45,7 @@ from assay.errors import (
     counted,
     did_you_mean,
 )
+from assay.integrations.traces import ExportReport
 from assay.metrics import Metric, metric_from_spec
 from assay.metrics._registry import build_metric
 from assay.models import JUDGE_FORMS, Limits
@@ -486,6 +487,13 @@ BaseUrlOpt = Annotated[
     str | None, typer.Option("--base-url", envvar="OPENAI_BASE_URL", help="Server URL for openai: judges.")
 ]
 OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Also write one JSON line per sample here.")]
+ExportOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--export",
+        help="Also send each result as it finishes to otlp, phoenix or langfuse, as 'assay export' would (same ids).",
+    ),
+]
 StoreOpt = Annotated[Path, typer.Option("--store", help="The run store (SQLite).")]
 ResumeOpt = Annotated[
     str | None, typer.Option("--resume", help="Continue run RUN_ID; finished samples are not judged again.")
@@ -554,6 +562,7 @@ def run(
     judge: JudgeOpt = "local",
     base_url: BaseUrlOpt = None,
     out: OutOpt = None,
+    export: ExportOpt = None,
     store_path: StoreOpt = Path(".assay/runs.sqlite"),
     resume: ResumeOpt = None,
     strategy: StrategyOpt = None,
@@ -602,6 +611,7 @@ def run(
         raise typer.Exit(EXIT_USAGE) from None
     started = time.perf_counter()
     result, code = _carry_out(plan, store_path, sink)
+    sent = result.export if result is not None else None
     if store is None:
         if not store_path.is_file():  # stopped before the run existed (a Ctrl-C while loading)
             raise typer.Exit(code if code is not None else EXIT_USAGE)
@@ -628,6 +638,7 @@ def run(
     code, why = exit_code(summary, max_unscored, plan.run_id)
     if not out_ok and code == EXIT_OK:
         code, why = EXIT_USAGE, f"--out {out} was not written (see above); the run itself is complete in the store"
+    code, why = _say_sent(sent, code, why)
     if why:
         err_console.print(f"[yellow]exit {code}[/yellow]: {printable(why)}")
     raise typer.Exit(code)
@@ -662,8 +673,21 @@ def _plan(ctx: typer.Context, sink: _OutSink) -> tuple[RunPlan, RunStore | None,
         prices=price_table,
         on_result=sink.write,
         keep_results=False,
+        export=p["export"],
     )
     return plan, store, price_table
+
+
+def _say_sent(report: ExportReport | None, code: int, why: str | None) -> tuple[int, str | None]:
+    """``--export``'s report, after the run's summary (or its stop); a send that failed makes a clean run exit 1."""
+    if report is None:
+        return code, why
+    for line in report.lines():
+        style = "yellow" if report.error is not None else "dim"
+        err_console.print(f"[{style}]export[/{style}]: {printable(line)}", soft_wrap=True)
+    if not report.ok and code == EXIT_OK:
+        return EXIT_USAGE, f"--export {report.to} did not send every result (see above); the run is complete"
+    return code, why
 
 
 def _fresh(p: Mapping[str, Any]) -> dict[str, Any]:

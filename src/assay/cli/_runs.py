@@ -30,6 +30,7 @@ from assay.errors import AssayError, counted
 from assay.run import JudgeRecord, RunStore, SampleResult, TrustFigure, trust_for_run
 from assay.run._cascade import cascade_lines, plan_lines
 from assay.run._cost import describe_cost
+from assay.run._review import waiting_for_review
 
 __all__ = ["print_cascade", "print_trust", "runs_app"]
 
@@ -234,6 +235,13 @@ def show(
                     f"  line {line} id={printable(sample_id, breaks=False)} {printable(m)}: {printable(reason)} — "
                     f"{printable(scrub(detail or '', secrets))}"
                 )
+        waiting = sum(len(s.get("pending") or ()) for r in runs.records(run_id) for s in r["scores"].values())
+        if waiting:
+            out_console.print(
+                f"[bold yellow]{waiting_for_review(waiting)}[/bold yellow] (needs_review: in no mean "
+                f"until a person answers): 'assay review {printable(run_id, breaks=False)}'",
+                soft_wrap=True,
+            )
         errors = runs.row_errors(run_id)
         if errors:
             out_console.print(f"[red]{counted(len(errors), 'invalid input row')}[/red] (not judged)")

@@ -28,6 +28,7 @@ from assay.metrics._matching import ArgumentMatch
 from assay.metrics._rag import AnswerRelevancy, ContextPrecision, ContextRecall, FactualCorrectness
 from assay.metrics._rebuild import metric_from_spec
 from assay.metrics._registry import MetricEntry, build_metric, metric_entries, metrics_from, register_metric
+from assay.metrics._reviewable import Reviewable
 from assay.metrics._spec import spec_from_fields
 from assay.metrics._state import AgentStateMatch
 from assay.metrics._tools import ToolCallAccuracy
@@ -64,6 +65,7 @@ __all__ = [
     "MetricEntry",
     "Outputs",
     "RangeJudgeGrader",
+    "Reviewable",
     "SentenceDecomposer",
     "Shot",
     "StateChanges",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
@@ -288,6 +288,36 @@ class Faithfulness:
             f"--set {self.name}.max_statements=N (Python: Faithfulness(max_statements=N))"
         )
         return Score.unscored(self.name, UnscoredReason.TOO_MANY_STATEMENTS, detail, calls=calls or (), spec=spec)
+
+    def review_value(self, supported: bool) -> int:
+        """1 for a statement a person found supported by the contexts, else 0."""
+        return 1 if supported else 0
+
+    def rescored(self, score: Score) -> Score:
+        """The share of ``score``'s verdicts that are 1, explained as :meth:`score` does, once none is pending."""
+        answer_map = score.decomposition
+        spec = score.spec or self.spec()
+        rebuilt = supported_share(  # worded as score() words it
+            self.name,
+            score.verdicts,
+            score.calls,
+            spec,
+            counted="statements supported by the contexts",
+            rejected="unsupported",
+        )
+        return rebuilt.model_copy(
+            update={
+                "decomposition": answer_map,
+                "explanation": _with_decomposition(rebuilt.explanation, answer_map),
+                "details": score.details,
+            }
+        )
+
+    def label_item(self, sample: Sample, verdict: Verdict) -> dict[str, Any] | None:
+        """A grounding item: the sample's contexts, the statement as the claim, the verdict as the label."""
+        if not sample.contexts or verdict.value not in (0, 1):
+            return None
+        return {"contexts": list(sample.contexts), "claim": verdict.subject, "label": verdict.value}
 
     async def _all_at_once(
         self,

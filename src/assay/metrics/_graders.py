@@ -186,6 +186,8 @@ _CONVERSATION_RULES = (
 
 BINARY_PROMPT_NAME = "binary_grader"
 BINARY_PROMPT_VERSION = "1"
+_LABEL_OF: dict[object, Literal["PASS", "FAIL", "NA"]] = {"PASS": "PASS", "FAIL": "FAIL", "NA": "NA"}
+"""A grader verdict's value as its label (what :meth:`BinaryJudgeGrader.rescored` reads)."""
 
 
 @dataclass(frozen=True)
@@ -241,6 +243,32 @@ class BinaryJudgeGrader:
     def render(self, sample: Sample) -> list[ChatMessage]:
         """The messages the judge sees for ``sample`` (for inspection and tests)."""
         return self._sub.prompt.render(_conversation_input(sample))
+
+    def review_value(self, supported: bool) -> str:
+        """PASS for a response a person found to meet the criterion, else FAIL."""
+        return "PASS" if supported else "FAIL"
+
+    def rescored(self, score: Score) -> Score:
+        """PASS 1.0, FAIL 0.0 (as :meth:`score` computes it) from the score's one verdict, once it is decided."""
+        label = _LABEL_OF.get(score.verdicts[0].value) if len(score.verdicts) == 1 else None
+        if label is None:
+            raise ValueError(f"{self.name}: a grader's score has one PASS/FAIL/NA verdict, got {score.verdicts!r}")
+        verdict = score.verdicts[0]
+        rebuilt = _labelled(self.name, verdict.subject, label, verdict.reason, score.calls, score.spec or self.spec())
+        return rebuilt.model_copy(update={"verdicts": score.verdicts, "details": score.details})
+
+    def label_item(self, sample: Sample, verdict: Verdict) -> dict[str, Any] | None:
+        """A grader item: the criteria, the question and the answer as the completion, PASS/FAIL as the label.
+
+        A sample graded from its trace alone gives none (``assay calibrate``'s grader items are
+        a question and a completion).
+        """
+        if sample.answer is None or not sample.answer.strip() or verdict.value not in ("PASS", "FAIL"):
+            return None
+        item: dict[str, Any] = {"criteria": verdict.subject, "completion": sample.answer, "label": verdict.value}
+        if sample.question:
+            item["question"] = sample.question
+        return item
 
     async def score(self, sample: Sample, judge: JudgeModel) -> Score:
         """Ask for reasoning and a label; PASS 1.0, FAIL 0.0, NA unscored ``not_applicable``."""

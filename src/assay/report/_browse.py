@@ -75,6 +75,8 @@ class RunEntry:
     n_shown: int
     n_samples: int
     trust: Mapping[str, TrustFigure] = field(default_factory=dict)
+    n_pending: int = 0
+    """Questions waiting for a person (``needs_review``), answered on the run's report or by ``assay review``."""
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,8 @@ def build_browser(
         figures = (trust or {}).get(info.run_id) or {
             m.name: trust_for(m, info.spec.judge_record) for m in info.spec.metrics
         }
-        entry = RunEntry(info, means, report_file(info.run_id), len(samples), n_samples, figures)
+        waiting = sum(len(score.get("pending") or ()) for r in records for score in (r.get("scores") or {}).values())
+        entry = RunEntry(info, means, report_file(info.run_id), len(samples), n_samples, figures, waiting)
         entries.append(entry)
         payload_runs.append(
             {

@@ -326,6 +326,8 @@ class ReportData:
     """Why the run is partial (:func:`assay.analysis.partial_run_reasons`); empty for a whole run."""
     partial_gated: bool = False
     """Whether the report's gate policy gates the partial run anyway (``assay gate --allow-partial``)."""
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    """The questions waiting for a person (:func:`pending_entries`), which the page lists with answer buttons."""
 
     @property
     def gate_result(self) -> GateResult | None:
@@ -334,6 +336,8 @@ class ReportData:
 
     def page_data(self) -> dict[str, Any]:
         """The JSON the page embeds: per-sample data and what the table needs to draw it."""
+        from assay.run._review import ANSWERS_FORMAT, ANSWERS_VERSION  # the file the review section writes
+
         return {
             "meta": {
                 "run_id": self.info.run_id,
@@ -345,6 +349,8 @@ class ReportData:
             },
             "samples": self.samples,
             "texts": self.texts,
+            "pending": self.pending,
+            "answers_format": {"format": ANSWERS_FORMAT, "version": ANSWERS_VERSION},
         }
 
 
@@ -464,6 +470,8 @@ def _score_entries(
             "flags": [str(f) for f in v.get("flags") or ()],
             # An agent requirement's cited tool calls ("call 5: book(...)").
             "cited": [str(c) for c in ((v.get("details") or {}).get("cited") or ())[:4]],
+            # Answered in review: the verdict is a person's, and the page says so.
+            "by_person": (v.get("decision") or {}).get("kind") == "person",
         }
         for v in score.get("verdicts") or ()
     ]
@@ -515,6 +523,48 @@ def _score_entries(
         part_name = f"{name} / {part.get('metric') or 'part'}"
         entries.extend(_score_entries(part_name, part, answer, texts, depth + 1))
     return entries
+
+
+def pending_entries(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every question of stored records waiting for a person, as the page lists it.
+
+    Each names the question as an answers file does (line, repeat, metric, subject: what
+    ``assay review RUN --import`` matches) and carries the evidence and what each judge
+    leaned to, how sure it was and the confidence it needed; a question waiting in several
+    repeats of a sample is listed once, with ``repeats`` (the answer settles them all).
+    """
+    entries: dict[tuple[int, str, str], dict[str, Any]] = {}
+    for record in records:
+        sample = record.get("sample") or {}
+        for name, score in (record.get("scores") or {}).items():
+            for pending in score.get("pending") or ():
+                where = (int(record.get("line") or 0), str(name), str(pending.get("subject") or ""))
+                if where in entries:  # the same question in another repeat: one answer settles both
+                    entries[where]["repeats"].append(int(record.get("repeat") or 0))
+                    continue
+                entries[where] = {
+                    "line": int(record.get("line") or 0),
+                    "repeat": int(record.get("repeat") or 0),
+                    "id": str(record.get("id")),
+                    "metric": str(name),
+                    "subject": str(pending.get("subject") or ""),
+                    "answer": sample.get("answer"),
+                    "evidence": [
+                        {"context": int(e.get("context", 0)), "text": str(e.get("text") or "")}
+                        for e in pending.get("evidence") or ()
+                    ],
+                    "tried": [
+                        {
+                            "by": str((t.get("decision") or {}).get("by") or "a judge"),
+                            "value": t.get("value"),
+                            "confidence": (t.get("decision") or {}).get("confidence"),
+                            "threshold": (t.get("decision") or {}).get("threshold"),
+                        }
+                        for t in pending.get("tried") or ()
+                    ],
+                    "repeats": [int(record.get("repeat") or 0)],
+                }
+    return list(entries.values())
 
 
 def _metric_names(info: RunInfo, records: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -829,6 +879,7 @@ def build_report(
         gate_results=gate_results,
         partial=partial_run_reasons(coverage, policy),
         partial_gated=not refuses_partial_run(coverage, policy),
+        pending=pending_entries(records),
     )
 
 

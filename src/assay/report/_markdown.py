@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from assay._safety import redact_secrets
 from assay.analysis import GateResult, RepeatReport, SampleGate, combined_outcome, is_pass_fail
 from assay.errors import counted
+from assay.run._review import waiting_for_review
 
 __all__ = ["gate_summary_markdown", "md_text"]
 
@@ -257,6 +258,14 @@ def _gate_section(
             "",
         ]
     lines = [heading, "", *([] if own else _partial_lines([result])), *decided]
+    n_pending, n_waiting = gated.pending if gated is not None else (0, 0)
+    if n_pending:
+        lines += [
+            f"**{waiting_for_review(n_pending)}** in {counted(n_waiting, 'result')} (unscored "
+            f"needs\\_review: not in the mean until a person answers them): answer them with assay review "
+            f"{md_text(run_id, 80)}",
+            "",
+        ]
     if result.untrusted is not None:
         said = "Not gated" if result.outcome == "untrusted" else "Gated anyway (`--allow-untrusted-judge`)"
         lines += [f"**{said}:** {md_text(result.untrusted, 500)}", ""]

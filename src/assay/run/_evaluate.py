@@ -50,6 +50,8 @@ from assay.run._summary import RunSummary, RunTally
 from assay.run._trust import cascade_figure, trust_for
 
 if TYPE_CHECKING:
+    from assay.run._export import LiveExport
+
     pass
 
 __all__ = ["DEFAULT_CACHE_PATH", "EvalResult", "SampleResult", "aevaluate", "evaluate"]
@@ -98,6 +100,7 @@ async def aevaluate(
     on_result: Callable[[SampleResult], None] | None = None,
     on_error: Callable[[SampleError], None] | None = None,
     keep_results: bool = True,
+    export: str | None = None,
     max_field_chars: int = DEFAULT_MAX_FIELD_CHARS,
     max_row_chars: int = DEFAULT_MAX_ROW_CHARS,
     escalate: Sequence[str | JudgeModel] = (),
@@ -122,7 +125,10 @@ async def execute(plan: RunPlan) -> EvalResult:
         plan = dataclasses.replace(plan, cascade=cascade_option(planned))
     judge_cache, own_cache = _open_cache(plan.cache)
     judge_record = JudgeRecord.of(plan.judge, (m.spec() for m in plan.metrics))
+    if plan.export is not None and plan.run_id is None and plan.resume is None:
+        plan = dataclasses.replace(plan, run_id=new_run_id())  # the sent ids and the stored run's are one
     run_id, done = _begin(plan, run_store, source, judge_record)
+    live = _live_export(plan, run_id)
     result = EvalResult(
         metrics=tuple(m.name for m in plan.metrics),
         judge=plan.judge.model_id,
@@ -141,7 +147,7 @@ async def execute(plan: RunPlan) -> EvalResult:
         | {name: cascade_figure(name, p.record) for name, p in planned.items()},
         cascade={name: p.record for name, p in planned.items()},
     )
-    book = _Book(plan, result, make_reporter(plan.progress), run_store, run_id, source)
+    book = _Book(plan, result, make_reporter(plan.progress), run_store, run_id, source, live)
     book.begin(done)
     for line in (line for p in planned.values() for line in p.lines()):
         book.reporter.note(printable(line, markup=False))
@@ -160,12 +166,23 @@ async def execute(plan: RunPlan) -> EvalResult:
         raise
     finally:
         book.close(status, judge_cache)
+        if live is not None:
+            result.export = live.close()  # what is queued is sent, whatever stopped the run
         if isinstance(plan.store, str | Path) and run_store is not None:
             run_store.close()
         if own_cache and judge_cache is not None:
             judge_cache.close()
     _say_failed_calls(book.tally.summary(), result)
     return result
+
+
+def _live_export(plan: RunPlan, run_id: str | None) -> LiveExport | None:
+    """The sender of ``plan.export``, under the stored run's id (a run without a store: the plan's)."""
+    if plan.export is None:
+        return None
+    from assay.run._export import LiveExport
+
+    return LiveExport(run_id or plan.run_id or new_run_id(), plan.export)  # type: ignore[arg-type]  # checked by plan_run
 
 
 def _open_rows(plan: RunPlan) -> tuple[DatasetSource | None, Iterable[Row | SampleError]]:
@@ -237,9 +254,11 @@ class _Book:
         run_store: RunStore | None,
         run_id: str | None,
         source: DatasetSource | None,
+        live: LiveExport | None = None,
     ) -> None:
         self.plan, self.result, self.reporter = plan, result, reporter
         self.run_store, self.run_id, self.source = run_store, run_id, source
+        self.live = live  # evaluate(export=...): each result also sent as it is recorded
         self.tally = RunTally(list(result.metrics), plan.prices)
         self.calls_made = 0
         self.stored_calls = 0  # calls of the samples recorded by this process: the rest belong to samples cut short
@@ -290,6 +309,8 @@ class _Book:
         self.tally.add(done_result)
         if self.plan.on_result is not None:
             self.plan.on_result(done_result)
+        if self.live is not None:
+            self.live(done_result)
         self.reporter.advance(1, self.stats())
 
     def record_error(self, error: SampleError) -> None:
@@ -532,6 +553,7 @@ def evaluate(
     on_result: Callable[[SampleResult], None] | None = None,
     on_error: Callable[[SampleError], None] | None = None,
     keep_results: bool = True,
+    export: str | None = None,
     max_field_chars: int = DEFAULT_MAX_FIELD_CHARS,
     max_row_chars: int = DEFAULT_MAX_ROW_CHARS,
     escalate: Sequence[str | JudgeModel] = (),
@@ -580,6 +602,8 @@ def evaluate(
         on_result: Called with each sample's result as it finishes.
         on_error: Called with each invalid input row.
         keep_results: Keep every result in memory (``False`` for huge streamed inputs).
+        export: Also send each result as it finishes to ``otlp``, ``phoenix`` or ``langfuse``
+            (``assay run --export``; the ids ``assay export`` derives; the report is ``.export``).
         max_field_chars: Longest text one field of a row may hold, in characters (default
             200,000); a row with a longer one is an invalid row (in ``errors``, naming the
             field, its size and the limit) and the others are judged.

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from assay.analysis import GateResult
+    from assay.run._export import ExportReport
     from assay.run._judge_record import JudgeRecord
     from assay.run._trust import TrustFigure
 
@@ -57,6 +58,8 @@ class EvalResult:
     """Per metric, how far its judge agrees with people: the user's newest calibration for this metric and
     judge, the shipped figure for the default local judge, the definition of a model-free metric, or
     "not measured" (:func:`~assay.run.trust_for`)."""
+    export: ExportReport | None = None
+    """What ``evaluate(export=...)`` (``assay run --export``) sent as results finished; ``None`` without it."""
     cascade: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per metric of a cascade run (``escalate=``), its stored plan: thresholds, alpha, delta, the
     calibration runs and labels they rest on (:meth:`cascade_lines` reads it)."""

@@ -93,6 +93,8 @@ class RunPlan:
     on_result: Callable[[SampleResult], None] | None = None
     on_error: Callable[[SampleError], None] | None = None
     keep_results: bool = True
+    export: str | None = None
+    """Where each result is also sent as it finishes (``otlp``, ``phoenix``, ``langfuse``; ``assay run --export``)."""
     max_field_chars: int = DEFAULT_MAX_FIELD_CHARS
     max_row_chars: int = DEFAULT_MAX_ROW_CHARS
     escalate: tuple[str | JudgeModel, ...] = ()
@@ -156,6 +158,7 @@ def plan_run(
     SizeLimits(
         settings.get("max_field_chars", DEFAULT_MAX_FIELD_CHARS), settings.get("max_row_chars", DEFAULT_MAX_ROW_CHARS)
     )  # checked before the judge is built
+    _check_export(settings.get("export"))
     if base_url is not None:
         _check_base_url(judge)
     _check_cascade(settings)
@@ -170,6 +173,17 @@ def plan_run(
         limits=limits or Limits(),
         **settings,
     )
+
+
+def _check_export(export: str | None) -> None:
+    """``export=``: a destination assay sends to, with its extra installed (checked before anything runs)."""
+    if export is None:
+        return
+    from assay.run._export import DESTINATIONS, check_destination
+
+    if export not in DESTINATIONS:
+        raise ConfigError(f"export={export!r} (--export): use one of {', '.join(DESTINATIONS)}")
+    check_destination(export)
 
 
 def _check_cascade(settings: dict[str, Any]) -> None:

@@ -40,7 +40,7 @@ import re
 import secrets
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
@@ -335,6 +335,71 @@ class RunStore:
                 "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (run_id, key, repeat, result.line, result.sample.id, record, self._now()),
             )
+
+    def keyed_results(
+        self, run_id: str, *, lines: Collection[int] | None = None, holding: str | None = None
+    ) -> Iterator[tuple[str, SampleResult]]:
+        """Each stored result with its row key (what :meth:`replace_results` takes), in input order.
+
+        ``lines``: only the results of those input lines. ``holding``: only records whose
+        text holds that string (a cheap filter before parsing; the caller still checks each
+        result it reads).
+        """
+        self.spec(run_id)
+        sql = "SELECT row_key, record, repeat FROM results WHERE run_id = ?"
+        params: list[object] = [run_id]
+        if lines is not None:
+            wanted = sorted(set(lines))
+            sql += f" AND line IN ({', '.join('?' * len(wanted))})"
+            params.extend(wanted)
+        if holding is not None:
+            sql += " AND instr(record, ?) > 0"
+            params.append(holding)
+        with self._lock:
+            rows = self._execute(sql + " ORDER BY line, repeat", params).fetchall()
+        for key, record, repeat in rows:
+            data = json.loads(record)
+            data["repeat"] = repeat
+            yield str(key), SampleResult.from_record(data)
+
+    def replace_results(self, run_id: str, results: Sequence[tuple[str, SampleResult]]) -> None:
+        """Replace stored results (row key, result) of ``run_id`` all together, in one transaction.
+
+        Every result must already be stored under its key and repeat (a review changes
+        results, it never adds one); if one is not, or a write fails, none is replaced.
+
+        Raises:
+            StoreError: a result is not stored for the run, or holds text SQLite cannot store.
+        """
+        rows = []
+        for key, result in results:
+            record = json.dumps(result.to_record(), ensure_ascii=False)
+            try:
+                record.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise StoreError(
+                    f"cannot store the result of line {result.line}: its text is not valid Unicode"
+                ) from exc
+            rows.append((record, self._now(), run_id, key, result.repeat))
+        with self._lock:
+            self._execute("BEGIN IMMEDIATE")
+            try:
+                for row in rows:
+                    cursor = self._execute(
+                        "UPDATE results SET record = ?, finished_at = ? "
+                        "WHERE run_id = ? AND row_key = ? AND repeat = ?",
+                        row,
+                    )
+                    if cursor.rowcount != 1:
+                        raise StoreError(f"run {run_id!r} has no result {row[3]!r} (repeat {row[4]}) to replace")
+                self._execute(
+                    f"UPDATE runs SET updated_at = ?, written = {_NEXT_WRITE} WHERE run_id = ?", (self._now(), run_id)
+                )
+                self._execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
 
     def record_error(self, run_id: str, error: SampleError) -> None:
         """Keep an invalid input row's message with its line."""

@@ -348,6 +348,7 @@
         el("span", { cls: "mark", text: MARK[v.tone] || String(v.value) }),
         el("span", { cls: "subject", text: v.subject }),
         (v.flags || []).length ? el("span", { cls: "flag", text: v.flags.join(", ") }) : null,
+        v.by_person ? el("span", { cls: "flag person", text: "decided by a person" }) : null,
         v.reason ? el("span", { cls: "reason", text: v.reason }) : null,
         (v.evidence || []).length ? evidenceList(v.evidence) : null,
         (v.cited || []).length ? citedCalls(v.cited) : null);
@@ -513,6 +514,74 @@
     calls.forEach(function (pair) { root.appendChild(callView(pair[0], pair[1])); });
 
     detail.replaceChildren(root);
+  }
+
+  // ---------------------------------------------------------------- review
+  // The questions no judge was sure of: an answer button per side, and a download of the
+  // answers as the file 'assay review RUN --import FILE' applies (nothing is sent anywhere).
+  var PENDING = DATA.pending || [];
+  var reviewList = document.getElementById("review-list");
+  if (reviewList && PENDING.length) {
+    var given = {};
+    var download = document.getElementById("review-download");
+    var reviewCount = document.getElementById("review-count");
+    var LEANED = { "1": "supported", "0": "not supported", PASS: "pass", FAIL: "fail", NA: "n/a" };
+    var showCount = function () {
+      var n = Object.keys(given).length;
+      reviewCount.textContent = n + " of " + PENDING.length + " answered";
+      download.disabled = n === 0;
+    };
+    PENDING.forEach(function (q, i) {
+      var buttons = el("span", { cls: "review-answers" });
+      [["supported", "supported"], ["not_supported", "not supported"]].forEach(function (pair) {
+        var b = el("button", { type: "button", cls: "review-answer", text: pair[1] });
+        b.dataset.answer = pair[0];
+        b.dataset.question = String(i);
+        b.addEventListener("click", function () {
+          given[i] = pair[0];
+          buttons.querySelectorAll("button").forEach(function (o) { o.classList.toggle("chosen", o === b); });
+          showCount();
+        });
+        buttons.appendChild(b);
+      });
+      var tried = el("ul", { cls: "review-tried" });
+      // Both to 2 decimals, or as many (up to 6) as show them apart: 0.550 needed 0.551, never 0.55 and 0.55.
+      var apart = function (c, t) {
+        var d = 2;
+        while (d < 6 && c !== t && c.toFixed(d) === t.toFixed(d)) d++;
+        return [c.toFixed(d), t.toFixed(d)];
+      };
+      q.tried.forEach(function (t) {
+        var sure = "";
+        if (typeof t.confidence === "number") {
+          var shown = typeof t.threshold === "number" ? apart(t.confidence, t.threshold) : [t.confidence.toFixed(2), null];
+          sure = " (confidence " + shown[0] + (shown[1] === null ? "" : ", needed " + shown[1]) + ")";
+        }
+        tried.appendChild(el("li", { text: t.by + " leaned " + (LEANED[String(t.value)] || String(t.value)) + sure }));
+      });
+      var li = el("li", { cls: "review-question" },
+        el("div", { cls: "dim", text: "line " + q.line + " · " + q.id + " · " + q.metric +
+          (q.repeats.length > 1 ? " · waits in repeats " + q.repeats.join(", ") + " (one answer for all)" : q.repeat ? " · repeat " + q.repeat : "") }),
+        el("div", { cls: "subject", text: q.subject }),
+        q.evidence.length ? evidenceList(q.evidence) : null,
+        tried,
+        buttons);
+      reviewList.appendChild(li);
+    });
+    download.addEventListener("click", function () {
+      var answers = [];
+      PENDING.forEach(function (q, i) {
+        if (given[i] === undefined) return;
+        answers.push({ line: q.line, repeat: q.repeat, metric: q.metric, subject: q.subject, answer: given[i] });
+      });
+      var file = { format: DATA.answers_format.format, version: DATA.answers_format.version, run_id: META.run_id, answers: answers };
+      var blob = new Blob([JSON.stringify(file, null, 1)], { type: "application/json" });
+      var a = el("a", { href: URL.createObjectURL(blob), download: "assay-answers-" + META.run_id + ".json" });
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+    });
+    showCount();
   }
 
   // ---------------------------------------------------------------- first render

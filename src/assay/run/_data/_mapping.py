@@ -44,6 +44,10 @@ ALIASES: Mapping[str, str] = {
     "messages": "trace",
     # Ragas: reference_tool_calls (same name); DeepEval: expected_tools.
     "expected_tools": "reference_tool_calls",
+    # Phoenix's spans dataframe; the OpenTelemetry GenAI response id.
+    "context.trace_id": "trace_id",
+    "context.span_id": "span_id",
+    "gen_ai.response.id": "response_id",
 }
 """Column name -> sample field, for columns named as other tools name them.
 

@@ -264,6 +264,9 @@ def _reader(
     return description, path, lambda required: read_rows(given, required=required, mapping=mapping, limits=limits)
 
 
+_OTEL_FIELDS = ("trace_id", "span_id", "response_id")
+
+
 def open_dataset(
     data: Any, *, mapping: Mapping[str, str] | None = None, limits: SizeLimits | None = None
 ) -> DatasetSource:
@@ -309,7 +312,12 @@ def open_dataset(
                     columns[name] = columns.get(name, 0) + 1
             if path is None:
                 # ASCII JSON: text that is not valid Unicode (a lone surrogate) still hashes.
-                digest.update(json.dumps(item.sample.model_dump(mode="json"), sort_keys=True).encode() + b"\n")
+                # The OpenTelemetry ids only where given: data without them hashes as before they existed.
+                dumped = item.sample.model_dump(mode="json")
+                for name in _OTEL_FIELDS:
+                    if dumped.get(name) is None:
+                        dumped.pop(name, None)
+                digest.update(json.dumps(dumped, sort_keys=True).encode() + b"\n")
         elif path is None:
             digest.update(str(item).encode("utf-8", "surrogatepass") + b"\n")
     if n_rows == 0:

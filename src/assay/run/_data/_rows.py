@@ -41,6 +41,9 @@ NOTES: Mapping[str, str] = {
     "(give a list to pass several)",
     "contexts_list_text": "contexts was a list written as text in {rows}; each was read as the list it holds "
     "(give the list itself to avoid the guess)",
+    "trace_ids_several": "the trace held spans of several OpenTelemetry traces in {rows}; no trace or span id "
+    "was kept for them, so 'assay export' gives their scores a trace of their own (one trace a row, or give "
+    "trace_id and span_id columns)",
 }
 """Row note -> what the run says once about the rows that have it (``{rows}``: "12 rows of data.jsonl").
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 
 from pydantic import ValidationError
 
 from assay._samples import Sample
+from assay._traces import trace_ids
 from assay.errors import (
     ConfigError,
     SampleError,
@@ -101,6 +102,8 @@ def sample_from_record(
     if extra.get(TOOLS_CALLED) is not None and "trace" not in fields:
         fields["trace"] = trace_from_tools_called(fields, extra.pop(TOOLS_CALLED), error)
         columns["trace"] = TOOLS_CALLED
+    if fields.get("trace") is not None:
+        _keep_trace_ids(fields, columns, error, notes)
     metadata = _metadata(fields.pop("metadata", None), columns.get("metadata", "metadata"), extra, error)
     if fields.get("id") is None or (isinstance(fields["id"], str) and not fields["id"].strip()):
         fields["id"] = f"line-{line}" if line is not None else None
@@ -118,6 +121,33 @@ def sample_from_record(
             earlier = f"{unit} {first}" if label is None else f"row {first} (counted from 1)"
             raise error(f"id {sample.id!r} already used on {earlier}; ids must be unique")
     return sample
+
+
+def _keep_trace_ids(
+    fields: dict[str, Any], columns: Mapping[str, str], error: Callable[[str], SampleError], notes: list[str] | None
+) -> None:
+    """Fill ``trace_id``, ``span_id`` and ``response_id`` from a trace given as an OTLP export.
+
+    A column wins for the span and the response (a row may point at its LLM span rather
+    than the root); a ``trace_id`` column naming another trace than the spans' is a row
+    error, since the scores would land on the wrong trace.
+    """
+    ids = trace_ids(fields["trace"])
+    if ids is None:
+        return
+    if ids.n_traces > 1:
+        if notes is not None:
+            notes.append("trace_ids_several")
+        return
+    given = fields.get("trace_id")
+    if isinstance(given, str) and ids.trace_id is not None and given.lower() != ids.trace_id:
+        raise error(
+            f"field '{columns['trace_id']}' is {given!r}, but the spans in field '{columns['trace']}' are in trace "
+            f"{ids.trace_id}; give the row's own trace id, or leave the column out to keep the spans' id"
+        )
+    for name, value in (("trace_id", ids.trace_id), ("span_id", ids.span_id), ("response_id", ids.response_id)):
+        if value is not None and fields.get(name) is None:
+            fields[name] = value
 
 
 def row_from_record(record: Any, *, line: int, **checks: Any) -> Row | SampleError:
