@@ -23,7 +23,7 @@ verdicts it decides without a judge call (a copy, text addressed to the judge). 
 learning curve refits both on 25% and 50% of each training part (stratified by source
 and label, three seeded draws).
 
-Features come from ``hidden_states.extract`` (the shipped verifier, ``reasons="none"``,
+Features come from ``hidden.extract`` (the shipped verifier, ``reasons="none"``,
 each verdict call's states read in its own forward pass by the graph callback), one
 process, one model:
 
@@ -55,8 +55,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from evidence_use import NEGATIVE_SUFFIX, SETS, EvidencePair, dev_pairs
-from grouped_cv import THRESHOLDS, Data, load_hidden, logit, paired_difference, sigmoid
+from _lib.evidence_pairs import NEGATIVE_SUFFIX, SETS, EvidencePair, dev_pairs
+from _lib.grouped_cv import THRESHOLDS, Data, load_hidden, logit, paired_difference, sigmoid
 
 from assay.analysis import balanced_accuracy
 
@@ -86,7 +86,7 @@ def schedule(
     own unless the context is longer than the verifier's ``whole_chars``, where a shared
     evidence window is chosen for the statements judged together.)
     """
-    from judge_agreement import contexts_of
+    from _lib.devsets import contexts_of
 
     rng = random.Random(seed)
     queues: dict[str, list[tuple[str, str, list[dict[str, Any]]]]] = {}
@@ -125,7 +125,7 @@ def schedule(
 
 
 def store_folder(work: Path, judge: Any, seed: int) -> Path:
-    from judge_agreement import model_slug
+    from _lib.judging import model_slug
 
     return work / f"hidden-{model_slug(judge)}-s{seed}"
 
@@ -138,7 +138,7 @@ def threaded_judge(threads: int) -> Any:
     unless told. Here both are ``threads``, set on the context after loading.
     """
     import llama_cpp
-    from hidden_states import HiddenStateJudge
+    from _lib.hidden import HiddenStateJudge
 
     class Judge(HiddenStateJudge):
         def load(self, progress: Any = None) -> Any:
@@ -153,7 +153,7 @@ def threaded_judge(threads: int) -> Any:
 
 
 async def extract(work: Path, threads: int, seed: int, limit_s: float, only: str = "", dev_first: bool = False) -> None:
-    from hidden_states import extract as extract_rows
+    from _lib.hidden import extract as extract_rows
 
     from assay.models._weights import DEFAULT_MODEL_SHA256
 
@@ -423,7 +423,7 @@ def evidence_use_of(items: Items, negatives: Items, result: dict[str, Any], seed
 
     A pair's negative is decided by the model fitted without its source, as its positive was.
     """
-    from evidence_use import pair_figures
+    from _lib.evidence_pairs import pair_figures
 
     index = {i: k for k, i in enumerate(items.data.ids)}
     keep = np.array([i.removesuffix(NEGATIVE_SUFFIX) in index for i in negatives.data.ids], dtype=bool)
@@ -488,7 +488,7 @@ def check_anchor(items: Items, out: Any = print) -> None:
 
 
 def fit(work: Path, seed: int, json_out: Path | None) -> None:
-    from hidden_states import HiddenStateJudge
+    from _lib.hidden import HiddenStateJudge
 
     pairs, _, samples = dev_pairs(seed)
     folder = store_folder(work, HiddenStateJudge(mode="cb", names=NAMES), seed)

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from judge_limit import machine_line
+from _lib.timing import machine_line
 
 from assay.models import LocalJudge
 from assay.models._decode import _logits, prompt_logits_many

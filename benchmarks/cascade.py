@@ -46,7 +46,6 @@ import json
 import os
 import platform
 import statistics
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -54,6 +53,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _lib.devsets import load
+from _lib.grouped_cv import document_groups
+from _lib.judging import CACHE, PRODUCT_KEY, model_slug
 
 from assay.analysis._selective import plan_cascade, route
 
@@ -187,10 +189,7 @@ def evaluate(
 def load_items(
     sets: Sequence[str], n: int, seed: int, judges: Sequence[str], first: int = 0
 ) -> tuple[list[Item], dict[str, Any]]:
-    """The items every judge judged (of ``judge_agreement.load``'s seeded sample, its first ``first``), and the rest."""
-    sys.path.insert(0, str(HERE))
-    from grouped_cv import document_groups
-    from judge_agreement import CACHE, PRODUCT_KEY, load, model_slug
+    """The items every judge judged (of ``devsets.load``'s seeded sample, its first ``first``), and the rest."""
 
     from assay.models import get_judge
 

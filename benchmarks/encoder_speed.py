@@ -22,14 +22,13 @@ import argparse
 import random
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from judge_limit import machine_line
-from rag_answer_speed import samples
+from _lib.rag_samples import samples
+from _lib.timing import FixedCount, machine_line
 
 from assay.grounding._evidence import sentence_spans
 from assay.models._encoders import MiniLMEncoder
@@ -41,22 +40,6 @@ def _encoder(batching: str) -> MiniLMEncoder:
         return MiniLMEncoder(batch_tokens=int(batching[1:]))
     size = int(batching)
     return FixedCount(size)
-
-
-class FixedCount(MiniLMEncoder):
-    """The encoder before issue 32's eighth round: ``size`` texts a pass, whatever their length."""
-
-    def __init__(self, size: int) -> None:
-        super().__init__(batch_tokens=10**9)  # each group of ``size`` in one pass, padded to its longest
-        self.size = size
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.zeros((len(texts), 384), dtype=np.float32)
-        for start in range(0, len(order), self.size):
-            idx = order[start : start + self.size]
-            out[idx] = MiniLMEncoder.encode(self, [texts[i] for i in idx])
-        return out
 
 
 def main() -> None:

@@ -53,9 +53,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _lib.rag_samples import DATA, _cut, _pronoun
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-PASSAGE_CHARS = 3000
 GATE = 0.8  # the README's gate threshold
 SETS = ("summedits", "begin", "halueval", "rag")
 
@@ -121,42 +120,6 @@ def halueval(n: int, seed: int) -> list[dict[str, Any]]:
                  "label": int(r["label"])}
             )  # fmt: skip
     return items
-
-
-def _sentences(text: str) -> list[str]:
-    import pysbd
-
-    return [s.strip() for s in pysbd.Segmenter(language="en", clean=False).segment(text) if s.strip()]
-
-
-def _cut(article: str, around: list[str]) -> str:
-    """About PASSAGE_CHARS of ``article`` at sentence ends, centred on the first cited line found."""
-    sentences = _sentences(article)
-    anchor = 0
-    for i, s in enumerate(sentences):
-        if any(a[:60] and a[:60] in s for a in around):
-            anchor = i
-            break
-    lo = hi = anchor
-    size = len(sentences[anchor]) if sentences else 0
-    while size < PASSAGE_CHARS and (lo > 0 or hi < len(sentences) - 1):
-        if hi < len(sentences) - 1:
-            hi += 1
-            size += len(sentences[hi]) + 1
-        if lo > 0 and size < PASSAGE_CHARS:
-            lo -= 1
-            size += len(sentences[lo]) + 1
-    return " ".join(sentences[lo : hi + 1])
-
-
-_PRONOUNS = {"he": "He", "she": "She", "they": "They", "it": "It"}
-
-
-def _pronoun(title: str, paragraph: str) -> str:
-    words = Counter(w.lower() for w in re.findall(r"[A-Za-z]+", paragraph))
-    counts = {p: words[p] + words[{"he": "his", "she": "her", "they": "their", "it": "its"}[p]] for p in _PRONOUNS}
-    best = max(counts, key=lambda p: counts[p])
-    return _PRONOUNS[best] if counts[best] else "It"
 
 
 def rag(n: int, seed: int) -> list[dict[str, Any]]:

@@ -32,7 +32,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from throughput import exit_code, iter_samples, responder, to_sample
+from _lib.synthetic import iter_samples, responder, to_sample
+from _lib.timing import exit_code
 
 FAULT_KINDS = ("429", "500", "503", "timeout", "reset", "malformed", "refusal", "truncated", "wrong_count")
 

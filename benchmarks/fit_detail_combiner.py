@@ -42,7 +42,6 @@ import datetime
 import hashlib
 import json
 import math
-import random
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,6 +50,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from _lib.grouped_cv import make_folds
 
 from assay.analysis import balanced_accuracy, bootstrap_ci, confusion
 from assay.grounding._details import (
@@ -161,36 +161,6 @@ def fit_logistic(x: Array, y: Array, lam: float, *, iterations: int = 100) -> tu
 
 def predict(x: Array, weights: Array, intercept: float) -> Array:
     return sigmoid(x @ weights + intercept)
-
-
-def make_folds(sets: Sequence[str], labels: Array, groups: Sequence[str], k: int, seed: int) -> npt.NDArray[np.int64]:
-    """Fold of each item: within every set, stratified by label, items of one group in one fold.
-
-    Groups (items sharing an evidence text) are dealt largest first, each to the fold
-    where its majority label is scarcest so far (ties: the fold with fewest items of the
-    set, then the lowest index), after a seeded shuffle.
-    """
-    if len(set(groups)) < k:
-        raise SystemExit(f"{len(set(groups))} distinct evidence texts cannot make {k} folds: lower --folds")
-    rng = random.Random(seed)
-    folds = np.full(len(labels), -1, dtype=np.int64)
-    for name in sorted(set(sets)):
-        members: dict[str, list[int]] = {}
-        for i, (s, g) in enumerate(zip(sets, groups, strict=True)):
-            if s == name:
-                members.setdefault(g, []).append(i)
-        order = list(members.values())
-        rng.shuffle(order)
-        order.sort(key=len, reverse=True)
-        counts = np.zeros((k, 2), dtype=np.int64)
-        for group in order:
-            ones = int(labels[group].sum())
-            label = 1 if 2 * ones >= len(group) else 0
-            fold = min(range(k), key=lambda f: (counts[f, label], counts[f].sum(), f))
-            folds[group] = fold
-            counts[fold, 1] += ones
-            counts[fold, 0] += len(group) - ones
-    return folds
 
 
 def mean_set_ba(scores: Array, y: Array, sets: npt.NDArray[np.str_], threshold: float) -> float:

@@ -41,8 +41,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from grouped_cv import Data, Probe, evaluate, folds_of, load_hidden, table
-from judge_agreement import CACHE
+from _lib.grouped_cv import Data, Probe, evaluate, folds_of, load_hidden, table
+from _lib.judging import CACHE
 
 from assay.models._weights import DEFAULT_MODEL_FILE, DEFAULT_MODEL_SHA256
 

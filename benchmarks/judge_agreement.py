@@ -68,9 +68,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import json
-import os
 import random
 import re
 import sys
@@ -80,84 +78,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from grouped_cv import THRESHOLDS, Data, Probe, Threshold, document_groups, evaluate, folds_of, load_hidden, table
+from _lib.devsets import DATA, SETS, contexts_of, load
+from _lib.grouped_cv import THRESHOLDS, Data, Probe, Threshold, document_groups, evaluate, folds_of, load_hidden, table
+from _lib.judging import CACHE, PRODUCT_KEY, balanced_accuracy, bootstrap_ci, ev_key, model_slug
 
 from assay.grounding._decompose import LLMDecomposer
 from assay.grounding._verify import STATEMENT_PROMPT, STATEMENT_PROMPT_V1, StatementVerifier
 from assay.models import JudgeModel, get_judge
 
-# The shared dev data beside the checkout, or where $ASSAY_SHARED_DATA says (a worktree elsewhere);
-# $ASSAY_DEV_DATA names the grounding folder itself.
-DATA = Path(
-    os.environ.get("ASSAY_DEV_DATA")
-    or Path(os.environ.get("ASSAY_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
-    / "grounding"
-)
-CACHE = Path(__file__).resolve().parent / ".cache"
-SETS = {
-    "wice": "wice_dev.jsonl",
-    "wicefull": "wice_dev.jsonl",  # the same claims against the whole cited article (`context`), not the oracle chunks
-    "begin": "begin_dev.jsonl",
-    "summedits": "summedits_dev.jsonl",
-}
 PROMPTS = {"1": STATEMENT_PROMPT_V1, "2": STATEMENT_PROMPT}
 VARIANT = re.compile(
     r"^(?P<kind>p1|gen|atoms|ev)-v(?P<prompt>[12])(?:-c(?P<chars>\d+))?(?:-e(?P<evidence>\d+))?"
     r"(?:-w(?P<whole>\d+))?(?P<nodetails>-d0)?(?P<noguard>-g0)?(?P<shared>-s)?$"
 )
 ENSEMBLE = re.compile(r"^mean\((?P<members>[^)]+)\)$")
-
-
-def ev_key(verifier: StatementVerifier) -> str:
-    """An ``ev`` variant's name with every setting spelled out: its cache key.
-
-    The prompt is named by its own version, so a reworded prompt is never read back from
-    entries judged with the old one. ``verbatim`` and ``counts_to_judge`` are not in the
-    name: every ``ev`` variant keeps them as they ship.
-    """
-    v = verifier
-    flags = "-d0" * (not v.details) + "-g0" * (not v.guard) + "-s" * v.shared_evidence
-    return f"ev-v{v.prompt.version}-c{v.chunk_chars}-e{v.evidence_chars}-w{v.whole_chars}{flags}"
-
-
-PRODUCT_KEY = ev_key(StatementVerifier())
-"""``product``: the faithfulness metric's own verifier, every setting as it ships."""
-
-
-def load(name: str, n: int, seed: int, chars: tuple[int, int] | None = None) -> list[dict[str, Any]]:
-    """A seeded sample with the set's own label ratio (of the items whose contexts total ``chars``, if given)."""
-    with (DATA / SETS[name]).open() as lines:
-        rows = [json.loads(line) for line in lines]
-    if chars is not None:
-        rows = [r for r in rows if chars[0] <= sum(map(len, contexts_of(name, r))) <= chars[1]]
-    rng = random.Random(seed)
-    positives = [r for r in rows if int(r["label"]) == 1]
-    negatives = [r for r in rows if int(r["label"]) == 0]
-    k = round(n * len(positives) / len(rows))
-    picked = rng.sample(positives, min(k, len(positives))) + rng.sample(negatives, min(n - k, len(negatives)))
-    rng.shuffle(picked)
-    return picked
-
-
-def contexts_of(name: str, row: dict[str, Any]) -> list[str]:
-    if name == "wicefull":
-        return [str(row["context"])]
-    if name == "wice" and row.get("oracle_chunks"):
-        return list(row["oracle_chunks"])
-    return [str(row["context"])]
-
-
-def balanced_accuracy(labels: np.ndarray, preds: np.ndarray) -> float:
-    tpr = (preds[labels == 1] == 1).mean() if (labels == 1).any() else np.nan
-    tnr = (preds[labels == 0] == 0).mean() if (labels == 0).any() else np.nan
-    return float((tpr + tnr) / 2)
-
-
-def bootstrap_ci(labels: np.ndarray, preds: np.ndarray, seed: int, n: int = 2000) -> tuple[float, float]:
-    rng = np.random.default_rng(seed)
-    values = [balanced_accuracy(labels[idx], preds[idx]) for idx in rng.integers(0, len(labels), (n, len(labels)))]
-    lo, hi = np.nanpercentile(values, [2.5, 97.5])
-    return float(lo), float(hi)
 
 
 class Variant:
@@ -254,17 +188,6 @@ class Variant:
                 entry["atoms"] = group
             entries.append(entry)
         return entries
-
-
-def model_slug(judge: JudgeModel) -> str:
-    """The judge's name and a digest of its whole identity: one cache per judge that answers.
-
-    ``model_id`` alone is one name for several judges: the shipped weights on the AVX2
-    build and their Q8_0 copy on the AMX build give different P (docs/design/judging.md),
-    and a cache keyed on the name would serve one's verdicts as the other's.
-    """
-    name = judge.model_id.replace(":", "_").replace("/", "_")
-    return f"{name}-{hashlib.sha1(judge.identity.encode()).hexdigest()[:10]}"
 
 
 async def score_items(

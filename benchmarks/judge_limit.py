@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _lib.timing import cpu, machine_line
+
 HERE = Path(__file__).resolve().parent
 KERNELS = (
     ("fp32-avx2", ("avx2", "fma")),
@@ -45,34 +47,6 @@ KERNELS = (
     ("int8-amx", ("amx_int8",)),
     ("bf16-amx", ("amx_bf16",)),
 )
-EXTENSIONS = (
-    "avx2",
-    "fma",
-    "avx_vnni",
-    "avx512f",
-    "avx512bw",
-    "avx512_vnni",
-    "avx512_bf16",
-    "amx_tile",
-    "amx_int8",
-    "amx_bf16",
-)
-
-
-def cpu() -> tuple[str, set[str]]:
-    model, flags = "unknown CPU", set()
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name") and model == "unknown CPU":
-            model = line.split(":", 1)[1].strip()
-        elif line.startswith("flags") and not flags:
-            flags = set(line.split(":", 1)[1].split())
-    return model, flags
-
-
-def machine_line() -> str:
-    model, flags = cpu()
-    shown = " ".join(f for f in EXTENSIONS if f in flags)
-    return f"{model}, {os.cpu_count()} cores, {shown}; load average {os.getloadavg()[0]:.2f}"
 
 
 def peaks(threads: int, seconds: float) -> dict[str, float | str]:

@@ -40,7 +40,7 @@ process):
 - ``eighth``: the same, with the evidence index's MiniLM batching sentences by tokens (up
   to 256 padded tokens a pass) instead of 64 sentences padded to the longest (the eighth
   round; the vectors are bitwise the same). Every earlier configuration encodes 64 a pass
-  (``JUDGE_SPEED_ENCODER_BATCH``, this benchmark's own, with ``encoder_speed.py``'s
+  (``JUDGE_SPEED_ENCODER_BATCH``, this benchmark's own, with ``_lib/timing.py``'s
   ``FixedCount``; not in the demo, whose contexts are a few sentences).
 - ``ninth``: the same, with the weights' blocks laid out in pairs and multiplied 64 deep
   on the AMX tiles instead of 32, the columns split between the threads and the rows
@@ -114,7 +114,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from judge_limit import machine_line
+from _lib.timing import machine_line
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parents[1] / "shared" / "data"
@@ -300,7 +300,7 @@ async def child(config: str, args: argparse.Namespace) -> dict[str, Any]:
 
         assay.models._decode.GRAMMAR_DRAFTS = False
     if os.environ.get(ENCODER_BATCH):  # the encoder as it was: that many texts a pass, whatever their length
-        from encoder_speed import FixedCount
+        from _lib.timing import FixedCount
 
         old_encoder = FixedCount(int(os.environ[ENCODER_BATCH]))
         _evidence._shared_minilm = lambda: old_encoder  # not the shared MiniLM: no vectors kept, as then
@@ -310,7 +310,7 @@ async def child(config: str, args: argparse.Namespace) -> dict[str, Any]:
     await metric.score(warm, judge)
     work: dict[str, list[tuple[str, Any, Any]]] = {"rag": [], "summary": [], "agent": []}
     if args.rag:
-        from rag_answer_speed import samples
+        from _lib.rag_samples import samples
 
         for item in samples(args.rag, 11):
             sample = Sample(
@@ -323,7 +323,7 @@ async def child(config: str, args: argparse.Namespace) -> dict[str, Any]:
         )
         work["summary"].append((row["id"], metric, sample))
     if args.agents:
-        from goal_accuracy import load
+        from _lib.goals import load
 
         goal = AgentGoalAccuracy(reference=True)
         for row in load(args.agents, 7):

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from judge_agreement import balanced_accuracy
+from _lib.judging import balanced_accuracy
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "grounding"
 

@@ -20,56 +20,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import random
 import re
 import statistics
 import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from faithfulness_answers import DATA, _cut, _pronoun, _sentences
+from _lib.rag_samples import samples
 
 TARGET_S = 20.0
-
-
-def samples(n: int, seed: int) -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in (DATA / "grounding" / "wice_dev.jsonl").read_text().splitlines()]
-    rng = random.Random(seed)
-    rng.shuffle(rows)
-    out = []
-    for k in range(n):
-        chosen = rows[k * 8 : k * 8 + 8]
-        passages = []
-        for r in chosen[:5]:
-            oracle = r["oracle_chunks"] if isinstance(r["oracle_chunks"], list) else json.loads(r["oracle_chunks"])
-            passages.append(_cut(r["context"], oracle))
-        claims = [r for r in chosen[: 6 + k % 3]]
-        sentences = []
-        for i, r in enumerate(claims):
-            text = r["claim"].strip()
-            words = text.split()
-            title_words = [w for w in r["claim_title"].split() if w[:1].isupper()]
-            if i % 3 == 1 and words and words[0] in title_words and len(words) > 1:
-                text = f"{_pronoun(r['claim_title'], r.get('claim_context') or '')} {' '.join(words[1:])}"
-            if i == 4:
-                text = "Reportedly, " + text[0].lower() + text[1:]
-            sentences.append(text)
-        copied = sum(1 for s in sentences for p in passages if s in _sentences(p))
-        out.append(
-            {
-                "id": f"rag-speed-{k}",
-                "question": "What do the sources say?",
-                "answer": " ".join(sentences),
-                "contexts": passages,
-                "copied": copied,
-                "sentences": len(sentences),
-            }
-        )
-    return out
 
 
 async def main() -> int:

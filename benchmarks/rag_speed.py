@@ -32,60 +32,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import random
 import time
-from pathlib import Path
 from typing import Any
 
-from assay.grounding._sentences import _segmenter
+from _lib.rag_samples import build
+
 from assay.grounding._verify import StatementVerifier
 from assay.models import get_judge
-
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "grounding" / "wice_dev.jsonl"
-PASSAGE_CHARS = 3000
-
-
-def passage(text: str) -> str:
-    """``text`` cut to about PASSAGE_CHARS at a sentence end."""
-    out = ""
-    for sentence in _segmenter("en").segment(text):
-        if len(out) + len(sentence) > PASSAGE_CHARS:
-            break
-        out += sentence
-    return out.strip()
-
-
-def prose(sentence: str) -> bool:
-    """A sentence an answer would copy: 60-220 characters of prose, not page furniture.
-
-    The articles carry metadata lines ("(meta data) PUBLISHER: https://...") and headings
-    that the first version of this benchmark sometimes picked as "statements".
-    """
-    furniture = ("(meta data)", "http", "#", "|", "\n")
-    return (
-        60 <= len(sentence) <= 220
-        and sentence[0].isupper()
-        and sentence.endswith(".")
-        and not any(mark in sentence for mark in furniture)
-    )
-
-
-def build(samples: int, seed: int) -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in DATA.open()]
-    articles = [r for r in rows if len(r["context"]) > 4000]
-    rng = random.Random(seed)
-    built = []
-    for _ in range(samples):
-        picked = rng.sample(articles, 5)
-        passages = [passage(r["context"]) for r in picked]
-        copied = []
-        for text in passages[:4]:
-            sentences = [s.strip() for s in _segmenter("en").segment(text) if prose(s.strip())]
-            copied.append(rng.choice(sentences))
-        unsupported = [r["claim"] for r in rng.sample([r for r in rows if int(r["label"]) == 0], 2)]
-        built.append({"passages": passages, "supported": copied, "unsupported": unsupported})
-    return built
 
 
 async def main() -> None:
@@ -105,7 +58,7 @@ async def main() -> None:
     args = parser.parse_args()
     judge: Any = get_judge(args.judge)
     if args.hidden:
-        from hidden_states import HiddenStateJudge
+        from _lib.hidden import HiddenStateJudge
 
         judge = HiddenStateJudge(mode=args.hidden)
     every = {

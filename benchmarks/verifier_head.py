@@ -7,7 +7,7 @@ One command runs every step, each resumable (a stopped run picks up where it was
 1. ``pairs``: ``verifier_data.py``'s pairs of every dev document (``<work>/pairs.jsonl``);
 2. ``extract``: for each pair, the local judge reads a short prompt of its own
    (:data:`HEAD_PROMPT`: evidence, statement, verdict 1 or 0; no examples) and the hidden
-   states at the verdict position are kept (``hidden_states.HiddenStateJudge``, the graph
+   states at the verdict position are kept (``hidden.HiddenStateJudge``, the graph
    callback, the layers of :data:`LAYERS`) with the prompt's own P("1");
 3. ``extract --dev``: the same for the dev items (each item's contexts in chunks of
    3,000 characters as the verifier packs them, one call per chunk);
@@ -40,7 +40,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from verifier_data import Pair, documents, full_groups, generate, held_out, read_pairs, read_rows
+from _lib.devsets import read_rows
+from _lib.grouped_cv import full_groups
+from _lib.verifier_pairs import Pair, documents, generate, held_out, read_pairs
 
 from assay.grounding._verify import VERDICT_PREFIX, StatementCheck, StatementJudgement, chunk_contexts
 from assay.prompts._prompt import JudgePrompt
@@ -241,9 +243,9 @@ def extract(judge: Any, store: Store, pairs: Sequence[Pair], *, flush: int = 16,
 def dev_pairs(rows_by_set: dict[str, Sequence[dict[str, Any]]], groups: dict[str, str]) -> list[Pair]:
     """One pseudo-pair per dev item and chunk (``<item id>#<chunk>``), the contexts packed as the verifier packs them.
 
-    ``groups``: item id -> full-file group (:func:`verifier_data.full_groups` over every row).
+    ``groups``: item id -> full-file group (``grouped_cv.full_groups`` over every row).
     """
-    from judge_agreement import contexts_of
+    from _lib.devsets import contexts_of
 
     out = []
     for name, rows in rows_by_set.items():
@@ -269,7 +271,7 @@ def dev_pairs(rows_by_set: dict[str, Sequence[dict[str, Any]]], groups: dict[str
 
 
 def make_judge(threads: int, model: str | None, layers: Sequence[str] = LAYERS) -> Any:
-    from hidden_states import HiddenStateJudge
+    from _lib.hidden import HiddenStateJudge
 
     class Judge(HiddenStateJudge):
         """Keeps only the last call's vector (the store holds them), not every call's."""
@@ -292,7 +294,7 @@ def speed(judge: Any, pairs: Sequence[Pair], windows: int) -> dict[str, float]:
     of the prompt evaluated, the tokens/s of a prompt read), then again as ``extract``
     reads it (its first pair pays the window, the others only their statements).
     """
-    from hidden_states import cold
+    from _lib.hidden import cold
 
     by_window: dict[str, list[Pair]] = {}
     for p in pairs:
@@ -347,7 +349,7 @@ class Head:
     """Mean per-set BA of the inner out-of-fold scores on its training pairs at ``threshold``."""
 
     def score(self, hidden: np.ndarray) -> npt.NDArray[np.float64]:
-        from grouped_cv import sigmoid
+        from _lib.grouped_cv import sigmoid
 
         return sigmoid(np.asarray(hidden[:, self.layer], dtype=np.float64) @ self.coef + self.intercept)
 
@@ -363,8 +365,7 @@ def fit_head(
     inner: int = 3,
 ) -> Head:
     """Layer and C by a grouped CV on these (synthetic) items, threshold by their out-of-fold scores."""
-    from fit_detail_combiner import make_folds
-    from grouped_cv import THRESHOLDS, Basis, weighted_log_loss
+    from _lib.grouped_cv import THRESHOLDS, Basis, make_folds, weighted_log_loss
 
     yf = y.astype(np.float64)
     w = _weights(np.array(sets), y)
@@ -442,9 +443,8 @@ def out_of_fold(
     ``max_train``: only the first that many stored pairs in ``train_pairs``' order (the
     extraction order, windows in a seeded order: a random sample), for a learning curve.
     """
-    from fit_detail_combiner import make_folds
-    from grouped_cv import document_groups
-    from judge_agreement import contexts_of
+    from _lib.devsets import contexts_of
+    from _lib.grouped_cv import document_groups, make_folds
 
     from assay.grounding._details import detail_features
     from assay.grounding._verify import vetoes
@@ -521,7 +521,7 @@ def out_of_fold(
 
 def report(result: dict[str, Any], seed: int, out: Any = print) -> list[dict[str, Any]]:
     """Per set: the short prompt's P >= 0.5, the head, each with and without the veto (out of fold)."""
-    from grouped_cv import figures, paired_difference
+    from _lib.grouped_cv import figures, paired_difference
 
     rows = []
     sets, y = result["sets"], result["y"]
@@ -558,7 +558,7 @@ def curve(sizes: Sequence[int], run: Any, seed: int, out: Any = print) -> list[d
     ``run(n)`` is :func:`out_of_fold` on the first ``n`` stored pairs. A flat curve says more
     pairs of these kinds would not move the head; a rising one says the volume is short.
     """
-    from grouped_cv import figures
+    from _lib.grouped_cv import figures
 
     rows = []
     out("\nlearning curve: head + veto, out of fold, by training pairs read (before holding out a fold's documents)")
@@ -592,7 +592,7 @@ CANDIDATE = "head + veto"
 
 def shipped_cache(seed: int = 7) -> Path:
     """``judge_agreement.py``'s cache file for the default local judge on this machine (its build and layout)."""
-    from judge_agreement import CACHE, model_slug
+    from _lib.judging import CACHE, model_slug
 
     from assay.models import get_judge
 
@@ -601,7 +601,7 @@ def shipped_cache(seed: int = 7) -> Path:
 
 def shipped_entries(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """``judge_agreement.py --variants product``'s cache entries per set and item id (the verifier as it ships)."""
-    from judge_agreement import PRODUCT_KEY
+    from _lib.judging import PRODUCT_KEY
 
     if not path.exists():
         return {}
@@ -625,7 +625,7 @@ def criterion(
     verifier's entry (its seconds shared over the statements that share a context), both
     read on this machine in the same run of the benchmark.
     """
-    from grouped_cv import paired_difference
+    from _lib.grouped_cv import paired_difference
 
     from assay.analysis import balanced_accuracy
 
@@ -694,8 +694,8 @@ def criterion(
 
 
 def dev_sample(rows: dict[str, list[dict[str, Any]]], sizes: str, seed: int) -> dict[str, list[dict[str, Any]]]:
-    """``judge_agreement.load``'s seeded samples (the items the verifier's own figures use), from ``rows``."""
-    from judge_agreement import load
+    """``devsets.load``'s seeded samples (the items the verifier's own figures use), from ``rows``."""
+    from _lib.devsets import load
 
     out = {}
     for name, n in zip(SETS_ORDER, sizes.split(","), strict=True):

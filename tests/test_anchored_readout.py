@@ -32,7 +32,7 @@ def ar() -> Iterator[ModuleType]:
 
 def _items(ar: ModuleType, n_per_source: int = 40, d: int = 6, seed: int = 0) -> Any:
     """Sources whose label shows on state dimension 0, while the judge's P is mostly noise."""
-    from grouped_cv import Data
+    from _lib.grouped_cv import Data
 
     rng = np.random.default_rng(seed)
     sources = np.repeat(np.array(["summedits/news", "summedits/podcast", "begin", "wice"]), n_per_source)
@@ -129,7 +129,7 @@ async def test_every_statement_judged_at_once_gets_its_own_hidden_state() -> Non
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     sys.path.insert(0, str(BENCHMARKS))
     try:
-        from hidden_states import HiddenStateJudge, messages_key
+        from _lib.hidden import HiddenStateJudge, messages_key
 
         from assay.grounding._verify import StatementVerifier
         from tiny_model import smollm2_path
@@ -157,18 +157,18 @@ def test_the_schedule_judges_every_item_once_and_the_pairs_first(ar: ModuleType)
         from test_evidence_use import _groups, _rows
     finally:
         sys.path.remove(str(Path(__file__).resolve().parent))
-    import evidence_use
+    import _lib.evidence_pairs as evidence_pairs
 
     rows = _rows()
-    pairs, _ = evidence_use.make_pairs(rows, _groups(rows))
+    pairs, _ = evidence_pairs.make_pairs(rows, _groups(rows))
     plan = ar.schedule(pairs, rows, seed=3)
     judged = [(kind, r["id"]) for _, kind, entry in plan for r in entry]
     expected = {("dev", r["id"]) for rs in rows.values() for r in rs}
-    expected |= {("removed", p.id + evidence_use.NEGATIVE_SUFFIX) for p in pairs}
+    expected |= {("removed", p.id + evidence_pairs.NEGATIVE_SUFFIX) for p in pairs}
     assert sorted(judged) == sorted(expected)  # each once
     order = [i for _, i in judged]
     for p in pairs:
-        assert order.index(p.id) < order.index(p.id + evidence_use.NEGATIVE_SUFFIX)
+        assert order.index(p.id) < order.index(p.id + evidence_pairs.NEGATIVE_SUFFIX)
     for name in ar.SETS:
         mine = [(kind, r["id"]) for s, kind, entry in plan if s == name for r in entry]
         in_pairs = {p.id for p in pairs if p.set == name} | {p.id + "#removed" for p in pairs if p.set == name}

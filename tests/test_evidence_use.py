@@ -31,6 +31,18 @@ def eu() -> Iterator[ModuleType]:
         sys.path.remove(str(BENCHMARKS))
 
 
+@pytest.fixture(scope="module")
+def ep() -> Iterator[ModuleType]:
+    """The pairs and their figures, below the script (``benchmarks/_lib/evidence_pairs.py``)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import _lib.evidence_pairs
+
+        yield _lib.evidence_pairs
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
 MATCH = (
     "Scotland beat Wales 3-1 at Hampden Park on Saturday. The goalkeeper, Morgan, was injured after 20 minutes "
     "and was replaced by Hughes. Wales had won the previous meeting in March 2019. Some fans left early because "
@@ -114,38 +126,38 @@ def _rows() -> dict[str, list[dict[str, Any]]]:
 def _groups(rows: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
     sys.path.insert(0, str(BENCHMARKS))
     try:
-        from verifier_data import full_groups
+        from _lib.grouped_cv import full_groups
 
         return dict(full_groups(rows))
     finally:
         sys.path.remove(str(BENCHMARKS))
 
 
-def _made(eu: ModuleType) -> tuple[list[Any], Any]:
+def _made(ep: ModuleType) -> tuple[list[Any], Any]:
     rows = _rows()
-    pairs, skipped = eu.make_pairs(rows, _groups(rows))
+    pairs, skipped = ep.make_pairs(rows, _groups(rows))
     return pairs, skipped
 
 
-def test_a_pair_keeps_the_claim_and_flips_the_label_by_removing_its_support(eu: ModuleType) -> None:
-    pairs, _ = _made(eu)
+def test_a_pair_keeps_the_claim_and_flips_the_label_by_removing_its_support(ep: ModuleType) -> None:
+    pairs, _ = _made(ep)
     assert {p.id for p in pairs} == {"s1", "s2", "s4", "b2", "w1"}
     for p in pairs:
         positive, negative = p.rows()
         assert positive["claim"] == negative["claim"] == p.claim  # the claim, word for word
         assert (positive["label"], negative["label"]) == (1, 0)
-        assert negative["id"] == p.id + eu.NEGATIVE_SUFFIX
+        assert negative["id"] == p.id + ep.NEGATIVE_SUFFIX
         before, after = " ".join(p.contexts), " ".join(p.removed_contexts)
         assert p.removed and all(sentence in before for sentence in p.removed)
         assert not any(sentence in after for sentence in p.removed), p
         assert p.lost  # words of the claim the negative's contexts never use
-        assert not set(p.lost) & eu.stems(after)
-        assert set(p.lost) <= eu.stems(p.claim)
-        assert len(after) >= eu.MIN_LEFT_CHARS
+        assert not set(p.lost) & ep.stems(after)
+        assert set(p.lost) <= ep.stems(p.claim)
+        assert len(after) >= ep.MIN_LEFT_CHARS
 
 
-def test_only_the_supporting_sentences_are_removed(eu: ModuleType) -> None:
-    pairs = {p.id: p for p in _made(eu)[0]}
+def test_only_the_supporting_sentences_are_removed(ep: ModuleType) -> None:
+    pairs = {p.id: p for p in _made(ep)[0]}
     s1 = pairs["s1"]
     assert s1.removed == ("The goalkeeper, Morgan, was injured after 20 minutes and was replaced by Hughes.",)
     assert s1.removed_contexts[0] == MATCH.replace(s1.removed[0] + " ", "")
@@ -165,8 +177,8 @@ def test_only_the_supporting_sentences_are_removed(eu: ModuleType) -> None:
     )
 
 
-def test_a_pair_that_cannot_be_built_is_skipped_and_counted(eu: ModuleType) -> None:
-    pairs, skipped = _made(eu)
+def test_a_pair_that_cannot_be_built_is_skipped_and_counted(ep: ModuleType) -> None:
+    pairs, skipped = _made(ep)
     # s3 is unsupported (never a pair); s5 shares no sentence with its context; s6 is said twice;
     # b1's snippet is its only sentence (nothing would be left to read) and has no number or auxiliary to change
     assert dict(skipped) == {
@@ -177,7 +189,7 @@ def test_a_pair_that_cannot_be_built_is_skipped_and_counted(eu: ModuleType) -> N
     assert len(pairs) + sum(skipped.values()) == sum(r["label"] for rs in _rows().values() for r in rs)
 
 
-def test_a_context_too_short_to_lose_a_sentence_gets_one_detail_changed(eu: ModuleType) -> None:
+def test_a_context_too_short_to_lose_a_sentence_gets_one_detail_changed(ep: ModuleType) -> None:
     rows = {
         "begin": [
             {"id": "b1", "label": 1, "context": "Elvis Presley was born in Tupelo in 1935 and moved to Memphis at 13.",
@@ -188,7 +200,7 @@ def test_a_context_too_short_to_lose_a_sentence_gets_one_detail_changed(eu: Modu
              "claim": "Large ships cannot navigate the Nile above Aswan, it isn't navigable."},
         ]
     }  # fmt: skip
-    pairs, skipped = eu.make_pairs(rows, _groups(rows))
+    pairs, skipped = ep.make_pairs(rows, _groups(rows))
     made = {p.id: p for p in pairs}
     number = made["b1"]
     assert number.how.startswith("changed: 13 -> ") and number.claim == rows["begin"][0]["claim"]
@@ -199,28 +211,28 @@ def test_a_context_too_short_to_lose_a_sentence_gets_one_detail_changed(eu: Modu
     assert dict(skipped) == {"begin: nothing left, no detail to change": 1}  # b3 negates already: left alone
 
 
-def test_both_sides_keep_the_items_group_and_no_item_is_in_two_groups(eu: ModuleType) -> None:
+def test_both_sides_keep_the_items_group_and_no_item_is_in_two_groups(ep: ModuleType) -> None:
     rows = _rows()
     groups = _groups(rows)
-    pairs, _ = eu.make_pairs(rows, groups)
+    pairs, _ = ep.make_pairs(rows, groups)
     group_of: dict[str, str] = {}
     for p in pairs:
         for side in p.rows():
             assert side["group"] == groups[p.id] == p.group
-            assert group_of.setdefault(side["id"].removesuffix(eu.NEGATIVE_SUFFIX), side["group"]) == side["group"]
+            assert group_of.setdefault(side["id"].removesuffix(ep.NEGATIVE_SUFFIX), side["group"]) == side["group"]
     assert pairs[0].group == pairs[1].group  # s1 and s2: one SummEdits document, one group
     assert len({p.id for p in pairs}) == len(pairs)
 
 
-def test_stems_cut_endings_and_drop_stopwords(eu: ModuleType) -> None:
-    assert eu.stems("The players were playing and played it") == {"player", "play"}
-    assert eu.stems("Hughes replaced him in 2019") == {"hugh", "replac", "2019"}
+def test_stems_cut_endings_and_drop_stopwords(ep: ModuleType) -> None:
+    assert ep.stems("The players were playing and played it") == {"player", "play"}
+    assert ep.stems("Hughes replaced him in 2019") == {"hugh", "replac", "2019"}
 
 
-def test_pair_figures_are_the_formula_written_out(eu: ModuleType) -> None:
+def test_pair_figures_are_the_formula_written_out(ep: ModuleType) -> None:
     positive = np.array([1, 1, 1, 0, 1, 1, 0, 1])
     negative = np.array([1, 0, 0, 0, 1, 0, 0, 1])
-    ba, (lo, hi), tpr, still, flipped = eu.pair_figures(positive, negative, seed=1)
+    ba, (lo, hi), tpr, still, flipped = ep.pair_figures(positive, negative, seed=1)
     assert tpr == 6 / 8
     assert still == 3 / 8  # negatives called supported
     assert ba == (6 / 8 + 5 / 8) / 2
@@ -228,27 +240,27 @@ def test_pair_figures_are_the_formula_written_out(eu: ModuleType) -> None:
     assert lo <= ba <= hi
     # a verifier that ignores the evidence: every side supported -> BA 0.5, nothing flips
     same = np.ones(10, dtype=np.int64)
-    ba, (lo, hi), _, still, flipped = eu.pair_figures(same, same, seed=1)
+    ba, (lo, hi), _, still, flipped = ep.pair_figures(same, same, seed=1)
     assert (ba, lo, hi, still, flipped) == (0.5, 0.5, 0.5, 1.0, 0.0)
     with pytest.raises(ValueError):
-        eu.pair_figures(positive, negative[:3], seed=1)
+        ep.pair_figures(positive, negative[:3], seed=1)
 
 
-def test_rows_of_pairs_the_two_sides_and_reads_p_alone_without_the_veto(eu: ModuleType) -> None:
-    pairs, _ = _made(eu)
+def test_rows_of_pairs_the_two_sides_and_reads_p_alone_without_the_veto(ep: ModuleType, eu: ModuleType) -> None:
+    pairs, _ = _made(ep)
     entries: dict[str, dict[str, Any]] = {}
     for p in pairs:
         entries[p.id] = {"v": 1, "p": 0.9}
         # vetoed negative: the verifier says 0, the judge's P alone says 1
-        entries[p.id + eu.NEGATIVE_SUFFIX] = {"v": 0, "p": 0.8, "vetoed": ["missing_entities"]}
-    del entries["w1" + eu.NEGATIVE_SUFFIX]  # not judged yet: the pair is left out
+        entries[p.id + ep.NEGATIVE_SUFFIX] = {"v": 0, "p": 0.8, "vetoed": ["missing_entities"]}
+    del entries["w1" + ep.NEGATIVE_SUFFIX]  # not judged yet: the pair is left out
     rows, missing = eu.rows_of(pairs, entries, seed=1)
     overall = {r.decided_by: r for r in rows if r.set == "all"}
     assert overall["verifier"].pairs == overall["p"].pairs == len(pairs) - 1
     assert overall["verifier"].balanced_accuracy == 1.0
     assert overall["p"].balanced_accuracy == 0.5 and overall["p"].still_supported == 1.0
     assert missing == 0
-    entries["s1" + eu.NEGATIVE_SUFFIX] = {"v": None, "p": None}  # a judge failure on one side
+    entries["s1" + ep.NEGATIVE_SUFFIX] = {"v": None, "p": None}  # a judge failure on one side
     rows, missing = eu.rows_of(pairs, entries, seed=1)
     assert missing == 1
 
@@ -275,13 +287,15 @@ class _ReadingJudge:
         return {"1": 0.9 if supported else 0.1, "0": 0.1 if supported else 0.9}
 
 
-async def test_run_judges_both_sides_once_and_a_judge_that_reads_flips_them(eu: ModuleType, tmp_path: Path) -> None:
-    pairs, _ = _made(eu)
+async def test_run_judges_both_sides_once_and_a_judge_that_reads_flips_them(
+    ep: ModuleType, eu: ModuleType, tmp_path: Path
+) -> None:
+    pairs, _ = _made(ep)
     path = tmp_path / "verdicts.jsonl"
-    judge = _ReadingJudge(eu.stems)
+    judge = _ReadingJudge(ep.stems)
     await eu.run(judge, pairs, path)
     entries = eu.read_entries([path])
-    assert set(entries) == {i for p in pairs for i in (p.id, p.id + eu.NEGATIVE_SUFFIX)}
+    assert set(entries) == {i for p in pairs for i in (p.id, p.id + ep.NEGATIVE_SUFFIX)}
     rows, missing = eu.rows_of(pairs, entries, seed=1)
     alone = {r.set: r for r in rows if r.decided_by == "p"}
     assert missing == 0 and alone["all"].still_supported == 0.0  # every removal took a stem the claim needs
@@ -290,7 +304,7 @@ async def test_run_judges_both_sides_once_and_a_judge_that_reads_flips_them(eu: 
     assert judge.calls == calls and len(path.read_text().splitlines()) == 2 * len(pairs)
     # a judge that never reads the context: P alone calls every edited side supported
     blind = tmp_path / "blind.jsonl"
-    await eu.run(_ReadingJudge(eu.stems, reads=False), pairs, blind)
+    await eu.run(_ReadingJudge(ep.stems, reads=False), pairs, blind)
     rows, _ = eu.rows_of(pairs, eu.read_entries([blind]), seed=1)
     alone = {r.set: r for r in rows if r.decided_by == "p"}
     assert alone["all"].still_supported == 1.0 and alone["all"].balanced_accuracy == pytest.approx(0.5, abs=0.1)

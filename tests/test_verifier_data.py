@@ -26,9 +26,9 @@ DATA = Path(os.environ.get("ASSAY_DEV_DATA") or Path(__file__).resolve().parents
 def vd() -> Iterator[ModuleType]:
     sys.path.insert(0, str(BENCHMARKS))
     try:
-        import verifier_data
+        import _lib.verifier_pairs
 
-        yield verifier_data
+        yield _lib.verifier_pairs  # the edits and groups, below the script that writes the pairs
     finally:
         sys.path.remove(str(BENCHMARKS))
 
@@ -187,7 +187,9 @@ def test_no_document_of_a_held_out_item_reaches_the_training_pairs(vd: ModuleTyp
     docs = vd.documents(rows)
     assert len(docs) == 5  # one per distinct context: s1 and s2 share theirs
     pairs = list(vd.generate(docs, 1, anchors_per_chars=40, max_anchors=20))
-    groups = vd.full_groups(rows)
+    from _lib.grouped_cv import full_groups  # the fixture put benchmarks/ on the path
+
+    groups = full_groups(rows)
     assert groups["b1"] == groups["b2"] != groups["b3"]
     assert {p.group for p in pairs} >= {groups["b2"], groups["b3"], groups["s1"]}
     held = {"begin": [rows["begin"][0]], "summedits": [rows["summedits"][0]]}
@@ -203,19 +205,18 @@ def test_no_document_of_a_held_out_item_reaches_the_training_pairs(vd: ModuleTyp
 def test_on_the_dev_sets_no_fold_trains_on_its_own_documents(vd: ModuleType) -> None:
     sys.path.insert(0, str(BENCHMARKS))
     try:
-        from fit_detail_combiner import make_folds
-        from grouped_cv import document_groups
-        from judge_agreement import load
+        from _lib.devsets import load, read_rows
+        from _lib.grouped_cv import document_groups, full_groups, make_folds
     finally:
         sys.path.remove(str(BENCHMARKS))
     import numpy as np
 
     names = ("summedits", "begin")
-    rows = vd.read_rows(names)
+    rows = read_rows(names)
     sample = {name: load(name, 150, 7) for name in names}
     docs = vd.documents(rows)
     pairs = list(vd.generate(docs, 58))
-    groups = vd.full_groups(rows)
+    groups = full_groups(rows)
     sets = [n for n in names for _ in sample[n]]
     items = [r for n in names for r in sample[n]]
     item_groups = [f"{n}/{g}" for n in names for g in document_groups(n, sample[n]).values()]

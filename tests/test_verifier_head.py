@@ -132,7 +132,8 @@ def test_the_head_finds_the_layer_that_carries_the_label(vh: ModuleType) -> None
 def test_out_of_fold_heads_never_train_on_their_folds_documents(
     vh: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import verifier_data as vd
+    import _lib.verifier_pairs as vd
+    from _lib.grouped_cv import full_groups
 
     texts = [
         f"Team {chr(65 + i)} beat Team {chr(75 + i)} by {i + 2} goals at the {chr(65 + i)} Arena on Saturday. "
@@ -149,7 +150,7 @@ def test_out_of_fold_heads_never_train_on_their_folds_documents(
     judge = FakeJudge(vh.LAYERS)
     train_store = vh.Store(tmp_path / "pairs", vh.about_of(judge))
     dev_store = vh.Store(tmp_path / "dev", vh.about_of(judge))
-    groups = vd.full_groups(rows)
+    groups = full_groups(rows)
     vh.extract(judge, train_store, pairs)
     vh.extract(judge, dev_store, vh.dev_pairs(rows, groups))
     seen: list[set[str]] = []
@@ -272,7 +273,7 @@ def test_the_criterion_ships_only_when_every_set_is_measured_and_passes(vh: Modu
 
 
 def test_a_rank_capped_basis_keeps_the_leading_components_and_their_fit(vh: ModuleType) -> None:
-    from grouped_cv import Basis
+    from _lib.grouped_cv import Basis
 
     rng = np.random.default_rng(1)
     n = 300
@@ -290,7 +291,7 @@ def test_a_rank_capped_basis_keeps_the_leading_components_and_their_fit(vh: Modu
 def test_a_benchmark_cache_belongs_to_the_judge_that_answered_not_to_its_name(vh: ModuleType) -> None:
     from types import SimpleNamespace
 
-    from judge_agreement import model_slug
+    from _lib.judging import model_slug
 
     avx2 = SimpleNamespace(model_id="local:m", identity="local:sha256:abc:strings<=300:build=avx2@0.3.36")
     amx = SimpleNamespace(model_id="local:m", identity="local:sha256:abc:q8_0g256:strings<=300:build=amx@0.3.36")

@@ -13,7 +13,7 @@ regularisation and threshold) is scored two ways, on the same items:
 Source documents (``document_groups``): SummEdits, the document (32 in the dev set, about
 30 summaries each); BEGIN, the knowledge snippet, joined with any other item sharing its
 dialogue turn; WiCE, the Wikipedia article the claim is from (``claim_title``). Folds are
-dealt within each set, stratified by label (``fit_detail_combiner.make_folds``), and fold
+dealt within each set, stratified by label (``make_folds``), and fold
 ``f`` of every set is held out together: one setting is chosen for all sets at once, as
 the product ships one.
 
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,9 +38,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from fit_detail_combiner import make_folds
 
 from assay.analysis import balanced_accuracy, bootstrap_ci, confusion
+
+from .devsets import DATA, SETS
 
 Array = npt.NDArray[np.float64]
 THRESHOLDS = np.round(np.arange(0.05, 0.951, 0.01), 2)
@@ -119,12 +121,7 @@ def load_hidden(folder: Path, sets: Sequence[str], rows: dict[str, list[dict[str
     names = tuple(about["names"])
     data_rows: dict[str, dict[str, dict[str, Any]]] = {}
     for name in sets:
-        if rows is None:
-            from judge_agreement import DATA, SETS
-
-            every = [json.loads(line) for line in (DATA / SETS[name]).open()]
-        else:
-            every = rows[name]
+        every = [json.loads(line) for line in (DATA / SETS[name]).open()] if rows is None else rows[name]
         data_rows[name] = {r["id"]: r for r in every}
     out_sets, ids, ys, groups, ps, vetoed, fixed, vectors = [], [], [], [], [], [], [], []
     unscored: dict[str, int] = {}
@@ -538,3 +535,38 @@ def table(
             )
             rows.append(row)
     return rows
+
+
+def make_folds(sets: Sequence[str], labels: Array, groups: Sequence[str], k: int, seed: int) -> npt.NDArray[np.int64]:
+    """Fold of each item: within every set, stratified by label, items of one group in one fold.
+
+    Groups (items sharing an evidence text) are dealt largest first, each to the fold
+    where its majority label is scarcest so far (ties: the fold with fewest items of the
+    set, then the lowest index), after a seeded shuffle.
+    """
+    if len(set(groups)) < k:
+        raise SystemExit(f"{len(set(groups))} distinct evidence texts cannot make {k} folds: lower --folds")
+    rng = random.Random(seed)
+    folds = np.full(len(labels), -1, dtype=np.int64)
+    for name in sorted(set(sets)):
+        members: dict[str, list[int]] = {}
+        for i, (s, g) in enumerate(zip(sets, groups, strict=True)):
+            if s == name:
+                members.setdefault(g, []).append(i)
+        order = list(members.values())
+        rng.shuffle(order)
+        order.sort(key=len, reverse=True)
+        counts = np.zeros((k, 2), dtype=np.int64)
+        for group in order:
+            ones = int(labels[group].sum())
+            label = 1 if 2 * ones >= len(group) else 0
+            fold = min(range(k), key=lambda f: (counts[f, label], counts[f].sum(), f))
+            folds[group] = fold
+            counts[fold, 1] += ones
+            counts[fold, 0] += len(group) - ones
+    return folds
+
+
+def full_groups(rows_by_set: dict[str, Sequence[dict[str, Any]]]) -> dict[str, str]:
+    """Item id -> ``set/group`` over every row given (the grouping of ``verifier_data``'s documents)."""
+    return {i: f"{name}/{g}" for name, rows in rows_by_set.items() for i, g in document_groups(name, rows).items()}
