@@ -14,6 +14,7 @@ from assay.run._data._mapping import MappedColumns, fit_mapping
 from assay.run._data._rows import Row, SizeLimits, require_rows
 from assay.run._data._sources.files import check_data_file
 from assay.run._data._sources.jsonl import _checked_jsonl_rows
+from assay.run._data._sources.spans import span_export, span_rows
 from assay.run._data._text import parse_json
 from assay.run._data._validate import row_from_record
 
@@ -21,7 +22,7 @@ from assay.run._data._validate import row_from_record
 def _read_json_lines(
     path: Path, *, required: tuple[str, ...], mapping: Mapping[str, str] | None, limits: SizeLimits | None
 ) -> Iterator[Row | SampleError]:
-    """A ``.json`` file: one JSON array of objects, or JSON lines."""
+    """A ``.json`` file: one JSON array of objects, JSON lines, or an OTLP export of spans (one row per trace)."""
     return require_rows(
         _json_rows(path, required, mapping, limits),
         f"{path}: no rows (the file is empty, holds only blank lines, or an empty array)",
@@ -34,6 +35,11 @@ def _json_rows(
     check_data_file(path)
     with path.open("rb") as handle:
         head = handle.read(4096).removeprefix(codecs.BOM_UTF8).lstrip()
+    if b'"resourceSpans"' in head:  # perhaps a file of spans, not of rows
+        export = span_export(path.read_bytes().removeprefix(codecs.BOM_UTF8).decode("utf-8", "replace"))
+        if export is not None:
+            yield from span_rows(path, export, required=required, mapping=mapping, limits=limits)
+            return
     if not head.startswith(b"["):
         yield from _checked_jsonl_rows(path, required, mapping, limits)
         return
