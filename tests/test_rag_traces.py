@@ -132,8 +132,9 @@ def test_a_trace_lacking_several_parts_names_each(tmp_path: Path) -> None:
     ]
 
 
-def test_collector_json_lines_one_export_per_line_read_as_one_file_of_traces(tmp_path: Path) -> None:
-    path = tmp_path / "spans.json"
+@pytest.mark.parametrize("name", ["spans.json", "spans.jsonl"])
+def test_collector_json_lines_one_export_per_line_read_as_one_file_of_traces(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
     first, second, third = rag_spans()
     path.write_text("\n".join(json.dumps(export(s)) for s in (second, third, first)) + "\n")  # one batch per span
     assert read(path) == [COMPLETE]

@@ -6,6 +6,7 @@ import codecs
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from assay._traces._rag import is_span_export
 from assay.errors import (
     DatasetError,
     SampleError,
@@ -14,7 +15,7 @@ from assay.run._data._mapping import MappedColumns, fit_mapping
 from assay.run._data._rows import Row, SizeLimits, require_rows
 from assay.run._data._sources.files import check_data_file
 from assay.run._data._sources.jsonl import _checked_jsonl_rows
-from assay.run._data._sources.spans import span_export, span_rows
+from assay.run._data._sources.spans import span_rows
 from assay.run._data._text import parse_json
 from assay.run._data._validate import row_from_record
 
@@ -35,11 +36,6 @@ def _json_rows(
     check_data_file(path)
     with path.open("rb") as handle:
         head = handle.read(4096).removeprefix(codecs.BOM_UTF8).lstrip()
-    if b'"resourceSpans"' in head:  # perhaps a file of spans, not of rows
-        export = span_export(path.read_bytes().removeprefix(codecs.BOM_UTF8).decode("utf-8", "replace"))
-        if export is not None:
-            yield from span_rows(path, export, required=required, mapping=mapping, limits=limits)
-            return
     if not head.startswith(b"["):
         yield from _checked_jsonl_rows(path, required, mapping, limits)
         return
@@ -57,6 +53,9 @@ def _json_rows(
         raise DatasetError(f"{path}: not valid JSON: {str(exc).removeprefix('invalid JSON: ')}") from None
     if not isinstance(items, list):  # e.g. "[1] 2": parse_json would have refused it
         raise DatasetError(f"{path}: expected a JSON array of objects")
+    if is_span_export(items):  # a list of OTLP exports: a file of spans, read by trace
+        yield from span_rows(path, items, required=required, mapping=mapping, limits=limits)
+        return
     source = str(path)
     seen: dict[str, int] = {}
     mapping = fit_mapping(mapping, (key for item in items if isinstance(item, dict) for key in item), source)

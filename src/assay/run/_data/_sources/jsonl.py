@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from assay._traces._rag import is_span_export
 from assay.errors import (
     DatasetError,
     SampleError,
@@ -15,6 +16,7 @@ from assay.errors import (
 from assay.run._data._mapping import MappedColumns, _column_field, fit_mapping
 from assay.run._data._rows import Row, SizeLimits, require_rows
 from assay.run._data._sources.files import check_data_file
+from assay.run._data._sources.spans import span_rows
 from assay.run._data._text import parse_json
 from assay.run._data._validate import row_from_record
 
@@ -122,8 +124,17 @@ _WHOLE_DOCUMENT_BYTES = 256 * 1024 * 1024
 def _checked_jsonl_rows(
     path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None, limits: SizeLimits | None
 ) -> Iterator[Row | SampleError]:
-    """JSON lines, once the file is known to hold one JSON value a line and the mapping fits its columns."""
+    """JSON lines, once the file is known to hold one JSON value a line and the mapping fits its columns.
+
+    A file that is an OTLP export (one document, or one export a line as the OpenTelemetry
+    Collector's file exporter writes) is read by trace instead
+    (:mod:`~assay.run._data._sources.spans`).
+    """
     check_data_file(path)
+    export = spans_in(path)
+    if export is not None:
+        yield from span_rows(path, export, required=required, mapping=mapping, limits=limits)
+        return
     problem = _json_lines_shape_problem(path, mapping or {})
     if problem is not None:
         raise DatasetError(problem)
@@ -237,3 +248,51 @@ def _non_blank_lines(path: Path, n: int) -> list[str]:
                 if len(found) >= n:
                     break
     return found
+
+
+_MARK = '"resourceSpans"'
+
+
+def _span_export(text: str) -> Any | None:
+    """The export a file's text holds at its top level, or ``None`` when it holds rows.
+
+    One JSON document that is an export (or a list of them), or JSON lines each an export
+    (the OpenTelemetry Collector's file exporter), is read as a list of exports.
+    """
+    head = text[:4096].lstrip()
+    if _MARK not in text or not head.startswith(("{", "[")):
+        return None
+    try:
+        whole = parse_json(text)
+    except ValueError:
+        whole = None
+    if whole is not None:
+        return whole if is_span_export(whole) else None
+    exports: list[Any] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            item = parse_json(line)
+        except ValueError:
+            return None
+        if not is_span_export(item):
+            return None
+        exports.append(item)
+    return exports or None
+
+
+def spans_in(path: Path) -> Any | None:
+    """The OTLP export a JSON or JSON-lines file holds at its top level, or ``None`` when it holds rows.
+
+    Such a file is read by trace (:mod:`~assay.run._data._sources.spans`), not by row.
+    """
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+        if _MARK.encode() not in head:  # an export names its spans at once
+            return None
+        text = path.read_bytes().removeprefix(codecs.BOM_UTF8).decode("utf-8", "replace")
+    except OSError:
+        return None  # the reader of rows says why the file cannot be read
+    return _span_export(text)

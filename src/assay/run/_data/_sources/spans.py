@@ -1,7 +1,7 @@
-"""A ``.json`` file of spans: an OTLP JSON export (one document, or one export per line) read as one row per trace.
+"""A file of spans: an OTLP JSON export (one document, or one export per line) read as one row per trace.
 
-:func:`span_export` tells such a file from rows (its top level is the export, not a
-column holding one); :func:`span_rows` hands each trace's record
+:func:`~assay.run._data._sources.jsonl.spans_in` tells such a file from rows (its top
+level is the export, not a column holding one); :func:`span_rows` hands each trace's record
 (:func:`~assay._traces._rag.span_records`: a RAG row, or an agent trace) to the one
 mapping and validation, and a trace lacking a part is the row error of that trace,
 named by its trace id (``spans.json: trace 5b8a...: no contexts (no RETRIEVER span)``).
@@ -13,42 +13,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from assay._traces._rag import is_span_export, span_records
+from assay._traces._rag import span_records
 from assay.errors import DatasetError, SampleError
 from assay.run._data._rows import Row, SizeLimits
-from assay.run._data._text import parse_json
 from assay.run._data._validate import row_from_record
-
-_MARK = '"resourceSpans"'
-
-
-def span_export(text: str) -> Any | None:
-    """The export a ``.json`` file's text holds at its top level, or ``None`` when it holds rows.
-
-    One JSON document that is an export (or a list of them), or JSON lines each an export
-    (the OpenTelemetry Collector's file exporter), is read as a list of exports.
-    """
-    head = text[:4096].lstrip()
-    if _MARK not in text or not head.startswith(("{", "[")):
-        return None
-    try:
-        whole = parse_json(text)
-    except ValueError:
-        whole = None
-    if whole is not None:
-        return whole if is_span_export(whole) else None
-    exports: list[Any] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            item = parse_json(line)
-        except ValueError:
-            return None
-        if not is_span_export(item):
-            return None
-        exports.append(item)
-    return exports or None
 
 
 def span_rows(
