@@ -220,3 +220,8 @@ def test_assay_run_scores_the_complete_trace_reports_the_other_and_export_puts_t
     ]
     (evaluator,) = sent
     assert evaluator.trace_id.hex() == RAG_TRACE and evaluator.links[0].span_id.hex() == ROOT
+
+
+def test_the_guides_span_file_is_the_export_these_tests_read() -> None:
+    fixture = Path(__file__).parent / "fixtures" / "traces" / "rag_spans.json"
+    assert json.loads(fixture.read_text()) == export(*rag_spans(), *bare_spans())
