@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -225,3 +226,47 @@ def test_assay_run_scores_the_complete_trace_reports_the_other_and_export_puts_t
 def test_the_guides_span_file_is_the_export_these_tests_read() -> None:
     fixture = Path(__file__).parent / "fixtures" / "traces" / "rag_spans.json"
     assert json.loads(fixture.read_text()) == export(*rag_spans(), *bare_spans())
+
+
+def phoenix(otlp_spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The spans as Phoenix's REST API gives them: hex ids in a context, ISO times, nested attributes."""
+    from datetime import datetime
+
+    def hex_id(value: str, size: int) -> str:
+        return value if len(value) == 2 * size else base64.b64decode(value).hex()
+
+    out = []
+    for s in otlp_spans:
+        attributes: dict[str, Any] = {}
+        for a in s["attributes"]:
+            *parents, leaf = a["key"].split(".")
+            node = attributes
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = a["value"]["stringValue"]
+        docs = attributes.get("retrieval", {}).get("documents")
+        if docs:  # Phoenix keeps a list where OTLP has indexed keys
+            attributes["retrieval"]["documents"] = [docs[k] for k in sorted(docs)]
+        seconds = int(s["startTimeUnixNano"]) // 1_000_000_000 + int(s["startTimeUnixNano"]) % 1000  # same order
+        kind = attributes["openinference"]["span"]["kind"]
+        span = {"id": "U3Bhbjox", "name": s["name"], "span_kind": kind, "status_code": "OK",
+                "context": {"trace_id": hex_id(s["traceId"], 16), "span_id": hex_id(s["spanId"], 8)},
+                "parent_id": hex_id(s["parentSpanId"], 8) if "parentSpanId" in s else None,
+                "start_time": datetime.fromtimestamp(seconds, UTC).isoformat(),
+                "end_time": datetime.fromtimestamp(seconds + 1, UTC).isoformat(),
+                "attributes": attributes, "events": []}  # fmt: skip
+        out.append(span)
+    return out
+
+
+@pytest.mark.parametrize("shape", ["page", "list", "pages as lines"])
+def test_a_phoenix_span_export_reads_as_the_otlp_export_it_stands_for(tmp_path: Path, shape: str) -> None:
+    spans = phoenix([*rag_spans(), *bare_spans()])
+    path = tmp_path / "phoenix_spans.json"
+    if shape == "page":
+        path.write_text(json.dumps({"data": spans, "next_cursor": None}, indent=2))
+    elif shape == "list":
+        path.write_text(json.dumps(spans))
+    else:
+        path.write_text("\n".join(json.dumps({"data": [s], "next_cursor": None}) for s in spans) + "\n")
+    assert read(path) == [COMPLETE, f"{path}: trace {BARE_TRACE}: no contexts (no RETRIEVER span)"]

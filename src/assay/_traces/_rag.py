@@ -1,7 +1,9 @@
 """RAG rows from a file of spans: one record per trace of an OTLP JSON export.
 
 A file whose top level is an OTLP export (:func:`is_span_export`, the ``openinference``
-marks of :mod:`assay._traces._detect`) is read trace by trace (:func:`span_records`):
+marks of :mod:`assay._traces._detect`) or a Phoenix span export (its REST API's
+``{"data": [...]}``, read as the OTLP export it stands for) is read trace by trace
+(:func:`span_records`):
 
 - a trace with an OpenInference RETRIEVER span is a RAG record: ``question`` from the
   root span's ``input.value`` (else the first LLM span's last user message), ``answer``
@@ -22,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from assay._traces._common import _Invalid
@@ -32,8 +35,85 @@ from assay._traces._openinference import _attributes, _indexed
 __all__ = ["SpanRecord", "is_span_export", "span_records"]
 
 
+def _phoenix_spans(data: Any) -> list[Mapping[str, Any]] | None:
+    """The spans of a Phoenix span export (``GET /v1/projects/P/spans``: ``{"data": [...]}``, or its list), or None."""
+    spans = data.get("data") if isinstance(data, Mapping) else data
+    if (
+        isinstance(spans, list)
+        and spans
+        and all(isinstance(p, Mapping) and isinstance(p.get("data"), list) for p in spans)
+    ):
+        spans = [s for page in spans for s in page["data"]]  # pages, one a line
+    if not isinstance(spans, list) or not spans:
+        return None
+    if all(isinstance(s, Mapping) and isinstance(s.get("context"), Mapping) and "span_kind" in s for s in spans):
+        return spans
+    return None
+
+
+def _flat(value: Any, key: str, out: dict[str, Any]) -> None:
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _flat(v, f"{key}.{k}" if key else str(k), out)
+    elif isinstance(value, list) and any(isinstance(v, Mapping) for v in value):
+        for i, v in enumerate(value):
+            _flat(v, f"{key}.{i}", out)
+    else:
+        out[key] = value
+
+
+def _any(value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    return {"stringValue": value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}
+
+
+def _nanos(when: Any) -> str:
+    try:
+        moment = datetime.fromisoformat(str(when))
+    except ValueError:
+        return "0"
+    return str(int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000)
+
+
+def _as_otlp(data: Any) -> Any:
+    """A Phoenix span export as the OTLP JSON export it stands for (attributes flattened); other data as it is."""
+    spans = _phoenix_spans(data)
+    if spans is None:
+        return data
+    raw = []
+    for span in spans:
+        attributes: dict[str, Any] = {}
+        _flat(span.get("attributes") or {}, "", attributes)
+        attributes.setdefault("openinference.span.kind", span.get("span_kind"))
+        context = span["context"]
+        out = {
+            "traceId": context.get("trace_id"),
+            "spanId": context.get("span_id"),
+            "name": span.get("name", ""),
+            "startTimeUnixNano": _nanos(span.get("start_time")),
+            "attributes": [{"key": k, "value": _any(v)} for k, v in attributes.items() if v is not None],
+        }
+        if span.get("parent_id"):
+            out["parentSpanId"] = span["parent_id"]
+        if span.get("status_code") == "ERROR":
+            out["status"] = {"code": 2}
+        raw.append(out)
+    return {"resourceSpans": [{"scopeSpans": [{"spans": raw}]}]}
+
+
 def is_span_export(data: Any) -> bool:
-    """Whether ``data`` itself (not a column of it) is an OTLP export: a ``resourceSpans`` object or a list of them."""
+    """Whether ``data`` itself (not a column of it) is a span export.
+
+    An OTLP export (a ``resourceSpans`` object, or a list of them), or a Phoenix span
+    export (``{"data": [spans with "context" and "span_kind"]}``, or that list).
+    """
+    if _phoenix_spans(data) is not None:
+        return True
     if isinstance(data, Mapping):
         return "resourceSpans" in data
     if isinstance(data, list) and data and all(isinstance(x, Mapping) for x in data):
@@ -146,7 +226,7 @@ def span_records(data: Any) -> Iterator[SpanRecord]:
         ValueError: An attribute is malformed (the message says where).
     """
     traces: dict[str | None, list[_S]] = {}
-    for k, raw in enumerate(_raw_spans(data) or ()):
+    for k, raw in enumerate(_raw_spans(_as_otlp(data)) or ()):
         try:
             attributes = _attributes(raw.get("attributes") or (), ("spans", k, "attributes"))
         except _Invalid as bad:

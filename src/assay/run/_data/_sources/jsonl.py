@@ -250,7 +250,7 @@ def _non_blank_lines(path: Path, n: int) -> list[str]:
     return found
 
 
-_MARK = '"resourceSpans"'
+_MARKS = ('"resourceSpans"', '"span_kind"')  # an OTLP export's, a Phoenix span export's
 
 
 def _span_export(text: str) -> Any | None:
@@ -260,7 +260,7 @@ def _span_export(text: str) -> Any | None:
     (the OpenTelemetry Collector's file exporter), is read as a list of exports.
     """
     head = text[:4096].lstrip()
-    if _MARK not in text or not head.startswith(("{", "[")):
+    if not any(mark in head for mark in _MARKS) or not head.startswith(("{", "[")):
         return None
     try:
         whole = parse_json(text)
@@ -283,14 +283,14 @@ def _span_export(text: str) -> Any | None:
 
 
 def spans_in(path: Path) -> Any | None:
-    """The OTLP export a JSON or JSON-lines file holds at its top level, or ``None`` when it holds rows.
+    """The span export (OTLP, Phoenix) a JSON or JSON-lines file holds at its top level, or ``None`` for rows.
 
     Such a file is read by trace (:mod:`~assay.run._data._sources.spans`), not by row.
     """
     try:
         with path.open("rb") as handle:
             head = handle.read(4096)
-        if _MARK.encode() not in head:  # an export names its spans at once
+        if not any(mark.encode() in head for mark in _MARKS):  # an export names its spans at once
             return None
         text = path.read_bytes().removeprefix(codecs.BOM_UTF8).decode("utf-8", "replace")
     except OSError:
