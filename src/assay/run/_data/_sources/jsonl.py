@@ -253,46 +253,43 @@ def _non_blank_lines(path: Path, n: int) -> list[str]:
 _MARKS = ('"resourceSpans"', '"span_kind"')  # an OTLP export's, a Phoenix span export's
 
 
-def _span_export(text: str) -> Any | None:
-    """The export a file's text holds at its top level, or ``None`` when it holds rows.
-
-    One JSON document that is an export (or a list of them), or JSON lines each an export
-    (the OpenTelemetry Collector's file exporter), is read as a list of exports.
-    """
-    head = text[:4096].lstrip()
-    if not any(mark in head for mark in _MARKS) or not head.startswith(("{", "[")):
-        return None
-    try:
-        whole = parse_json(text)
-    except ValueError:
-        whole = None
-    if whole is not None:
-        return whole if is_span_export(whole) else None
-    exports: list[Any] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            item = parse_json(line)
-        except ValueError:
-            return None
-        if not is_span_export(item):
-            return None
-        exports.append(item)
-    return exports or None
-
-
 def spans_in(path: Path) -> Any | None:
     """The span export (OTLP, Phoenix) a JSON or JSON-lines file holds at its top level, or ``None`` for rows.
 
-    Such a file is read by trace (:mod:`~assay.run._data._sources.spans`), not by row.
+    One JSON document that is an export (or a list of them), or JSON lines each an export
+    (the OpenTelemetry Collector's file exporter), is read as a list of exports by trace
+    (:mod:`~assay.run._data._sources.spans`). A file of rows is told by its first line
+    (its first 4 KiB when no export's mark is in them), so it is not read whole here.
     """
     try:
         with path.open("rb") as handle:
             head = handle.read(4096)
-        if not any(mark.encode() in head for mark in _MARKS):  # an export names its spans at once
-            return None
-        text = path.read_bytes().removeprefix(codecs.BOM_UTF8).decode("utf-8", "replace")
+            if not any(mark.encode() in head for mark in _MARKS):  # an export names its spans at once
+                return None
+            handle.seek(0)
+            first = handle.readline().removeprefix(codecs.BOM_UTF8).decode("utf-8", "replace")
+            try:
+                item = parse_json(first)
+            except ValueError:  # one document over many lines
+                try:
+                    whole = parse_json(path.read_bytes().removeprefix(codecs.BOM_UTF8).decode("utf-8", "replace"))
+                except ValueError:
+                    return None
+                return whole if is_span_export(whole) else None
+            if not is_span_export(item):
+                return None
+            exports = [item]
+            for raw in handle:
+                line = raw.decode("utf-8", "replace")
+                if not line.strip():
+                    continue
+                try:
+                    item = parse_json(line)
+                except ValueError:
+                    return None
+                if not is_span_export(item):
+                    return None
+                exports.append(item)
     except OSError:
         return None  # the reader of rows says why the file cannot be read
-    return _span_export(text)
+    return exports if len(exports) > 1 else exports[0]
