@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import assay
 from assay import Sample, evaluate
+from assay.cli import _run as cli_run
 from assay.cli import app
 from assay.metrics import Faithfulness
 from assay.models import FunctionJudge
@@ -138,13 +138,13 @@ def test_resume_refuses_another_base_url_and_keeps_the_runs_throughput(
         assert "not measured for this judge" in out  # the trust note, in the console as in the job summary
         # a resume without --rpm keeps the run's own budgets
         seen: list[Any] = []
-        real = assay.evaluate
+        real = cli_run.plan_run
 
-        def spy(*args: Any, **kwargs: Any) -> Any:
+        def spy(*args: Any, **kwargs: Any) -> Any:  # the plan the command line builds, which the engine carries out
             seen.append(kwargs["limits"])
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(assay, "evaluate", spy)
+        monkeypatch.setattr(cli_run, "plan_run", spy)
         _STATE["broken"] = False
         try:
             code, out = _cli("run", "--resume", info.run_id, "--progress", "none")
