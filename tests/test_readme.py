@@ -9,8 +9,8 @@ notes, issue 59). How (issue 35):
   reason is required, and nothing else is skipped: an unmarked block that is neither
   Python nor ``assay`` commands fails :func:`test_every_block_runs_or_says_why_not`.
 - Python blocks are executed one by one, each in its own namespace, in a temporary working
-  directory holding a copy of ``examples/`` and two trace files the trace example opens
-  (``anthropic_trace.json``, ``spans.json``, from ``tests/fixtures/traces``).
+  directory holding a copy of ``examples/`` and the trace files the trace examples open
+  (``anthropic_trace.json``, ``spans.json``, ``rag_spans.json``, from ``tests/fixtures/traces``).
 - Bash blocks: each ``assay ...`` line runs through the real CLI (``assay.cli.app``, in
   process), in the same directory, with ``data.jsonl`` a copy of ``examples/rag.jsonl``;
   it must not exit with its command's usage-error code (README, "Exit codes").
@@ -224,6 +224,7 @@ def workdir(tmp_path: Path, server: str, otlp_collector: str, monkeypatch: pytes
     traces = ROOT / "tests" / "fixtures" / "traces"
     shutil.copy(traces / "anthropic.json", tmp_path / "anthropic_trace.json")
     shutil.copy(traces / "openinference.json", tmp_path / "spans.json")
+    shutil.copy(traces / "rag_spans.json", tmp_path / "rag_spans.json")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_BASE_URL", server)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")

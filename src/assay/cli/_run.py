@@ -473,7 +473,11 @@ def _stored_metrics(spec: RunSpec) -> list[Metric]:
 
 
 DataArg = Annotated[
-    Path | None, typer.Argument(help="JSONL, CSV, Parquet or a JSON array: id, question, answer, contexts, reference.")
+    Path | None,
+    typer.Argument(
+        help="JSONL, CSV, Parquet or a JSON array: id, question, answer, contexts, reference; "
+        "or an OTLP JSON export of spans (one row per trace)."
+    ),
 ]
 MetricOpt = Annotated[
     list[str] | None,

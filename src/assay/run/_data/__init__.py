@@ -7,7 +7,8 @@ any judge call). A record goes through three rooms, each once:
 
 - a source (``_sources/``: ``files`` tells the format from the suffix, then one module per
   format: ``jsonl``, ``json``, ``csv``, ``parquet``, ``arrow``, ``dataframe``, ``hf``,
-  ``python``) reads records and says what is wrong with a line or a cell;
+  ``python``; ``spans`` for a JSON file that is an OTLP export, one record per trace)
+  reads records and says what is wrong with a line, a cell or a trace;
 - the mapping (``_mapping``) names the field each column gives: the aliases other tools
   use, ``--map``, columns named but for their case;
 - the validation (``_validate``) makes the record a :class:`Row` or a located

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from assay._traces._rag import is_span_export
 from assay.errors import (
     DatasetError,
     SampleError,
@@ -15,6 +16,7 @@ from assay.errors import (
 from assay.run._data._mapping import MappedColumns, _column_field, fit_mapping
 from assay.run._data._rows import Row, SizeLimits, require_rows
 from assay.run._data._sources.files import check_data_file
+from assay.run._data._sources.spans import span_rows
 from assay.run._data._text import parse_json
 from assay.run._data._validate import row_from_record
 
@@ -122,8 +124,17 @@ _WHOLE_DOCUMENT_BYTES = 256 * 1024 * 1024
 def _checked_jsonl_rows(
     path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None, limits: SizeLimits | None
 ) -> Iterator[Row | SampleError]:
-    """JSON lines, once the file is known to hold one JSON value a line and the mapping fits its columns."""
+    """JSON lines, once the file is known to hold one JSON value a line and the mapping fits its columns.
+
+    A file that is an OTLP export (one document, or one export a line as the OpenTelemetry
+    Collector's file exporter writes) is read by trace instead
+    (:mod:`~assay.run._data._sources.spans`).
+    """
     check_data_file(path)
+    export = spans_in(path)
+    if export is not None:
+        yield from span_rows(path, export, required=required, mapping=mapping, limits=limits)
+        return
     problem = _json_lines_shape_problem(path, mapping or {})
     if problem is not None:
         raise DatasetError(problem)
@@ -237,3 +248,48 @@ def _non_blank_lines(path: Path, n: int) -> list[str]:
                 if len(found) >= n:
                     break
     return found
+
+
+_MARKS = ('"resourceSpans"', '"span_kind"')  # an OTLP export's, a Phoenix span export's
+
+
+def spans_in(path: Path) -> Any | None:
+    """The span export (OTLP, Phoenix) a JSON or JSON-lines file holds at its top level, or ``None`` for rows.
+
+    One JSON document that is an export (or a list of them), or JSON lines each an export
+    (the OpenTelemetry Collector's file exporter), is read as a list of exports by trace
+    (:mod:`~assay.run._data._sources.spans`). A file of rows is told by its first line
+    (its first 4 KiB when no export's mark is in them), so it is not read whole here.
+    """
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+            if not any(mark.encode() in head for mark in _MARKS):  # an export names its spans at once
+                return None
+            handle.seek(0)
+            first = handle.readline().removeprefix(codecs.BOM_UTF8).decode("utf-8", "replace")
+            try:
+                item = parse_json(first)
+            except ValueError:  # one document over many lines
+                try:
+                    whole = parse_json(path.read_bytes().removeprefix(codecs.BOM_UTF8).decode("utf-8", "replace"))
+                except ValueError:
+                    return None
+                return whole if is_span_export(whole) else None
+            if not is_span_export(item):
+                return None
+            exports = [item]
+            for raw in handle:
+                line = raw.decode("utf-8", "replace")
+                if not line.strip():
+                    continue
+                try:
+                    item = parse_json(line)
+                except ValueError:
+                    return None
+                if not is_span_export(item):
+                    return None
+                exports.append(item)
+    except OSError:
+        return None  # the reader of rows says why the file cannot be read
+    return exports if len(exports) > 1 else exports[0]
