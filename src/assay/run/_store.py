@@ -34,6 +34,7 @@ their last write as it recorded them (the later of ``updated_at`` and the run's 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import re
@@ -258,11 +259,12 @@ class RunStore:
     def _now(self) -> str:
         return datetime.now(UTC).isoformat(timespec="seconds")
 
-    def _written(self, run_id: str, sql: str, params: Sequence[object]) -> None:
-        """One write to a run's rows, and the run marked as written last, in one transaction (lock held)."""
+    @contextlib.contextmanager
+    def _writing(self, run_id: str) -> Iterator[None]:
+        """Writes to a run's rows and the run marked as written last, in one transaction (lock held)."""
         self._execute("BEGIN IMMEDIATE")
         try:
-            self._execute(sql, params)
+            yield
             self._execute(
                 f"UPDATE runs SET updated_at = ?, written = {_NEXT_WRITE} WHERE run_id = ?", (self._now(), run_id)
             )
@@ -271,6 +273,11 @@ class RunStore:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             raise
+
+    def _written(self, run_id: str, sql: str, params: Sequence[object]) -> None:
+        """One write to a run's rows, and the run marked as written last, in one transaction (lock held)."""
+        with self._writing(run_id):
+            self._execute(sql, params)
 
     def create(self, spec: RunSpec) -> None:
         """Register a new run as ``running`` (the latest run, until another is written)."""
@@ -381,25 +388,14 @@ class RunStore:
                     f"cannot store the result of line {result.line}: its text is not valid Unicode"
                 ) from exc
             rows.append((record, self._now(), run_id, key, result.repeat))
-        with self._lock:
-            self._execute("BEGIN IMMEDIATE")
-            try:
-                for row in rows:
-                    cursor = self._execute(
-                        "UPDATE results SET record = ?, finished_at = ? "
-                        "WHERE run_id = ? AND row_key = ? AND repeat = ?",
-                        row,
-                    )
-                    if cursor.rowcount != 1:
-                        raise StoreError(f"run {run_id!r} has no result {row[3]!r} (repeat {row[4]}) to replace")
-                self._execute(
-                    f"UPDATE runs SET updated_at = ?, written = {_NEXT_WRITE} WHERE run_id = ?", (self._now(), run_id)
+        with self._lock, self._writing(run_id):
+            for row in rows:
+                cursor = self._execute(
+                    "UPDATE results SET record = ?, finished_at = ? WHERE run_id = ? AND row_key = ? AND repeat = ?",
+                    row,
                 )
-                self._execute("COMMIT")
-            except BaseException:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise
+                if cursor.rowcount != 1:
+                    raise StoreError(f"run {run_id!r} has no result {row[3]!r} (repeat {row[4]}) to replace")
 
     def record_error(self, run_id: str, error: SampleError) -> None:
         """Keep an invalid input row's message with its line."""
