@@ -1,26 +1,8 @@
 """Scores where teams already look: a run's verdicts written into the user's own traces.
 
-The public door is :mod:`assay.integrations.traces`; the code sits in the run layer so the
-engine can send results as they finish (``evaluate(export=...)``, ``assay run --export``).
-
-``assay export RUN --to otlp|langfuse`` (and :func:`export_run`) send every (row, metric)
-result of a stored run, without judging anything again:
-
-- ``otlp`` (extra ``otel``): an OpenInference EVALUATOR span linked to the judged span, a
-  child span per judge call, and the OpenTelemetry GenAI ``gen_ai.evaluation.result``
-  event, to the endpoint the standard ``OTEL_EXPORTER_OTLP_*`` variables name
-  (:mod:`._otlp`);
-- ``phoenix`` (extra ``phoenix``): the same spans over OTLP, then Phoenix span annotations
-  through ``arize-phoenix-client`` (:mod:`._phoenix`);
-- ``langfuse`` (extra ``langfuse``): Langfuse scores on the trace and the observation
-  (:mod:`._langfuse`).
-
-A row read from an OTLP trace, or with ``trace_id`` / ``span_id`` columns, is scored in its
-own trace; a row without ids gets a trace of its own, and the report counts them. Every id
-sent is derived from the run, the row and the metric, so exporting again replaces what
-was sent rather than adding to it. An export that fails part-way raises
-:class:`~assay.errors.ExportError` naming what was sent and what was not; the run store is
-only read. ``docs/guides/traces.md`` shows it end to end.
+What is sent, where and how is told once, in the public door's docstring
+(:mod:`assay.integrations.traces`); the code sits in the run layer so the engine can send
+results as they finish (``evaluate(export=...)``, ``assay run --export``).
 """
 
 from __future__ import annotations
