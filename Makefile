@@ -26,7 +26,7 @@ endif
 LLAMA_VERSION := $(shell sed -n 's/.*"llama-cpp-python==\([0-9.]*\)".*/\1/p' pyproject.toml)
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF $(LLAMA_SIMD) -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 
-.PHONY: install browser demo test docs lint bench-agreement clean llama-cmake-args
+.PHONY: install browser demo test docs lint bench-agreement clean llama-cmake-args stress
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,11 @@ test: install browser
 	@$(BIN)/python -m pytest; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests: treating as a failure"; fi; \
 	exit $$status
+
+# The signal and kill grids with every trial (tests/stress.py: the suite runs a few of each); for a
+# change to the run loop, the store or signal handling.
+stress: install
+	ASSAY_STRESS=1 $(BIN)/python -m pytest tests/test_interrupt_grid.py tests/test_concurrency.py -q
 
 # The documentation site, into site/ (open site/index.html; nothing is fetched). --strict: a broken
 # link, a missing page or a reference that cannot be generated fails (tests/test_docs_site.py too).

@@ -32,13 +32,14 @@ from assay.cli import app
 from assay.run import RunStore
 from assay.testing import FakeOpenAIServer
 from faithfulness_fakes import faithfulness_answer
+from stress import trials
 
 pytest.importorskip("openai")
 
 N_ROWS = 12
 STOP_WITHIN_S = 8.0  # after SIGINT, with calls of at most ~0.3 s in flight (the grace is 15 s)
 
-# name, `assay run` options, server faults, trials. 30 trials in all.
+# name, `assay run` options, server faults, trials under `make stress` (30 in all; one each in the suite).
 GRID: tuple[tuple[str, tuple[str, ...], Mapping[str, float], int], ...] = (
     ("rpm", ("--rpm", "240"), {}, 5),
     ("rpm, one at a time", ("--rpm", "600", "--concurrency", "1"), {}, 3),
@@ -159,8 +160,8 @@ def test_ctrl_c_at_random_points_under_every_option_resumes_to_the_uninterrupted
         0,
     )
     slowest_stop = 0.0
-    for name, options, faults, trials in GRID:
-        for trial in range(trials):
+    for name, options, faults, full in GRID:
+        for trial in range(trials(full, 1)):
             home = tmp_path / f"{name.replace(' ', '-').replace(',', '')}-{trial}"
             home.mkdir()
             (home / "data.jsonl").write_text(_rows())
@@ -243,6 +244,6 @@ def test_ctrl_c_at_random_points_under_every_option_resumes_to_the_uninterrupted
                 for key, value in expected.items():
                     assert math.isclose(got[key], value), f"{where}: {key} {got[key]} != {value}"
     print(f"\ninterrupt grid: {counted}; slowest stop after SIGINT {slowest_stop:.2f}s")
-    assert counted["trials"] >= 30
+    assert counted["trials"] == sum(trials(full, 1) for *_, full in GRID)
     # the signal lands mid-run in most trials (how many depends on timing: 19 to 24 of 30 seen)
-    assert counted["interrupted"] >= counted["trials"] // 2, counted
+    assert counted["interrupted"] >= counted["trials"] // 3, counted
