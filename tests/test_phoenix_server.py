@@ -154,7 +154,8 @@ def send_app_traces(url: str) -> Traced:
                 llm.set_attribute("llm.input_messages.0.message.content", question)
                 llm.set_attribute("llm.output_messages.0.message.role", "assistant")
                 llm.set_attribute("llm.output_messages.0.message.content", answer)
-        ids = {s.name: f"{s.context.span_id:016x}" for s in (root, retriever, llm)}
+        spans = {"rag": root, "retrieve": retriever, "generate": llm}
+        ids = {n: f"{s.get_span_context().span_id:016x}" for n, s in spans.items()}
         traced.trace_ids[name] = f"{root.get_span_context().trace_id:032x}"
         traced.judged[name] = ids["rag"] if root_answers else ids["generate"]
         traced.other_spans |= set(ids.values()) - {traced.judged[name]}
@@ -204,7 +205,7 @@ def test_rag_rows_read_from_phoenix_get_their_scores_back_on_the_spans_they_came
     with RunStore(store) as runs:
         run_id = runs.latest()
         results = {r.sample.trace_id: r for r in runs.results(run_id)}
-    by_trace = {trace: name for name, trace in traced.trace_ids.items()}
+    by_trace: dict[str | None, str] = {trace: name for name, trace in traced.trace_ids.items()}
     assert set(results) == set(by_trace)  # one row per trace, each keeping its trace id
     scores = {by_trace[t]: r.scores["faithfulness"].value for t, r in results.items()}
     assert scores["complete"] == scores["llm_only"] == 1.0 and scores["gilded"] == 0.5, scores
@@ -238,3 +239,24 @@ def test_rag_rows_read_from_phoenix_get_their_scores_back_on_the_spans_they_came
         assert a["metadata"]["assay.run_id"] == run_id and a["metadata"]["threshold"] == 0.8
     assert "solid gold" in on[traced.judged["gilded"]]["result"]["explanation"]
     assert "1889" not in (on[traced.judged["complete"]]["result"]["explanation"] or "")
+
+    # The traces now hold assay's EVALUATOR spans and judge calls too: read again, they are the same rows.
+    again = tmp_path / "spans_again.json"
+    # One EVALUATOR span a row, and a span a judge call: a verdicts call a row, a statement split for the one
+    # answer of two sentences.
+    with_assay = spans_export(phoenix.url, expected=3 * len(APP) + len(APP) + len(APP) + 1)
+    kinds = sorted(s["span_kind"] for s in with_assay["data"])
+    assert kinds == sorted(["CHAIN", "RETRIEVER"] * len(APP) + ["EVALUATOR"] * len(APP) + ["LLM"] * (2 * len(APP) + 1))
+    again.write_text(json.dumps(with_assay))
+    with FakeOpenAIServer() as judge:
+        rerun = CliRunner().invoke(app, ["run", str(again), "--judge", "openai:fake-judge", "--base-url",
+                                         judge.base_url, "--store", str(store), "-m", "faithfulness"])  # fmt: skip
+    assert rerun.exit_code == 0, rerun.output
+    with RunStore(store) as runs:
+        second = {r.sample.trace_id: r for r in runs.results(runs.latest())}
+
+    def rows(by_trace: dict[str | None, Any]) -> dict[str | None, tuple[Any, ...]]:
+        return {t: (r.sample.question, r.sample.answer, r.sample.contexts, r.sample.span_id)
+                for t, r in by_trace.items()}  # fmt: skip
+
+    assert rows(second) == rows(results)
