@@ -2,7 +2,12 @@
 
 The cells loaded from a file must be the cells the judge would have computed, or every
 verdict read after them is another judge's. These tests run the real local judge (the
-tiny SmolLM2 model) in child processes, as separate ``assay`` runs would.
+tiny SmolLM2 model) in child processes, as separate ``assay`` runs would. The children
+read a short prompt of the verdict prompt's shape (a system message of instructions, a
+user turn with the context and statement): on a 2-core Zen 1 EPYC the tiny model reads
+about 35 tokens a second, so the real verdict prompt's ~800 took 25 s a child and nine
+tests 570 s of the suite. The mechanism does not depend on the instructions' length;
+one test keeps the default metric's own prompts (``model prepare --load``).
 """
 
 from __future__ import annotations
@@ -25,18 +30,24 @@ pytest.importorskip("llama_cpp")
 CHILD = textwrap.dedent(
     """
     import asyncio, json, sys
-    from assay.grounding._verify import STATEMENT_PROMPT, StatementCheck
     from assay.models import LocalJudge
     from assay.models._local import _STATES
 
     judge = LocalJudge(sys.argv[1], n_ctx=2048)
     statements = sys.argv[2:]
+    SYSTEM = (
+        "You check one statement against a context. Read the context, then the statement. "
+        "Answer with JSON: verdict 1 when the context states or directly implies the statement, "
+        "verdict 0 when it does not, contradicts it, or says nothing about it."
+    )
 
     async def main():
         out = []
         for statement in statements:
-            check = StatementCheck(context=["Lyon is a city in France."], statement=statement)
-            messages = STATEMENT_PROMPT.render(check)
+            messages = [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": f"Context: Lyon is a city in France.\\nStatement: {statement}"},
+            ]
             probs = await judge.choice_probabilities(messages, prefix='{"verdict": ', choices=["1", "0"])
             out.append(probs["1"])
         return out
@@ -80,7 +91,7 @@ def test_a_later_process_loads_the_instructions_and_reads_bitwise_the_same_proba
 
     warm = judged(tmp_path, *STATEMENTS)
     assert warm["files"] == {"loaded": 1, "refused": 0}
-    assert warm["loaded"] > 300  # the verdict prompt's instructions and examples
+    assert warm["loaded"] >= 32  # the system message's tokens (32: the least worth keeping)
     assert warm["evaluated"] == cold["evaluated"] - warm["loaded"]
     assert warm["p"] == cold["p"]  # bitwise: the same cells, whether computed or loaded
 
