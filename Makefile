@@ -26,7 +26,7 @@ endif
 LLAMA_VERSION := $(shell sed -n 's/.*"llama-cpp-python==\([0-9.]*\)".*/\1/p' pyproject.toml)
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF $(LLAMA_SIMD) -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 
-.PHONY: install browser demo test docs lint bench-agreement clean llama-cmake-args stress
+.PHONY: install browser phoenix demo test docs lint bench-agreement clean llama-cmake-args stress
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -62,8 +62,24 @@ browser:
 	    apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	  else echo "note: no chromium on PATH: the browser tests need it (sudo apt-get install chromium)"; fi; }
 
+# A real Phoenix server for tests/test_phoenix_server.py and scripts/phoenix_screenshot.py, in a
+# venv of its own: arize-phoenix pins much of what assay's .venv holds (assay itself needs only
+# arize-phoenix-client, the [phoenix] extra). About 860 MB; the stamp names the version, so a
+# second make is a no-op and a new pin rebuilds from scratch.
+PHOENIX_VENV := .venv-phoenix
+PHOENIX_VERSION := 20.26.1
+PHOENIX_STAMP := $(PHOENIX_VENV)/.arize-phoenix-$(PHOENIX_VERSION)
+$(PHOENIX_STAMP):
+	rm -rf $(PHOENIX_VENV)
+	$(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PHOENIX_VENV)/bin/python -m pip install --quiet arize-phoenix==$(PHOENIX_VERSION)
+	touch $@
+
+phoenix: $(PHOENIX_STAMP)
+
 # pytest exits 5 when it collected no tests: a test run that tested nothing fails, loudly.
-test: install browser
+test: install browser phoenix
 	@$(BIN)/python -m pytest; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests: treating as a failure"; fi; \
 	exit $$status
@@ -86,7 +102,7 @@ bench-agreement: install
 	$(BIN)/python benchmarks/judge_agreement.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site
+	rm -rf $(VENV) $(PHOENIX_VENV) .pytest_cache .mypy_cache .ruff_cache site
 
 llama-cmake-args:  # the flags llama.cpp is built with here (make -s llama-cmake-args CPUINFO=/dev/null: a CPU without AVX-512)
 	@echo $(CMAKE_ARGS)

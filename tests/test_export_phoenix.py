@@ -1,12 +1,12 @@
 """``assay export --to phoenix``: spans over OTLP, then span annotations through ``arize-phoenix-client``.
 
-The server here is a loopback stand-in for ``phoenix serve``, not Phoenix itself:
-``arize-phoenix`` takes about 15 minutes and 860 MB to install on the 2-core CI machine
-(measured, see the report of issue 67), too heavy for every CI run. It takes the OTLP spans
+The server here is a loopback stand-in for ``phoenix serve``: it takes the OTLP spans
 (``POST /v1/traces``) and the annotations (``POST /v1/span_annotations?sync=true``) and
 answers as Phoenix 20.26 answered the same requests on loopback (the ids of the annotations
-it stored), so what the client sends is checked here; Phoenix's own reading of it was
-checked once by hand against a real ``phoenix serve``.
+it stored), and it can do what a real server cannot be made to do on demand: answer 404 a
+set number of times (spans not stored yet), refuse every annotation. What Phoenix itself
+makes of an export (the annotation on the right span, no duplicates, its API reading them
+back) is tests/test_phoenix_server.py, against a real ``phoenix serve`` from ``make phoenix``.
 """
 
 from __future__ import annotations

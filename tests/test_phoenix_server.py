@@ -1,0 +1,262 @@
+"""A real ``phoenix serve`` on loopback: RAG rows read from its traces, judged, exported, read back through its API.
+
+The server is arize-phoenix 20.26.1 from ``.venv-phoenix`` (``make phoenix``; ``make test``
+builds it), a venv of its own because arize-phoenix pins much of what assay's ``.venv``
+holds. It is started once for the module on free loopback ports, with its SQLite database
+in a temporary directory and nothing that reaches the internet (telemetry pixels, web
+fonts, the agent assistant, the MCP server off). A small RAG app's traces go to it over
+OTLP with opentelemetry-sdk; its own REST API (``GET /v1/projects/P/spans``) gives them
+back as the file ``assay run`` reads; a loopback judge judges the rows; the scores go
+back with ``--export phoenix`` and ``assay export --to phoenix``; Phoenix's API then
+shows each annotation on the span the row came from.
+
+tests/test_export_phoenix.py keeps the stand-in for what a real server cannot be made to
+do on demand (answer 404 a set number of times, refuse every annotation).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from assay.cli import app
+from assay.run import RunStore
+from assay.testing import FakeOpenAIServer
+
+pytest.importorskip("phoenix.client", reason="assay[phoenix] is not installed (make install adds it)")
+pytest.importorskip("opentelemetry.sdk", reason="assay[phoenix] is not installed (make install adds it)")
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from phoenix.client import Client
+
+PHOENIX = Path(__file__).resolve().parents[1] / ".venv-phoenix" / "bin" / "phoenix"
+PROJECT = "rag-app"
+READY_TIMEOUT_S = 180.0  # 38 s measured on the 2-core EPYC with a model job and a pip install beside it
+
+# Each trace: question, answer, retrieved documents, and whether the root span holds the answer
+# (else only the LLM span does, and the score belongs there).
+APP = {
+    "complete": ("When was the Eiffel Tower completed?", "The Eiffel Tower was completed in 1889.",
+                 ["The Eiffel Tower was completed in 1889 for the World's Fair."], True),
+    "gilded": ("What is the Eiffel Tower made of?", "The Eiffel Tower is made of wrought iron. Its tip is solid gold.",
+               ["The Eiffel Tower is made of wrought iron.", "It was painted in 1968."], True),
+    "llm_only": ("How tall is the Eiffel Tower?", "The Eiffel Tower is 330 metres tall.",
+                 ["The Eiffel Tower is 330 metres tall since 2022."], False),
+}  # fmt: skip
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class Phoenix:
+    url: str
+    log: Path
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
+    if not PHOENIX.exists():
+        pytest.skip(f"no Phoenix server at {PHOENIX}: run make phoenix (make test builds it)")
+    work = tmp_path_factory.mktemp("phoenix")
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PHOENIX_", "OTEL_"))}
+    env.update(
+        PHOENIX_HOST="127.0.0.1",
+        PHOENIX_PORT=str(port),
+        PHOENIX_GRPC_PORT=str(_free_port()),
+        PHOENIX_WORKING_DIR=str(work),
+        PHOENIX_TELEMETRY_ENABLED="false",
+        PHOENIX_ALLOW_EXTERNAL_RESOURCES="false",
+        PHOENIX_DISABLE_AGENT_ASSISTANT="true",
+        PHOENIX_ENABLE_MCP_SERVER="false",
+    )
+    server = Phoenix(f"http://127.0.0.1:{port}", work / "server.log")
+    with server.log.open("wb") as log:
+        process = subprocess.Popen([str(PHOENIX), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"phoenix serve exited with {process.returncode} before answering "
+                            f"{server.url}/healthz; its log ends:\n{server.log_tail()}")  # fmt: skip
+            try:
+                with urllib.request.urlopen(f"{server.url}/healthz", timeout=2) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"phoenix serve did not answer {server.url}/healthz with 200 within "
+                            f"{READY_TIMEOUT_S:.0f} s; its log ends:\n{server.log_tail()}")  # fmt: skip
+            time.sleep(0.5)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@dataclass
+class Traced:
+    """The app's trace and span ids, as the app itself saw them: where each score must land."""
+
+    trace_ids: dict[str, str]
+    judged: dict[str, str]  # row -> the span whose output is the answer
+    other_spans: set[str]
+
+
+def send_app_traces(url: str) -> Traced:
+    """Trace the small RAG app (root CHAIN, RETRIEVER, LLM spans, OpenInference attributes) to Phoenix over OTLP."""
+    provider = TracerProvider(resource=Resource({"service.name": PROJECT, "openinference.project.name": PROJECT}))
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{url}/v1/traces")))
+    tracer = provider.get_tracer("rag-app")
+    traced = Traced({}, {}, set())
+    for name, (question, answer, documents, root_answers) in APP.items():
+        with tracer.start_as_current_span("rag") as root:
+            root.set_attribute("openinference.span.kind", "CHAIN")
+            root.set_attribute("input.value", question)
+            if root_answers:
+                root.set_attribute("output.value", answer)
+            with tracer.start_as_current_span("retrieve") as retriever:
+                retriever.set_attribute("openinference.span.kind", "RETRIEVER")
+                retriever.set_attribute("input.value", question)
+                for i, doc in enumerate(documents):
+                    retriever.set_attribute(f"retrieval.documents.{i}.document.content", doc)
+            with tracer.start_as_current_span("generate") as llm:
+                llm.set_attribute("openinference.span.kind", "LLM")
+                llm.set_attribute("llm.model_name", "tiny-rag-model")
+                llm.set_attribute("llm.input_messages.0.message.role", "user")
+                llm.set_attribute("llm.input_messages.0.message.content", question)
+                llm.set_attribute("llm.output_messages.0.message.role", "assistant")
+                llm.set_attribute("llm.output_messages.0.message.content", answer)
+        spans = {"rag": root, "retrieve": retriever, "generate": llm}
+        ids = {n: f"{s.get_span_context().span_id:016x}" for n, s in spans.items()}
+        traced.trace_ids[name] = f"{root.get_span_context().trace_id:032x}"
+        traced.judged[name] = ids["rag"] if root_answers else ids["generate"]
+        traced.other_spans |= set(ids.values()) - {traced.judged[name]}
+    provider.shutdown()
+    return traced
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        return json.load(reply)
+
+
+def spans_export(url: str, expected: int, timeout_s: float = 30.0) -> dict[str, Any]:
+    """Phoenix's REST span export of the project, once it holds ``expected`` spans (it ingests in the background)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            export: dict[str, Any] = get_json(f"{url}/v1/projects/{PROJECT}/spans?limit=1000")
+        except OSError:  # 404 until the project's first span is stored
+            export = {"data": []}
+        if len(export["data"]) >= expected or time.monotonic() > deadline:
+            return export
+        time.sleep(0.5)
+
+
+def test_rag_rows_read_from_phoenix_get_their_scores_back_on_the_spans_they_came_from(
+    phoenix: Phoenix, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    traced = send_app_traces(phoenix.url)
+    export = spans_export(phoenix.url, expected=3 * len(APP))
+    stored_spans = len(export["data"])
+    assert stored_spans == 3 * len(APP), f"Phoenix stored {stored_spans} spans; its log ends:\n{phoenix.log_tail()}"
+    spans = tmp_path / "spans.json"
+    spans.write_text(json.dumps(export))
+
+    for name in list(os.environ):
+        if name.startswith(("PHOENIX_", "OTEL_", "LANGFUSE_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("PHOENIX_ENDPOINT", phoenix.url)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.url)
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={PROJECT}")
+    store = tmp_path / "runs.sqlite"
+    with FakeOpenAIServer() as judge:
+        run = CliRunner().invoke(app, ["run", str(spans), "--judge", "openai:fake-judge", "--base-url", judge.base_url,
+                                       "--store", str(store), "-m", "faithfulness", "--export", "phoenix"])  # fmt: skip
+    assert run.exit_code == 0, run.output
+    with RunStore(store) as runs:
+        run_id = runs.latest()
+        results = {r.sample.trace_id: r for r in runs.results(run_id)}
+    by_trace: dict[str | None, str] = {trace: name for name, trace in traced.trace_ids.items()}
+    assert set(results) == set(by_trace)  # one row per trace, each keeping its trace id
+    scores = {by_trace[t]: r.scores["faithfulness"].value for t, r in results.items()}
+    assert scores["complete"] == scores["llm_only"] == 1.0 and scores["gilded"] == 0.5, scores
+
+    client = Client(base_url=phoenix.url)
+    every_span = [*traced.judged.values(), *traced.other_spans]
+
+    def annotations() -> list[Any]:
+        return client.spans.get_span_annotations(span_ids=every_span, project_identifier=PROJECT)
+
+    live = annotations()  # sent as the run went: no threshold yet, so scored results have no label
+    assert sorted(a["span_id"] for a in live) == sorted(traced.judged.values())
+    assert all("label" not in a["result"] or a["result"]["label"] is None for a in live), live
+
+    for _ in range(2):  # exported twice: the second replaces the first, nothing is added
+        out = CliRunner().invoke(app, ["export", run_id, "--to", "phoenix", "--store", str(store),
+                                       "-m", "faithfulness=0.8"])  # fmt: skip
+        assert out.exit_code == 0, out.output
+        assert f"sent 3 of 3 evaluations (3 of 3 results) of run {run_id} to phoenix at {phoenix.url}" in out.output
+        assert "labels: fail 1, pass 2" in out.output, out.output
+
+    stored = annotations()
+    assert len(stored) == len(APP), stored  # no duplicate from the live send nor from the second export
+    on = {a["span_id"]: a for a in stored}
+    assert set(on) == set(traced.judged.values()) and not set(on) & traced.other_spans
+    for name, span_id in traced.judged.items():
+        a = on[span_id]
+        assert (a["name"], a["annotator_kind"], a["identifier"]) == ("faithfulness", "LLM", f"assay:{run_id}:0")
+        assert a["result"]["score"] == pytest.approx(scores[name])
+        assert a["result"]["label"] == ("pass" if scores[name] >= 0.8 else "fail")
+        assert a["metadata"]["assay.run_id"] == run_id and a["metadata"]["threshold"] == 0.8
+    assert "solid gold" in on[traced.judged["gilded"]]["result"]["explanation"]
+    assert "1889" not in (on[traced.judged["complete"]]["result"]["explanation"] or "")
+
+    # The traces now hold assay's EVALUATOR spans and judge calls too: read again, they are the same rows.
+    again = tmp_path / "spans_again.json"
+    # One EVALUATOR span a row, and a span a judge call: a verdicts call a row, a statement split for the one
+    # answer of two sentences.
+    with_assay = spans_export(phoenix.url, expected=3 * len(APP) + len(APP) + len(APP) + 1)
+    kinds = sorted(s["span_kind"] for s in with_assay["data"])
+    assert kinds == sorted(["CHAIN", "RETRIEVER"] * len(APP) + ["EVALUATOR"] * len(APP) + ["LLM"] * (2 * len(APP) + 1))
+    again.write_text(json.dumps(with_assay))
+    with FakeOpenAIServer() as judge:
+        rerun = CliRunner().invoke(app, ["run", str(again), "--judge", "openai:fake-judge", "--base-url",
+                                         judge.base_url, "--store", str(store), "-m", "faithfulness"])  # fmt: skip
+    assert rerun.exit_code == 0, rerun.output
+    with RunStore(store) as runs:
+        second = {r.sample.trace_id: r for r in runs.results(runs.latest())}
+
+    def rows(by_trace: dict[str | None, Any]) -> dict[str | None, tuple[Any, ...]]:
+        return {t: (r.sample.question, r.sample.answer, r.sample.contexts, r.sample.span_id)
+                for t, r in by_trace.items()}  # fmt: skip
+
+    assert rows(second) == rows(results)
