@@ -26,7 +26,7 @@ endif
 LLAMA_VERSION := $(shell sed -n 's/.*"llama-cpp-python==\([0-9.]*\)".*/\1/p' pyproject.toml)
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF $(LLAMA_SIMD) -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 
-.PHONY: install browser phoenix demo test docs lint bench-agreement clean llama-cmake-args stress
+.PHONY: install browser phoenix demo test docs lint bench-agreement clean llama-cmake-args stress test-fast
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -78,11 +78,24 @@ $(PHOENIX_STAMP):
 
 phoenix: $(PHOENIX_STAMP)
 
-# pytest exits 5 when it collected no tests: a test run that tested nothing fails, loudly.
+# The suite in two parts: the tests that run no model, on one worker per core (pytest-xdist:
+# most of them wait on a child process, a loopback server or a browser), then the `slow` ones
+# that run llama.cpp or a Ray cluster, one at a time (llama.cpp slows badly when its threads
+# share the cores). Both parts always run; either failing fails. pytest exits 5 when it
+# collected no tests: a part that tested nothing fails, loudly.
 test: install browser phoenix
-	@$(BIN)/python -m pytest; status=$$?; \
-	if [ $$status -eq 5 ]; then echo "pytest collected no tests: treating as a failure"; fi; \
-	exit $$status
+	@status=0; \
+	for part in "-n auto -m 'not slow'" "-m slow"; do \
+	  echo "== pytest $$part"; \
+	  eval $(BIN)/python -m pytest $$part; code=$$?; \
+	  if [ $$code -eq 5 ]; then echo "pytest collected no tests ($$part): treating as a failure"; fi; \
+	  if [ $$code -ne 0 ]; then status=$$code; fi; \
+	done; exit $$status
+
+# The inner loop: the tests that run no model and start no assay process, server or browser
+# (tests/conftest.py's END_TO_END), on one worker per core. make test runs everything.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n auto -m "not slow and not e2e" -q
 
 # The signal and kill grids with every trial (tests/stress.py: the suite runs a few of each); for a
 # change to the run loop, the store or signal handling.

@@ -5,6 +5,39 @@ import socket
 
 import pytest
 
+END_TO_END = frozenset(
+    {
+        "test_action",
+        "test_concurrency",
+        "test_contributing_examples",
+        "test_docs_site",
+        "test_fake_judge",
+        "test_first_hour",
+        "test_first_hour_walkthrough",
+        "test_hostile_content",
+        "test_interrupt_grid",
+        "test_judges_bench",
+        "test_messages_that_misled",
+        "test_phoenix_server",
+        "test_pytest_plugin",
+        "test_readme",
+        "test_report_browser",
+        "test_review_browser",
+        "test_run_browser",
+        "test_secrets",
+        "test_store_and_cli",
+    }
+)
+"""Files whose tests start ``assay`` processes, loopback servers or a browser, or run the docs'
+code blocks: most of the suite's time without a model. ``-m "not slow and not e2e"`` leaves
+them out (``make test-fast``, the inner loop); ``make test`` runs them."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.stem in END_TO_END:
+            item.add_marker(pytest.mark.e2e)
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _instruction_cells_in_a_scratch_directory(tmp_path_factory: pytest.TempPathFactory) -> object:

@@ -300,6 +300,7 @@ def test_attention_as_bf16_tile_products_follows_llama_cpps_f16_kernel() -> None
             _assert_follows(tiles, f16, f"{n} rows")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("first", ["choice_probabilities", "generate", "complete_string"])
 def test_whichever_call_comes_first_the_build_is_chosen_before_llama_cpp_is_imported(
     tmp_path: Path, first: str
