@@ -369,3 +369,46 @@ def test_the_judges_guides_snippet_prints_what_the_page_says(capsys: pytest.Capt
     finally:
         os.chdir(cwd)
     assert capsys.readouterr().out.strip() == shown == "20 requests; mean 0.083, 12 scored, 0 unscored"
+
+
+def _as_a_background_job() -> None:
+    """What a non-interactive shell does to a command it starts with ``&``: SIGINT and SIGQUIT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+
+
+def test_kill_int_stops_a_fake_judge_started_as_a_background_job(tmp_path: Path) -> None:
+    """``assay judges fake &`` in a CI script inherits SIGINT ignored; its documented stop must still stop it."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "assay", "judges", "fake", "--port", "0"],
+        cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_as_a_background_job,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        assert "serving on http://127.0.0.1:" in process.stdout.readline()
+        ignored = int(next(line for line in Path(f"/proc/{process.pid}/status").read_text().splitlines()
+                           if line.startswith("SigIgn:")).split()[1], 16)  # fmt: skip
+        assert ignored & (1 << (signal.SIGQUIT - 1)), "the child did not start as a background job would"
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert "fake judge stopped after 0 request(s)" in err
+
+
+def test_ctrl_c_interrupts_restores_what_it_found() -> None:
+    from assay.cli._console import ctrl_c_interrupts
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with ctrl_c_interrupts():
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+            with pytest.raises(KeyboardInterrupt):
+                signal.raise_signal(signal.SIGINT)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)

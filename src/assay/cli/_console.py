@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -22,6 +24,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_UNSCORED",
     "EXIT_USAGE",
+    "ctrl_c_interrupts",
     "end_state_lines",
     "err_console",
     "exits_for_judging",
@@ -154,13 +157,35 @@ def verdict_lines(score: Mapping[str, Any]) -> list[str]:
 
 
 @contextmanager
+def ctrl_c_interrupts() -> Iterator[None]:
+    """Within the block, SIGINT (Ctrl-C, ``kill -INT``) raises :class:`KeyboardInterrupt`, whatever was inherited.
+
+    A process started as a background job of a non-interactive shell (``assay judges fake &``
+    in a CI script) inherits SIGINT ignored, and Python then installs no handler of its own:
+    the documented stop would do nothing and the process would outlive its job. The previous
+    disposition comes back after the block. Only the main thread can set a handler; elsewhere
+    this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
 def exits_for_judging() -> Iterator[None]:
     """Around a call that judges and stores as it goes: an interrupt exits 130, an :class:`AssayError` 1.
 
     Each with one line on stderr (the interrupt's says that what was judged is stored).
+    Ctrl-C interrupts even where SIGINT was inherited ignored (:func:`ctrl_c_interrupts`).
     """
     try:
-        yield
+        with ctrl_c_interrupts():
+            yield
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/yellow]: the items judged so far are stored")
         raise typer.Exit(EXIT_INTERRUPTED) from None

@@ -19,7 +19,15 @@ import typer
 from rich.table import Table
 
 from assay._safety import printable
-from assay.cli._console import EXIT_OK, EXIT_USAGE, err_console, exits_for_judging, fmt_score, out_console
+from assay.cli._console import (
+    EXIT_OK,
+    EXIT_USAGE,
+    ctrl_c_interrupts,
+    err_console,
+    exits_for_judging,
+    fmt_score,
+    out_console,
+)
 from assay.models import JUDGE_FORMS
 from assay.run._bench import BENCH_SETS, BenchCell, BenchResult, BenchSet, bench_judges, dev_note
 from assay.run._cost import PriceTable
@@ -199,17 +207,19 @@ def fake(
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     flags = f"--judge openai:{FAKE_JUDGE_MODEL} --base-url {server.base_url}"
     try:
-        out_console.print(f"fake judge (a word rule, not a model) serving on {server.base_url}", soft_wrap=True)
-        out_console.print(f"use it with: {flags}", soft_wrap=True)
-        out_console.print(f"  e.g. assay run examples/rag.jsonl -m faithfulness {flags}", soft_wrap=True)
-        out_console.print(
-            "a statement is supported when each of its content words is a word of the context; its scores "
-            "test plumbing and measure nothing (docs/guides/judges.md). Ctrl-C stops it.",
-            soft_wrap=True,
-        )
-        out_console.file.flush()
-        while not stop.wait(0.2):
-            pass
+        # Ctrl-C stops it from the first line it prints, even as a shell script's background job (SIGINT ignored)
+        with ctrl_c_interrupts():
+            out_console.print(f"fake judge (a word rule, not a model) serving on {server.base_url}", soft_wrap=True)
+            out_console.print(f"use it with: {flags}", soft_wrap=True)
+            out_console.print(f"  e.g. assay run examples/rag.jsonl -m faithfulness {flags}", soft_wrap=True)
+            out_console.print(
+                "a statement is supported when each of its content words is a word of the context; its scores "
+                "test plumbing and measure nothing (docs/guides/judges.md). Ctrl-C stops it.",
+                soft_wrap=True,
+            )
+            out_console.file.flush()
+            while not stop.wait(0.2):
+                pass
     except KeyboardInterrupt:
         pass
     finally:
