@@ -24,6 +24,9 @@ then the 1.5B) it reports:
   anything, and the share of those splits reaching the target (the guarantee says at least
   ``1 - delta``; a check half is finite, so a judge exactly at the target misses in about
   half of them);
+- the share of all splits in which the guarantee's event held: the kept verdicts reached the
+  target, or nothing was kept (the guarantee promises at least ``1 - delta``; splits grouped
+  by source document also test whether it carries to documents the labels did not come from);
 - splits with no threshold at all (every verdict escalates: the labels cannot support the
   target) and splits that decided nothing on the checking half;
 - seconds per item from the cached timings (wall seconds as judged, the machine named in the
@@ -54,6 +57,7 @@ from typing import Any
 
 import numpy as np
 from _lib.devsets import load
+from _lib.evidence_pairs import SIZES
 from _lib.grouped_cv import document_groups
 from _lib.judging import CACHE, PRODUCT_KEY, model_slug
 
@@ -176,6 +180,8 @@ def evaluate(
                     "coverage": statistics.fmean(r["coverage"] for r in runs),
                     "agreement": statistics.fmean(r["agreement"] for r in decided) if decided else None,
                     "reached": len(reached) / len(decided) if decided else None,
+                    # the guarantee's own event: the kept verdicts reach the target, or nothing was kept
+                    "held": (len(reached) + len(runs) - len(decided)) / len(runs),
                     "no_threshold": sum(r["none"] for r in runs),
                     "decided_nothing": len(runs) - len(decided),
                     "by_level": [statistics.fmean(r["by_level"][k] for r in runs) for k in range(len(config.levels))],
@@ -233,6 +239,49 @@ def load_items(
     return items, about
 
 
+def load_extracted(store: Path, sets: Sequence[str], seed: int) -> tuple[list[Item], dict[str, Any]]:
+    """The 1.5B's verdicts on the dev items ``anchored_readout.py extract`` has judged, as one-judge items.
+
+    That extraction runs the shipped verifier (the same verdict pass, its hidden states
+    kept) over the seeded dev samples of ``evidence_pairs.SIZES``; its ``STORE/{set}.jsonl``
+    holds each item's verdict, the judge's P and the wall seconds of the context's group
+    (divided here by the items judged with it, so a second is counted once).
+    """
+    items: list[Item] = []
+    about: dict[str, Any] = {}
+    for name in sets:
+        path = store / f"{name}.jsonl"
+        if not path.exists():
+            about[name] = {"judged": 0}
+            continue
+        rows = {r["id"]: r for r in load(name, SIZES[name], seed)}
+        groups = document_groups(name, list(rows.values()))
+        entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        entries = [e for e in entries if e["id"] in rows and e.get("failure") is None and e.get("v") is not None]
+        per_group: dict[float, int] = {}
+        for e in entries:  # entries of one context share its wall seconds
+            per_group[e["s"]] = per_group.get(e["s"], 0) + 1
+        for e in {e["id"]: e for e in entries}.values():
+            if e.get("p") is None:  # no judge call: a statement copied from the context, supported for sure
+                e["p"] = 1.0 if e.get("verbatim") and int(e["v"]) == 1 else None
+            if e["p"] is None:
+                continue
+            label = int(rows[e["id"]]["label"])
+            assert label == int(e["label"]), f"{name}/{e['id']}: the store's label is not the data's"
+            items.append(
+                Item(name, e["id"], f"{name}/{groups[e['id']]}", label, (int(e["v"]),), (float(e["p"]),),
+                     (float(e["s"]) / per_group[e["s"]],))
+            )  # fmt: skip
+        mine = [it for it in items if it.set == name]
+        about[name] = {
+            "sampled": len(rows),
+            "judged": len(mine),
+            "documents": len({it.group for it in mine}),
+            "positives": sum(it.label for it in mine),
+        }
+    return items, about
+
+
 def judge_facts(items: Sequence[Item], names: Sequence[str]) -> list[dict[str, Any]]:
     """Per judge: plain agreement at its own verdicts, how its P falls, its seconds per item."""
     out = []
@@ -266,13 +315,13 @@ def fmt(x: float | None, spec: str = ".3f") -> str:
 def print_table(scope: str, rows: Sequence[dict[str, Any]]) -> None:
     print(f"\n{scope}")
     print(
-        f"  {'judge':16s} {'target':>6s} {'coverage':>8s} {'agree':>6s} {'reached':>7s} "
+        f"  {'judge':16s} {'target':>6s} {'coverage':>8s} {'agree':>6s} {'reached':>7s} {'held':>5s} "
         f"{'no thr':>6s} {'none':>5s} {'s/item':>6s}  by level"
     )
     for r in rows:
         print(
             f"  {r['config']:16s} {r['target']:6.2f} {r['coverage']:8.3f} {fmt(r['agreement']):>6s} "
-            f"{fmt(r['reached'], '.2f'):>7s} {r['no_threshold']:6d} {r['decided_nothing']:5d} "
+            f"{fmt(r['reached'], '.2f'):>7s} {r['held']:5.2f} {r['no_threshold']:6d} {r['decided_nothing']:5d} "
             f"{r['seconds_per_item']:6.1f}  {' / '.join(f'{x:.2f}' for x in r['by_level'])}"
         )
 
@@ -281,13 +330,14 @@ def markdown(scope: str, rows: Sequence[dict[str, Any]]) -> str:
     """The table as Markdown, for the docs."""
     lines = [
         f"| {scope}: judge | target | coverage | agreement on decided | splits reaching target "
-        "| no threshold | s/item | decided per level |",
-        "|---|---|---|---|---|---|---|---|",
+        "| guarantee held | no threshold | s/item | decided per level |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['config']} | {r['target']:.2f} | {r['coverage']:.2f} | {fmt(r['agreement'], '.2f')} "
-            f"| {fmt(r['reached'], '.2f')} | {r['no_threshold']}/{r['splits']} | {r['seconds_per_item']:.0f} "
+            f"| {fmt(r['reached'], '.2f')} | {r['held']:.2f} | {r['no_threshold']}/{r['splits']} "
+            f"| {r['seconds_per_item']:.0f} "
             f"| {' / '.join(f'{x:.2f}' for x in r['by_level'])} |"
         )
     return "\n".join(lines)
@@ -379,7 +429,15 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true", help="also print each table as Markdown")
     parser.add_argument("--json", type=Path, default=HERE / "cascade.json")
     parser.add_argument("--svg", type=Path, default=HERE.parent / "docs" / "images" / "cascade.svg")
+    parser.add_argument(
+        "--alone-from",
+        type=Path,
+        help="the 1.5B alone, from anchored_readout.py extract's store (more items than the cascade's caches)",
+    )
     args = parser.parse_args()
+    if args.alone_from is not None:
+        alone(args)
+        return
     if args.big == args.small:
         raise SystemExit(f"--big and --small are both {args.big}: a cascade needs two judges")
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
@@ -438,6 +496,36 @@ def main() -> None:
         )
         args.svg.write_text(svg(panels, note))
     print(f"\nwrote {args.json} and {args.svg}")
+
+
+def alone(args: argparse.Namespace) -> None:
+    """The shipped judge alone, out of fold, on the dev items the extraction judged (``--alone-from``)."""
+    sets = [s.strip() for s in args.sets.split(",") if s.strip()]
+    targets = [float(t) for t in args.targets.split(",")]
+    items, about = load_extracted(args.alone_from, sets, args.seed)
+    machine = args.machine or cpu()
+    print(f"the 1.5B alone from {args.alone_from}; seed {args.seed}; timings as judged on {machine}")
+    for name, facts in about.items():
+        print(f"  {name}: {facts}")
+    configs = [Config("1.5B alone", (0,))]
+    scopes = [(name, [it for it in items if it.set == name]) for name in sets]
+    if len(sets) > 1:
+        scopes.append((" + ".join(sets) + " (pooled)", items))
+    figures: dict[str, Any] = {"source": str(args.alone_from), "sample_sizes": SIZES, "seed": args.seed,
+                               "repeats": args.repeats, "delta": args.delta, "machine": machine, "sets": about,
+                               "scopes": []}  # fmt: skip
+    for scope, mine in scopes:
+        if len({it.label for it in mine}) < 2:
+            print(f"\n{scope}: {len(mine)} items of one label only: nothing to check agreement on")
+            continue
+        facts = judge_facts(mine, ["1.5B"])
+        rows = evaluate(mine, configs, targets, args.delta, args.repeats, args.split_seed)
+        print_table(f"{scope}: n={len(mine)}, {len({it.group for it in mine})} documents", rows)
+        if args.markdown:
+            print("\n" + markdown(f"{scope} (n={len(mine)})", rows))
+        figures["scopes"].append({"scope": scope, "n": len(mine), "judges": facts, "rows": rows})
+    args.json.write_text(json.dumps(figures, indent=1) + "\n")
+    print(f"\nwrote {args.json}")
 
 
 if __name__ == "__main__":

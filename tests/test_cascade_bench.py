@@ -68,7 +68,7 @@ def test_a_judge_always_right_and_sure_decides_everything_at_every_target(cb: Mo
     rows = cb.evaluate(items, [cb.Config("right", (0,))], cb.TARGETS, 0.1, 20, 0)
     assert [r["target"] for r in rows] == list(cb.TARGETS)
     for r in rows:
-        assert r["coverage"] == 1.0 and r["agreement"] == 1.0 and r["reached"] == 1.0
+        assert r["coverage"] == 1.0 and r["agreement"] == 1.0 and r["reached"] == 1.0 and r["held"] == 1.0
         assert r["no_threshold"] == 0 and r["decided_nothing"] == 0
         assert r["seconds_per_item"] == pytest.approx(4.0)
 
@@ -82,6 +82,22 @@ def test_a_judge_at_chance_gets_no_threshold_and_decides_nothing(cb: ModuleType)
     (r,) = rows
     assert r["no_threshold"] == 20 and r["decided_nothing"] == 20
     assert r["coverage"] == 0.0 and r["agreement"] is None and r["reached"] is None
+    assert r["held"] == 1.0  # nothing kept: the guarantee holds, and costs every verdict an escalation
+
+
+def test_the_guarantee_is_checked_on_documents_the_labels_did_not_come_from(cb: ModuleType) -> None:
+    """Sure and right on most documents, sure and wrong on a few: a half without those promises too much."""
+
+    def by_document(i: int, y: int, rng: np.random.Generator) -> list[tuple[int, float, float]]:
+        return [_right(1 - y if i // 24 == 1 else y)]  # document 1 of 10: sure and wrong
+
+    items = _items(cb, by_document, n_docs=10, per_doc=24)
+    (r,) = cb.evaluate(items, [cb.Config("shifty", (0,))], (0.85,), 0.1, 100, 0)
+    decided = r["splits"] - r["decided_nothing"]
+    assert decided > 0 and r["reached"] is not None
+    assert r["held"] == pytest.approx((r["reached"] * decided + r["decided_nothing"]) / r["splits"])
+    # labels without document 1 promise 0.85; a checking half holding it realises 0.80
+    assert r["held"] < 0.9, r
 
 
 def test_grouped_splits_never_put_one_document_on_both_sides(cb: ModuleType) -> None:
