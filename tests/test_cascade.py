@@ -129,6 +129,7 @@ def test_a_cascade_routes_exactly_the_verdicts_below_threshold(calibrated: Path)
     lines = cascade_lines(planned.record, [score])
     assert lines[0] == "decided: small 2 (50%), big 1 (25%), review 1 (25%) of 4 questions"
     assert "on the 3 verdicts kept, resting on 200 labels" in lines[1]
+    assert lines[1].endswith("(for items like those: it does not carry to other sources)"), lines[1]
     assert "left for review: 1" in "\n".join(lines)
     assert "2 reached big, 2 fewer than sending all 4 to it" in lines[-1]
     from assay.run._cost import PriceTable
@@ -307,6 +308,7 @@ def test_evaluate_runs_the_cascade_and_stores_its_plan(calibrated: Path) -> None
     assert plan["labels"] == 200 and plan["alpha"] == pytest.approx(0.1) and plan["delta"] == 0.1
     assert [lv["judge"] for lv in plan["levels"]] == ["small", "big"] and plan["review"] is True
     assert result.trust["faithfulness"].kind == "cascade", "never one judge's trust line for a cascade"
+    assert "for items like those" in result.trust["faithfulness"].text()  # its reach, said where it is read
     assert (
         "resting on 200 labels" in result.trust["faithfulness"].text()
         or "200 labels" in result.trust["faithfulness"].text()

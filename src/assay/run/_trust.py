@@ -410,7 +410,7 @@ def cascade_figure(metric: str, plan: Mapping[str, Any]) -> TrustFigure:
     note = (
         f"cascade {judges}: agreement with people >= {1 - float(plan['alpha']):.0%} with probability "
         f"{1 - float(plan['delta']):.0%} on the verdicts kept, thresholds chosen on {plan.get('labels')} labels of "
-        f"{plan.get('dataset')} ({runs})"
+        f"{plan.get('dataset')} ({runs}), for items like those"
     )
     return TrustFigure(metric=metric, kind="cascade", n=plan.get("labels"), dataset=plan.get("dataset"), note=note)
 
