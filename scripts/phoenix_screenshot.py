@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,26 +34,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-PHOENIX = ROOT / ".venv-phoenix" / "bin" / "phoenix"
-PROJECT = "rag-app"
+sys.path.insert(0, str(ROOT / "tests"))  # the server and the app the real-Phoenix test starts, and cdp
 FAKE_MODEL = "fake-word-overlap"
-
-APP = [
-    ("When was the Eiffel Tower completed?", "The Eiffel Tower was completed in 1889.",
-     ["The Eiffel Tower was completed in 1889 for the World's Fair."]),
-    ("What is the Eiffel Tower made of?", "The Eiffel Tower is made of wrought iron. Its tip is solid gold.",
-     ["The Eiffel Tower is made of wrought iron.", "It was painted in 1968."]),
-    ("How tall is the Eiffel Tower?", "The Eiffel Tower is 330 metres tall.",
-     ["The Eiffel Tower is 330 metres tall since 2022."]),
-]  # fmt: skip
-
-
-def free_port() -> int:
-    """A port nothing listens on now, on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def get_json(url: str) -> Any:
@@ -78,39 +59,6 @@ def wait_for(what: str, check: Any, timeout_s: float, log: Path) -> None:
         time.sleep(0.5)
 
 
-def trace_app(url: str) -> list[str]:
-    """Trace the app (root CHAIN, RETRIEVER, LLM spans) to Phoenix; the trace ids in order."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
-    provider = TracerProvider(resource=Resource({"service.name": PROJECT, "openinference.project.name": PROJECT}))
-    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{url}/v1/traces")))
-    tracer = provider.get_tracer(PROJECT)
-    trace_ids = []
-    for question, answer, documents in APP:
-        with tracer.start_as_current_span("rag") as root:
-            root.set_attribute("openinference.span.kind", "CHAIN")
-            root.set_attribute("input.value", question)
-            root.set_attribute("output.value", answer)
-            with tracer.start_as_current_span("retrieve") as retriever:
-                retriever.set_attribute("openinference.span.kind", "RETRIEVER")
-                retriever.set_attribute("input.value", question)
-                for i, doc in enumerate(documents):
-                    retriever.set_attribute(f"retrieval.documents.{i}.document.content", doc)
-            with tracer.start_as_current_span("generate") as llm:
-                llm.set_attribute("openinference.span.kind", "LLM")
-                llm.set_attribute("llm.model_name", "tiny-rag-model")
-                llm.set_attribute("llm.input_messages.0.message.role", "user")
-                llm.set_attribute("llm.input_messages.0.message.content", question)
-                llm.set_attribute("llm.output_messages.0.message.role", "assistant")
-                llm.set_attribute("llm.output_messages.0.message.content", answer)
-        trace_ids.append(f"{root.get_span_context().trace_id:032x}")
-    provider.shutdown()
-    return trace_ids
-
-
 def assay(*args: str, env: dict[str, str], cwd: Path) -> str:
     """Run ``python -m assay ARGS`` as a user would, echoing the command and its output."""
     done = subprocess.run([sys.executable, "-m", "assay", *args], env=env, cwd=cwd, capture_output=True, text=True)
@@ -127,7 +75,6 @@ def photograph(page: str, out: Path, width: int, height: int) -> None:
     the annotation's label, annotator kind and explanation are in the popover that a click on
     the badge opens, which a plain screenshot never shows.
     """
-    sys.path.insert(0, str(ROOT / "tests"))
     from cdp import Chromium
 
     with Chromium(width=width, height=height, timeout=60) as browser:
@@ -166,28 +113,24 @@ def main() -> None:
     parser.add_argument("--height", type=int, default=760, help="the window's height (the picture: ~140 px less)")
     parser.add_argument("--keep", action="store_true", help="leave the server running until Enter (to look around)")
     args = parser.parse_args()
+    from assay.testing import FakeOpenAIServer
+    from phoenix_app import APP, PHOENIX, PROJECT, send_app_traces, serve
+
     if not PHOENIX.exists():
         sys.exit(f"no Phoenix server at {PHOENIX}: run make phoenix")
     if not Path("/usr/bin/chromium").exists():
         sys.exit("no /usr/bin/chromium: make browser (or sudo apt-get install chromium)")
 
-    from assay.testing import FakeOpenAIServer
-
     work = Path(tempfile.mkdtemp(prefix="assay-phoenix-"))
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PHOENIX_", "OTEL_", "LANGFUSE_"))}
-    server_env = dict(env, PHOENIX_HOST="127.0.0.1", PHOENIX_PORT=str(port), PHOENIX_GRPC_PORT=str(free_port()),
-                      PHOENIX_WORKING_DIR=str(work), PHOENIX_TELEMETRY_ENABLED="false",
-                      PHOENIX_ALLOW_EXTERNAL_RESOURCES="false", PHOENIX_DISABLE_AGENT_ASSISTANT="true",
-                      PHOENIX_ENABLE_MCP_SERVER="false")  # fmt: skip
-    log = work / "server.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen([str(PHOENIX), "serve"], env=server_env, stdout=out, stderr=subprocess.STDOUT)
+    server = serve(work)
+    url, log = server.url, server.log
     try:
         print(f"phoenix serve on {url} (log: {log})")
-        wait_for(f"{url}/healthz", lambda: urllib.request.urlopen(f"{url}/healthz", timeout=2).status == 200, 180, log)
-        trace_ids = trace_app(url)
+        problem = server.wait_ready()
+        if problem is not None:
+            sys.exit(problem)
+        trace_ids = send_app_traces(url).trace_ids
         spans = work / "spans.json"
 
         def stored() -> bool:
@@ -206,7 +149,7 @@ def main() -> None:
         assay("export", "--latest", "--to", "phoenix", "-m", "faithfulness=0.8", env=run_env, cwd=work)
 
         project = next(p for p in get_json(f"{url}/v1/projects")["data"] if p["name"] == PROJECT)
-        failing = trace_ids[1]
+        failing = trace_ids["gilded"]
         root = next(s["id"] for s in json.loads(spans.read_text())["data"]
                     if s["context"]["trace_id"] == failing and s["parent_id"] is None)  # fmt: skip
         page = f"{url}/projects/{project['id']}/traces/{failing}?selectedSpanNodeId={root}"
@@ -215,11 +158,7 @@ def main() -> None:
         if args.keep:
             input("Phoenix is still up; press Enter to stop it.")
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        server.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,130 +34,23 @@ from assay.testing import FakeOpenAIServer
 pytest.importorskip("phoenix.client", reason="assay[phoenix] is not installed (make install adds it)")
 pytest.importorskip("opentelemetry.sdk", reason="assay[phoenix] is not installed (make install adds it)")
 
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from phoenix.client import Client
 
-PHOENIX = Path(__file__).resolve().parents[1] / ".venv-phoenix" / "bin" / "phoenix"
-PROJECT = "rag-app"
-READY_TIMEOUT_S = 180.0  # 38 s measured on the 2-core EPYC with a model job and a pip install beside it
-
-# Each trace: question, answer, retrieved documents, and whether the root span holds the answer
-# (else only the LLM span does, and the score belongs there).
-APP = {
-    "complete": ("When was the Eiffel Tower completed?", "The Eiffel Tower was completed in 1889.",
-                 ["The Eiffel Tower was completed in 1889 for the World's Fair."], True),
-    "gilded": ("What is the Eiffel Tower made of?", "The Eiffel Tower is made of wrought iron. Its tip is solid gold.",
-               ["The Eiffel Tower is made of wrought iron.", "It was painted in 1968."], True),
-    "llm_only": ("How tall is the Eiffel Tower?", "The Eiffel Tower is 330 metres tall.",
-                 ["The Eiffel Tower is 330 metres tall since 2022."], False),
-}  # fmt: skip
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-@dataclass
-class Phoenix:
-    url: str
-    log: Path
-
-    def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+from phoenix_app import APP, PHOENIX, PROJECT, Phoenix, send_app_traces, serve
 
 
 @pytest.fixture(scope="module")
 def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
     if not PHOENIX.exists():
         pytest.skip(f"no Phoenix server at {PHOENIX}: run make phoenix (make test builds it)")
-    work = tmp_path_factory.mktemp("phoenix")
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PHOENIX_", "OTEL_"))}
-    env.update(
-        PHOENIX_HOST="127.0.0.1",
-        PHOENIX_PORT=str(port),
-        PHOENIX_GRPC_PORT=str(_free_port()),
-        PHOENIX_WORKING_DIR=str(work),
-        PHOENIX_TELEMETRY_ENABLED="false",
-        PHOENIX_ALLOW_EXTERNAL_RESOURCES="false",
-        PHOENIX_DISABLE_AGENT_ASSISTANT="true",
-        PHOENIX_ENABLE_MCP_SERVER="false",
-    )
-    server = Phoenix(f"http://127.0.0.1:{port}", work / "server.log")
-    with server.log.open("wb") as log:
-        process = subprocess.Popen([str(PHOENIX), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    server = serve(tmp_path_factory.mktemp("phoenix"))
     try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"phoenix serve exited with {process.returncode} before answering "
-                            f"{server.url}/healthz; its log ends:\n{server.log_tail()}")  # fmt: skip
-            try:
-                with urllib.request.urlopen(f"{server.url}/healthz", timeout=2) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"phoenix serve did not answer {server.url}/healthz with 200 within "
-                            f"{READY_TIMEOUT_S:.0f} s; its log ends:\n{server.log_tail()}")  # fmt: skip
-            time.sleep(0.5)
+        problem = server.wait_ready()
+        if problem is not None:
+            pytest.fail(problem)
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-@dataclass
-class Traced:
-    """The app's trace and span ids, as the app itself saw them: where each score must land."""
-
-    trace_ids: dict[str, str]
-    judged: dict[str, str]  # row -> the span whose output is the answer
-    other_spans: set[str]
-
-
-def send_app_traces(url: str) -> Traced:
-    """Trace the small RAG app (root CHAIN, RETRIEVER, LLM spans, OpenInference attributes) to Phoenix over OTLP."""
-    provider = TracerProvider(resource=Resource({"service.name": PROJECT, "openinference.project.name": PROJECT}))
-    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{url}/v1/traces")))
-    tracer = provider.get_tracer("rag-app")
-    traced = Traced({}, {}, set())
-    for name, (question, answer, documents, root_answers) in APP.items():
-        with tracer.start_as_current_span("rag") as root:
-            root.set_attribute("openinference.span.kind", "CHAIN")
-            root.set_attribute("input.value", question)
-            if root_answers:
-                root.set_attribute("output.value", answer)
-            with tracer.start_as_current_span("retrieve") as retriever:
-                retriever.set_attribute("openinference.span.kind", "RETRIEVER")
-                retriever.set_attribute("input.value", question)
-                for i, doc in enumerate(documents):
-                    retriever.set_attribute(f"retrieval.documents.{i}.document.content", doc)
-            with tracer.start_as_current_span("generate") as llm:
-                llm.set_attribute("openinference.span.kind", "LLM")
-                llm.set_attribute("llm.model_name", "tiny-rag-model")
-                llm.set_attribute("llm.input_messages.0.message.role", "user")
-                llm.set_attribute("llm.input_messages.0.message.content", question)
-                llm.set_attribute("llm.output_messages.0.message.role", "assistant")
-                llm.set_attribute("llm.output_messages.0.message.content", answer)
-        spans = {"rag": root, "retrieve": retriever, "generate": llm}
-        ids = {n: f"{s.get_span_context().span_id:016x}" for n, s in spans.items()}
-        traced.trace_ids[name] = f"{root.get_span_context().trace_id:032x}"
-        traced.judged[name] = ids["rag"] if root_answers else ids["generate"]
-        traced.other_spans |= set(ids.values()) - {traced.judged[name]}
-    provider.shutdown()
-    return traced
+        server.stop()
 
 
 def get_json(url: str) -> Any:
