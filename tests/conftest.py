@@ -30,7 +30,8 @@ END_TO_END = frozenset(
 )
 """Files whose tests start ``assay`` processes, loopback servers or a browser, or run the docs'
 code blocks: most of the suite's time without a model. ``-m "not slow and not e2e"`` leaves
-them out (``make test-fast``, the inner loop); ``make test`` runs them."""
+them out (``make test-fast``, the inner loop); ``make test`` runs them. A single such test in
+another file carries ``@pytest.mark.e2e`` itself."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -217,6 +217,7 @@ def test_the_build_is_read_from_what_the_loaded_library_reports(info: str, kerne
     assert kernels_of(info) == kernels
 
 
+@pytest.mark.e2e  # a real browser: not in make test-fast
 def test_the_run_browser_says_first_that_two_runs_had_two_judges_of_one_name(tmp_path: Path) -> None:
     pytest.importorskip("websocket", reason="needs websocket-client (pip install websocket-client)")
     from cdp import CHROMIUM, Chromium
