@@ -563,3 +563,16 @@ async def test_a_reason_the_cap_cut_says_so_and_a_whole_one_is_left_alone(tiny: 
     from assay.models._local import _string_body_grammar
 
     assert _string_body_grammar(200) is _string_body_grammar(200)
+
+
+def test_the_threads_asked_for_read_the_prompt_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """n_threads (or ASSAY_LOCAL_THREADS) bounds prompt reading too: llama-cpp-python's default is every core."""
+    monkeypatch.setenv("ASSAY_LOCAL_THREADS", "1")
+    judge = LocalJudge(smollm2_path(), n_ctx=608)  # a window of its own: a loaded model is kept per path and window
+    llama = judge.load()
+    assert judge.n_threads == 1 and llama.n_threads == 1 and llama.n_threads_batch == 1
+    assert LocalJudge(smollm2_path(), n_ctx=512, n_threads=3).n_threads == 3  # the argument wins
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("ASSAY_LOCAL_THREADS", bad)
+        with pytest.raises(ConfigError, match=f"ASSAY_LOCAL_THREADS must be a number of threads.*{bad!r}"):
+            LocalJudge(smollm2_path())

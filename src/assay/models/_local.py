@@ -365,6 +365,20 @@ def _window_from_environment() -> int:
         raise ConfigError(f"ASSAY_LOCAL_N_CTX must be a number of tokens (e.g. 8192), got {raw!r}") from None
 
 
+def _threads_from_environment() -> int | None:
+    """``$ASSAY_LOCAL_THREADS`` as a positive number of threads, else ``None`` (every core)."""
+    raw = os.environ.get("ASSAY_LOCAL_THREADS", "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"ASSAY_LOCAL_THREADS must be a number of threads, 1 or more (e.g. 1), got {raw!r}")
+    return value
+
+
 def _sequences(given: int | None) -> int:
     """``given``, else ``$ASSAY_LOCAL_SEQUENCES``, else :data:`SEQUENCES`; 1 to :data:`SEQUENCES`."""
     if given is not None:
@@ -391,7 +405,8 @@ class LocalJudge(JudgeModel):
         n_ctx: Context window in tokens; default ``$ASSAY_LOCAL_N_CTX``, else 4096. Prompts
             longer than this fail with ``judge_error`` (agent goal accuracy fits its
             evidence to it instead, and says what it cut).
-        n_threads: CPU threads (default: all cores).
+        n_threads: CPU threads, for prompts and decoding (default: ``$ASSAY_LOCAL_THREADS``, else
+            all cores).
         max_string_chars: Grammar bound on each free-text string in an answer.
         draft_tokens: At temperature 0, tokens drafted from the prompt per step at most (0:
             one token per forward pass); the answer is the same either way. How many are
@@ -432,7 +447,7 @@ class LocalJudge(JudgeModel):
             raise ConfigError(f"n_ctx must be at least 256, got {n_ctx}")
         self._model_path = model_path
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or os.cpu_count() or 1
+        self.n_threads = n_threads or _threads_from_environment() or os.cpu_count() or 1
         self.max_string_chars = max_string_chars
         self._progress = progress
         self._grammars: dict[type[BaseModel], Any] = {}
@@ -565,6 +580,7 @@ class LocalJudge(JudgeModel):
                     model_path=str(path),
                     n_ctx=self.n_ctx,
                     n_threads=self.n_threads,
+                    n_threads_batch=self.n_threads,  # prompts too: llama-cpp-python's default is every core
                     n_batch=512,
                     seed=0,
                     verbose=False,
