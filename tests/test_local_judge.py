@@ -565,7 +565,7 @@ async def test_a_reason_the_cap_cut_says_so_and_a_whole_one_is_left_alone(tiny: 
     assert _string_body_grammar(200) is _string_body_grammar(200)
 
 
-def test_the_threads_asked_for_read_the_prompt_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_threads_asked_for_read_the_prompt_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """n_threads (or ASSAY_LOCAL_THREADS) bounds prompt reading too: llama-cpp-python's default is every core."""
     monkeypatch.setenv("ASSAY_LOCAL_THREADS", "1")
     judge = LocalJudge(smollm2_path(), n_ctx=608)  # a window of its own: a loaded model is kept per path and window
@@ -574,5 +574,5 @@ def test_the_threads_asked_for_read_the_prompt_too(tmp_path: Path, monkeypatch: 
     assert LocalJudge(smollm2_path(), n_ctx=512, n_threads=3).n_threads == 3  # the argument wins
     for bad in ("0", "two", "-1"):
         monkeypatch.setenv("ASSAY_LOCAL_THREADS", bad)
-        with pytest.raises(ConfigError, match=f"ASSAY_LOCAL_THREADS must be a number of threads.*{bad!r}"):
+        with pytest.raises(ConfigError, match=f"ASSAY_LOCAL_THREADS must be a whole number of at least 1, got {bad!r}"):
             LocalJudge(smollm2_path())

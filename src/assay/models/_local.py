@@ -365,35 +365,30 @@ def _window_from_environment() -> int:
         raise ConfigError(f"ASSAY_LOCAL_N_CTX must be a number of tokens (e.g. 8192), got {raw!r}") from None
 
 
-def _threads_from_environment() -> int | None:
-    """``$ASSAY_LOCAL_THREADS`` as a positive number of threads, else ``None`` (every core)."""
-    raw = os.environ.get("ASSAY_LOCAL_THREADS", "").strip()
-    if not raw:
-        return None
+def _whole_number(where: str, raw: str, low: int, high: int | None = None) -> int:
+    """``raw`` as a whole number from ``low`` (to ``high``), or a :class:`ConfigError` naming ``where``."""
     try:
         value = int(raw)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise ConfigError(f"ASSAY_LOCAL_THREADS must be a number of threads, 1 or more (e.g. 1), got {raw!r}")
+        value = low - 1
+    if value < low or (high is not None and value > high):
+        bounds = f"from {low} to {high}" if high is not None else f"of at least {low}"
+        raise ConfigError(f"{where} must be a whole number {bounds}, got {raw!r}")
     return value
+
+
+def _threads_from_environment() -> int | None:
+    """``$ASSAY_LOCAL_THREADS`` as a number of threads, else ``None`` (every core)."""
+    raw = os.environ.get("ASSAY_LOCAL_THREADS", "").strip()
+    return _whole_number("ASSAY_LOCAL_THREADS", raw, 1) if raw else None
 
 
 def _sequences(given: int | None) -> int:
     """``given``, else ``$ASSAY_LOCAL_SEQUENCES``, else :data:`SEQUENCES`; 1 to :data:`SEQUENCES`."""
     if given is not None:
-        where, raw = "sequences", str(given)
-    else:
-        where, raw = "ASSAY_LOCAL_SEQUENCES", os.environ.get("ASSAY_LOCAL_SEQUENCES", "").strip()
-        if not raw:
-            return SEQUENCES
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= SEQUENCES:
-        raise ConfigError(f"{where} must be a whole number from 1 to {SEQUENCES}, got {raw!r}")
-    return value
+        return _whole_number("sequences", str(given), 1, SEQUENCES)
+    raw = os.environ.get("ASSAY_LOCAL_SEQUENCES", "").strip()
+    return _whole_number("ASSAY_LOCAL_SEQUENCES", raw, 1, SEQUENCES) if raw else SEQUENCES
 
 
 class LocalJudge(JudgeModel):
