@@ -21,6 +21,7 @@ from assay.models import FunctionJudge, ProbabilityJudge
 from assay.run import RunStore
 from assay.run._calibrate import calibrate
 from assay.run._cascade import cascade_lines, plan_escalation
+from assay.run._trust import GUARANTEE_REACH
 
 # Labelled items: 40 the small judge is sure of and right on (P 0.97, supported), 40 it is sure
 # of and right on (P 0.03, unsupported), 120 it wavers on (P 0.6, half of them unsupported);
@@ -308,7 +309,7 @@ def test_evaluate_runs_the_cascade_and_stores_its_plan(calibrated: Path) -> None
     assert plan["labels"] == 200 and plan["alpha"] == pytest.approx(0.1) and plan["delta"] == 0.1
     assert [lv["judge"] for lv in plan["levels"]] == ["small", "big"] and plan["review"] is True
     assert result.trust["faithfulness"].kind == "cascade", "never one judge's trust line for a cascade"
-    assert "for items like those" in result.trust["faithfulness"].text()  # its reach, said where it is read
+    assert GUARANTEE_REACH in result.trust["faithfulness"].text()  # its reach, said where it is read
     assert (
         "resting on 200 labels" in result.trust["faithfulness"].text()
         or "200 labels" in result.trust["faithfulness"].text()

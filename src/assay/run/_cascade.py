@@ -30,7 +30,7 @@ from assay.models import ChoiceScorer, JudgeModel
 from assay.run._cost import PriceTable
 from assay.run._judge_record import JudgeRecord
 from assay.run._store import RunStore
-from assay.run._trust import _describes, _elsewhere
+from assay.run._trust import GUARANTEE_REACH, _describes, _elsewhere
 
 __all__ = [
     "DEFAULT_DELTA",
@@ -49,10 +49,6 @@ REVIEW = "review"
 DEFAULT_DELTA = 0.1
 """The chance the guarantee may fail (``--delta``): agreement >= the target with probability 90%."""
 
-SCOPE = "it does not carry to other sources"
-"""What the guarantee line adds about its reach: thresholds chosen on some SummEdits documents kept
-their promise in 71-81% of checks on the other documents, against 94-98% on items like the labelled
-ones (docs/benchmarks.md, "Trust or escalate")."""
 CALIBRATED_SCORE = {"faithfulness": "statement_verifier"}
 """The per-item score a calibration stores for a metric, where it is not the metric's own name
 (grounding items: one statement verdict with its P, judged by the verifier)."""
@@ -380,7 +376,7 @@ def cascade_lines(record: Mapping[str, Any], scores: Iterable[Score], prices: Pr
         lines.append(
             f"guarantee: agreement with people >= {1 - record['alpha']:.0%} with probability {1 - record['delta']:.0%} "
             f"on the {guaranteed} verdicts kept, resting on {record['labels']} labels: {runs}, {record['dataset']} "
-            f"(for items like those: {SCOPE})"
+            f"({GUARANTEE_REACH})"
         )
     if outside:
         lines.append(f"outside the guarantee: {outside} verdicts decided by {names[-1]} with no threshold")
