@@ -66,6 +66,10 @@ from assay.analysis._selective import plan_cascade, route
 HERE = Path(__file__).resolve().parent
 SMALL = "local:/root/.cache/assay/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 TARGETS = (0.70, 0.75, 0.80, 0.85, 0.90)
+SPLITS = {
+    "documents": "grouped by source document, half of each set's documents choose, the other half check",
+    "items": "items at random whatever their document, half of each set's items choose, the other half check",
+}
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,12 @@ def split_groups(items: Sequence[Item], rng: np.random.Generator) -> tuple[list[
             if it.set == name:
                 (calibrate if it.group in first else check).append(i)
     return calibrate, check
+
+
+def ungrouped(items: Sequence[Item]) -> list[Item]:
+    """The items as their own groups (``--split items``): splits that ignore the source document, the case the
+    guarantee assumes (labelled and checked items alike), against which the grouped splits are read."""
+    return [Item(it.set, it.id, f"{it.set}/{it.id}", it.label, it.verdict, it.p_yes, it.seconds) for it in items]
 
 
 def _levels(items: Sequence[Item], idx: Sequence[int], config: Config) -> list[tuple[list[int], list[float]]]:
@@ -424,6 +434,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--split-seed", type=int, default=0)
     parser.add_argument("--delta", type=float, default=0.1)
+    parser.add_argument(
+        "--split",
+        choices=("documents", "items"),
+        default="documents",
+        help="halve each set's source documents (default) or its items, ignoring their documents",
+    )
     parser.add_argument("--targets", default=",".join(f"{t:.2f}" for t in TARGETS))
     parser.add_argument("--machine", default="", help="what the cached timings ran on and under what load")
     parser.add_argument("--markdown", action="store_true", help="also print each table as Markdown")
@@ -443,6 +459,8 @@ def main() -> None:
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     targets = [float(t) for t in args.targets.split(",")]
     items, about = load_items(sets, args.n, args.seed, [args.big, args.small], args.first)
+    if args.split == "items":
+        items = ungrouped(items)
     # Short names for the judges as shipped; any other judge is named by its spec.
     names = [{"local": "1.5B", SMALL: "0.5B"}.get(spec, spec) for spec in (args.big, args.small)]
     big, small = names
@@ -463,7 +481,7 @@ def main() -> None:
         "repeats": args.repeats,
         "split_seed": args.split_seed,
         "delta": args.delta,
-        "split": "grouped by source document, half of each set's documents choose, the other half check",
+        "split": SPLITS[args.split],
         "machine": machine,
         "sets": about,
         "scopes": [],
@@ -503,6 +521,8 @@ def alone(args: argparse.Namespace) -> None:
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     targets = [float(t) for t in args.targets.split(",")]
     items, about = load_extracted(args.alone_from, sets, args.seed)
+    if args.split == "items":
+        items = ungrouped(items)
     machine = args.machine or cpu()
     print(f"the 1.5B alone from {args.alone_from}; seed {args.seed}; timings as judged on {machine}")
     for name, facts in about.items():
@@ -512,8 +532,8 @@ def alone(args: argparse.Namespace) -> None:
     if len(sets) > 1:
         scopes.append((" + ".join(sets) + " (pooled)", items))
     figures: dict[str, Any] = {"source": str(args.alone_from), "sample_sizes": SIZES, "seed": args.seed,
-                               "repeats": args.repeats, "delta": args.delta, "machine": machine, "sets": about,
-                               "scopes": []}  # fmt: skip
+                               "repeats": args.repeats, "delta": args.delta, "split": SPLITS[args.split],
+                               "machine": machine, "sets": about, "scopes": []}  # fmt: skip
     for scope, mine in scopes:
         if len({it.label for it in mine}) < 2:
             print(f"\n{scope}: {len(mine)} items of one label only: nothing to check agreement on")
