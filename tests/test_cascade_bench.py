@@ -98,6 +98,11 @@ def test_the_guarantee_is_checked_on_documents_the_labels_did_not_come_from(cb: 
     assert r["held"] == pytest.approx((r["reached"] * decided + r["decided_nothing"]) / r["splits"])
     # labels without document 1 promise 0.85; a checking half holding it realises 0.80
     assert r["held"] < 0.9, r
+    # split at random, whatever the document, both halves hold a share of it: the promise keeps
+    flat = cb.ungrouped(items)
+    assert len({it.group for it in flat}) == len(items)
+    (mixed,) = cb.evaluate(flat, [cb.Config("shifty", (0,))], (0.85,), 0.1, 100, 0)
+    assert mixed["held"] >= 0.9, mixed
 
 
 def test_grouped_splits_never_put_one_document_on_both_sides(cb: ModuleType) -> None:
