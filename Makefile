@@ -85,10 +85,11 @@ phoenix: $(PHOENIX_STAMP)
 # collected no tests: a part that tested nothing fails, loudly.
 test: install browser phoenix
 	@status=0; \
-	for part in "-n auto -m 'not slow'" "-m slow"; do \
-	  echo "== pytest $$part"; \
-	  eval $(BIN)/python -m pytest $$part; code=$$?; \
-	  if [ $$code -eq 5 ]; then echo "pytest collected no tests ($$part): treating as a failure"; fi; \
+	for marks in "not slow" "slow"; do \
+	  workers=auto; [ "$$marks" = slow ] && workers=0; \
+	  echo "== pytest -m '$$marks' -n $$workers"; \
+	  $(BIN)/python -m pytest -m "$$marks" -n $$workers; code=$$?; \
+	  if [ $$code -eq 5 ]; then echo "pytest collected no tests (-m '$$marks'): treating as a failure"; fi; \
 	  if [ $$code -ne 0 ]; then status=$$code; fi; \
 	done; exit $$status
 

@@ -256,7 +256,9 @@ def environment(config: str) -> dict[str, str]:
 
 
 def summaries(n: int) -> list[dict[str, Any]]:
-    """SummEdits dev items closest to a 550-character summary of a 1,700-character source."""
+    """SummEdits dev items closest to a 550-character summary of a 1,700-character source (none read for 0)."""
+    if n <= 0:
+        return []
     rows = [json.loads(line) for line in (DATA / "grounding" / "summedits_dev.jsonl").open()]
     rows = [r for r in rows if 350 <= len(r["claim"]) <= 750 and 1200 <= len(r["context"]) <= 2200]
     rows.sort(key=lambda r: (abs(len(r["claim"]) - 550) + abs(len(r["context"]) - 1700), r["id"]))

@@ -29,19 +29,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the server and the app the real-Phoenix test starts, and cdp
 FAKE_MODEL = "fake-word-overlap"
-
-
-def get_json(url: str) -> Any:
-    """The JSON body of ``GET url``."""
-    with urllib.request.urlopen(url, timeout=10) as reply:
-        return json.load(reply)
 
 
 def wait_for(what: str, check: Any, timeout_s: float, log: Path) -> None:
@@ -114,7 +107,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="leave the server running until Enter (to look around)")
     args = parser.parse_args()
     from assay.testing import FakeOpenAIServer
-    from phoenix_app import APP, PHOENIX, PROJECT, send_app_traces, serve
+    from phoenix_app import APP, PHOENIX, PROJECT, get_json, send_app_traces, serve
 
     if not PHOENIX.exists():
         sys.exit(f"no Phoenix server at {PHOENIX}: run make phoenix")

@@ -10,6 +10,7 @@ one of them keeps its answer on the LLM span only, so the score belongs there.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -17,6 +18,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 PHOENIX = Path(__file__).resolve().parents[1] / ".venv-phoenix" / "bin" / "phoenix"
 PROJECT = "rag-app"
@@ -40,6 +42,12 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+def get_json(url: str) -> Any:
+    """The JSON body of ``GET url``."""
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        return json.load(reply)
 
 
 @dataclass

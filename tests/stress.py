@@ -12,11 +12,6 @@ from __future__ import annotations
 import os
 
 
-def stressed() -> bool:
-    """Whether this test run asked for the full trial counts (``ASSAY_STRESS=1``, as ``make stress`` sets)."""
-    return os.environ.get("ASSAY_STRESS", "") not in ("", "0")
-
-
 def trials(full: int, quick: int) -> int:
-    """``full`` under ``make stress``, else ``quick``: the trials of one row of a stress grid."""
-    return full if stressed() else min(quick, full)
+    """``full`` under ``make stress`` (``ASSAY_STRESS=1``), else ``quick``: the trials of one row of a stress grid."""
+    return full if os.environ.get("ASSAY_STRESS", "") not in ("", "0") else min(quick, full)

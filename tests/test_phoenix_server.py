@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ pytest.importorskip("opentelemetry.sdk", reason="assay[phoenix] is not installed
 
 from phoenix.client import Client
 
-from phoenix_app import APP, PHOENIX, PROJECT, Phoenix, send_app_traces, serve
+from phoenix_app import APP, PHOENIX, PROJECT, Phoenix, get_json, send_app_traces, serve
 
 
 @pytest.fixture(scope="module")
@@ -51,11 +50,6 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
         yield server
     finally:
         server.stop()
-
-
-def get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as reply:
-        return json.load(reply)
 
 
 def spans_export(url: str, expected: int, timeout_s: float = 30.0) -> dict[str, Any]:
