@@ -4,9 +4,9 @@ The cells loaded from a file must be the cells the judge would have computed, or
 verdict read after them is another judge's. These tests run the real local judge (the
 tiny SmolLM2 model) in child processes, as separate ``assay`` runs would. The children
 read a short prompt of the verdict prompt's shape (a system message of instructions, a
-user turn with the context and statement): on a 2-core Zen 1 EPYC the tiny model reads
-about 35 tokens a second, so the real verdict prompt's ~800 took 25 s a child and nine
-tests 570 s of the suite. The mechanism does not depend on the instructions' length;
+user turn with the context and statement): on a 2-core Zen 1 EPYC (AMD family 23, AVX2)
+with a model job on the other core the tiny model reads about 35 tokens a second, so the
+real verdict prompt's ~800 tokens cost about 25 s a child. The mechanism does not depend on the instructions' length;
 one test keeps the default metric's own prompts (``model prepare --load``).
 """
 
