@@ -237,6 +237,7 @@ class _State:
     vetoed: tuple[str, ...] = ()
     addressed: AddressedFinding | None = None
     copied: EvidenceSpan | None = None  # the context sentence it repeats word for word
+    p_read: str = ""  # how the judge's best P was read, where not from its logits (an API judge's confidence)
 
 
 VETO_CHECKS = ("missing_numbers", "missing_entities", "negation_mismatches")
@@ -548,6 +549,7 @@ class StatementVerifier:
         p = probs["1"]
         if p > state.best:
             state.best, state.best_context = p, value.context
+            state.p_read = getattr(probs, "how", "")
         state.supported = p >= self.threshold
 
     async def _generated(self, judge: JudgeModel, value: StatementCheck, state: _State) -> None:
@@ -635,6 +637,8 @@ class StatementVerifier:
         details: dict[str, Any] | None = None
         if threshold:
             details = {"p_judge": round(state.best, 4), "threshold": self.threshold}
+            if state.p_read:
+                details["p_read"] = state.p_read
             if state.vetoed:
                 details["vetoed_by"] = list(state.vetoed)
             if state.features is not None:

@@ -10,8 +10,12 @@ level ``k + 1``. After the last judge, a question no level kept either waits for
 without review, is decided by the last judge outside the guarantee
 (``Decision.guaranteed=False``).
 
-A judge without probabilities (an API judge: it generates its verdicts) can only be the
-last level: it has no confidence to compare with a threshold, so it decides what it gets.
+A judge with probabilities is a :class:`~assay.models.ChoiceScorer`: the local judge (its
+logits), or an API judge asked for a confidence (:class:`~assay.models.ConfidentJudge`:
+``openai:MODEL+logprobs`` reads the answer token's log-probabilities, ``MODEL+samples:K`` the
+agreement over K answers); it can be any level. A judge without probabilities (an API judge
+not asked for one: it generates its verdicts) can only be the last level: it has no
+confidence to compare with a threshold, so it decides what it gets.
 
 Which metrics escalate: those implementing :class:`EscalatingMetric` (faithfulness, one
 question per statement). The others are refused at the start of a cascade run, by name.
@@ -56,7 +60,7 @@ def p_yes(verdict: Verdict) -> float | None:
     The verifier's threshold path records ``details.p_judge``; a statement the context repeats
     word for word is a 1 by rule (P = 1) and a statement that addresses the judge a 0 by rule
     (P = 0): both are fully confident, and the thresholds are chosen on labels where the same
-    rules applied. A generated verdict (an API judge) has none: ``None``.
+    rules applied. A generated verdict (an API judge not asked for a confidence) has none: ``None``.
     """
     details = verdict.details or {}
     for key in ("p_judge", "p_pass"):
@@ -130,9 +134,10 @@ class Escalation:
             if not self.probabilities[k]:
                 where = "before review" if last else "as a middle level"
                 raise ConfigError(
-                    f"judge {level.label!r} gives no probability for its verdicts (an API judge), so it cannot "
-                    f"keep the verdicts it is sure of and pass on the rest {where}: put it last, with no "
-                    "`review` after it (it then decides what reaches it, outside the guarantee)"
+                    f"judge {level.label!r} gives no probability for its verdicts, so it cannot keep the verdicts "
+                    f"it is sure of and pass on the rest {where}: give it a confidence (ConfidentJudge: logprobs or "
+                    "samples:K), or put it last, with no `review` after it (it then decides what reaches it, "
+                    "outside the guarantee)"
                 )
             if level.thresholds is None:
                 raise ConfigError(f"judge level {k} ({level.label}) has no thresholds: plan the cascade first")

@@ -6,6 +6,9 @@
 - ``ResilientJudge``: retries, timeouts, rate and token budgets around any judge.
 - :func:`build_judge_stack`: the one place a judge is wrapped in repeats, the call cache
   (:class:`JudgeCache`) and retries under :class:`Limits`; every caller uses it.
+- :class:`ConfidentJudge`: P(choice) for a judge that generates its verdicts (an API judge),
+  by the answer token's log-probabilities or by agreement over samples (:class:`Confidence`);
+  the judge string ``openai:MODEL+logprobs`` or ``MODEL+samples:K`` builds one.
 - :class:`MiniLMEncoder`: sentence embeddings offline (extra ``embeddings``), behind :class:`Encoder`.
 - :class:`ScriptedJudge`, :class:`FunctionJudge`: public test doubles.
 - :func:`get_judge`: build a judge from a string such as ``"local"`` or ``"openai:gpt-4o-mini"``,
@@ -18,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.models._cache import CachedJudge, CacheInfo, JudgeCache
+from assay.models._confidence import Confidence, ConfidentJudge
 from assay.models._encoders import Encoder, MiniLMEncoder
 from assay.models._local import LocalJudge, local_model_path
 from assay.models._protocol import (
@@ -27,6 +31,7 @@ from assay.models._protocol import (
     GenerateConfig,
     JudgeModel,
     JudgeResponse,
+    TokenLogprobs,
     close_judge,
 )
 from assay.models._registry import JUDGE_FORMS, JUDGE_GROUP, get_judge, judge_forms, judge_plugins
@@ -44,6 +49,8 @@ __all__ = [
     "ChatMessage",
     "ChoiceProbabilities",
     "ChoiceScorer",
+    "Confidence",
+    "ConfidentJudge",
     "Encoder",
     "FunctionJudge",
     "GenerateConfig",
@@ -62,6 +69,7 @@ __all__ = [
     "RetryPolicy",
     "ScriptExhaustedError",
     "ScriptedJudge",
+    "TokenLogprobs",
     "build_judge_stack",
     "cache_dir",
     "close_judge",

@@ -34,7 +34,7 @@ from assay._schema import schema_of
 from assay._scores import Usage
 from assay.errors import ConfigError, JudgeError, MissingExtraError
 from assay.models._http import HTTPJudge, JudgeHTTPError, anthropic_shaped, body_text, check_options, openai_shaped
-from assay.models._protocol import ChatMessage, GenerateConfig, JudgeResponse
+from assay.models._protocol import ChatMessage, GenerateConfig, JudgeResponse, TokenLogprobs
 
 if TYPE_CHECKING:
     from openai import APIStatusError, AsyncOpenAI, OpenAIError
@@ -118,6 +118,11 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
         )
 
     @property
+    def gives_logprobs(self) -> bool:
+        """True: a call whose config asks ``top_logprobs`` requests ``logprobs`` and returns them, or fails."""
+        return True
+
+    @property
     def structured(self) -> StructuredMode:
         """The structured-output mode in use (``json_object`` after a fallback)."""
         return self._structured
@@ -133,14 +138,16 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
 
         A refusal comes back as a response with ``finish_reason="refusal"`` and the
         refusal text; a truncated answer keeps the server's ``finish_reason``
-        (``"length"``).
+        (``"length"``). With ``config.top_logprobs`` set, the request asks for
+        ``logprobs`` and that many ``top_logprobs``, and the response carries them
+        (:attr:`~assay.models.JudgeResponse.logprobs`).
 
         Raises:
             JudgeHTTPError: The server answered with an error status, timed out, or could
                 not be reached. The message never contains the API key.
             JudgeError: The server answered 200 with something that is not a
                 chat-completions reply (another API's reply, a web page, an empty body),
-                or one without any choice.
+                or one without any choice, or without the log-probabilities asked for.
         """
         import openai
 
@@ -163,6 +170,9 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
             }
             if response_format:
                 body["response_format"] = response_format
+            if config.top_logprobs:
+                body["logprobs"] = True
+                body["top_logprobs"] = config.top_logprobs
             try:
                 raw = await self._get_client().chat.completions.with_raw_response.create(
                     model=self._model,
@@ -186,7 +196,7 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
             problem = self._reply_error(raw.status_code, raw.headers.get("content-type"), raw.content)
             if problem is not None:
                 raise problem
-            return self._to_response(raw.parse(), time.perf_counter() - started)
+            return self._to_response(raw.parse(), time.perf_counter() - started, config.top_logprobs)
         raise AssertionError("unreachable: every fallback happens at most once")
 
     # -- helpers ----------------------------------------------------------------------
@@ -219,7 +229,7 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
             return self._connection_error(err)
         return self._client_error(err)
 
-    def _to_response(self, completion: ChatCompletion, latency_s: float) -> JudgeResponse:
+    def _to_response(self, completion: ChatCompletion, latency_s: float, top_logprobs: int = 0) -> JudgeResponse:
         if not completion.choices:
             raise JudgeError(
                 f"The OpenAI-compatible server at {self._host} answered without any choice (model {self._model!r})."
@@ -236,12 +246,31 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
             text, finish_reason = message.refusal, "refusal"
         else:
             text, finish_reason = message.content or "", choice.finish_reason
+        logprobs = None
+        if top_logprobs and finish_reason != "refusal":
+            content = choice.logprobs.content if choice.logprobs is not None else None
+            if not content:
+                raise JudgeError(
+                    f"The OpenAI-compatible server at {self._host} returned no log-probabilities for model "
+                    f"{self._model!r} though asked (logprobs=true, top_logprobs={top_logprobs}): it does not give "
+                    "them, so no confidence can be read from them. Use +samples:K instead of +logprobs "
+                    "(agreement over K answers)."
+                )
+            logprobs = tuple(
+                TokenLogprobs(
+                    token=item.token,
+                    logprob=item.logprob,
+                    top=tuple((alt.token, alt.logprob) for alt in item.top_logprobs or ()),
+                )
+                for item in content
+            )
         return JudgeResponse(
             text=text,
             model=model,
             usage=counted,
             latency_s=latency_s,
             finish_reason=finish_reason,
+            logprobs=logprobs,
         )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, Protocol, TypedDict, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from assay._scores import Usage
 
@@ -16,6 +16,7 @@ __all__ = [
     "GenerateConfig",
     "JudgeModel",
     "JudgeResponse",
+    "TokenLogprobs",
     "close_judge",
 ]
 
@@ -32,6 +33,11 @@ class GenerateConfig(BaseModel):
 
     ``repeat`` is the repeat index of a deliberate repeat run: it is part of cache keys so
     that repeats are real repeats, and it is mixed into the seed of local models.
+
+    ``top_logprobs`` (0: none) asks a judge that gives log-probabilities (an
+    OpenAI-compatible one: ``gives_logprobs``) for that many most likely tokens at each generated
+    position (:attr:`JudgeResponse.logprobs`). It is serialized only when asked for, so the
+    cache keys and settings fingerprints of every other call are what they were before it.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -40,6 +46,24 @@ class GenerateConfig(BaseModel):
     max_tokens: int = 512
     seed: int = 0
     repeat: int = 0
+    top_logprobs: int = 0
+
+    @model_serializer(mode="wrap")
+    def _without_unasked_logprobs(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        dumped: dict[str, object] = handler(self)
+        if not self.top_logprobs:
+            dumped.pop("top_logprobs", None)
+        return dumped
+
+
+class TokenLogprobs(BaseModel):
+    """One generated token, its log-probability, and the most likely tokens at its place (``top``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
 
 
 class JudgeResponse(BaseModel):
@@ -48,7 +72,9 @@ class JudgeResponse(BaseModel):
     ``finish_reason`` is ``"stop"``, ``"length"`` (truncated), ``"refusal"`` or whatever the
     backend reports; ``text`` is the raw output, kept verbatim for the record.
     ``attempts`` counts transport tries (retries after 429/5xx/timeouts); ``cached`` says
-    the answer came from the judge-call cache without calling the model.
+    the answer came from the judge-call cache without calling the model. ``logprobs``: per
+    generated token, what the server gave when asked (``GenerateConfig.top_logprobs``);
+    ``None`` when not asked.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -60,6 +86,7 @@ class JudgeResponse(BaseModel):
     finish_reason: str | None = None
     attempts: int = 1
     cached: bool = False
+    logprobs: tuple[TokenLogprobs, ...] | None = None
 
 
 @runtime_checkable
@@ -147,11 +174,20 @@ class JudgeModel(Protocol):
 
 
 class ChoiceProbabilities(dict[str, float]):
-    """P(choice) per choice, plus the tokens the call cost (a plain ``dict`` otherwise)."""
+    """P(choice) per choice, plus the tokens the call cost (a plain ``dict`` otherwise).
 
-    def __init__(self, probabilities: dict[str, float], usage: Usage | None = None) -> None:
+    ``how`` says how P was read where it was not from the judge's own logits
+    (``logprobs: top 20`` or ``samples: 5 at temperature 1 (1 x4, 0 x1)``; empty for the
+    local judge), for the verdict's record; ``calls`` counts the model calls it took.
+    """
+
+    def __init__(
+        self, probabilities: dict[str, float], usage: Usage | None = None, *, how: str = "", calls: int = 1
+    ) -> None:
         super().__init__(probabilities)
         self.usage = usage or Usage()
+        self.how = how
+        self.calls = calls
 
 
 @runtime_checkable

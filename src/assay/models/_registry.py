@@ -1,5 +1,10 @@
 """Choosing a judge by a string: ``local``, ``local:/path.gguf``, ``openai:MODEL``, or a plugin's ``NAME:MODEL``.
 
+A judge that generates its verdicts (not ``local``) is given a confidence for them by a
+suffix after the model: ``openai:gpt-4o-mini+logprobs`` (the answer token's
+log-probabilities, ``+logprobs:N`` for the top N), ``anthropic:MODEL+samples:5`` (agreement
+over 5 answers); see :mod:`assay.models._confidence`. Without one, nothing changes.
+
 A judge backend in another package registers under the ``assay.judges`` entry point
 group, in its ``pyproject.toml``::
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 from importlib.metadata import EntryPoint, entry_points
 
 from assay.errors import AssayError, ConfigError, did_you_mean
@@ -25,6 +31,8 @@ __all__ = ["BUILTIN_JUDGES", "JUDGE_FORMS", "JUDGE_GROUP", "get_judge", "judge_f
 
 JUDGE_FORMS = "local, local:/path/to/model.gguf, openai:MODEL, anthropic:MODEL"
 """The built-in judge strings (:func:`judge_forms` adds the installed plugins)."""
+
+_CONFIDENCE = re.compile(r"\+((?:logprobs|samples)(?::[^+]*)?)$")
 
 JUDGE_GROUP = "assay.judges"
 """The entry point group judge backends register under."""
@@ -116,11 +124,26 @@ def get_judge(spec: str | None = None, *, base_url: str | None = None, api_key: 
         api_key: For ``openai:``; default ``$OPENAI_API_KEY``. Passed on to a plugin when
             given.
 
+    A judge other than ``local`` takes a confidence suffix: ``openai:MODEL+logprobs``,
+    ``+logprobs:N``, ``+samples:K`` (:class:`~assay.models.ConfidentJudge`).
+
     Raises:
         ConfigError: the string names no known judge, or a plugin fails to load, does
-            not accept the options, or returns something that is not a judge.
+            not accept the options, or returns something that is not a judge; a
+            confidence suffix the judge cannot take.
     """
-    spec = _canonical(spec or os.environ.get("ASSAY_JUDGE") or "local")
+    spec = (spec or os.environ.get("ASSAY_JUDGE") or "local").strip()
+    suffix = _CONFIDENCE.search(spec)
+    if suffix is None:
+        return _plain_judge(spec, base_url=base_url, api_key=api_key)
+    from assay.models._confidence import Confidence, ConfidentJudge
+
+    confidence = Confidence.parse(suffix.group(1))  # a bad suffix is refused before any judge is built
+    return ConfidentJudge(_plain_judge(spec[: suffix.start()], base_url=base_url, api_key=api_key), confidence)
+
+
+def _plain_judge(spec: str, *, base_url: str | None, api_key: str | None) -> JudgeModel:
+    spec = _canonical(spec)
     kind, _, rest = spec.partition(":")
     if kind == "local":
         from assay.models._local import LocalJudge

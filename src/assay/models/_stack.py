@@ -6,13 +6,19 @@ added or fixed here holds everywhere (a second hand-built copy once dropped
 ``--temperature`` on the Ray engine)::
 
     caller -> _RepeatJudge [repeat index, run-wide temperature into the config]
+           (-> ConfidentJudge [P(choice) by log-probabilities or samples, when asked])
            -> CachedJudge [answers from disk; stores only validated answers]
            -> ResilientJudge [the one retry layer: 429/5xx/timeouts, rate limits]
            -> backend
 
 The cache sits above the retry layer, so a retried call is cached once, under the key of
 the request (never an error); it sits below the repeat layer, so the repeat index and
-the temperature are part of its key.
+the temperature are part of its key. A :class:`~assay.models.ConfidentJudge` given as the
+judge is rebuilt over the stack of its inner judge, below the repeat layer: each call it
+makes for a probability (one with log-probabilities, or ``K`` samples) is cached, retried
+and rate-limited like any other, and a run-wide ``--temperature`` never changes its
+samples' temperature (at 0 every sample would agree, and P would say a certainty it does
+not have).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from assay.models._cache import CachedJudge, JudgeCache
+from assay.models._confidence import ConfidentJudge
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
 from assay.models._resilient import RateLimiter, ResilientJudge, RetryPolicy
 from assay.models._wrapper import JudgeWrapper
@@ -182,6 +189,26 @@ def build_judge_stack(
     Returns:
         The judge to hand to metrics; close it with :func:`~assay.models.close_judge`.
     """
+    if isinstance(judge, ConfidentJudge):
+        inner = _stacked(judge.inner, limits=limits, cache=cache, limiter=limiter, workers=workers)
+        return _RepeatJudge(judge.over(inner, repeat=_repeat_index), temperature)
+    return _RepeatJudge(_stacked(judge, limits=limits, cache=cache, limiter=limiter, workers=workers), temperature)
+
+
+def _repeat_index() -> int:
+    """The repeat index a call made now belongs to (0 inside :func:`same_in_every_repeat`)."""
+    return 0 if _SAME_IN_EVERY_REPEAT.get() else _REPEAT.get()
+
+
+def _stacked(
+    judge: JudgeModel,
+    *,
+    limits: Limits,
+    cache: JudgeCache | None,
+    limiter: RateLimiter | None,
+    workers: int | None,
+) -> JudgeModel:
+    """``judge`` under the cache and retry layers (everything but the repeat layer)."""
     samples = max(1, workers or limits.concurrency or judge.max_concurrency)
     if samples > judge.max_concurrency and judge.batched_calls > 1:
         warnings.warn(
@@ -189,7 +216,7 @@ def build_judge_stack(
             "which calls share a batch then depends on timing, and a verdict near its threshold can differ "
             f"between two runs of the same data (at {judge.max_concurrency}, the judge's own, they do not)",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     if limiter is None:
         # a judge that decodes calls together gets them together: a worker's calls share its slots
@@ -201,4 +228,4 @@ def build_judge_stack(
     stacked: JudgeModel = ResilientJudge(judge, limiter=limiter, policy=policy)
     if cache is not None:
         stacked = CachedJudge(stacked, cache)
-    return _RepeatJudge(stacked, temperature)
+    return stacked

@@ -220,8 +220,8 @@ def plan_escalation(
         delta: The chance the guarantee may fail.
 
     Raises:
-        ConfigError: the metric cannot escalate; a judge without probabilities is not last
-            (or review follows it); a level has no calibration with these settings; the
+        ConfigError: the metric cannot escalate; a judge without probabilities (an API
+            judge not asked for ``+logprobs`` or ``+samples:K``) is not last (or review follows it); a level has no calibration with these settings; the
             levels' calibrations are not of the same labelled items; the labels cannot
             support the target at some level (with the reason and what would help).
     """
@@ -242,9 +242,10 @@ def plan_escalation(
         elif not last or review:
             where = "before review" if last else "as a middle level"
             raise ConfigError(
-                f"judge {name!r} gives no probability for its verdicts (an API judge), so it cannot keep the verdicts "
-                f"it is sure of and pass on the rest {where}: put it last with no `review` after it (it then decides "
-                "what reaches it, outside the guarantee); OpenAI log-probabilities are not read yet"
+                f"judge {name!r} gives no probability for its verdicts, so it cannot keep the verdicts it is sure of "
+                f"and pass on the rest {where}: ask it for one ({name}+logprobs on an OpenAI-compatible server that "
+                f"returns log-probabilities, {name}+samples:5 on any: five answers a question) and calibrate it so, "
+                "or put it last with no `review` after it (it then decides what reaches it, outside the guarantee)"
             )
     calibrated = [_calibration_of(store, metric, judges[k][1], judges[k][0]) for k in planned_levels]
     record: dict[str, Any] = {

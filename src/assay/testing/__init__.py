@@ -27,7 +27,7 @@ from assay.testing._answers import (
     word_overlap_answer,
 )
 from assay.testing._anthropic_server import ANTHROPIC_FAULTS, FakeAnthropicServer
-from assay.testing._openai_server import FAULTS, FakeOpenAIServer, Responder
+from assay.testing._openai_server import FAULTS, FakeOpenAIServer, Responder, TopLogprobs
 
 __all__ = [
     "ANTHROPIC_FAULTS",
@@ -37,6 +37,7 @@ __all__ = [
     "FakeOpenAIServer",
     "ProbabilityJudge",
     "Responder",
+    "TopLogprobs",
     "content_words",
     "minimal_instance",
     "minimal_responder",

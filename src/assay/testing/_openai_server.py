@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from assay.testing._answers import (
@@ -29,7 +29,19 @@ from assay.testing._answers import (
 )
 from assay.testing._fake_server import FakeHandler, FakeServer, Responder
 
-__all__ = ["FAULTS", "FakeOpenAIServer", "Responder", "default_responder", "minimal_instance", "minimal_responder"]
+__all__ = [
+    "FAULTS",
+    "FakeOpenAIServer",
+    "Responder",
+    "TopLogprobs",
+    "default_responder",
+    "minimal_instance",
+    "minimal_responder",
+]
+
+TopLogprobs = Callable[[Mapping[str, Any]], Sequence[tuple[str, float]] | None]
+"""Request body -> the most likely first tokens of the answer with their log-probabilities,
+most likely first (``None``: this request gets no log-probabilities)."""
 
 FAULTS: Final[tuple[str, ...]] = (
     "401",
@@ -175,6 +187,12 @@ class FakeOpenAIServer(FakeServer[_Handler]):
             ``model_not_found``, as the real API answers an unknown model, so this server's
             answers cannot be recorded under another model's name.
         port: The port to bind on ``127.0.0.1``; 0 (the default) picks a free one.
+        top_logprobs: Gives log-probabilities, as a server that supports them: for a request
+            with ``logprobs: true``, this function's list (request body -> ``[(token,
+            logprob), ...]``, most likely first) is the first answer token's
+            ``top_logprobs``, cut to the request's ``top_logprobs`` (default 0: none listed),
+            and the answer is its first token. Without it (the default), every reply has
+            ``"logprobs": null``, as most servers that do not support them answer.
     """
 
     handler_class = _Handler
@@ -197,6 +215,7 @@ class FakeOpenAIServer(FakeServer[_Handler]):
         any_path: bool = False,
         only_model: str | None = None,
         port: int = 0,
+        top_logprobs: TopLogprobs | None = None,
     ) -> None:
         super().__init__(
             responder or default_responder,
@@ -214,6 +233,7 @@ class FakeOpenAIServer(FakeServer[_Handler]):
         self.rejects_json_schema = rejects_json_schema
         self.rejects_max_tokens = rejects_max_tokens
         self.answered_as = answered_as
+        self.top_logprobs = top_logprobs
 
     @property
     def base_url(self) -> str:
@@ -286,11 +306,16 @@ class FakeOpenAIServer(FakeServer[_Handler]):
         finish_reason = "stop"
         refusal: str | None = None
         content: str | None
+        logprobs: dict[str, Any] | None = None
         try:
-            content = self.responder(body)
+            listed = self.top_logprobs(body) if self.top_logprobs is not None and body.get("logprobs") else None
+            content = self.responder(body) if not listed else listed[0][0]
         except Exception as exc:  # a broken responder is a test bug: make it visible
             handler._send_error(500, f"responder raised {type(exc).__name__}: {exc}", "responder_error")
             return
+        if listed:
+            shown = int(body.get("top_logprobs") or 0)
+            logprobs = {"content": [_token_logprob(*listed[0], top=[_token_logprob(*t) for t in listed[:shown]])]}
         if fault == "malformed":
             content = MALFORMED_TEXT
         elif fault == "refusal":
@@ -311,7 +336,7 @@ class FakeOpenAIServer(FakeServer[_Handler]):
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": content, "refusal": refusal},
-                    "logprobs": None,
+                    "logprobs": logprobs,
                     "finish_reason": finish_reason,
                 }
             ],
@@ -325,6 +350,14 @@ class FakeOpenAIServer(FakeServer[_Handler]):
                 "total_tokens": prompt_tokens + completion_tokens,
             }
         handler._send_json(200, payload)
+
+
+def _token_logprob(token: str, logprob: float, top: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One entry of a reply's ``logprobs.content`` (or of its ``top_logprobs``), as OpenAI spells it."""
+    entry: dict[str, Any] = {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+    if top is not None:
+        entry["top_logprobs"] = top
+    return entry
 
 
 def _one_verdict_too_many(content: str, schema: Mapping[str, Any] | None) -> str:

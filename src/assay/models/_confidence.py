@@ -1,0 +1,322 @@
+"""A confidence for a judge that generates its verdicts: read from log-probabilities, or from samples.
+
+The local judge reads P(choice) from its logits (:class:`~assay.models.ChoiceScorer`). An API
+judge generates text, so it has no probability unless asked for one. :class:`ConfidentJudge`
+gives it one, by one of two kinds (:class:`Confidence`), chosen by the user, never by default:
+
+- ``logprobs`` (``openai:MODEL+logprobs``; an OpenAI-compatible server that returns them):
+  one short call at temperature 0 asking for the next word only, with ``logprobs: true`` and
+  ``top_logprobs: N`` (default 20, OpenAI's most). P(choice) is the summed probability of the
+  most likely tokens at the answer's first word that begin that choice (``" 1"`` and ``"1"``,
+  ``"Yes"`` and ``" yes"``; case, spaces and quotes aside), renormalised over the choices. A
+  choice absent from the ``N`` listed tokens counts as the most an unlisted token can hold
+  (the smallest listed probability, or the mass not listed if less), not as 0: its verdict's
+  confidence is never overstated by the cut. The generated token must itself be a choice.
+- ``samples:K`` (any judge: ``anthropic:MODEL+samples:5``): ``K`` such calls at temperature
+  1, each with its own seed; P(choice) is the share of answers giving it. ``K`` calls per
+  question, every one counted in the tokens and cost recorded; an answer that is none of the
+  choices fails the question (no share is counted from part of the answers).
+
+No made-up probability: a server that returns no log-probabilities, an answer that is none of
+the choices, a refusal, each raises :class:`~assay.errors.JudgeError`, which the verifier
+turns into an unscored result with the reason and a cascade into a question not kept.
+
+The kind is part of the judge's :attr:`~ConfidentJudge.identity` (a calibration with
+log-probabilities is never used for the same model read by samples, nor for the plain judge)
+and of its :attr:`~ConfidentJudge.components` (the run record says it). Only
+:meth:`~ConfidentJudge.choice_probabilities` changes: ``generate`` is the inner judge's, so a
+metric's generated verdicts are what the plain judge gives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from assay._scores import Usage
+from assay.errors import ConfigError, JudgeError
+from assay.models._protocol import (
+    ChatMessage,
+    ChoiceProbabilities,
+    ChoiceScorer,
+    GenerateConfig,
+    JudgeModel,
+    TokenLogprobs,
+)
+from assay.models._wrapper import JudgeWrapper
+
+__all__ = ["CONFIDENCE_FORMS", "Confidence", "ConfidentJudge"]
+
+CONFIDENCE_FORMS = "+logprobs, +logprobs:N (top N tokens, 1-20), +samples:K (K answers, 2-50)"
+"""How a judge string asks for a confidence (after the model: ``openai:gpt-4o-mini+logprobs``)."""
+
+_TOP_DEFAULT = 20
+_TOP_MAX = 20
+_SAMPLES_DEFAULT = 5
+_SAMPLES_MAX = 50
+SAMPLE_TEMPERATURE = 1.0
+"""The temperature of each ``samples`` answer."""
+_SEED_STRIDE = 1000  # sample i of repeat r sends seed 1000 * i + r: no two share one
+_STRIP = " \t\r\n\"'`*.,:;()[]{}"
+_WORD = re.compile(r"[^\W_]+|_", re.UNICODE)
+_TAG = "answer-start"
+
+
+@dataclass(frozen=True)
+class Confidence:
+    """How a judge without logits gives P(choice): its kind and size.
+
+    Attributes:
+        kind: ``logprobs`` (the answer token's log-probabilities) or ``samples`` (agreement
+            over ``samples`` answers at temperature 1).
+        top: ``logprobs``: how many most likely tokens the server lists (1-20).
+        samples: ``samples``: answers per question (2-50), each a call.
+    """
+
+    kind: Literal["logprobs", "samples"]
+    top: int = _TOP_DEFAULT
+    samples: int = _SAMPLES_DEFAULT
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("logprobs", "samples"):
+            raise ConfigError(f"a confidence is logprobs or samples, not {self.kind!r} ({CONFIDENCE_FORMS})")
+        if not 1 <= self.top <= _TOP_MAX:
+            raise ConfigError(f"logprobs:N lists 1 to {_TOP_MAX} tokens, got {self.top}")
+        if not 2 <= self.samples <= _SAMPLES_MAX:
+            raise ConfigError(f"samples:K takes 2 to {_SAMPLES_MAX} answers, got {self.samples}")
+
+    @classmethod
+    def parse(cls, text: str) -> Confidence:
+        """``logprobs``, ``logprobs:N``, ``samples`` or ``samples:K``.
+
+        Raises:
+            ConfigError: another kind, or a size that is not a whole number in range.
+        """
+        kind, colon, size = text.strip().partition(":")
+        if kind not in ("logprobs", "samples"):
+            raise ConfigError(f"unknown confidence {text!r}: use {CONFIDENCE_FORMS}")
+        if colon and not size.strip().isdigit():
+            raise ConfigError(f"confidence {text!r}: the number after ':' must be a whole number ({CONFIDENCE_FORMS})")
+        if kind == "logprobs":
+            return cls("logprobs", top=int(size) if colon else _TOP_DEFAULT)
+        return cls("samples", samples=int(size) if colon else _SAMPLES_DEFAULT)
+
+    @property
+    def spec(self) -> str:
+        """The string form, size included: ``logprobs:20``, ``samples:5``."""
+        return f"logprobs:{self.top}" if self.kind == "logprobs" else f"samples:{self.samples}"
+
+    def describe(self) -> str:
+        """What it is and what it costs, for the run record and ``assay model info``."""
+        if self.kind == "logprobs":
+            return f"log-probabilities of the answer's first token (top {self.top}), one extra call per question"
+        return (
+            f"agreement over {self.samples} answers at temperature {SAMPLE_TEMPERATURE:g}, "
+            f"{self.samples} calls per question"
+        )
+
+
+class ConfidentJudge(JudgeWrapper):
+    """A judge that generates its verdicts, given P(choice) by log-probabilities or by samples.
+
+    ``ConfidentJudge(OpenAIJudge("gpt-4o-mini"), "logprobs")`` (or the judge string
+    ``openai:gpt-4o-mini+logprobs``) is a :class:`~assay.models.ChoiceScorer`: the statement
+    verifier reads its verdicts by threshold and a cascade can keep the ones it is sure of
+    (see the module docstring for how P is read).
+
+    Args:
+        inner: The judge (an OpenAI-compatible one for ``logprobs``; any for ``samples``).
+        confidence: A :class:`Confidence` or its string (``logprobs``, ``samples:5``).
+
+    Raises:
+        ConfigError: ``logprobs`` for a judge whose server cannot return them (Anthropic, a
+            plugin), or a judge that already reads probabilities from its logits.
+    """
+
+    def __init__(self, inner: JudgeModel, confidence: Confidence | str) -> None:
+        super().__init__(inner)
+        self.confidence = Confidence.parse(confidence) if isinstance(confidence, str) else confidence
+        if isinstance(inner, ChoiceScorer):
+            raise ConfigError(
+                f"judge {inner.model_id} reads its probabilities from its own logits already: "
+                f"+{self.confidence.kind} is for judges that generate their verdicts (API judges)"
+            )
+        if self.confidence.kind == "logprobs" and getattr(inner, "gives_logprobs", False) is not True:
+            raise ConfigError(
+                f"judge {inner.model_id} cannot return log-probabilities (only an OpenAI-compatible server can): "
+                f"use +samples:K instead of +logprobs (agreement over K answers, K calls per question)"
+            )
+        self._repeat: Callable[[], int] | None = None
+
+    def over(self, inner: JudgeModel, *, repeat: Callable[[], int] | None = None) -> ConfidentJudge:
+        """The same confidence over ``inner`` (the inner judge's stack: cache, retries, limits).
+
+        ``repeat`` gives the current repeat index (the stack's), so samples of a repeat run
+        are new samples.
+        """
+        made = ConfidentJudge.__new__(ConfidentJudge)
+        JudgeWrapper.__init__(made, inner)
+        made.confidence = self.confidence
+        made._repeat = repeat
+        return made
+
+    def __repr__(self) -> str:
+        return f"ConfidentJudge({self.inner!r}, {self.confidence.spec!r})"
+
+    @property
+    def identity(self) -> str:
+        """``<confidence>+<inner identity>``, e.g. ``logprobs:20+openai:gpt-4o-mini@https://api.openai.com/v1``.
+
+        Another kind or size is another judge: calibrations and cached answers key on it.
+        """
+        return f"{self.confidence.spec}+{self.inner.identity}"
+
+    @property
+    def components(self) -> dict[str, str]:
+        """The inner judge's, and ``confidence``: how P is read and what it costs."""
+        return {**self.inner.components, "confidence": self.confidence.describe()}
+
+    async def choice_probabilities(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        prefix: str,
+        choices: Sequence[str],
+        config: GenerateConfig | None = None,
+    ) -> ChoiceProbabilities:
+        """P(choice) for the answer's next word after ``prefix``, renormalised over ``choices``.
+
+        Raises:
+            ConfigError: fewer than two choices, or one that begins another.
+            JudgeError: no probability can be read (no log-probabilities, a refusal, an
+                answer that is none of the choices); the message says which.
+        """
+        _check_choices(choices)
+        config = config or GenerateConfig()
+        repeat = self._repeat() if self._repeat is not None else config.repeat
+        asked = _one_word(messages, prefix, choices)
+        if self.confidence.kind == "logprobs":
+            top = self.confidence.top
+            ask = GenerateConfig(temperature=0.0, max_tokens=3, seed=config.seed, repeat=repeat, top_logprobs=top)
+            response = await self.inner.generate(asked, config=ask)
+            if response.finish_reason == "refusal":
+                raise JudgeError(f"the judge refused to answer with one of {list(choices)}: {response.text[:200]!r}")
+            probabilities, how = _from_logprobs(response.logprobs, response.text, choices, top)
+            return ChoiceProbabilities(probabilities, response.usage, how=how, calls=1)
+        k = self.confidence.samples
+        configs = [
+            GenerateConfig(
+                temperature=SAMPLE_TEMPERATURE, max_tokens=8, seed=config.seed + _SEED_STRIDE * i, repeat=repeat
+            )
+            for i in range(k)
+        ]
+        responses = await asyncio.gather(*(self.inner.generate(asked, config=c) for c in configs))
+        usage = Usage()
+        said: list[str] = []
+        for i, response in enumerate(responses, start=1):
+            usage = usage + response.usage
+            choice = None if response.finish_reason == "refusal" else _read_choice(response.text, choices)
+            if choice is None:
+                what = "refused" if response.finish_reason == "refusal" else "answered"
+                raise JudgeError(
+                    f"answer {i} of {k} {what} {response.text[:200]!r}, not one of {list(choices)}: "
+                    "no share is counted from part of the answers"
+                )
+            said.append(choice)
+        counts = Counter(said)
+        shares = {c: counts[c] / k for c in choices}
+        tally = ", ".join(f"{c} x{counts[c]}" for c in choices if counts[c])
+        how = f"samples: {k} at temperature {SAMPLE_TEMPERATURE:g} ({tally})"
+        return ChoiceProbabilities(shares, usage, how=how, calls=k)
+
+
+def _check_choices(choices: Sequence[str]) -> None:
+    folded = [c.strip().casefold() for c in choices]
+    if len(folded) < 2 or len(set(folded)) != len(folded) or not all(folded):
+        raise ConfigError(f"choices {list(choices)} must be at least two distinct answers")
+    for a in folded:
+        for b in folded:
+            if a != b and b.startswith(a):
+                raise ConfigError(f"choices {list(choices)}: {a!r} begins {b!r}, so a token cannot tell them apart")
+
+
+def _one_word(messages: Sequence[ChatMessage], prefix: str, choices: Sequence[str]) -> list[ChatMessage]:
+    """``messages`` with the last user turn asking for the next word of the answer only."""
+    listed = ", ".join(choices)
+    if prefix.strip():
+        shown = re.sub(rf"<(/?)\s*{_TAG}\b", rf"‹\1{_TAG}", prefix, flags=re.IGNORECASE)
+        ask = (
+            f"Answer with one word. Your answer begins with the text in <{_TAG}>; reply with only the word "
+            f"that comes next, exactly one of: {listed}. Nothing else.\n<{_TAG}>\n{shown}\n</{_TAG}>"
+        )
+    else:
+        ask = f"Answer with one word: exactly one of {listed}. Nothing else."
+    out = [ChatMessage(role=m["role"], content=m["content"]) for m in messages]
+    if out and out[-1]["role"] == "user":
+        out[-1] = ChatMessage(role="user", content=f"{out[-1]['content']}\n\n{ask}")
+    else:
+        out.append(ChatMessage(role="user", content=ask))
+    return out
+
+
+def _match(token: str, choices: Sequence[str]) -> str | None:
+    """The choice a token begins (case, spaces and quotes aside), or ``None`` (none, or more than one)."""
+    text = token.strip(_STRIP).casefold()
+    if not text:
+        return None
+    exact = [c for c in choices if c.strip().casefold() == text]
+    if exact:
+        return exact[0]
+    begun = [c for c in choices if c.strip().casefold().startswith(text)]
+    return begun[0] if len(begun) == 1 else None
+
+
+def _read_choice(text: str, choices: Sequence[str]) -> str | None:
+    """The choice an answer gives: all of it, or its first word (case and quotes aside)."""
+    whole = text.strip(_STRIP).casefold()
+    for choice in choices:
+        if whole == choice.strip().casefold():
+            return choice
+    first = _WORD.search(text)
+    if first is None:
+        return None
+    word = first.group(0).casefold()
+    return next((c for c in choices if c.strip().casefold() == word), None)
+
+
+def _from_logprobs(
+    logprobs: Sequence[TokenLogprobs] | None, text: str, choices: Sequence[str], top: int
+) -> tuple[dict[str, float], str]:
+    """P(choice) from the first answer token with content (see the module docstring), and how it was read."""
+    tokens = list(logprobs or ())
+    if not tokens:
+        raise JudgeError(f"the judge's answer {text[:200]!r} came with no log-probabilities: no P can be read")
+    at = next((t for t in tokens if t.token.strip(_STRIP)), None)
+    if at is None or _match(at.token, choices) is None:
+        raise JudgeError(
+            f"the judge answered {text[:200]!r}, not one of {list(choices)}: no probability is read from an answer "
+            "that is none of them"
+        )
+    listed = at.top or ((at.token, at.logprob),)
+    mass = dict.fromkeys(choices, 0.0)
+    for token, logprob in listed:
+        choice = _match(token, choices)
+        if choice is not None and math.isfinite(logprob):
+            mass[choice] += math.exp(logprob)
+    shown = [math.exp(lp) for _, lp in listed if math.isfinite(lp)]
+    bound = min(min(shown, default=0.0), max(0.0, 1.0 - sum(shown)))
+    missing = [c for c in choices if mass[c] == 0.0]
+    for choice in missing:
+        mass[choice] = bound
+    total = sum(mass.values())
+    if not total > 0:
+        raise JudgeError(f"the log-probabilities of {text[:200]!r} give no mass to {list(choices)}")
+    how = f"logprobs: top {top}"
+    if missing:
+        how += f"; {', '.join(missing)} not among them (counted at most {bound:.2g})"
+    return {c: mass[c] / total for c in choices}, how
