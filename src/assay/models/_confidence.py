@@ -169,6 +169,15 @@ class ConfidentJudge(JudgeWrapper):
         return f"ConfidentJudge({self.inner!r}, {self.confidence.spec!r})"
 
     @property
+    def prefers_per_statement(self) -> bool:
+        """True: a confidence is read per verdict, so each statement is its own question.
+
+        (An API judge alone answers all of a sample's statements in one call; faithfulness
+        then generates its verdicts in one batch, with no probability to read.)
+        """
+        return True
+
+    @property
     def identity(self) -> str:
         """``<confidence>+<inner identity>``, e.g. ``logprobs:20+openai:gpt-4o-mini@https://api.openai.com/v1``.
 

@@ -221,9 +221,10 @@ def plan_escalation(
 
     Raises:
         ConfigError: the metric cannot escalate; a judge without probabilities (an API
-            judge not asked for ``+logprobs`` or ``+samples:K``) is not last (or review follows it); a level has no calibration with these settings; the
-            levels' calibrations are not of the same labelled items; the labels cannot
-            support the target at some level (with the reason and what would help).
+            judge not asked for ``+logprobs`` or ``+samples:K``) is not last (or review
+            follows it); a level has no calibration with these settings; the levels'
+            calibrations are not of the same labelled items; the labels cannot support the
+            target at some level (with the reason and what would help).
     """
     if not 0.5 <= agreement < 1.0:
         raise ConfigError(f"--agreement must be at least 0.5 and below 1, got {agreement:g}")

@@ -1,0 +1,290 @@
+"""An API judge's confidence (issue 66, item 1): log-probabilities or samples, asked for, recorded, calibrated.
+
+Every judge here talks HTTP to a real loopback server (:class:`~assay.testing.FakeOpenAIServer`,
+:class:`~assay.testing.FakeAnthropicServer`) whose log-probabilities and answers the test sets,
+so each P below is worked out by hand from what the server sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+pytest.importorskip("openai")
+
+import test_cascade
+from assay import Faithfulness, Sample, UnscoredReason, evaluate
+from assay.errors import ConfigError
+from assay.grounding import StatementVerifier
+from assay.models import (
+    ChoiceProbabilities,
+    ChoiceScorer,
+    ConfidentJudge,
+    Limits,
+    ProbabilityJudge,
+    build_judge_stack,
+    close_judge,
+    get_judge,
+)
+from assay.run import RunStore
+from assay.run._calibrate import calibrate
+from assay.run._cascade import plan_escalation
+from assay.run._judge_record import JudgeRecord
+from assay.testing import FakeOpenAIServer
+
+VERDICT = '{"verdict": '
+T = TypeVar("T")
+
+
+def _block(body: Mapping[str, Any], tag: str) -> str:
+    user = body["messages"][-1]["content"]
+    found = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", user, re.S)
+    assert found is not None, user
+    return found.group(1)
+
+
+def _ask(judge: Any, choices: list[str], prefix: str = VERDICT) -> ChoiceProbabilities:
+    stacked = build_judge_stack(judge, limits=Limits(max_attempts=1))
+    messages = [{"role": "user", "content": "<statement>\nThe sky is blue.\n</statement>\nIs it supported?"}]
+
+    async def ask() -> ChoiceProbabilities:
+        try:
+            return await stacked.choice_probabilities(messages, prefix=prefix, choices=choices)
+        finally:
+            await close_judge(stacked)
+
+    return asyncio.run(ask())
+
+
+def _closing(judge: Any, work: Callable[[Any], Awaitable[T]]) -> T:
+    """``work(judge)`` in one event loop that closes the judge's HTTP client after."""
+
+    async def run() -> T:
+        try:
+            return await work(judge)
+        finally:
+            await close_judge(judge)
+
+    return asyncio.run(run())
+
+
+def test_p_is_read_from_the_first_tokens_top_logprobs_spellings_summed_and_renormalised_over_the_choices() -> None:
+    listed = [(" Yes", -0.3), ("yes", -2.0), ("Sure", -2.2), ("No", -1.6), ('"no', -4.0)]
+    with FakeOpenAIServer(top_logprobs=lambda body: listed) as server:
+        probs = _ask(get_judge("openai:fake-judge+logprobs:5", base_url=server.base_url), ["Yes", "No"], prefix="")
+    (request,) = server.requests
+    assert request["logprobs"] is True and request["top_logprobs"] == 5 and request["temperature"] == 0.0
+    assert "exactly one of Yes, No" in request["messages"][-1]["content"]
+    yes, no = math.exp(-0.3) + math.exp(-2.0), math.exp(-1.6) + math.exp(-4.0)  # "Sure" is neither
+    assert probs == pytest.approx({"Yes": yes / (yes + no), "No": no / (yes + no)})
+    assert sum(probs.values()) == pytest.approx(1.0)
+    assert probs.how == "logprobs: top 5" and probs.calls == 1
+    assert probs.usage.prompt_tokens > 0, "the call's tokens are counted"
+
+
+def test_a_choice_missing_from_the_top_tokens_counts_as_the_most_an_unlisted_token_can_hold_not_zero() -> None:
+    listed = [("1", -0.5), ("The", -2.0), ("I", -4.0)]  # "0" is not among the three
+    with FakeOpenAIServer(top_logprobs=lambda body: listed) as server:
+        probs = _ask(get_judge("openai:fake-judge+logprobs:3", base_url=server.base_url), ["1", "0"])
+    shown = [math.exp(lp) for _, lp in listed]
+    bound = min(min(shown), 1 - sum(shown))  # e^-4.0 = 0.0183 (the mass not listed is 0.2399)
+    assert bound == pytest.approx(math.exp(-4.0))
+    assert probs["0"] == pytest.approx(bound / (math.exp(-0.5) + bound))  # 0.0293
+    assert probs["1"] < 1.0, "never a certainty the server did not give"
+    assert "0 not among them" in probs.how
+
+
+@pytest.mark.parametrize(
+    ("server_options", "said"),
+    [
+        ({}, "returned no log-probabilities"),  # a server that gives none: the default fake, like most
+        ({"top_logprobs": lambda body: [("The", -0.1), ("1", -3.0), ("0", -3.2)]}, "answered 'The', not one of"),
+        ({"top_logprobs": lambda body: [("1", -0.1)], "faults": {"refusal": 1.0}}, "refused"),
+    ],
+)
+def test_no_logprobs_or_an_answer_that_is_no_choice_leaves_the_sample_unscored_with_the_reason(
+    server_options: dict[str, Any], said: str
+) -> None:
+    sample = Sample(id="s", answer="The sky is green.", contexts=["The sky is blue today."])
+    with FakeOpenAIServer(**server_options) as server:
+        judge = build_judge_stack(
+            get_judge("openai:fake-judge+logprobs", base_url=server.base_url), limits=Limits(max_attempts=1)
+        )
+        score = _closing(judge, lambda j: Faithfulness(decomposer="sentences").score(sample, j))
+    assert not score.is_scored and score.unscored_reason == UnscoredReason.JUDGE_ERROR
+    assert said in (score.detail or ""), score.detail
+    assert not any(v.details and "p_judge" in v.details for v in score.verdicts), "no made-up P anywhere"
+
+
+def test_samples_make_k_calls_at_temperature_1_with_their_own_seeds_and_p_is_the_share() -> None:
+    def answer(body: Mapping[str, Any]) -> str:  # the third of five answers says 0
+        return "0" if body["seed"] == 2000 else " 1."
+
+    with FakeOpenAIServer(answer) as server:
+        probs = _ask(get_judge("openai:fake-judge+samples:5", base_url=server.base_url), ["1", "0"])
+    assert len(server.requests) == 5
+    assert sorted(r["seed"] for r in server.requests) == [0, 1000, 2000, 3000, 4000]
+    assert {r["temperature"] for r in server.requests} == {1.0} and not any("logprobs" in r for r in server.requests)
+    assert probs == pytest.approx({"1": 0.8, "0": 0.2})
+    assert probs.calls == 5 and probs.how == "samples: 5 at temperature 1 (1 x4, 0 x1)"
+    # every call's tokens counted: the fake counts len(text) // 4 + 1 per call
+    one = sum(len(m["content"]) for m in server.requests[0]["messages"]) // 4 + 1
+    assert probs.usage.prompt_tokens == 5 * one
+
+
+def test_one_sample_that_is_no_choice_fails_the_question_rather_than_counting_the_rest() -> None:
+    with FakeOpenAIServer(lambda body: "maybe" if body["seed"] == 1000 else "1") as server:
+        judge = build_judge_stack(get_judge("openai:fake-judge+samples:3", base_url=server.base_url), limits=Limits())
+        verifier = StatementVerifier()
+        (outcome,) = _closing(judge, lambda j: verifier.verify(["The sky is blue today."], ["The sky is green."], j))
+    assert outcome.verdict is None and outcome.failure is not None
+    assert "answer 2 of 3 answered 'maybe', not one of ['1', '0']" in outcome.failure.detail
+
+
+def test_anthropic_takes_samples_and_refuses_logprobs() -> None:
+    pytest.importorskip("anthropic")
+    from assay.testing import FakeAnthropicServer
+
+    with FakeAnthropicServer(lambda body: "0") as server:
+        judge = get_judge("anthropic:fake-judge+samples:3", base_url=server.base_url, api_key="k")
+        probs = _ask(judge, ["1", "0"])
+        assert len(server.requests) == 3 and probs == {"1": 0.0, "0": 1.0}
+        with pytest.raises(ConfigError, match=r"cannot return log-probabilities .* use \+samples:K"):
+            get_judge("anthropic:fake-judge+logprobs", base_url=server.base_url, api_key="k")
+
+
+def test_a_confidence_is_opt_in_and_part_of_the_judges_identity_and_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    plain = get_judge("openai:gpt-4o-mini")
+    kinds = ["logprobs", "logprobs:5", "samples:5", "samples:3"]
+    judges = {kind: get_judge(f"openai:gpt-4o-mini+{kind}") for kind in kinds}
+    assert not isinstance(plain, ChoiceScorer) and not StatementVerifier().uses_threshold(plain), (
+        "the plain API judge keeps its generated verdicts"
+    )
+    assert all(isinstance(j, ConfidentJudge) and StatementVerifier().uses_threshold(j) for j in judges.values())
+    identities = {plain.identity, *(j.identity for j in judges.values())}
+    assert len(identities) == 5, "each kind and size is another judge for calibrations and the cache"
+    assert judges["logprobs"].identity == "logprobs:20+openai:gpt-4o-mini@http://localhost:9/v1"
+    assert all(j.model_id == "openai:gpt-4o-mini" for j in judges.values()), "priced as the model it is"
+    records = {kind: JudgeRecord.of(build_judge_stack(j, limits=Limits())) for kind, j in judges.items()}
+    assert records["samples:5"].components["confidence"].startswith("agreement over 5 answers")
+    assert records["logprobs"].differences(JudgeRecord.of(plain)) == [
+        "confidence: log-probabilities of the answer's first token (top 20), one extra call per question here, "
+        "none there"
+    ]
+    for bad, said in [
+        ("openai:gpt-4o-mini+samples:1", "2 to 50"),
+        ("openai:gpt-4o-mini+logprobs:x", "whole number"),
+        ("local+logprobs", "reads its probabilities from its own logits"),
+    ]:
+        with pytest.raises(ConfigError, match=said):
+            get_judge(bad)
+
+
+# -- calibrate an API judge with log-probabilities, then run it as a cascade's FIRST level ----------------
+
+
+def _p_from_logprobs(body: Mapping[str, Any]) -> list[tuple[str, float]]:
+    """The cascade tests' small judge, served: P(1) = small_p(statement) as the first token's logprobs."""
+    p = test_cascade.small_p(_block(body, "statement"), _block(body, "context"))
+    listed = [("1", math.log(p)), ("0", math.log(1 - p))]
+    return sorted(listed, key=lambda t: -t[1])
+
+
+def test_an_api_judge_with_logprobs_is_calibrated_and_routes_exactly_the_verdicts_below_its_threshold(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "runs.sqlite"
+    labels = test_cascade._labels(
+        tmp_path / "labels.jsonl", test_cascade.SURE_YES + test_cascade.SURE_NO + test_cascade.WAVER
+    )
+    big = ProbabilityJudge(test_cascade.big_p, name="big")
+    with FakeOpenAIServer(top_logprobs=_p_from_logprobs) as server:
+        spec = "openai:fake-judge+logprobs"
+        calibrate(labels, spec, base_url=server.base_url, store=store, progress=False)
+        calibrate(labels, big, store=store, progress=False)
+        api = get_judge(spec, base_url=server.base_url)
+        with RunStore(store) as runs:
+            planned = plan_escalation(runs, Faithfulness(), [(spec, api), ("big", big)], review=True, agreement=0.9)
+            # the same model read by samples is another judge: the calibration with logprobs is not its own
+            samples = get_judge("openai:fake-judge+samples:5", base_url=server.base_url)
+            with pytest.raises(ConfigError, match=r"no calibration of faithfulness by samples \(openai:fake-judge\)"):
+                plan_escalation(runs, Faithfulness(), [("samples", samples)], review=True, agreement=0.9)
+            # and the plain judge still has no probability at all
+            plain = get_judge("openai:fake-judge", base_url=server.base_url)
+            with pytest.raises(ConfigError, match=r"gives no probability .* ask it for one \(plain\+logprobs"):
+                plan_escalation(runs, Faithfulness(), [("plain", plain)], review=True, agreement=0.9)
+        level0 = planned.record["levels"][0]
+        assert level0["identity"] == api.identity and level0["sides"]["1"]["threshold"] > 0.6
+        t1, t0 = level0["sides"]["1"]["threshold"], level0["sides"]["0"]["threshold"]
+        asked_before = len(server.requests)
+        big = ProbabilityJudge(test_cascade.big_p, name="big")  # what the run asks it, alone
+        result = evaluate(
+            [{"id": "s1", "answer": "alpha holds. beta holds. gamma holds. delta holds.", "contexts": ["alpha."]}],
+            "faithfulness",
+            judge=spec,
+            base_url=server.base_url,
+            escalate=[big, "review"],
+            agreement=0.9,
+            store=store,
+            progress=False,
+        )
+        run_calls = server.requests[asked_before:]
+    p = test_cascade.SMALL_RUN
+    below = [s for s, q in p.items() if not ((q >= 0.5 and q >= t1) or (q < 0.5 and 1 - q >= t0))]
+    assert below == ["beta holds.", "delta holds."]
+    assert big.asked == below, "exactly the verdicts below the API judge's thresholds reached the next level"
+    assert sum(1 for r in run_calls if r.get("logprobs")) == 4, "one log-probability call per statement"
+    score = result.results[0].scores["faithfulness"]
+    decided = {v.subject: v for v in score.verdicts}
+    for statement in ("alpha holds.", "gamma holds."):
+        verdict = decided[statement]
+        assert (
+            verdict.decision is not None and verdict.decision.by == "openai:fake-judge" and verdict.decision.level == 0
+        )
+        want = p[statement] if p[statement] >= 0.5 else 1 - p[statement]
+        assert verdict.decision.confidence == pytest.approx(want, abs=1e-4)
+        assert verdict.decision.threshold in (t1, t0) and verdict.decision.guaranteed
+        assert verdict.details is not None and verdict.details["p_read"] == "logprobs: top 20"
+    assert decided["beta holds."].decision is not None and decided["beta holds."].decision.by == "big"
+    assert [w.subject for w in score.pending] == ["delta holds."]
+    with RunStore(store) as runs:
+        record = runs.spec(result.run_id).judge_record
+    assert record is not None and "log-probabilities" in record.components["confidence"]
+
+
+def test_the_cli_runs_an_api_judge_with_logprobs_first_and_records_its_confidence(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    store = tmp_path / "runs.sqlite"
+    labels = test_cascade._labels(
+        tmp_path / "labels.jsonl", test_cascade.SURE_YES + test_cascade.SURE_NO + test_cascade.WAVER
+    )
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"id": "s1", "answer": "alpha holds. gamma holds.", "contexts": ["a."]}) + "\n")
+    env = {"COLUMNS": "200", "OPENAI_API_KEY": "sk-test"}
+    with FakeOpenAIServer(top_logprobs=_p_from_logprobs) as server:
+        judge = ["--judge", "openai:fake-judge+logprobs", "--base-url", server.base_url]
+        calibrated = CliRunner().invoke(app, ["calibrate", str(labels), *judge, "--store", str(store)], env=env)
+        assert calibrated.exit_code == 0, calibrated.output
+        ran = CliRunner().invoke(
+            app,
+            [
+                *("run", str(data), "-m", "faithfulness", *judge),
+                *("--escalate", "review", "--agreement", "0.9", "--store", str(store)),
+            ],
+            env=env,
+        )
+    assert ran.exit_code == 0, ran.output
+    text = " ".join(ran.output.split())
+    assert "level 0 openai:fake-judge+logprobs: supported kept at confidence >=" in text
+    assert "decided: openai:fake-judge+logprobs 2 (100%), review 0 (0%) of 2 questions" in text
