@@ -288,3 +288,20 @@ def test_the_cli_runs_an_api_judge_with_logprobs_first_and_records_its_confidenc
     text = " ".join(ran.output.split())
     assert "level 0 openai:fake-judge+logprobs: supported kept at confidence >=" in text
     assert "decided: openai:fake-judge+logprobs 2 (100%), review 0 (0%) of 2 questions" in text
+
+
+def test_model_info_says_a_judges_confidence_and_identity() -> None:
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    url = ["--base-url", "http://127.0.0.1:9/v1"]
+    env = {"COLUMNS": "200", "OPENAI_API_KEY": ""}
+    said = CliRunner().invoke(app, ["model", "info", "--judge", "openai:gpt-4o-mini+samples:5", *url], env=env)
+    assert said.exit_code == 0, said.output
+    assert "identity:  samples:5+openai:gpt-4o-mini@http://localhost:9/v1" in said.output
+    assert "confidence: agreement over 5 answers at temperature 1, 5 calls per question" in said.output
+    plain = CliRunner().invoke(app, ["model", "info", "--judge", "openai:gpt-4o-mini", *url], env=env)
+    assert "confidence: none (it generates its verdicts" in plain.output
+    bad = CliRunner().invoke(app, ["model", "info", "--judge", "openai:gpt-4o-mini+logprobs:99", *url], env=env)
+    assert bad.exit_code != 0 and "logprobs:N lists 1 to 20 tokens, got 99" in bad.output

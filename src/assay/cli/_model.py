@@ -10,7 +10,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, Trans
 
 from assay.cli._console import EXIT_USAGE, err_console, out_console
 from assay.errors import AssayError
-from assay.models import ChatMessage, LocalJudge, cache_dir, local_model_path
+from assay.models import ChatMessage, ChoiceScorer, LocalJudge, cache_dir, get_judge, local_model_path
 from assay.models._instructions import instructions_dir, kept
 
 __all__ = ["model_app"]
@@ -55,8 +55,33 @@ def prepare(
 
 
 @model_app.command("info")
-def info() -> None:
-    """Show which model the local judge uses and where assay caches files."""
+def info(
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            "--judge",
+            "-j",
+            help="Show this judge instead (any judge string, e.g. openai:gpt-4o-mini+logprobs): its model, "
+            "its identity (what calibrations and the call cache key on) and its components, its confidence "
+            "among them. Calls nothing.",
+        ),
+    ] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Server URL for an API judge.")] = None,
+) -> None:
+    """Show which model the local judge uses and where assay caches files (or describe another judge)."""
+    if judge is not None:
+        try:
+            built = get_judge(judge, base_url=base_url)
+        except AssayError as exc:
+            err_console.print(f"[red]error:[/red] {escape(str(exc))}")
+            raise typer.Exit(EXIT_USAGE) from None
+        out_console.print(f"judge:     {escape(built.model_id)}")
+        out_console.print(f"identity:  {escape(built.identity)}")
+        for name, value in built.components.items():
+            out_console.print(f"{name}: {escape(value)}")
+        if not isinstance(built, ChoiceScorer):
+            out_console.print("confidence: none (it generates its verdicts: add +logprobs or +samples:K for one)")
+        return
     out_console.print(f"judge:     {LocalJudge().model_id}")
     out_console.print(f"cache dir: {cache_dir()}")
     directory = instructions_dir()
