@@ -85,7 +85,7 @@ def test_p_is_read_from_the_first_tokens_top_logprobs_spellings_summed_and_renor
     yes, no = math.exp(-0.3) + math.exp(-2.0), math.exp(-1.6) + math.exp(-4.0)  # "Sure" is neither
     assert probs == pytest.approx({"Yes": yes / (yes + no), "No": no / (yes + no)})
     assert sum(probs.values()) == pytest.approx(1.0)
-    assert probs.how == "logprobs: top 5" and probs.calls == 1
+    assert probs.how == "logprobs: top 5" and len(probs.exchanges) == 1
     assert probs.usage.prompt_tokens > 0, "the call's tokens are counted"
 
 
@@ -133,10 +133,36 @@ def test_samples_make_k_calls_at_temperature_1_with_their_own_seeds_and_p_is_the
     assert sorted(r["seed"] for r in server.requests) == [0, 1000, 2000, 3000, 4000]
     assert {r["temperature"] for r in server.requests} == {1.0} and not any("logprobs" in r for r in server.requests)
     assert probs == pytest.approx({"1": 0.8, "0": 0.2})
-    assert probs.calls == 5 and probs.how == "samples: 5 at temperature 1 (1 x4, 0 x1)"
+    assert probs.how == "samples: 5 at temperature 1 (1 x4, 0 x1)"
+    assert [c.raw_output for c in probs.exchanges] == [" 1.", " 1.", "0", " 1.", " 1."], "each answer, as given"
     # every call's tokens counted: the fake counts len(text) // 4 + 1 per call
     one = sum(len(m["content"]) for m in server.requests[0]["messages"]) // 4 + 1
     assert probs.usage.prompt_tokens == 5 * one
+
+
+def test_every_call_made_for_a_p_is_recorded_with_its_tokens_and_a_cached_one_costs_nothing(tmp_path: Path) -> None:
+    from assay.models import JudgeCache
+    from assay.run._cost import CostReport, PriceTable
+
+    prices = PriceTable({"openai:fake-judge": (1.0, 1.0)})
+    sample = Sample(id="s", answer="The sky is green.", contexts=["The sky is blue today."])
+    for spec, calls in (("openai:fake-judge+samples:3", 3), ("openai:fake-judge+logprobs", 1)):
+        reports = []
+        with FakeOpenAIServer(lambda body: "0", top_logprobs=lambda body: [("0", -0.1), ("1", -2.4)]) as server:
+            for _ in range(2):  # the second run is answered by the cache
+                cache = JudgeCache(tmp_path / f"{calls}.sqlite")
+                judge = build_judge_stack(get_judge(spec, base_url=server.base_url), limits=Limits(), cache=cache)
+                score = _closing(judge, lambda j: Faithfulness(decomposer="sentences").score(sample, j))
+                cache.close()
+                p1 = [c for c in score.calls if c.purpose.endswith(".p1")]
+                assert len(p1) == calls and all(c.usage.prompt_tokens > 0 for c in p1), spec
+                report = CostReport(prices)
+                report.add(score.calls)
+                reports.append(report)
+            assert len(server.requests) == calls, "the second run made no call"
+        fresh, cached = reports
+        assert fresh.calls == calls and fresh.usd > 0
+        assert cached.calls == 0 and cached.cached_calls == calls and cached.usd == 0.0
 
 
 def test_one_sample_that_is_no_choice_fails_the_question_rather_than_counting_the_rest() -> None:
@@ -146,6 +172,9 @@ def test_one_sample_that_is_no_choice_fails_the_question_rather_than_counting_th
         (outcome,) = _closing(judge, lambda j: verifier.verify(["The sky is blue today."], ["The sky is green."], j))
     assert outcome.verdict is None and outcome.failure is not None
     assert "answer 2 of 3 answered 'maybe', not one of ['1', '0']" in outcome.failure.detail
+    made = [c for c in outcome.calls if c.purpose.endswith(".p1")]
+    assert len(made) == 3 and all(c.usage.total_tokens > 0 for c in made), "their tokens are spent: counted"
+    assert [c.error is not None for c in made] == [False, True, False]
 
 
 def test_anthropic_takes_samples_and_refuses_logprobs() -> None:

@@ -542,10 +542,19 @@ class StatementVerifier:
             probs = await judge.choice_probabilities(messages, prefix=VERDICT_PREFIX, choices=["1", "0"])
         except JudgeError as exc:
             state.failure = Unparsed(UnscoredReason.JUDGE_ERROR, str(exc))
-            state.calls.append(self._call(judge, messages, None, started, purpose="p1", error=str(exc)))
+            made = getattr(exc, "exchanges", ())  # an API judge's calls that answered, but gave no P
+            if made:
+                state.calls.extend(call.model_copy(update={"purpose": f"{self.prompt.name}.p1"}) for call in made)
+            else:
+                state.calls.append(self._call(judge, messages, None, started, purpose="p1", error=str(exc)))
             return
-        usage = getattr(probs, "usage", None)
-        state.calls.append(self._call(judge, messages, json.dumps(probs), started, purpose="p1", usage=usage))
+        exchanges = getattr(probs, "exchanges", ())
+        if exchanges:  # the calls an API judge made for its P (one with log-probabilities, or K samples)
+            purpose = f"{self.prompt.name}.p1"
+            state.calls.extend(call.model_copy(update={"purpose": purpose}) for call in exchanges)
+        else:
+            usage = getattr(probs, "usage", None)
+            state.calls.append(self._call(judge, messages, json.dumps(probs), started, purpose="p1", usage=usage))
         p = probs["1"]
         if p > state.best:
             state.best, state.best_context = p, value.context

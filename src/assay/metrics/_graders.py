@@ -282,13 +282,15 @@ class BinaryJudgeGrader:
 
     async def pass_probability(
         self, sample: Sample, judge: JudgeModel, raw: str | None
-    ) -> tuple[float, JudgeCall] | None:
+    ) -> tuple[float, tuple[JudgeCall, ...]] | None:
         """P(PASS) renormalised over PASS/FAIL, read after the judge's own reasoning (``raw``, its answer).
 
         The judge is asked for the label's next token with its answer up to the label as the
         assistant's start, so P is conditioned on the reasoning it wrote. ``None`` for a judge
         without probabilities (:class:`~assay.models.ChoiceScorer`), an answer whose label
-        cannot be found, or a failed call: its verdict then has no confidence.
+        cannot be found, or a failed call: its verdict then has no confidence. With it, the
+        calls that read P (one for a judge that reads its logits; an API judge's own: one
+        with log-probabilities, or K samples).
         """
         if not isinstance(judge, ChoiceScorer) or raw is None:
             return None
@@ -304,18 +306,22 @@ class BinaryJudgeGrader:
             probs = await judge.choice_probabilities(messages, prefix=prefix, choices=list(_LABELS), config=self.config)
         except JudgeError:
             return None
-        call = JudgeCall(
-            model=str(getattr(judge, "model_id", type(judge).__name__)),
-            purpose=f"{BINARY_PROMPT_NAME}.p_pass",
-            messages=recorded,
-            raw_output=json.dumps(probs, sort_keys=True),
-            usage=getattr(probs, "usage", None) or Usage(),
-            latency_s=time.perf_counter() - started,
+        purpose = f"{BINARY_PROMPT_NAME}.p_pass"
+        exchanges = getattr(probs, "exchanges", ())
+        calls = tuple(c.model_copy(update={"purpose": purpose}) for c in exchanges) or (
+            JudgeCall(
+                model=str(getattr(judge, "model_id", type(judge).__name__)),
+                purpose=purpose,
+                messages=recorded,
+                raw_output=json.dumps(probs, sort_keys=True),
+                usage=getattr(probs, "usage", None) or Usage(),
+                latency_s=time.perf_counter() - started,
+            ),
         )
         both = probs.get("PASS", 0.0) + probs.get("FAIL", 0.0)
         if not both > 0 or not math.isfinite(both):
             return None
-        return probs.get("PASS", 0.0) / both, call
+        return probs.get("PASS", 0.0) / both, calls
 
     async def score_with_confidence(self, sample: Sample, judge: JudgeModel) -> Score:
         """:meth:`score`, with P(PASS) on the verdict (``details.p_pass``) where the judge gives probabilities."""
@@ -326,9 +332,9 @@ class BinaryJudgeGrader:
         read = await self.pass_probability(sample, judge, raw)
         if read is None:
             return score
-        p, call = read
+        p, calls = read
         verdict = score.verdicts[0].model_copy(update={"details": {"p_pass": round(p, 4)}})
-        return score.model_copy(update={"verdicts": (verdict,), "calls": (*score.calls, call)})
+        return score.model_copy(update={"verdicts": (verdict,), "calls": (*score.calls, *calls)})
 
     def escalation_problem(self) -> str | None:
         """None: one criterion is one question, which a next judge can take alone."""

@@ -31,6 +31,7 @@ metric's generated verdicts are what the plain judge gives.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import re
 from collections import Counter
@@ -38,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from assay._scores import Usage
+from assay._scores import JudgeCall, Usage
 from assay.errors import ConfigError, JudgeError
 from assay.models._protocol import (
     ChatMessage,
@@ -46,11 +47,12 @@ from assay.models._protocol import (
     ChoiceScorer,
     GenerateConfig,
     JudgeModel,
+    JudgeResponse,
     TokenLogprobs,
 )
 from assay.models._wrapper import JudgeWrapper
 
-__all__ = ["CONFIDENCE_FORMS", "Confidence", "ConfidentJudge"]
+__all__ = ["CONFIDENCE_FORMS", "Confidence", "ConfidentJudge", "UnreadProbabilityError"]
 
 CONFIDENCE_FORMS = "+logprobs, +logprobs:N (top N tokens, 1-20), +samples:K (K answers, 2-50)"
 """How a judge string asks for a confidence (after the model: ``openai:gpt-4o-mini+logprobs``)."""
@@ -209,14 +211,22 @@ class ConfidentJudge(JudgeWrapper):
         config = config or GenerateConfig()
         repeat = self._repeat() if self._repeat is not None else config.repeat
         asked = _one_word(messages, prefix, choices)
+        model = self.inner.model_id
         if self.confidence.kind == "logprobs":
             top = self.confidence.top
             ask = GenerateConfig(temperature=0.0, max_tokens=3, seed=config.seed, repeat=repeat, top_logprobs=top)
             response = await self.inner.generate(asked, config=ask)
-            if response.finish_reason == "refusal":
-                raise JudgeError(f"the judge refused to answer with one of {list(choices)}: {response.text[:200]!r}")
-            probabilities, how = _from_logprobs(response.logprobs, response.text, choices, top)
-            return ChoiceProbabilities(probabilities, response.usage, how=how, calls=1)
+            try:
+                if response.finish_reason == "refusal":
+                    raise JudgeError(
+                        f"the judge refused to answer with one of {list(choices)}: {response.text[:200]!r}"
+                    )
+                probabilities, how = _from_logprobs(response.logprobs, response.text, choices, top)
+            except JudgeError as exc:
+                raise UnreadProbabilityError(str(exc), [_exchange(model, asked, response, error=str(exc))]) from None
+            shown = json.dumps({"answer": response.text, "p": probabilities}, ensure_ascii=False)
+            exchange = _exchange(model, asked, response, raw=shown)
+            return ChoiceProbabilities(probabilities, response.usage, how=how, exchanges=[exchange])
         k = self.confidence.samples
         configs = [
             GenerateConfig(
@@ -225,23 +235,53 @@ class ConfidentJudge(JudgeWrapper):
             for i in range(k)
         ]
         responses = await asyncio.gather(*(self.inner.generate(asked, config=c) for c in configs))
-        usage = Usage()
-        said: list[str] = []
-        for i, response in enumerate(responses, start=1):
-            usage = usage + response.usage
-            choice = None if response.finish_reason == "refusal" else _read_choice(response.text, choices)
-            if choice is None:
-                what = "refused" if response.finish_reason == "refusal" else "answered"
-                raise JudgeError(
-                    f"answer {i} of {k} {what} {response.text[:200]!r}, not one of {list(choices)}: "
-                    "no share is counted from part of the answers"
-                )
-            said.append(choice)
+        said = [None if r.finish_reason == "refusal" else _read_choice(r.text, choices) for r in responses]
+        failed = next((i for i, choice in enumerate(said) if choice is None), None)
+        if failed is not None:
+            what = "refused" if responses[failed].finish_reason == "refusal" else "answered"
+            message = (
+                f"answer {failed + 1} of {k} {what} {responses[failed].text[:200]!r}, not one of {list(choices)}: "
+                "no share is counted from part of the answers"
+            )
+            made = [_exchange(model, asked, r, error=message if i == failed else None) for i, r in enumerate(responses)]
+            raise UnreadProbabilityError(message, made)
         counts = Counter(said)
         shares = {c: counts[c] / k for c in choices}
         tally = ", ".join(f"{c} x{counts[c]}" for c in choices if counts[c])
         how = f"samples: {k} at temperature {SAMPLE_TEMPERATURE:g} ({tally})"
-        return ChoiceProbabilities(shares, usage, how=how, calls=k)
+        usage = sum((r.usage for r in responses), Usage())
+        exchanges = [_exchange(model, asked, r) for r in responses]
+        return ChoiceProbabilities(shares, usage, how=how, exchanges=exchanges)
+
+
+class UnreadProbabilityError(JudgeError):
+    """No probability could be read from what the judge answered; ``exchanges``: the calls it made (tokens count)."""
+
+    def __init__(self, message: str, exchanges: Sequence[JudgeCall]) -> None:
+        super().__init__(message)
+        self.exchanges = tuple(exchanges)
+
+
+def _exchange(
+    model: str,
+    sent: Sequence[ChatMessage],
+    response: JudgeResponse,
+    *,
+    raw: str | None = None,
+    error: str | None = None,
+) -> JudgeCall:
+    """One call made for a probability, as the caller records it (it names the purpose); ``raw``: else the text."""
+    return JudgeCall(
+        model=model,
+        purpose="",
+        messages=tuple(dict(m) for m in sent),
+        raw_output=response.text if raw is None else raw,
+        usage=response.usage,
+        latency_s=response.latency_s,
+        error=error,
+        attempts=response.attempts,
+        cached=response.cached,
+    )
 
 
 def _check_choices(choices: Sequence[str]) -> None:

@@ -7,7 +7,7 @@ from typing import Literal, Protocol, TypedDict, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
-from assay._scores import Usage
+from assay._scores import JudgeCall, Usage
 
 __all__ = [
     "ChatMessage",
@@ -178,16 +178,24 @@ class ChoiceProbabilities(dict[str, float]):
 
     ``how`` says how P was read where it was not from the judge's own logits
     (``logprobs: top 20`` or ``samples: 5 at temperature 1 (1 x4, 0 x1)``; empty for the
-    local judge), for the verdict's record; ``calls`` counts the model calls it took.
+    local judge), for the verdict's record. ``exchanges``: the model calls it took, each as
+    sent and answered (its tokens, whether it was cached), with an empty ``purpose`` for the
+    caller to name; empty when the backend read P in one pass of its own (the local judge),
+    and the caller records one call with ``usage``.
     """
 
     def __init__(
-        self, probabilities: dict[str, float], usage: Usage | None = None, *, how: str = "", calls: int = 1
+        self,
+        probabilities: dict[str, float],
+        usage: Usage | None = None,
+        *,
+        how: str = "",
+        exchanges: Sequence[JudgeCall] = (),
     ) -> None:
         super().__init__(probabilities)
         self.usage = usage or Usage()
         self.how = how
-        self.calls = calls
+        self.exchanges = tuple(exchanges)
 
 
 @runtime_checkable
