@@ -334,3 +334,27 @@ def test_model_info_says_a_judges_confidence_and_identity() -> None:
     assert "confidence: none (it generates its verdicts" in plain.output
     bad = CliRunner().invoke(app, ["model", "info", "--judge", "openai:gpt-4o-mini+logprobs:99", *url], env=env)
     assert bad.exit_code != 0 and "logprobs:N lists 1 to 20 tokens, got 99" in bad.output
+
+
+def test_a_dry_run_counts_the_calls_each_confidence_makes(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    data = tmp_path / "data.jsonl"
+    row = {"id": "a", "answer": "The sky is green. The sea is red.", "contexts": ["The sky is blue."]}
+    data.write_text(json.dumps(row) + "\n")
+    calls = {}
+    for suffix in ("", "+logprobs", "+samples:3"):
+        said = CliRunner().invoke(
+            app,
+            ["run", str(data), "-m", "faithfulness", "--judge", f"openai:gpt-4o-mini{suffix}", "--dry-run"],
+            env={"COLUMNS": "240", "OPENAI_API_KEY": ""},
+        )
+        assert said.exit_code == 0, said.output
+        counts = next(line for line in said.output.splitlines() if re.match(r"│\s+1 │", line))
+        calls[suffix] = int(counts.split("│")[3].strip().replace(",", ""))
+        if suffix:
+            assert f"judge openai:gpt-4o-mini{suffix}" in " ".join(said.output.split()).replace(":20", "")
+    split = calls["+logprobs"] - 2  # the answer's splitting calls, as for any judge
+    assert calls == {"": split + 1, "+logprobs": split + 2, "+samples:3": split + 6}, calls

@@ -48,7 +48,7 @@ from assay.errors import (
 from assay.integrations.traces import ExportReport
 from assay.metrics import Metric, metric_from_spec
 from assay.metrics._registry import build_metric
-from assay.models import JUDGE_FORMS, Limits
+from assay.models import JUDGE_FORMS, ConfidentJudge, Limits
 from assay.run import RunSpec, RunStore, SampleResult, new_run_id
 from assay.run._cost import PriceTable
 from assay.run._data import DEFAULT_MAX_FIELD_CHARS, DEFAULT_MAX_ROW_CHARS, check_format
@@ -376,6 +376,7 @@ def _give_up(store_path: Path, run_id: str) -> None:
 def _dry_run(plan: RunPlan, prices: PriceTable) -> None:
     judge_id, data, metrics = plan.judge.model_id, plan.data, list(plan.metrics)
     estimator = EstimatingJudge(judge_id, per_statement=plan.judge.prefers_per_statement)
+    confidence = plan.judge.confidence if isinstance(plan.judge, ConfidentJudge) else None
     # Read and checked as a real run reads it: a field no row has stops the dry run too.
     result = estimate(
         data,
@@ -383,6 +384,7 @@ def _dry_run(plan: RunPlan, prices: PriceTable) -> None:
         estimator,
         progress=plan.progress,
         prices=prices,
+        confidence=confidence,
         mapping=plan.mapping,
         repeats=plan.repeats,
         reasks=0,
@@ -390,7 +392,8 @@ def _dry_run(plan: RunPlan, prices: PriceTable) -> None:
         max_row_chars=plan.max_row_chars,
     )
     usd = prices.cost(judge_id, estimator.usage)
-    table = Table(title=f"dry run · {data} · judge {judge_id} · nothing was called", title_justify="left")
+    named = judge_id if confidence is None else f"{judge_id}+{confidence.spec} ({confidence.calls} calls per P)"
+    table = Table(title=f"dry run · {data} · judge {named} · nothing was called", title_justify="left")
     for column in ("samples", "invalid rows", "judge calls", "prompt tokens", "completion tokens", "cost"):
         table.add_column(column, justify="right")
     table.add_row(

@@ -52,7 +52,7 @@ from assay.models._protocol import (
 )
 from assay.models._wrapper import JudgeWrapper
 
-__all__ = ["CONFIDENCE_FORMS", "Confidence", "ConfidentJudge", "UnreadProbabilityError"]
+__all__ = ["CONFIDENCE_FORMS", "Confidence", "ConfidentJudge", "UnreadProbabilityError", "one_word_prompt"]
 
 CONFIDENCE_FORMS = "+logprobs, +logprobs:N (top N tokens, 1-20), +samples:K (K answers, 2-50)"
 """How a judge string asks for a confidence (after the model: ``openai:gpt-4o-mini+logprobs``)."""
@@ -112,6 +112,11 @@ class Confidence:
     def spec(self) -> str:
         """The string form, size included: ``logprobs:20``, ``samples:5``."""
         return f"logprobs:{self.top}" if self.kind == "logprobs" else f"samples:{self.samples}"
+
+    @property
+    def calls(self) -> int:
+        """Model calls per question: 1 with log-probabilities, ``samples`` by samples."""
+        return 1 if self.kind == "logprobs" else self.samples
 
     def describe(self) -> str:
         """What it is and what it costs, for the run record and ``assay model info``."""
@@ -210,7 +215,7 @@ class ConfidentJudge(JudgeWrapper):
         _check_choices(choices)
         config = config or GenerateConfig()
         repeat = self._repeat() if self._repeat is not None else config.repeat
-        asked = _one_word(messages, prefix, choices)
+        asked = one_word_prompt(messages, prefix, choices)
         model = self.inner.model_id
         if self.confidence.kind == "logprobs":
             top = self.confidence.top
@@ -294,7 +299,7 @@ def _check_choices(choices: Sequence[str]) -> None:
                 raise ConfigError(f"choices {list(choices)}: {a!r} begins {b!r}, so a token cannot tell them apart")
 
 
-def _one_word(messages: Sequence[ChatMessage], prefix: str, choices: Sequence[str]) -> list[ChatMessage]:
+def one_word_prompt(messages: Sequence[ChatMessage], prefix: str, choices: Sequence[str]) -> list[ChatMessage]:
     """``messages`` with the last user turn asking for the next word of the answer only."""
     listed = ", ".join(choices)
     if prefix.strip():

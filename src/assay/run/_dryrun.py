@@ -24,7 +24,9 @@ from assay._schema import schema_of
 from assay._scores import Usage
 from assay.errors import SampleError
 from assay.grounding._sentences import _segmenter
-from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
+from assay.models._confidence import Confidence, one_word_prompt
+from assay.models._protocol import ChatMessage, ChoiceProbabilities, GenerateConfig, JudgeModel, JudgeResponse
+from assay.models._wrapper import JudgeWrapper
 from assay.run._cost import PriceTable
 from assay.run._progress import ProgressMode, make_reporter
 from assay.testing._openai_server import minimal_instance
@@ -123,6 +125,31 @@ class EstimatingJudge(JudgeModel):
         return f"{calls} · ~{self.usage.total_tokens:,} tok · {cost} · estimated, none made"
 
 
+class _EstimatedConfidence(JudgeWrapper):
+    """The calls a judge with a confidence makes for each P (1 with log-probabilities, K samples), counted.
+
+    Every P it gives is a sure 1 (the first choice): what the metrics ask next does not
+    depend on it for a judge that writes no reasons by threshold (an API judge).
+    """
+
+    def __init__(self, inner: EstimatingJudge, confidence: Confidence) -> None:
+        super().__init__(inner)
+        self.confidence = confidence
+
+    async def choice_probabilities(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        prefix: str,
+        choices: Sequence[str],
+        config: GenerateConfig | None = None,
+    ) -> ChoiceProbabilities:
+        asked = one_word_prompt(messages, prefix, choices)
+        for _ in range(self.confidence.calls):
+            await self.inner.generate(asked, config=GenerateConfig(max_tokens=3))
+        return ChoiceProbabilities({choice: float(i == 0) for i, choice in enumerate(choices)})
+
+
 def estimate(
     data: Any,
     metrics: Any,
@@ -130,6 +157,7 @@ def estimate(
     *,
     progress: ProgressMode | bool | None = "auto",
     prices: PriceTable | None = None,
+    confidence: Confidence | None = None,
     **options: Any,
 ) -> EvalResult:
     """Evaluate ``data`` against ``estimator``, with a progress that says it estimates.
@@ -143,6 +171,8 @@ def estimate(
         estimator: The judge that answers without a model and counts.
         progress: How to show progress (as :func:`~assay.evaluate`'s).
         prices: The prices for the estimated cost (default: the built-in table).
+        confidence: The estimated judge's confidence (``+logprobs``, ``+samples:K``), whose
+            calls for each P are counted too: K samples are K calls a question.
         **options: Passed on to :func:`~assay.evaluate` (``mapping``, ``repeats``...).
     """
     from assay.run._evaluate import evaluate
@@ -159,7 +189,8 @@ def estimate(
 
     reporter.start(DRY_RUN_PROGRESS, None, 0)
     try:
-        outcome = evaluate(data, metrics, estimator, progress="none", on_result=done, on_error=skipped, **options)
+        judge: JudgeModel = estimator if confidence is None else _EstimatedConfidence(estimator, confidence)
+        outcome = evaluate(data, metrics, judge, progress="none", on_result=done, on_error=skipped, **options)
         for note in outcome.notes:
             reporter.note(f"note: {printable(note, markup=False)}")
     finally:
