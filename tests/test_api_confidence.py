@@ -374,7 +374,9 @@ def test_the_binary_graders_pass_probability_is_read_after_its_own_reasoning_kep
         grader = BinaryJudgeGrader("The reply is polite.")
         sample = Sample(id="g", question="hi", answer="Hello, how can I help?")
         score = _closing(judge, lambda j: grader.score_with_confidence(sample, j))
-    assert score.verdicts[0].details == {"p_pass": pytest.approx(0.7 / 0.9, abs=1e-4)}, "renormalised over PASS and FAIL"
+    assert score.verdicts[0].details == {"p_pass": pytest.approx(0.7 / 0.9, abs=1e-4)}, (
+        "renormalised over PASS and FAIL"
+    )
     asked = server.requests[-1]
     assert asked["logprobs"] is True
     last = asked["messages"][-1]["content"]
@@ -382,3 +384,17 @@ def test_the_binary_graders_pass_probability_is_read_after_its_own_reasoning_kep
     assert '"label": "' in last.split("<answer-start>\n")[1], "P is read after the reasoning it wrote"
     (p_call,) = [c for c in score.calls if c.purpose.endswith("p_pass")]
     assert p_call.usage.prompt_tokens > 0 and "answer-start" in p_call.messages[-1]["content"]
+
+
+def test_the_runs_progress_counts_each_sample_as_a_call() -> None:
+    from assay.models._stack import CountedJudge
+
+    ticks: list[int] = []
+    with FakeOpenAIServer(lambda body: "0") as server:
+        stacked = build_judge_stack(get_judge("openai:fake-judge+samples:3", base_url=server.base_url), limits=Limits())
+        judge = CountedJudge(stacked, lambda: ticks.append(1))
+        verifier = StatementVerifier()
+        outcomes = _closing(judge, lambda j: verifier.verify(["The sky is blue."], ["The sky is green.", "Sea."], j))
+        made = len(server.requests)
+    assert made == 6 and len(ticks) == made, "three calls a statement, three ticks"
+    assert [len(o.calls) for o in outcomes] == [3, 3]

@@ -94,7 +94,8 @@ class CountedJudge(JudgeWrapper):
 
     The runner's progress moves with each judge call this way, not only when a sample is
     done. The optional capabilities (``choice_probabilities``, ``complete_string``) are
-    counted too, and stay present exactly when the inner judge has them.
+    counted too, and stay present exactly when the inner judge has them; a probability an
+    API judge read from K samples counts K calls (its ``exchanges``).
     """
 
     _COUNTED = ("choice_probabilities", "complete_string")
@@ -124,11 +125,16 @@ class CountedJudge(JudgeWrapper):
             result = await call
         except asyncio.CancelledError:
             raise
-        except BaseException:
-            self.on_call()
+        except BaseException as exc:
+            self._count(exc)
             raise
-        self.on_call()
+        self._count(result)
         return result
+
+    def _count(self, answer: object) -> None:
+        """One call, or each model call an API judge made for a probability (K samples are K calls)."""
+        for _ in range(max(1, len(getattr(answer, "exchanges", ())))):
+            self.on_call()
 
     async def generate(
         self,
