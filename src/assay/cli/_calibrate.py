@@ -82,7 +82,15 @@ def _print_report(
 
 def calibrate(
     data: Annotated[Path, typer.Argument(help="JSONL of human-labelled grounding or grader items.")],
-    judge: Annotated[str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE", help=f"Judge: {JUDGE_FORMS}.")] = "local",
+    judge: Annotated[
+        str,
+        typer.Option(
+            "--judge",
+            "-j",
+            envvar="ASSAY_JUDGE",
+            help=f"Judge: {JUDGE_FORMS}; an API judge with +logprobs or +samples:K is calibrated with that confidence.",
+        ),
+    ] = "local",
     base_url: Annotated[
         str | None, typer.Option("--base-url", envvar="OPENAI_BASE_URL", help="Server URL for openai: judges.")
     ] = None,

@@ -489,7 +489,16 @@ MetricOpt = Annotated[
     ),
 ]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="A metric option: METRIC.OPTION=VALUE (repeatable).")]
-JudgeOpt = Annotated[str, typer.Option("--judge", "-j", envvar="ASSAY_JUDGE", help=f"Judge: {JUDGE_FORMS}.")]
+JudgeOpt = Annotated[
+    str,
+    typer.Option(
+        "--judge",
+        "-j",
+        envvar="ASSAY_JUDGE",
+        help=f"Judge: {JUDGE_FORMS}. An API judge gives a confidence for its verdicts with +logprobs or "
+        "+samples:K after the model (openai:gpt-4o-mini+logprobs).",
+    ),
+]
 BaseUrlOpt = Annotated[
     str | None, typer.Option("--base-url", envvar="OPENAI_BASE_URL", help="Server URL for openai: judges.")
 ]
@@ -546,7 +555,8 @@ EscalateOpt = Annotated[
     typer.Option(
         "--escalate",
         help="A cascade: the next judge for what the one before is not sure of (repeatable, cheapest first); "
-        "'review' last leaves the rest to people. Needs --agreement and each judge's stored calibration.",
+        "'review' last leaves the rest to people. Needs --agreement and each judge's stored calibration; an API "
+        "judge before the last level needs a confidence (openai:MODEL+logprobs, MODEL+samples:K).",
     ),
 ]
 AgreementOpt = Annotated[
