@@ -398,3 +398,29 @@ def test_the_runs_progress_counts_each_sample_as_a_call() -> None:
         made = len(server.requests)
     assert made == 6 and len(ticks) == made, "three calls a statement, three ticks"
     assert [len(o.calls) for o in outcomes] == [3, 3]
+
+
+def test_a_run_on_a_server_without_logprobs_scores_nothing_exits_3_and_names_what_to_calibrate(
+    tmp_path: Path,
+) -> None:
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    data = tmp_path / "data.jsonl"
+    rows = [{"id": f"r{i}", "answer": f"The sky is green. Row {i} is red.", "contexts": ["The sky."]} for i in range(2)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with FakeOpenAIServer() as server:  # answers, but never with log-probabilities
+        said = CliRunner().invoke(
+            app,
+            [
+                *("run", str(data), "-m", "faithfulness", "--judge", "openai:fake-judge+logprobs"),
+                *("--base-url", server.base_url, "--store", str(tmp_path / "runs.sqlite"), "--no-cache"),
+            ],
+            env={"COLUMNS": "200", "OPENAI_API_KEY": "sk-test"},
+        )
+    text = " ".join(said.output.split())
+    assert said.exit_code == 3, said.output
+    assert "returned no log-probabilities" in text and "Use +samples:K instead" in text
+    assert "judge confidence: log-probabilities of the answer's first token (top 20)" in text
+    assert "assay calibrate LABELS.jsonl --judge openai:fake-judge+logprobs:20" in text, "the judge it ran, not another"

@@ -52,7 +52,14 @@ from assay.models._protocol import (
 )
 from assay.models._wrapper import JudgeWrapper
 
-__all__ = ["CONFIDENCE_FORMS", "Confidence", "ConfidentJudge", "UnreadProbabilityError", "one_word_prompt"]
+__all__ = [
+    "CONFIDENCE_FORMS",
+    "Confidence",
+    "ConfidentJudge",
+    "UnreadProbabilityError",
+    "judge_string",
+    "one_word_prompt",
+]
 
 CONFIDENCE_FORMS = "+logprobs, +logprobs:N (top N tokens, 1-20), +samples:K (K answers, 2-50)"
 """How a judge string asks for a confidence (after the model: ``openai:gpt-4o-mini+logprobs``)."""
@@ -265,6 +272,19 @@ class UnreadProbabilityError(JudgeError):
     def __init__(self, message: str, exchanges: Sequence[JudgeCall]) -> None:
         super().__init__(message)
         self.exchanges = tuple(exchanges)
+
+
+_CONFIDENCE_IN_IDENTITY = re.compile(r"^((?:logprobs|samples):\d+)\+")
+
+
+def judge_string(model_id: str, identity: str) -> str:
+    """The judge string that rebuilds a judge of this identity's kind: ``openai:m+logprobs:20`` (else ``model_id``).
+
+    For messages that tell a user what to run (``assay calibrate --judge ...``): the plain
+    model id of a judge with a confidence names another judge.
+    """
+    found = _CONFIDENCE_IN_IDENTITY.match(identity)
+    return f"{model_id}+{found.group(1)}" if found else model_id
 
 
 def _exchange(

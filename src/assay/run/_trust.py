@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from assay._scores import MetricSpec
+from assay.models._confidence import judge_string
 
 if TYPE_CHECKING:
     from assay.analysis._agreement import Agreement
@@ -365,12 +366,13 @@ def trust_for(
         )
     if judge is None:
         return _unmeasured(spec.name, None, " (the run did not record its judge exactly)")
+    named = judge_string(judge.model_id, judge.identity)  # what to calibrate: with its confidence, if it has one
     figure = entry.get("figure")
     if not figure or _judge_settings(judge.identity) != table.get("judge", {}).get("settings"):
         why = " with these settings" if elsewhere else ""
-        return _unmeasured(spec.name, judge_id, why).model_copy(update={"elsewhere": elsewhere})
+        return _unmeasured(spec.name, named, why).model_copy(update={"elsewhere": elsewhere})
     if entry.get("settings_fingerprint") != settings_fingerprint(spec):
-        unmeasured = _unmeasured(spec.name, judge_id, " with these settings (the shipped figure is for the defaults)")
+        unmeasured = _unmeasured(spec.name, named, " with these settings (the shipped figure is for the defaults)")
         return unmeasured.model_copy(update={"elsewhere": elsewhere})
     return TrustFigure(
         metric=spec.name,
