@@ -189,7 +189,9 @@ def test_anthropic_takes_samples_and_refuses_logprobs() -> None:
             get_judge("anthropic:fake-judge+logprobs", base_url=server.base_url, api_key="k")
 
 
-def test_a_confidence_is_opt_in_and_part_of_the_judges_identity_and_record(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_confidence_is_opt_in_and_part_of_the_judges_identity_and_record(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     plain = get_judge("openai:gpt-4o-mini")
     kinds = ["logprobs", "logprobs:5", "samples:5", "samples:3"]
@@ -208,6 +210,19 @@ def test_a_confidence_is_opt_in_and_part_of_the_judges_identity_and_record(monke
         "confidence: log-probabilities of the answer's first token (top 20), one extra call per question here, "
         "none there"
     ]
+    # a judge given as an object is named with its confidence where a message says what to run
+    with pytest.raises(ConfigError) as refused:
+        row = {"id": "a", "answer": "x.", "contexts": ["x"]}
+        evaluate(
+            [row],
+            "faithfulness",
+            judge=judges["samples:5"],
+            escalate=["review"],
+            agreement=0.9,
+            store=tmp_path / "runs.sqlite",
+            progress=False,
+        )
+    assert "`assay calibrate LABELS.jsonl --judge openai:gpt-4o-mini+samples:5`" in str(refused.value)
     for bad, said in [
         ("openai:gpt-4o-mini+samples:1", "2 to 50"),
         ("openai:gpt-4o-mini+logprobs:x", "whole number"),

@@ -35,6 +35,7 @@ from assay._safety import redact_url
 from assay.errors import ConfigError, SampleError
 from assay.metrics._base import Metric
 from assay.metrics._registry import metrics_from
+from assay.models._confidence import judge_string as judge_string_of
 from assay.models._protocol import JudgeModel
 from assay.models._registry import _canonical, get_judge
 from assay.models._stack import Limits
@@ -117,14 +118,17 @@ class RunPlan:
             "reasks": self.reasks if self.reasks is not None else REASKS.get(),
             "timeout_s": self.limits.timeout_s,
             "max_attempts": self.limits.max_attempts,
-            "escalate": tuple(lv if isinstance(lv, str) else lv.model_id for lv in self.escalate),
+            "escalate": tuple(
+                lv if isinstance(lv, str) else judge_string_of(lv.model_id, lv.identity) for lv in self.escalate
+            ),
         }
         return RunOptions.model_validate(values)
 
     @property
     def levels(self) -> tuple[tuple[str, JudgeModel], ...]:
         """The cascade's first judge as named (``--judge``), with the judge built from it."""
-        return ((redact_url(self.judge_string) or self.judge.model_id, self.judge),)
+        named = redact_url(self.judge_string) or judge_string_of(self.judge.model_id, self.judge.identity)
+        return ((named, self.judge),)
 
 
 def plan_run(
