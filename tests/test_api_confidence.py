@@ -439,3 +439,23 @@ def test_a_run_on_a_server_without_logprobs_scores_nothing_exits_3_and_names_wha
     assert "returned no log-probabilities" in text and "Use +samples:K instead" in text
     assert "judge confidence: log-probabilities of the answer's first token (top 20)" in text
     assert "assay calibrate LABELS.jsonl --judge openai:fake-judge+logprobs:20" in text, "the judge it ran, not another"
+
+
+def test_samples_of_a_repeat_are_new_samples_and_a_run_wide_temperature_does_not_reach_them() -> None:
+    from assay.models._stack import _REPEAT
+
+    messages = [{"role": "user", "content": "<statement>\nA.\n</statement>"}]
+    with FakeOpenAIServer(lambda body: "1") as server:
+        judge = build_judge_stack(
+            get_judge("openai:fake-judge+samples:3", base_url=server.base_url), limits=Limits(), temperature=0.0
+        )
+
+        async def in_repeat(repeat: int) -> None:
+            _REPEAT.set(repeat)
+            await judge.choice_probabilities(messages, prefix=VERDICT, choices=["1", "0"])
+
+        _closing(judge, lambda j: in_repeat(0))
+        _closing(judge, lambda j: in_repeat(1))
+    seeds = [r["seed"] for r in server.requests]
+    assert sorted(seeds[:3]) == [0, 1000, 2000] and sorted(seeds[3:]) == [1, 1001, 2001]
+    assert {r["temperature"] for r in server.requests} == {1.0}, "--temperature 0 would make every sample agree"
