@@ -207,7 +207,7 @@ def test_a_confidence_is_opt_in_and_part_of_the_judges_identity_and_record(
     records = {kind: JudgeRecord.of(build_judge_stack(j, limits=Limits())) for kind, j in judges.items()}
     assert records["samples:5"].components["confidence"].startswith("agreement over 5 answers")
     assert records["logprobs"].differences(JudgeRecord.of(plain)) == [
-        "confidence: log-probabilities of the answer's first token (top 20), one extra call per question here, "
+        "confidence: log-probabilities of the answer's first token (top 20), one short call per question here, "
         "none there"
     ]
     # a judge given as an object is named with its confidence where a message says what to run

@@ -128,7 +128,7 @@ class Confidence:
     def describe(self) -> str:
         """What it is and what it costs, for the run record and ``assay model info``."""
         if self.kind == "logprobs":
-            return f"log-probabilities of the answer's first token (top {self.top}), one extra call per question"
+            return f"log-probabilities of the answer's first token (top {self.top}), one short call per question"
         return (
             f"agreement over {self.samples} answers at temperature {SAMPLE_TEMPERATURE:g}, "
             f"{self.samples} calls per question"
