@@ -459,3 +459,20 @@ def test_samples_of_a_repeat_are_new_samples_and_a_run_wide_temperature_does_not
     seeds = [r["seed"] for r in server.requests]
     assert sorted(seeds[:3]) == [0, 1000, 2000] and sorted(seeds[3:]) == [1, 1001, 2001]
     assert {r["temperature"] for r in server.requests} == {1.0}, "--temperature 0 would make every sample agree"
+
+
+def test_the_reports_settings_say_the_threshold_decided_an_api_judge_with_a_confidence(tmp_path: Path) -> None:
+    from assay.report._header import run_settings
+
+    row = {"id": "a", "answer": "The sky is green.", "contexts": ["The sky is blue."]}
+    said = {}
+    with FakeOpenAIServer(top_logprobs=lambda body: [("0", -0.1), ("1", -2.4)]) as server:
+        for spec in ("openai:fake-judge", "openai:fake-judge+logprobs"):
+            result = evaluate(
+                [row], "faithfulness", judge=spec, base_url=server.base_url, store=tmp_path / "r.sqlite", progress=False
+            )
+            with RunStore(tmp_path / "r.sqlite") as store:
+                settings = {s.name: s.value for s in run_settings(store.spec(result.run_id), 1)}
+            said[spec] = settings["verifier threshold"]
+    assert said["openai:fake-judge"].startswith("not used: the judge answers 1/0")
+    assert said["openai:fake-judge+logprobs"] == "P(supported) ≥ 0.5, from the judge's probabilities"

@@ -19,7 +19,8 @@ from typing import Any
 
 from assay._safety import redact_url, scrub, url_secrets
 from assay.analysis import GateResult
-from assay.run import RunSpec
+from assay.models._confidence import judge_string
+from assay.run import JudgeRecord, RunSpec
 
 __all__ = ["RAW_SPEC_LABEL", "Setting", "gate_line", "raw_spec", "run_settings"]
 
@@ -55,15 +56,20 @@ def _verifier(params: Mapping[str, Any]) -> Mapping[str, Any]:
     return verifier if isinstance(verifier, Mapping) else {}
 
 
-def _threshold(params: Mapping[str, Any], judge: str) -> str | None:
-    """The verifier's threshold, and whether this run's judge used it (only logits have one)."""
+def _threshold(params: Mapping[str, Any], judge: str, record: JudgeRecord | None) -> str | None:
+    """The verifier's threshold, and whether this run's judge used it (only a judge with probabilities has one).
+
+    A judge with probabilities: the local one (its logits), or an API judge asked for a
+    confidence (``openai:m+logprobs``, ``m+samples:K``: its identity says so).
+    """
     verifier = _verifier(params)
     if "threshold" not in verifier:
         return None
     rule = f"P(supported) ≥ {verifier['threshold']:g}"
     method = verifier.get("method")
-    local = judge == "local" or judge.startswith("local:")  # the judge that gives probabilities
-    if method == "generate" or (method == "auto" and not local):
+    local = judge == "local" or judge.startswith("local:")
+    confident = record is not None and judge_string(record.model_id, record.identity) != record.model_id
+    if method == "generate" or (method == "auto" and not (local or confident)):
         return f"not used: the judge answers 1/0 ({rule} applies to a judge that gives probabilities)"
     return f"{rule}, from the judge's probabilities"
 
@@ -122,7 +128,7 @@ def run_settings(spec: RunSpec, repeats: int) -> tuple[Setting, ...]:
     per_metric: Sequence[tuple[str, Any]] = (
         ("decomposer", lambda p: _DECOMPOSERS.get(p["decomposer"], p["decomposer"]) if "decomposer" in p else None),
         ("verdicts", lambda p: _STRATEGIES.get(p["strategy"], p["strategy"]) if "strategy" in p else None),
-        ("verifier threshold", lambda p: _threshold(p, spec.judge)),
+        ("verifier threshold", lambda p: _threshold(p, spec.judge, spec.judge_record)),
         ("chunking", _chunking),
     )
     for name, describe in per_metric:
