@@ -476,3 +476,17 @@ def test_the_reports_settings_say_the_threshold_decided_an_api_judge_with_a_conf
             said[spec] = settings["verifier threshold"]
     assert said["openai:fake-judge"].startswith("not used: the judge answers 1/0")
     assert said["openai:fake-judge+logprobs"] == "P(supported) ≥ 0.5, from the judge's probabilities"
+
+
+def test_asking_for_logprobs_changes_no_other_calls_cache_key_or_settings() -> None:
+    from assay.models import GenerateConfig
+    from assay.models._cache import cache_key
+
+    plain, asked = GenerateConfig(), GenerateConfig(top_logprobs=5)
+    assert "top_logprobs" not in plain.model_dump(mode="json"), "every stored key and fingerprint stays as it was"
+    assert asked.model_dump(mode="json")["top_logprobs"] == 5
+    messages = [{"role": "user", "content": "a"}]
+    assert cache_key("x", messages, None, plain) == (
+        "bd929f072ced5a7063c92214cc224b38f2cc69bee813a9dba3ab3b17eaa35760"  # the key before the field existed
+    )
+    assert cache_key("x", messages, None, asked) != cache_key("x", messages, None, plain)
