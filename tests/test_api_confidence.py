@@ -21,7 +21,7 @@ pytest.importorskip("openai")
 
 import test_cascade
 from assay import Faithfulness, Sample, UnscoredReason, evaluate
-from assay.errors import ConfigError
+from assay.errors import ConfigError, JudgeError
 from assay.grounding import StatementVerifier
 from assay.models import (
     ChoiceProbabilities,
@@ -490,3 +490,19 @@ def test_asking_for_logprobs_changes_no_other_calls_cache_key_or_settings() -> N
         "bd929f072ced5a7063c92214cc224b38f2cc69bee813a9dba3ab3b17eaa35760"  # the key before the field existed
     )
     assert cache_key("x", messages, None, asked) != cache_key("x", messages, None, plain)
+
+
+def test_a_judge_that_writes_its_answers_start_out_again_is_read_past_it() -> None:
+    restated = [[('{"', -0.01)], [("verdict", -0.02)], [('":', -0.01)], [(" 1", math.log(0.7)), (" 0", math.log(0.3))]]
+    with FakeOpenAIServer(top_logprobs=lambda body: restated) as server:
+        probs = _ask(get_judge("openai:fake-judge+logprobs", base_url=server.base_url), ["1", "0"])
+    assert probs == pytest.approx({"1": 0.7, "0": 0.3}), "P at the token after the start, not at its '{'"
+    stopped = [[('{"', -0.01)], [("verdict", -0.02)]]  # cut before the verdict: nothing to read
+    with FakeOpenAIServer(top_logprobs=lambda body: stopped) as server, pytest.raises(JudgeError, match="not one of"):
+        _ask(get_judge("openai:fake-judge+logprobs", base_url=server.base_url), ["1", "0"])
+    other_start = FakeOpenAIServer(lambda body: '{"verdict": 0, "reason": "the' if body["seed"] else " {'verdict': 1")
+    with other_start as server, pytest.raises(JudgeError, match="answer 1 of 2 answered"):  # not this start
+        _ask(get_judge("openai:fake-judge+samples:2", base_url=server.base_url), ["1", "0"])
+    with FakeOpenAIServer(lambda body: '{"verdict": 0, "reason": "the' if body["seed"] else "1") as server:
+        probs = _ask(get_judge("openai:fake-judge+samples:2", base_url=server.base_url), ["1", "0"])
+    assert probs == {"1": 0.5, "0": 0.5}

@@ -7,7 +7,8 @@ gives it one, by one of two kinds (:class:`Confidence`), chosen by the user, nev
 - ``logprobs`` (``openai:MODEL+logprobs``; an OpenAI-compatible server that returns them):
   one short call at temperature 0 asking for the next word only, with ``logprobs: true`` and
   ``top_logprobs: N`` (default 20, OpenAI's most). P(choice) is the summed probability of the
-  most likely tokens at the answer's first word that begin that choice (``" 1"`` and ``"1"``,
+  most likely tokens at the answer's first word (after the answer's start, where the judge
+  writes that out again: ``{"verdict": 1``) that begin that choice (``" 1"`` and ``"1"``,
   ``"Yes"`` and ``" yes"``; case, spaces and quotes aside), renormalised over the choices. A
   choice absent from the ``N`` listed tokens counts as the most an unlisted token can hold
   (the smallest listed probability, or the mass not listed if less), not as 0: its verdict's
@@ -72,6 +73,7 @@ SAMPLE_TEMPERATURE = 1.0
 """The temperature of each ``samples`` answer."""
 _SEED_STRIDE = 1000  # sample i of repeat r sends seed 1000 * i + r: no two share one
 _STRIP = " \t\r\n\"'`*.,:;()[]{}"
+_MAX_TOKENS = 16  # the word, or the word after a restated start ('{"verdict": 1' is 5 tokens)
 _WORD = re.compile(r"[^\W_]+|_", re.UNICODE)
 _TAG = "answer-start"
 
@@ -226,14 +228,16 @@ class ConfidentJudge(JudgeWrapper):
         model = self.inner.model_id
         if self.confidence.kind == "logprobs":
             top = self.confidence.top
-            ask = GenerateConfig(temperature=0.0, max_tokens=3, seed=config.seed, repeat=repeat, top_logprobs=top)
+            ask = GenerateConfig(
+                temperature=0.0, max_tokens=_MAX_TOKENS, seed=config.seed, repeat=repeat, top_logprobs=top
+            )
             response = await self.inner.generate(asked, config=ask)
             try:
                 if response.finish_reason == "refusal":
                     raise JudgeError(
                         f"the judge refused to answer with one of {list(choices)}: {response.text[:200]!r}"
                     )
-                probabilities, how = _from_logprobs(response.logprobs, response.text, choices, top)
+                probabilities, how = _from_logprobs(response.logprobs, response.text, choices, top, prefix)
             except JudgeError as exc:
                 raise UnreadProbabilityError(str(exc), [_exchange(model, asked, response, error=str(exc))]) from None
             shown = json.dumps({"answer": response.text, "p": probabilities}, ensure_ascii=False)
@@ -242,12 +246,17 @@ class ConfidentJudge(JudgeWrapper):
         k = self.confidence.samples
         configs = [
             GenerateConfig(
-                temperature=SAMPLE_TEMPERATURE, max_tokens=8, seed=config.seed + _SEED_STRIDE * i, repeat=repeat
+                temperature=SAMPLE_TEMPERATURE,
+                max_tokens=_MAX_TOKENS,
+                seed=config.seed + _SEED_STRIDE * i,
+                repeat=repeat,
             )
             for i in range(k)
         ]
         responses = await asyncio.gather(*(self.inner.generate(asked, config=c) for c in configs))
-        said = [None if r.finish_reason == "refusal" else _read_choice(r.text, choices) for r in responses]
+        said = [
+            None if r.finish_reason == "refusal" else _read_choice(_after(r.text, prefix), choices) for r in responses
+        ]
         failed = next((i for i, choice in enumerate(said) if choice is None), None)
         if failed is not None:
             what = "refused" if responses[failed].finish_reason == "refusal" else "answered"
@@ -363,14 +372,50 @@ def _read_choice(text: str, choices: Sequence[str]) -> str | None:
     return next((c for c in choices if c.strip().casefold() == word), None)
 
 
+def _after(text: str, prefix: str) -> str:
+    """``text`` past ``prefix`` where the judge wrote its answer's start out again (whitespace aside), else ``text``.
+
+    Told to give only the next word, a judge may still write ``{"verdict": 1``.
+    """
+    want = "".join(prefix.split())
+    matched = 0
+    for i, char in enumerate(text):
+        if char.isspace():
+            continue
+        if matched >= len(want) or char != want[matched]:
+            return text
+        matched += 1
+        if matched == len(want):
+            return text[i + 1 :]
+    return text
+
+
+def _restated(tokens: Sequence[str], prefix: str) -> int:
+    """The index of the first token past ``prefix`` where the answer writes it out again, else 0.
+
+    Only a prefix that ends between two tokens counts: a token that straddles it is no
+    choice's first token.
+    """
+    want = "".join(prefix.split())
+    seen = ""
+    for i, token in enumerate(tokens):
+        seen += "".join(token.split())
+        if not want or not want.startswith(seen):
+            return 0
+        if seen == want:
+            return i + 1
+    return 0
+
+
 def _from_logprobs(
-    logprobs: Sequence[TokenLogprobs] | None, text: str, choices: Sequence[str], top: int
+    logprobs: Sequence[TokenLogprobs] | None, text: str, choices: Sequence[str], top: int, prefix: str = ""
 ) -> tuple[dict[str, float], str]:
     """P(choice) from the first answer token with content (see the module docstring), and how it was read."""
     tokens = list(logprobs or ())
     if not tokens:
         raise JudgeError(f"the judge's answer {text[:200]!r} came with no log-probabilities: no P can be read")
-    at = next((t for t in tokens if t.token.strip(_STRIP)), None)
+    start = _restated([t.token for t in tokens], prefix)
+    at = next((t for t in tokens[start:] if t.token.strip(_STRIP)), None)
     if at is None or _match(at.token, choices) is None:
         raise JudgeError(
             f"the judge answered {text[:200]!r}, not one of {list(choices)}: no probability is read from an answer "

@@ -39,9 +39,10 @@ __all__ = [
     "minimal_responder",
 ]
 
-TopLogprobs = Callable[[Mapping[str, Any]], Sequence[tuple[str, float]] | None]
+TopLogprobs = Callable[[Mapping[str, Any]], Sequence[tuple[str, float]] | Sequence[Sequence[tuple[str, float]]] | None]
 """Request body -> the most likely first tokens of the answer with their log-probabilities,
-most likely first (``None``: this request gets no log-probabilities)."""
+most likely first, or such a list for each token of a longer answer (``None``: this request
+gets no log-probabilities). The answer is the first token of each list."""
 
 FAULTS: Final[tuple[str, ...]] = (
     "401",
@@ -191,7 +192,8 @@ class FakeOpenAIServer(FakeServer[_Handler]):
             with ``logprobs: true``, this function's list (request body -> ``[(token,
             logprob), ...]``, most likely first) is the first answer token's
             ``top_logprobs``, cut to the request's ``top_logprobs`` (default 0: none listed),
-            and the answer is its first token. Without it (the default), every reply has
+            and the answer is its first token; a list of such lists gives each token of a
+            longer answer. Without it (the default), every reply has
             ``"logprobs": null``, as most servers that do not support them answer.
     """
 
@@ -308,14 +310,17 @@ class FakeOpenAIServer(FakeServer[_Handler]):
         content: str | None
         logprobs: dict[str, Any] | None = None
         try:
-            listed = self.top_logprobs(body) if self.top_logprobs is not None and body.get("logprobs") else None
-            content = self.responder(body) if not listed else listed[0][0]
+            given = self.top_logprobs(body) if self.top_logprobs is not None and body.get("logprobs") else None
+            positions = _positions(given) if given else []
+            content = "".join(str(at[0][0]) for at in positions) if positions else self.responder(body)
         except Exception as exc:  # a broken responder is a test bug: make it visible
             handler._send_error(500, f"responder raised {type(exc).__name__}: {exc}", "responder_error")
             return
-        if listed:
+        if positions:
             shown = int(body.get("top_logprobs") or 0)
-            logprobs = {"content": [_token_logprob(*listed[0], top=[_token_logprob(*t) for t in listed[:shown]])]}
+            logprobs = {
+                "content": [_token_logprob(*at[0], top=[_token_logprob(*t) for t in at[:shown]]) for at in positions]
+            }
         if fault == "malformed":
             content = MALFORMED_TEXT
         elif fault == "refusal":
@@ -350,6 +355,13 @@ class FakeOpenAIServer(FakeServer[_Handler]):
                 "total_tokens": prompt_tokens + completion_tokens,
             }
         handler._send_json(200, payload)
+
+
+def _positions(given: Sequence[Any]) -> list[list[tuple[str, float]]]:
+    """A ``top_logprobs`` function's answer as one list per answer token (a single list is the first token's)."""
+    if given and isinstance(given[0], tuple | list) and given[0] and isinstance(given[0][0], str):
+        return [[(str(t), float(lp)) for t, lp in given]]
+    return [[(str(t), float(lp)) for t, lp in at] for at in given]
 
 
 def _token_logprob(token: str, logprob: float, top: list[dict[str, Any]] | None = None) -> dict[str, Any]:
