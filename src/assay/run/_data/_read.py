@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json as json_text
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,7 +128,7 @@ def sample_from_record(
     required: Iterable[str] = (),
     mapping: Mapping[str, str] | None = None,
     unit: str = "line",
-    seen_ids: dict[str, int] | None = None,
+    seen_ids: MutableMapping[str, int] | None = None,
     limits: SizeLimits | None = None,
     notes: list[str] | None = None,
     label: str | None = None,
