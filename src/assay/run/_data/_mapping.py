@@ -218,10 +218,14 @@ class ColumnMapping:
     """
 
     def __init__(self, mapping: Mapping[str, str] | None) -> None:
-        self.mapping = dict(mapping or {})
-        self._renames = _renames(self.mapping)
         self._at_end = True
         self._seen: dict[str, None] = {}
+        self._use(dict(mapping or {}))
+
+    def _use(self, mapping: dict[str, str]) -> None:
+        self.mapping = mapping
+        self._renames = _renames(mapping)
+        self._unknown = sorted(target for target in mapping.values() if target not in _FIELDS)
 
     def fit(self, columns: Columns, source: str | None) -> None:
         """Fit the mapping to a source's columns (see :func:`fit_mapping`); a complete set is checked at once.
@@ -231,8 +235,7 @@ class ColumnMapping:
                 a column that is not there.
         """
         if columns.fit:
-            self.mapping = fit_mapping(self.mapping, columns.names, source)
-            self._renames = _renames(self.mapping)
+            self._use(fit_mapping(self.mapping, columns.names, source))
         if columns.complete and columns.checked:
             check_mapped_columns(self.mapping, columns.names, source)
         self._at_end = columns.checked and not columns.complete
@@ -258,10 +261,9 @@ class ColumnMapping:
                 return Fields(record, value, cell_problem=str(exc))
         if not isinstance(value, dict):
             return Fields(record, value)
-        unknown = sorted(target for target in self.mapping.values() if target not in _FIELDS)
-        if unknown:
+        if self._unknown:  # said at the first record that is an object, as every row of it would say it
             raise ConfigError(
-                f"--map target {unknown[0]!r} is not a sample field; use one of {', '.join(sorted(_FIELDS))}"
+                f"--map target {self._unknown[0]!r} is not a sample field; use one of {', '.join(sorted(_FIELDS))}"
             )
         values, columns, extra, problem = _assign(value, self.mapping)
         if problem is not None:

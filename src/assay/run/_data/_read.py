@@ -104,12 +104,12 @@ def _road(
     seen: dict[str, int] = {}  # ids must be unique: resume, gates and comparisons key on them
     n_records = 0
     for item in records:
-        if isinstance(item, Columns):
-            columns.fit(item, source)
-        elif isinstance(item, Record):
+        if isinstance(item, Record):
             n_records += 1
             fields = columns.fields(item)
             yield row_from_fields(fields, source=source, required=required, seen_ids=seen, limits=limits)
+        elif isinstance(item, Columns):
+            columns.fit(item, source)
         elif isinstance(item, Row):
             n_records += 1
             yield checked_row(item, required, source)
