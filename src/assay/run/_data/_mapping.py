@@ -348,13 +348,15 @@ def _decoded_cells(record: Mapping[str, Any], renames: Mapping[str, str]) -> dic
     for key, value in record.items():
         name = str(key)
         target = renames.get(name, name)
-        if is_missing(value) or (isinstance(value, str) and not value):
-            continue
         if isinstance(value, str):
+            if not value:
+                continue
             if target == "contexts":
                 value = _contexts(name, value)
             elif target in _JSON_FIELDS:
                 value = _json_cell(name, value, want_object=target == "metadata")
+        elif is_missing(value):
+            continue
         cleaned[name] = value
     return cleaned
 
