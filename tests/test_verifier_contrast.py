@@ -127,7 +127,11 @@ def test_every_kind_is_made_from_every_set_it_applies_to(cp: ModuleType) -> None
 
 
 def test_a_document_side_pair_keeps_its_claim_byte_for_byte_and_changes_only_the_evidence(cp: ModuleType) -> None:
+    from _lib.grouped_cv import full_groups
+
+    groups = full_groups(_rows())
     pairs = _pairs(cp, range(1))
+    assert all(p.group == groups[p.item] for p in pairs)  # every pair in its item's source-document group
     originals = {p.item: p for p in pairs if p.kind == "original"}
     side = [p for p in pairs if p.kind in cp.DOCUMENT_SIDE]
     assert len(side) >= 8, len(side)
