@@ -118,16 +118,25 @@ def changed_support(
 
 @lru_cache(maxsize=1024)
 def _sentence_names(text: str) -> tuple[str, ...]:
-    """The names of ``text`` that it writes capitalised mid-sentence somewhere, in order (cached per text).
+    """The names of ``text``, in order (cached: a document's summaries share it).
 
-    A word capitalised only where a sentence or a speaker's line starts ("Ok", "Client:")
-    is no name to swap in, nor is a month or a weekday.
+    A name is a capitalised run of one to three words that the text writes capitalised
+    mid-sentence somewhere and never in lower case: a word capitalised only where a
+    sentence or a speaker's line starts ("Ok", "Client:"), a heading's word ("Share",
+    "Proud Of All You Have") and a month or weekday are no names to swap in.
     """
     out: dict[str, None] = {}
     for a, b in located_sentences(text):
         sentence = text[a:b]
-        for n in names(sentence):
-            if len(n) > 2 and n not in _CALENDAR and re.search(rf"[\w,;]\s+{re.escape(n)}(?![\w])", sentence):
+        for found in names(sentence):
+            n = found.strip("'\"")
+            if (
+                len(n) > 2
+                and len(n.split()) <= 3
+                and n not in _CALENDAR
+                and re.search(rf"[\w,;]\s+{re.escape(n)}(?![\w])", sentence)
+                and not re.search(rf"(?<![\w-]){re.escape(n.lower())}(?![\w-])", text)
+            ):
                 out.setdefault(n)
     return tuple(out)
 
