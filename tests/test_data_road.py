@@ -1,9 +1,10 @@
-"""The data has one road: every door enters the reading package by its front, and the walk stays short.
+"""The data has one road: every door enters the reading package by its front, and a record passes each room once.
 
 ``benchmarks/data_road.py`` follows the data of ``assay run`` from the command to the row
-handed to a metric; these tests hold what it measured after the reading moved into
-``assay.run._data`` (before: ``_dataset.py`` entered 6 times and ``_readers.py`` 5 times,
-12 returns to a module already left).
+handed to a metric; these tests hold what it measures: every module entered once (no
+return to a module already left), the rooms in the order source -> mapping -> validation.
+A source imports neither the mapping nor the validation, and the mapping not the
+validation, so none can call a later room back.
 """
 
 from __future__ import annotations
@@ -53,7 +54,24 @@ def test_assay_run_walks_the_data_through_the_package_without_going_back_and_for
     sources = [m for m in reading if m.startswith("assay.run._data._sources.") and not m.endswith(".files")]
     assert sources == ["assay.run._data._sources.jsonl"], sources  # one source for one file
     functions = [name for _, name in walk.stops]
-    assert functions.index("read_rows") < functions.index("_checked_jsonl_rows") < functions.index("row_from_record")
-    per_module = walk.per_module()
-    assert max(per_module[m] for m in reading) <= 3, per_module
-    assert walk.returns <= 9, walk.summary()
+    road = ("read_rows", "checked_jsonl_records", "ColumnMapping.fields", "row_from_fields")
+    assert [functions.index(name) for name in road] == sorted(functions.index(name) for name in road), functions
+    rooms = ["assay.run._data._read", *sources, "assay.run._data._mapping", "assay.run._data._validate"]
+    assert [m for m in modules if m in rooms] == rooms, modules
+    assert walk.returns == 0, walk.summary()
+    assert set(walk.per_module().values()) == {1}, walk.summary()
+
+
+ROOMS = ROOT / "src" / "assay" / "run" / "_data"
+
+
+@pytest.mark.parametrize(
+    "room", [*sorted(str(p.relative_to(ROOMS)) for p in (ROOMS / "_sources").glob("*.py")), "_mapping.py"]
+)
+def test_no_room_imports_a_room_after_it(room: str) -> None:
+    """A source knows nothing of the mapping and the validation; the mapping nothing of the validation."""
+    later = ("assay.run._data._validate", "assay.run._data._read")
+    if room.startswith("_sources"):
+        later += ("assay.run._data._mapping",)
+    imported = _imported(ROOMS / room)
+    assert not [name for name in imported if name.startswith(later)], f"{room} imports {sorted(imported)}"

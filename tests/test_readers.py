@@ -19,6 +19,7 @@ from assay.errors import ConfigError, DatasetError, MissingExtraError, SampleErr
 from assay.run._data import (
     DATASET_SUFFIXES,
     Row,
+    SizeLimits,
     check_format,
     from_dataframe,
     from_hf_dataset,
@@ -1087,3 +1088,49 @@ def test_an_unknown_suffix_says_which_suffix_the_content_suggests_without_python
         with pytest.raises(DatasetError, match="in Python, read_jsonl / read_csv / read_parquet take any name"):
             read_dataset(path)
     check_format(write_jsonl(tmp_path / "fine.jsonl", RAG_ROWS))  # a known suffix passes
+
+
+# -- The road: laziness and the order of a row's problems --------------------------------------
+
+
+def test_reading_the_first_rows_of_a_big_jsonl_file_as_assay_run_does_stays_small(tmp_path: Path) -> None:
+    """``read_dataset`` on JSON lines (the peek at the first lines' columns included) holds no more than it reads."""
+    path = tmp_path / "big.jsonl"
+    row = {"question": "q " * 10, "answer": "an answer " * 8, "contexts": ["a context " * 8]}
+    with path.open("w", encoding="utf-8") as handle:
+        handle.writelines(json.dumps({"id": f"row{i}", **row}) + "\n" for i in range(100_000))
+    assert path.stat().st_size > 20_000_000
+    tracemalloc.start()
+    try:
+        reader = read_dataset(path, required=("answer", "contexts"))
+        first = list(itertools.islice(reader, 3))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    reader.close()
+    assert [item.sample.id for item in first if isinstance(item, Row)] == ["row0", "row1", "row2"]
+    assert peak < 2_000_000
+
+
+@pytest.mark.parametrize(
+    ("row", "said"),
+    [
+        ({"answer": "x" * 30, "response": "y", "metadata": 3}, "above the limit of 20 per field"),
+        ({"answer": "a", "response": "b", "metadata": 3}, "columns 'answer' and 'response' both give the answer"),
+        ({"answer": "a", "contexts": "['a', b']", "metadata": 3}, "field 'contexts': looks like a list"),
+        ({"answer": "a", "tools_called": 3, "metadata": 3}, "field 'tools_called': expected a list of tool calls"),
+        ({"answer": "a", "metadata": 3, "id": 3.5}, "field 'metadata': expected a JSON object"),
+        ({"answer": "a", "metadata": {"k": 1}, "k": 2, "id": 3.5}, "column 'k' and the metadata key 'k' both given"),
+        ({"answer": "a", "id": 3.5}, "field 'id'"),
+    ],
+)
+def test_a_row_with_several_problems_reports_the_first_in_the_validation_order(
+    tmp_path: Path, row: dict[str, Any], said: str
+) -> None:
+    """The mapping finds a record's column problems; the validation says them in their place among the others."""
+    path = tmp_path / "data.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    (error,) = list(read_dataset(path, required=("answer",), limits=SizeLimits(max_field_chars=20)))
+    assert isinstance(error, SampleError)
+    assert said in str(error), str(error)
+    assert str(error).startswith(f"{path}:1: ")

@@ -30,15 +30,7 @@ from assay.models._stack import _REPEAT, CountedJudge, Limits, build_judge_stack
 from assay.prompts import REASKS
 from assay.run._cascade import PlannedCascade, cascade_option, prepare_cascade
 from assay.run._cost import CostReport, PriceTable
-from assay.run._data import (
-    DEFAULT_MAX_FIELD_CHARS,
-    DEFAULT_MAX_ROW_CHARS,
-    DatasetSource,
-    Row,
-    open_dataset,
-    read_rows,
-    required_fields,
-)
+from assay.run._data import DEFAULT_MAX_FIELD_CHARS, DEFAULT_MAX_ROW_CHARS, DatasetSource, Row, open_rows
 from assay.run._judge_record import JudgeRecord
 from assay.run._outcome import EvalResult
 from assay.run._plan import RunPlan, plan_run
@@ -113,7 +105,9 @@ async def aevaluate(
 
 async def execute(plan: RunPlan) -> EvalResult:
     """Carry out ``plan`` with its engine: read, judge and record every row; the body of :func:`aevaluate`."""
-    source, rows = _open_rows(plan)
+    source, rows = open_rows(
+        plan.data, plan.metrics, mapping=plan.mapping, limits=plan.size_limits, stream=plan.store is None
+    )
     run_store = RunStore(plan.store) if isinstance(plan.store, str | Path) else plan.store
     planned: dict[str, PlannedCascade] = {}
     levels: list[tuple[str, JudgeModel]] = []
@@ -183,23 +177,6 @@ def _live_export(plan: RunPlan, run_id: str | None) -> LiveExport | None:
     from assay.run._export import LiveExport
 
     return LiveExport(run_id or plan.run_id or new_run_id(), plan.export)  # type: ignore[arg-type]  # checked by plan_run
-
-
-def _open_rows(plan: RunPlan) -> tuple[DatasetSource | None, Iterable[Row | SampleError]]:
-    """The data's rows, each checked by one path (``sample_from_record``), and its source unless a stream.
-
-    The data is read once to check it (and fingerprint it) unless it is a one-shot stream
-    that nothing needs to verify; then read again to judge. A row lacking a field a metric
-    needs is an invalid row, and when no row has it the run stops here, before any judge
-    call (a stream cannot know that before it ends: each of its rows is an invalid row).
-    """
-    data = plan.data
-    required = required_fields(plan.metrics)
-    if plan.store is None and not isinstance(data, str | Path | Sequence) and not _is_table(data):
-        return None, read_rows(data, required=required, mapping=plan.mapping, limits=plan.size_limits)
-    source = open_dataset(data, mapping=plan.mapping, limits=plan.size_limits)
-    source.check_fields(plan.metrics)
-    return source, source.rows(required)
 
 
 def _begin(
@@ -413,15 +390,6 @@ def _throughput(limits: Limits | None) -> dict[str, float | int | None]:
         "rpm": limits.rpm if limits else None,
         "tpm": limits.tpm if limits else None,
     }
-
-
-def _is_table(data: Any) -> bool:
-    """A pandas DataFrame, a Hugging Face dataset or an Arrow table.
-
-    ``pandas.DataFrame.__module__`` is ``"pandas"`` in pandas 3.
-    """
-    module = type(data).__module__
-    return module.split(".")[0] in ("pandas", "datasets", "pyarrow")
 
 
 def _is_local(judge: JudgeModel) -> bool:

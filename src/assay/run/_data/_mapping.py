@@ -1,30 +1,37 @@
-"""DOC."""
+"""The mapping: which field each column of a record gives, and the record turned into those fields.
+
+One :class:`ColumnMapping` per read: fitted to the columns a source knows
+(:class:`~assay.run._data._rows.Columns`: a header, a schema, the keys of the first JSON
+lines), it turns each :class:`~assay.run._data._rows.Record` into :class:`Fields`, which the
+validation (:mod:`~assay.run._data._validate`) makes a row. What is wrong with a record's
+columns (two give one field, a cell that cannot be decoded, a ``metadata`` that is no object)
+travels in the fields, and the validation says it, in its place among the row's other checks.
+"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from assay._samples import Sample
-from assay.errors import (
-    ConfigError,
-    SampleError,
-    closest,
-    did_you_mean,
-)
+from assay.errors import ConfigError, closest, did_you_mean
+from assay.run._data._rows import Columns, Record, is_missing
+from assay.run._data._text import contexts_from_text, parse_json, python_literal
 
 __all__ = [
     "ALIASES",
     "IDEAL_CONTEXT_COLUMNS",
     "LIST_ALIASES",
     "TOOLS_CALLED",
-    "MappedColumns",
+    "ColumnMapping",
+    "Fields",
     "check_mapped_columns",
+    "column_field",
     "fit_mapping",
     "likely_column",
     "map_advice",
-    "trace_from_tools_called",
+    "unmapped_problem",
 ]
 
 
@@ -55,7 +62,7 @@ Every reader uses this one table. An explicit ``mapping`` always wins over it; t
 columns that would fill one field (``answer`` and ``response``) are a row error.
 A ``user_input`` that holds a list is Ragas' ``MultiTurnSample`` conversation and fills the
 trace (see :data:`LIST_ALIASES`); DeepEval's ``tools_called`` becomes a trace when the row
-has none (:func:`trace_from_tools_called`).
+has none (:func:`~assay.run._data._validate.trace_from_tools_called`).
 """
 
 
@@ -94,40 +101,22 @@ def check_mapped_columns(mapping: Mapping[str, str] | None, columns: Iterable[st
     Raises:
         ConfigError: a mapped column is not among ``columns``.
     """
+    problem = unmapped_problem(mapping, columns)
+    if problem is not None:
+        raise ConfigError(f"{source}: {problem}" if source else problem)
+
+
+def unmapped_problem(mapping: Mapping[str, str] | None, columns: Iterable[str]) -> str | None:
+    """The first column a mapping renames that is not one of ``columns`` (with the closest there is), or ``None``."""
     present = list(dict.fromkeys(columns))
     for column, target in (mapping or {}).items():
         if column not in present:
-            where = f"{source}: " if source else ""
             shown = ", ".join(present) or "none"
             hint = did_you_mean(column, present)
-            raise ConfigError(
-                f"{where}no column {column!r} (named in --map {column}={target}); columns are {shown}"
-                + (f";{hint}" if hint else "")
+            return f"no column {column!r} (named in --map {column}={target}); columns are {shown}" + (
+                f";{hint}" if hint else ""
             )
-
-
-class MappedColumns:
-    """The columns one read has seen, to check at its end that every mapped column was among them.
-
-    For formats whose rows may differ in their keys (JSON lines, JSON arrays, lists of
-    dicts); CSV, Parquet and DataFrames check their header at once instead.
-    """
-
-    def __init__(self, mapping: Mapping[str, str] | None, source: str | None) -> None:
-        self.mapping = dict(mapping or {})
-        self.source = source
-        self.columns: dict[str, None] = {}
-
-    def see(self, record: object) -> None:
-        """Note a row's keys (nothing to do without a mapping)."""
-        if self.mapping and isinstance(record, Mapping):
-            for key in record:
-                self.columns.setdefault(str(key), None)
-
-    def check(self, n_rows: int) -> None:
-        """Raise :class:`ConfigError` if a mapped column was in no row (after ``n_rows`` rows)."""
-        if self.mapping and n_rows:
-            check_mapped_columns(self.mapping, self.columns, self.source)
+    return None
 
 
 def fit_mapping(mapping: Mapping[str, str] | None, columns: Iterable[str], source: str | None) -> dict[str, str]:
@@ -158,7 +147,7 @@ def fit_mapping(mapping: Mapping[str, str] | None, columns: Iterable[str], sourc
     for column in present:
         if column in given or column in exact:
             continue
-        field = _column_field(column)
+        field = column_field(column)
         if field is None or field in claimed:
             continue
         found[column] = field
@@ -166,7 +155,7 @@ def fit_mapping(mapping: Mapping[str, str] | None, columns: Iterable[str], sourc
     return {**found, **given}
 
 
-def _column_field(column: str) -> str | None:
+def column_field(column: str) -> str | None:
     """The field a column gives by its name (exactly, as an alias, or but for its case), or ``None``."""
     name = column if column in _FIELDS or column in ALIASES else _BY_FOLDED.get(column.casefold())
     return None if name is None else ALIASES.get(name, name)
@@ -190,10 +179,116 @@ def map_advice(column: str, field_name: str) -> str:
     return f"--map {column}={field_name} on the command line, mapping={{{column!r}: {field_name!r}}} in Python"
 
 
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
+
+
+class Fields(NamedTuple):
+    """A record turned into fields by the mapping: what the validation makes a :class:`~assay.Sample` of.
+
+    Attributes:
+        record: The record as the source gave it (its place names the row in errors).
+        value: The record the row's limits are checked on: the source's, with a table's
+            cells decoded (empty cells dropped, a list in a ``contexts`` cell read).
+        values: Field -> value (``None``: the record is no object).
+        columns: Field -> the column that gave it, for errors.
+        metadata: The row's ``metadata`` with the columns that are no field added.
+        tools_called: DeepEval's ``tools_called``, to be read as the trace (the row has none).
+        cell_problem: A table cell that cannot be decoded (said before anything else).
+        problem: Two columns give one field (said after the row's limits).
+        metadata_problem: ``metadata`` is no object, or a column shares a name with one of its keys.
+    """
+
+    record: Record
+    value: Any
+    values: Mapping[str, Any] | None = None
+    columns: Mapping[str, str] = _NOTHING
+    metadata: Mapping[str, Any] = _NOTHING
+    tools_called: Any = None
+    cell_problem: str | None = None
+    problem: str | None = None
+    metadata_problem: str | None = None
+
+
+class ColumnMapping:
+    """The mapping of one read: given (``--map``, ``mapping=``), fitted to the source's columns, checked.
+
+    Without :class:`~assay.run._data._rows.Columns` from the source (a list of dicts, a
+    streamed dataset), the mapping is used as given and checked when the read ends over
+    every record's keys; so it is after JSON's columns, which are only its first records'.
+    """
+
+    def __init__(self, mapping: Mapping[str, str] | None) -> None:
+        self._at_end = True
+        self._seen: dict[str, None] = {}
+        self._use(dict(mapping or {}))
+
+    def _use(self, mapping: dict[str, str]) -> None:
+        self.mapping = mapping
+        self._renames = _renames(mapping)
+        self._unknown = sorted(target for target in mapping.values() if target not in _FIELDS)
+
+    def fit(self, columns: Columns, source: str | None) -> None:
+        """Fit the mapping to a source's columns (see :func:`fit_mapping`); a complete set is checked at once.
+
+        Raises:
+            ConfigError: the mapping is written FIELD=COLUMN, or (``columns.complete``) names
+                a column that is not there.
+        """
+        if columns.fit:
+            self._use(fit_mapping(self.mapping, columns.names, source))
+        if columns.complete and columns.checked:
+            check_mapped_columns(self.mapping, columns.names, source)
+        self._at_end = columns.checked and not columns.complete
+
+    def is_column(self, key: str) -> bool:
+        """Whether the mapping reads ``key`` as a field: mapped, a field, an alias, or either but for its case."""
+        return key in self.mapping or column_field(key) is not None
+
+    def fields(self, record: Record) -> Fields:
+        """The fields of ``record``: which column gives which field, the rest kept as metadata.
+
+        Raises:
+            ConfigError: the mapping names a target that is not a sample field.
+        """
+        value = record.value
+        if self._at_end and self.mapping and isinstance(value, Mapping):
+            for key in value:
+                self._seen.setdefault(str(key), None)
+        if record.cells:
+            try:
+                value = _decoded_cells(value, self._renames)
+            except _CellError as exc:
+                return Fields(record, value, cell_problem=str(exc))
+        if not isinstance(value, dict):
+            return Fields(record, value)
+        if self._unknown:  # said at the first record that is an object, as every row of it would say it
+            raise ConfigError(
+                f"--map target {self._unknown[0]!r} is not a sample field; use one of {', '.join(sorted(_FIELDS))}"
+            )
+        values, columns, extra, problem = _assign(value, self.mapping)
+        if problem is not None:
+            return Fields(record, value, values, columns, problem=problem)
+        tools_called = None
+        if extra.get(TOOLS_CALLED) is not None and "trace" not in values:
+            tools_called = extra.pop(TOOLS_CALLED)
+            columns["trace"] = TOOLS_CALLED
+        metadata, metadata_problem = _metadata(values.pop("metadata", None), columns.get("metadata", "metadata"), extra)
+        return Fields(record, value, values, columns, metadata, tools_called, metadata_problem=metadata_problem)
+
+    def unseen(self, n_records: int) -> str | None:
+        """At the read's end: the mapped column that was in none of ``n_records`` records, said; or ``None``.
+
+        The road raises it as a :class:`ConfigError` naming the source; a header was checked at once.
+        """
+        if self._at_end and self.mapping and n_records:
+            return unmapped_problem(self.mapping, self._seen)
+        return None
+
+
 def _assign(
-    record: dict[str, Any], explicit: Mapping[str, str], error: Callable[[str], SampleError]
-) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
-    """(field -> value, field -> the column it came from, columns that are no field)."""
+    record: dict[str, Any], explicit: Mapping[str, str]
+) -> tuple[dict[str, Any], dict[str, str], dict[str, Any], str | None]:
+    """(field -> value, field -> the column it came from, columns that are no field, two columns for one field)."""
     claims: dict[str, list[str]] = {}
     extra: dict[str, Any] = {}
     for key, value in record.items():
@@ -212,59 +307,82 @@ def _assign(
     for target, keys in claims.items():
         chosen = [key for key in keys if key in explicit] or keys
         if len(chosen) > 1:
-            raise error(
+            problem = (
                 f"columns '{chosen[0]}' and '{chosen[1]}' both give the {target}; keep one, or choose it with "
                 f"--map {chosen[0]}={target} (the other is then kept in metadata)"
             )
+            return fields, columns, extra, problem
         columns[target] = chosen[0]
         fields[target] = record[chosen[0]]
         extra.update((key, record[key]) for key in keys if key != chosen[0])
-    return fields, columns, extra
+    return fields, columns, extra, None
 
 
-def trace_from_tools_called(
-    fields: Mapping[str, Any], tools_called: Any, error: Callable[[str], SampleError]
-) -> list[dict[str, Any]]:
-    """DeepEval's ``tools_called`` as a trace: the input, the calls with their outputs, the output.
-
-    Each call (``{"name", "input_parameters", "output"}``) becomes an assistant tool call
-    followed by its result (``output`` as text; a call without an output has no result, so
-    whether it succeeded is not known). The row's ``input`` opens the trace and its
-    ``actual_output`` closes it.
-    """
-    from assay._messages import ToolCall
-
-    if not isinstance(tools_called, list):
-        raise error(f"field '{TOOLS_CALLED}': expected a list of tool calls, got {type(tools_called).__name__}")
-    trace: list[dict[str, Any]] = []
-    if isinstance(fields.get("question"), str) and fields["question"].strip():
-        trace.append({"role": "user", "content": fields["question"]})
-    for i, raw in enumerate(tools_called):
-        try:
-            call = ToolCall.model_validate(raw)
-        except ValueError as exc:
-            problem = str(exc).split("\n", 1)[-1].strip()
-            raise error(f"field '{TOOLS_CALLED}[{i}]': {problem}") from None
-        call_id = call.id or f"{TOOLS_CALLED}-{i + 1}"
-        trace.append(
-            {"role": "assistant", "tool_calls": [{"id": call_id, "name": call.name, "arguments": call.arguments}]}
-        )
-        output = raw.get("output") if isinstance(raw, Mapping) else None
-        if output is not None:
-            content = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, default=str)
-            trace.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": content})
-    if isinstance(fields.get("answer"), str) and fields["answer"].strip():
-        trace.append({"role": "assistant", "content": fields["answer"]})
-    return trace
-
-
-def _metadata(given: Any, column: str, extra: Mapping[str, Any], error: Callable[[str], SampleError]) -> dict[str, Any]:
-    """The row's ``metadata`` object with the columns that are no field added to it."""
+def _metadata(given: Any, column: str, extra: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The row's ``metadata`` object with the columns that are no field added to it, or what is wrong with it."""
     if given is not None and not isinstance(given, dict):
-        raise error(f"field '{column}': expected a JSON object, got {type(given).__name__}; put the value under a key")
+        return {}, f"field '{column}': expected a JSON object, got {type(given).__name__}; put the value under a key"
     metadata = dict(given or {})
     for key, value in extra.items():
         if key in metadata:
-            raise error(f"column '{key}' and the metadata key '{key}' both given; rename one")
+            return metadata, f"column '{key}' and the metadata key '{key}' both given; rename one"
         metadata[key] = value
-    return metadata
+    return metadata, None
+
+
+_JSON_FIELDS = frozenset({"trace", "reference_tool_calls", "metadata"})
+
+
+class _CellError(ValueError):
+    """A cell that cannot be decoded (reported as the row's error)."""
+
+
+def _decoded_cells(record: Mapping[str, Any], renames: Mapping[str, str]) -> dict[str, Any]:
+    """A table's row with its empty cells dropped and text decoded by the field its column gives.
+
+    A ``contexts`` cell holding a list written as text is the list; a ``trace``,
+    ``reference_tool_calls`` or ``metadata`` cell holding JSON (or a Python literal, as
+    pandas writes a list or dict to CSV) is its value.
+    """
+    cleaned: dict[str, Any] = {}
+    for key, value in record.items():
+        name = str(key)
+        target = renames.get(name, name)
+        if isinstance(value, str):
+            if not value:
+                continue
+            if target == "contexts":
+                value = _contexts(name, value)
+            elif target in _JSON_FIELDS:
+                value = _json_cell(name, value, want_object=target == "metadata")
+        elif is_missing(value):
+            continue
+        cleaned[name] = value
+    return cleaned
+
+
+def _contexts(column: str, cell: str) -> Any:
+    """The contexts in one text cell (:func:`~assay.run._data._text.contexts_from_text`)."""
+    try:
+        return contexts_from_text(cell)
+    except ValueError as exc:
+        raise _CellError(f"column '{column}': {exc}") from None
+
+
+def _json_cell(column: str, cell: str, *, want_object: bool) -> Any:
+    """A JSON cell, or a Python literal as pandas writes a list or dict to CSV (``[{'role': 'user', ...}]``).
+
+    The literal is read as contexts are (:func:`~assay.run._data._text.contexts_from_text`):
+    with :func:`ast.literal_eval`, which builds only literals (strings, numbers, lists,
+    dicts, ``None``, ``True``), never runs code.
+    """
+    try:
+        value = parse_json(cell, strict=False)
+    except ValueError as exc:
+        literal = python_literal(cell)
+        if literal is None:
+            raise _CellError(f"column '{column}': {exc}") from None
+        value = literal
+    if want_object and not isinstance(value, dict):
+        raise _CellError(f"column '{column}': expected a JSON object, got {type(value).__name__}")
+    return value

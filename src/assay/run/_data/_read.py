@@ -1,35 +1,171 @@
-"""DOC."""
+"""The road's front: every door's data enters by :func:`read_rows` (or :func:`open_dataset`); :func:`_road` walks it.
+
+A source (``_sources/``) yields records (and the columns it knows before them); the
+mapping (:class:`~assay.run._data._mapping.ColumnMapping`) turns each record into fields;
+the validation (:func:`~assay.run._data._validate.row_from_fields`) makes the fields a
+:class:`Row` or its located :class:`~assay.errors.SampleError`. This module opens, hashes
+and chains them, one record at a time: none of them calls another back.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+import json as json_text
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay._samples import Sample
-from assay.errors import (
-    ConfigError,
-    DatasetError,
-    SampleError,
-    counted,
-)
+from assay.errors import ConfigError, DatasetError, SampleError, counted
 from assay.metrics._base import Metric
-from assay.run._data._mapping import ALIASES, IDEAL_CONTEXT_COLUMNS, likely_column, map_advice
-from assay.run._data._rows import NOTES, Row, SizeLimits, require_rows
-from assay.run._data._sources.arrow import from_arrow
-from assay.run._data._sources.csv import read_csv
-from assay.run._data._sources.dataframe import from_dataframe
+from assay.run._data._mapping import (
+    ALIASES,
+    IDEAL_CONTEXT_COLUMNS,
+    ColumnMapping,
+    column_field,
+    likely_column,
+    map_advice,
+)
+from assay.run._data._rows import NOTES, Columns, Record, Row, SizeLimits
+from assay.run._data._sources import csv, json, jsonl, parquet
+from assay.run._data._sources.arrow import arrow_records
+from assay.run._data._sources.csv import csv_records
+from assay.run._data._sources.dataframe import dataframe_records
 from assay.run._data._sources.files import DATASET_SUFFIXES, _format_problem, check_data_file
-from assay.run._data._sources.hf import from_hf_dataset
-from assay.run._data._sources.json import _read_json_lines
-from assay.run._data._sources.jsonl import _checked_jsonl_rows
-from assay.run._data._sources.parquet import read_parquet
-from assay.run._data._sources.python import rows_from_items
+from assay.run._data._sources.hf import hf_records
+from assay.run._data._sources.json import json_records
+from assay.run._data._sources.jsonl import checked_jsonl_records, jsonl_records
+from assay.run._data._sources.parquet import PARQUET_BATCH_ROWS, parquet_records
+from assay.run._data._sources.python import item_records
+from assay.run._data._validate import checked_row, required_fields, row_from_fields, sample_from_fields
 
-__all__ = ["DatasetSource", "open_dataset", "read_dataset", "read_rows"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "DatasetSource",
+    "from_arrow",
+    "from_dataframe",
+    "from_hf_dataset",
+    "open_dataset",
+    "open_rows",
+    "read_csv",
+    "read_dataset",
+    "read_jsonl",
+    "read_parquet",
+    "read_rows",
+    "sample_from_record",
+]
+
+
+def _read(
+    records: Iterable[Columns | Record | Row | SampleError],
+    required: Iterable[str],
+    mapping: ColumnMapping | Mapping[str, str] | None,
+    limits: SizeLimits | None,
+    source: str | None,
+    empty: str | None,
+) -> Iterator[Row | SampleError]:
+    """A source's records down the road as rows; ``DatasetError(empty)`` when it held none at all.
+
+    A source with no rows and no row errors (an empty file, blank lines, a header only) is
+    not an evaluation of nothing: the caller is told, and ``assay run`` exits 1. In-memory
+    items (``empty`` ``None``) may be none: :func:`open_dataset` says so for a run.
+    """
+    columns = mapping if isinstance(mapping, ColumnMapping) else ColumnMapping(mapping)
+    rows = _road(records, tuple(required), columns, limits, source)
+    return rows if empty is None else _require_rows(rows, empty)
+
+
+def _require_rows(items: Iterator[Row | SampleError], empty: str) -> Iterator[Row | SampleError]:
+    produced = False
+    for item in items:
+        produced = True
+        yield item
+    if not produced:
+        raise DatasetError(empty)
+
+
+def _road(
+    records: Iterable[Columns | Record | Row | SampleError],
+    required: tuple[str, ...],
+    columns: ColumnMapping,
+    limits: SizeLimits | None,
+    source: str | None,
+) -> Iterator[Row | SampleError]:
+    """Each record once through the mapping and the validation; a source's error passes through.
+
+    The source's :class:`~assay.run._data._rows.Columns` fit the mapping before its first
+    record; ids are unique over the read; a mapped column no record had is a
+    :class:`~assay.errors.ConfigError` when the read ends (unless a header was checked).
+    """
+    seen: dict[str, int] = {}  # ids must be unique: resume, gates and comparisons key on them
+    n_records = 0
+    for item in records:
+        if isinstance(item, Record):
+            n_records += 1
+            fields = columns.fields(item)
+            yield row_from_fields(fields, source=source, required=required, seen_ids=seen, limits=limits)
+        elif isinstance(item, Columns):
+            columns.fit(item, source)
+        elif isinstance(item, Row):
+            n_records += 1
+            yield checked_row(item, required, source)
+        else:
+            yield item
+    unseen = columns.unseen(n_records)
+    if unseen is not None:
+        raise ConfigError(f"{source}: {unseen}" if source else unseen)
+
+
+def sample_from_record(
+    record: Any,
+    *,
+    line: int | None = None,
+    source: str | None = None,
+    required: Iterable[str] = (),
+    mapping: Mapping[str, str] | None = None,
+    unit: str = "line",
+    seen_ids: MutableMapping[str, int] | None = None,
+    limits: SizeLimits | None = None,
+    notes: list[str] | None = None,
+    label: str | None = None,
+) -> Sample:
+    """Build a :class:`Sample` from one dict, naming the row in any error: the road for one record.
+
+    The record is mapped (:class:`~assay.run._data._mapping.ColumnMapping`: the aliases,
+    ``mapping``) and validated (:func:`~assay.run._data._validate.sample_from_fields`) as a
+    row of a file is; nothing is fitted to columns, since one record has no header.
+
+    Args:
+        record: The row (a JSON object).
+        line: The row's 1-based line (or item, or row) number, for errors and the default
+            id ``line-N``.
+        source: The file the row came from, for errors.
+        required: Fields that must be present and not blank (empty or only whitespace text, an
+            empty list or a list of blank contexts is absent).
+        mapping: Explicit column renames (``{"my_col": "answer"}``); they win over
+            :data:`ALIASES`.
+        unit: What ``line`` counts (``line``, ``item`` or ``row``), for errors.
+        seen_ids: Id -> number of the row that used it, shared by all rows of one read; a
+            row reusing an id is an error, and a good row's id is added.
+        limits: How much text the row may hold (default: :class:`SizeLimits`'s defaults).
+        notes: Where to add what was taken on trust (keys of :data:`NOTES`).
+        label: How errors name the row in place of its number (a DataFrame's index label).
+
+    Raises:
+        SampleError: the row is not an object, holds a text longer than
+            ``limits.max_field_chars`` or more text than ``limits.max_row_chars``, holds
+            text that is not valid Unicode or is nested too deep, gives one field in two
+            columns, has a field of the wrong type, lacks a required field, or reuses an id.
+        ConfigError: ``mapping`` names a target that is not a sample field.
+    """
+    fields = ColumnMapping(mapping).fields(Record(record, line, unit, label))
+    return sample_from_fields(
+        fields, source=source, required=tuple(required), seen_ids=seen_ids, limits=limits, notes=notes
+    )
 
 
 def read_dataset(
@@ -71,15 +207,206 @@ def read_dataset(
     if kind is None:
         raise DatasetError(f"{_format_problem(path)} (in Python, read_jsonl / read_csv / read_parquet take any name)")
     if kind == "csv":
-        return read_csv(path, required=required, mapping=mapping, limits=limits)
+        return _read(csv_records(path), required, mapping, limits, str(path), csv.NO_ROWS.format(path=path))
     if kind == "parquet":
-        return read_parquet(path, required=required, mapping=mapping, limits=limits)
+        return _read(parquet_records(path), required, mapping, limits, str(path), parquet.NO_ROWS.format(path=path))
+    columns = ColumnMapping(mapping)
     if path.suffix.lower() == ".json":
-        return _read_json_lines(path, required=tuple(required), mapping=mapping, limits=limits)
-    return require_rows(
-        _checked_jsonl_rows(path, tuple(required), mapping, limits),
-        f"{path}: no rows (the file is empty or holds only blank lines)",
-    )
+        records = json_records(path, columns.is_column, column_field)
+        return _read(records, required, columns, limits, str(path), json.NO_ROWS.format(path=path))
+    lines = checked_jsonl_records(path, columns.is_column, column_field)
+    return _read(lines, required, columns, limits, str(path), jsonl.NO_ROWS.format(path=path))
+
+
+def read_jsonl(
+    path: str | Path,
+    *,
+    required: Iterable[str] = (),
+    mapping: Mapping[str, str] | None = None,
+    limits: SizeLimits | None = None,
+) -> Iterator[Row | SampleError]:
+    """Stream samples from a JSONL file; a bad row yields a :class:`SampleError`, not a stop.
+
+    Blank lines are skipped and a UTF-8 byte-order mark is allowed. Memory stays bounded:
+    one line at a time (plus the set of ids seen, to refuse a reused one). A row with more
+    text than ``limits`` allows (default :class:`SizeLimits`) is a row error.
+
+    Raises:
+        DatasetError: the file does not exist or cannot be opened, or it holds no rows
+            and no row errors (``"...: no rows ..."``, raised when iteration ends).
+    """
+    path = Path(path)
+    return _read(jsonl_records(path), required, mapping, limits, str(path), jsonl.NO_ROWS.format(path=path))
+
+
+def read_csv(
+    path: str | Path,
+    *,
+    required: Iterable[str] = (),
+    mapping: Mapping[str, str] | None = None,
+    limits: SizeLimits | None = None,
+) -> Iterator[Row | SampleError]:
+    """Stream samples from a CSV file with a header row (standard library ``csv``).
+
+    The file must be UTF-8 (a byte-order mark is allowed). Blank lines are skipped; a
+    row with more cells than the header is an error, one with fewer has the rest absent;
+    columns with an empty header are ignored. Errors and :attr:`Row.line` give the
+    physical line on which the record starts.
+
+    Quoting is read strictly. An unclosed quote would otherwise swallow the lines after
+    it into one cell: it is reported with the lines it took (``data.csv:12-40: unclosed
+    quote in a cell opened on line 12; lines 13-40 were read into it ...``) and those
+    lines are read again as rows; a re-read row must have a cell for every column.
+
+    Args:
+        path: The CSV file.
+        required: Fields that must be present and non-empty in every row.
+        mapping: Column renames (``{"my_answer": "answer"}``); they win over the aliases.
+        limits: The text a field and a row may hold (default :class:`~assay.run.SizeLimits`).
+            A cell is also bounded by ``csv.field_size_limit()`` (131,072 characters by
+            default), which assay leaves as it is.
+
+    Yields:
+        A :class:`Row` per good record, a :class:`SampleError` per bad one.
+
+    Raises:
+        DatasetError: The file does not exist or cannot be opened, its header is not UTF-8
+            or not valid CSV, or it names a column twice; the file holds no rows and no
+            row errors (empty, or a header only; raised when iteration ends).
+    """
+    path = Path(path)
+    return _read(csv_records(path), required, mapping, limits, str(path), csv.NO_ROWS.format(path=path))
+
+
+def read_parquet(
+    path: str | Path,
+    *,
+    required: Iterable[str] = (),
+    mapping: Mapping[str, str] | None = None,
+    batch_rows: int = PARQUET_BATCH_ROWS,
+    limits: SizeLimits | None = None,
+) -> Iterator[Row | SampleError]:
+    """Stream samples from a Parquet file, one record batch at a time (pyarrow).
+
+    List columns (``list<string>`` contexts, say) and struct columns arrive as Python
+    lists and dicts; nulls are absent. Row numbers are 1-based.
+
+    Args:
+        path: The Parquet file.
+        required: Fields that must be present and non-empty in every row.
+        mapping: Column renames (``{"my_answer": "answer"}``), applied before the aliases.
+        batch_rows: Rows per record batch held in memory.
+        limits: The text a field and a row may hold (default :class:`~assay.run.SizeLimits`).
+
+    Yields:
+        A :class:`Row` per good row, a :class:`SampleError` per bad one.
+
+    Raises:
+        MissingExtraError: pyarrow is not installed (extra ``parquet``).
+        DatasetError: The file does not exist, is not Parquet, names a column twice, or
+            cannot be read past some row; it has no rows (raised when iteration ends).
+    """
+    path = Path(path)
+    records = parquet_records(path, batch_rows)
+    return _read(records, required, mapping, limits, str(path), parquet.NO_ROWS.format(path=path))
+
+
+def from_arrow(
+    table: Any,
+    *,
+    required: Iterable[str] = (),
+    mapping: Mapping[str, str] | None = None,
+    source: str | None = "<arrow table>",
+    limits: SizeLimits | None = None,
+) -> Iterator[Row | SampleError]:
+    """Stream samples from a ``pyarrow.Table`` or ``RecordBatch``, one record batch at a time.
+
+    Struct and list columns arrive as dicts and lists, with the nulls the schema added to
+    nested objects dropped (see :func:`read_parquet`). Row numbers are 1-based.
+
+    Args:
+        table: The table.
+        required: Fields that must be present and non-empty in every row.
+        mapping: Column renames (``{"my_answer": "answer"}``), applied before the aliases.
+        source: How errors name the table.
+        limits: The text a field and a row may hold (default :class:`~assay.run.SizeLimits`).
+
+    Yields:
+        A :class:`Row` per good row, a :class:`SampleError` per bad one.
+
+    Raises:
+        MissingExtraError: pyarrow is not installed (extra ``parquet``).
+        DatasetError: ``table`` is not an Arrow table or names a column twice; it has no
+            rows (raised when iteration ends).
+    """
+    records = arrow_records(table, source)
+    return _read(records, required, mapping, limits, source, f"{source or 'the Arrow table'}: no rows")
+
+
+def from_dataframe(
+    df: pd.DataFrame,
+    *,
+    required: Iterable[str] = (),
+    mapping: Mapping[str, str] | None = None,
+    source: str | None = "<dataframe>",
+    limits: SizeLimits | None = None,
+) -> Iterator[Row | SampleError]:
+    """Stream samples from a pandas DataFrame, one row at a time.
+
+    The DataFrame's index names the rows in errors (``<dataframe>: index 0: ...``, the
+    label ``df.loc`` finds it by), but is no id (give an ``id`` column to keep ids); row
+    numbers (``line``, the default id ``line-N``) are the 1-based position. NaN, ``None``,
+    ``pd.NA`` and ``pd.NaT`` cells are absent.
+
+    Args:
+        df: The table; column names become field names (``str(name)``).
+        required: Fields that must be present and non-empty in every row.
+        mapping: Column renames (``{"my_answer": "answer"}``), applied before the aliases.
+        source: How errors name the table.
+        limits: The text a field and a row may hold (default :class:`~assay.run.SizeLimits`).
+
+    Yields:
+        A :class:`Row` per good row, a :class:`SampleError` per bad one.
+
+    Raises:
+        MissingExtraError: pandas is not installed (extra ``pandas``).
+        DatasetError: ``df`` is not a DataFrame or names a column twice; it has no rows
+            (raised when iteration ends).
+    """
+    records = dataframe_records(df, source)
+    return _read(records, required, mapping, limits, source, f"{source or 'the DataFrame'}: no rows")
+
+
+def from_hf_dataset(
+    ds: Any,
+    *,
+    required: Iterable[str] = (),
+    mapping: Mapping[str, str] | None = None,
+    source: str | None = "<dataset>",
+    limits: SizeLimits | None = None,
+) -> Iterator[Row | SampleError]:
+    """Stream samples from a Hugging Face ``datasets.Dataset`` (or ``IterableDataset``).
+
+    Rows are read through the dataset's own iterator (Arrow-backed, a few rows at a time),
+    never materialised as a whole; a dataset formatted for numpy, torch or pandas is read
+    unformatted. Row numbers are the 1-based position.
+
+    Args:
+        ds: One split, e.g. ``load_dataset(...)["test"]``.
+        required: Fields that must be present and non-empty in every row.
+        mapping: Column renames (``{"my_answer": "answer"}``), applied before the aliases.
+        source: How errors name the dataset.
+        limits: The text a field and a row may hold (default :class:`~assay.run.SizeLimits`).
+
+    Yields:
+        A :class:`Row` per good row, a :class:`SampleError` per bad one.
+
+    Raises:
+        MissingExtraError: ``datasets`` is not installed (extra ``datasets``).
+        DatasetError: ``ds`` is a ``DatasetDict`` (pick a split) or not a dataset; it has
+            no rows (raised when iteration ends).
+    """
+    return _read(hf_records(ds), required, mapping, limits, source, f"{source or 'the dataset'}: no rows")
 
 
 @dataclass(frozen=True)
@@ -189,9 +516,12 @@ _COLUMNS_KEPT = 100  # metadata columns remembered for the advice of check_field
 
 def _file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_FINGERPRINT_CHUNK):
-            digest.update(chunk)
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(_FINGERPRINT_CHUNK):
+                digest.update(chunk)
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot be read ({exc.strerror})") from exc
     return f"sha256:{digest.hexdigest()}"
 
 
@@ -223,10 +553,11 @@ def read_rows(
     A file path goes to the reader its suffix names (:func:`read_dataset`); a pandas
     DataFrame, an Arrow table and a Hugging Face dataset to theirs; anything else is a
     sequence of :class:`~assay.Sample` objects, dicts or rows already read
-    (:func:`~assay.run._data._sources.python.rows_from_items`, errors naming ``source``).
-    Every source hands each record to one mapping (columns to fields) and one validation
-    (limits, required fields, ids), so every door (``assay run``, :func:`~assay.evaluate`,
-    Ray, the pytest plugin) reads alike.
+    (:func:`~assay.run._data._sources.python.item_records`, errors naming ``source``; a
+    row already read is checked for ``required`` only). Every source's records go down one
+    road (:func:`_road`: one mapping, columns to fields; one validation, limits, required
+    fields, ids), so every door (``assay run``, :func:`~assay.evaluate`, Ray, the pytest
+    plugin) reads alike.
 
     Raises:
         DatasetError: as the reader of ``data`` raises (see :func:`read_dataset`).
@@ -240,7 +571,7 @@ def read_rows(
         return from_arrow(data, required=required, mapping=mapping, limits=limits)
     if kind == "hf":
         return from_hf_dataset(data, required=required, mapping=mapping, limits=limits)
-    return rows_from_items(data, required=required, mapping=mapping, limits=limits, source=source)
+    return _read(item_records(data), required, mapping, limits, source, None)
 
 
 def _reader(
@@ -286,6 +617,9 @@ def open_dataset(
     """
     mapping = dict(mapping or {})
     description, path, read = _reader(data, mapping, limits)
+    unread = DatasetSource(description, "", 0, 0, {}, path, read)
+    rows = unread.rows(())  # the checking pass reads as the judging pass will; a bad suffix is said here
+    fingerprint = _file_sha256(path) if path is not None else None
     digest = hashlib.sha256()
     n_rows = n_valid = 0
     present: dict[str, int] = {}
@@ -293,7 +627,7 @@ def open_dataset(
     errors: list[SampleError] = []
     notes: dict[str, int] = {}
     columns: dict[str, int] = {}
-    for item in read(()):
+    for item in rows:
         n_rows += 1
         if isinstance(item, SampleError) and len(errors) < _ERRORS_KEPT:
             errors.append(item)
@@ -317,12 +651,56 @@ def open_dataset(
                 for name in _OTEL_FIELDS:
                     if dumped.get(name) is None:
                         dumped.pop(name, None)
-                digest.update(json.dumps(dumped, sort_keys=True).encode() + b"\n")
+                digest.update(json_text.dumps(dumped, sort_keys=True).encode() + b"\n")
         elif path is None:
             digest.update(str(item).encode("utf-8", "surrogatepass") + b"\n")
     if n_rows == 0:
         raise DatasetError(f"{description}: holds no rows; nothing to evaluate")
-    fingerprint = _file_sha256(path) if path is not None else f"sha256:{digest.hexdigest()}"
-    return DatasetSource(
-        description, fingerprint, n_rows, n_valid, present, path, read, ideal, tuple(errors), notes, columns
+    return dataclasses.replace(
+        unread,
+        fingerprint=fingerprint or f"sha256:{digest.hexdigest()}",
+        n_rows=n_rows,
+        n_valid=n_valid,
+        present=present,
+        ideal=ideal,
+        errors=tuple(errors),
+        notes=notes,
+        columns=columns,
     )
+
+
+def open_rows(
+    data: Any,
+    metrics: Sequence[Metric],
+    *,
+    mapping: Mapping[str, str] | None = None,
+    limits: SizeLimits | None = None,
+    stream: bool = False,
+) -> tuple[DatasetSource | None, Iterator[Row | SampleError]]:
+    """The rows a run judges, each checked for the fields ``metrics`` need, and the source they come from.
+
+    The data is read once to check it (and fingerprint it), then again to judge; when no
+    row has a field some metric needs, the run stops here, before any judge call
+    (:meth:`DatasetSource.check_fields`). With ``stream`` (nothing, such as a run store,
+    needs to verify the data), a one-shot iterable (neither a path, a sequence nor a
+    table) is read once, unchecked, and has no source: it cannot know that no row has a
+    field before it ends, so each of its rows lacking one is an invalid row.
+
+    Raises:
+        DatasetError: as :func:`open_dataset` raises.
+        ConfigError: a metric needs a field no valid row has.
+    """
+    required = required_fields(metrics)
+    if stream and not isinstance(data, str | Path | Sequence) and not _is_table(data):
+        return None, read_rows(data, required=required, mapping=mapping, limits=limits)
+    source = open_dataset(data, mapping=mapping, limits=limits)
+    source.check_fields(metrics)
+    return source, source.rows(required)
+
+
+def _is_table(data: Any) -> bool:
+    """A pandas DataFrame, a Hugging Face dataset or an Arrow table (by its type's top package).
+
+    ``pandas.DataFrame.__module__`` is ``"pandas"`` in pandas 3.
+    """
+    return type(data).__module__.split(".")[0] in ("pandas", "datasets", "pyarrow")

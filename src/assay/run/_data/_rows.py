@@ -1,27 +1,66 @@
-"""DOC."""
+"""What travels the road: a source's :class:`Record` (and its :class:`Columns`), the :class:`Row` made of it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from assay._samples import Sample
-from assay.errors import (
-    ConfigError,
-    DatasetError,
-    SampleError,
-)
+from assay.errors import ConfigError
 
 __all__ = [
     "DEFAULT_MAX_FIELD_CHARS",
     "DEFAULT_MAX_ROW_CHARS",
     "MAX_NESTING",
     "NOTES",
+    "Columns",
+    "Record",
     "Row",
     "SizeLimits",
-    "require_rows",
+    "is_missing",
 ]
+
+
+class Record(NamedTuple):
+    """One record as a source read it, with its place: what the mapping turns into fields.
+
+    Attributes:
+        value: The record: a dict (a JSON object, a table's row of cells), or whatever a
+            line held (the validation says it is no object).
+        line: Its 1-based line (or item, row, trace) number; ``None`` for a record with no place.
+        unit: What ``line`` counts (``line``, ``item``, ``row``, ``index``, ``trace``), for errors.
+        label: How errors name it in place of its number (a DataFrame's index label, a trace id).
+        cells: A table's cells: text the mapping decodes by the field its column gives
+            (a list in a ``contexts`` cell, JSON in a ``trace`` cell); empty cells are absent.
+    """
+
+    value: Any
+    line: int | None
+    unit: str = "line"
+    label: str | None = None
+    cells: bool = False
+
+
+class Columns(NamedTuple):
+    """The column names a source knows before its first record, for the mapping to fit itself to.
+
+    Attributes:
+        names: The columns.
+        complete: A header or a schema (every record has these columns): a mapped column not
+            among them is refused at once. Otherwise they are the keys of the first records of
+            a format whose records may differ (JSON), and the mapped columns are checked over
+            every record's keys when the read ends.
+        fit: Columns named like a field but for their case are read as it.
+        checked: Whether a mapped column must be a column at all (not for records assay
+            builds itself, such as a trace of spans).
+    """
+
+    names: tuple[str, ...]
+    complete: bool
+    fit: bool = True
+    checked: bool = True
 
 
 class Row(NamedTuple):
@@ -99,15 +138,9 @@ MAX_NESTING = 100
 _DEFAULT_LIMITS = SizeLimits()
 
 
-def require_rows(items: Iterator[Row | SampleError], empty: str) -> Iterator[Row | SampleError]:
-    """Pass ``items`` through; raise ``DatasetError(empty)`` when there were none at all.
+_MISSING_TYPES = frozenset({"NAType", "NaTType"})  # pandas.NA, pandas.NaT
 
-    A file with no rows and no row errors (empty, blank lines, a header only) is not an
-    evaluation of nothing: the caller is told, and ``assay run`` exits 1.
-    """
-    produced = False
-    for item in items:
-        produced = True
-        yield item
-    if not produced:
-        raise DatasetError(empty)
+
+def is_missing(value: Any) -> bool:
+    """Whether a table's cell holds no value: ``None``, NaN, ``pandas.NA`` or ``pandas.NaT``."""
+    return value is None or (isinstance(value, float) and math.isnan(value)) or type(value).__name__ in _MISSING_TYPES

@@ -1,7 +1,15 @@
-"""DOC."""
+"""The validation: a record's fields become a :class:`Row`, or the located :class:`~assay.errors.SampleError`.
+
+Its checks, in the order a row with several problems reports them: a table cell that
+cannot be decoded, a record that is no object, the size limits and valid text of the record
+as given, two columns for one field, contexts written as text, DeepEval's ``tools_called``
+as a trace, a trace's OpenTelemetry ids, ``metadata``, the field types, the required fields,
+a reused id.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 
@@ -9,110 +17,90 @@ from pydantic import ValidationError
 
 from assay._samples import Sample
 from assay._traces import trace_ids
-from assay.errors import (
-    ConfigError,
-    SampleError,
-)
-from assay.run._data._mapping import (
-    _FIELDS,
-    IDEAL_CONTEXT_COLUMNS,
-    TOOLS_CALLED,
-    _assign,
-    _metadata,
-    likely_column,
-    map_advice,
-    trace_from_tools_called,
-)
+from assay.errors import SampleError
+from assay.run._data._mapping import IDEAL_CONTEXT_COLUMNS, TOOLS_CALLED, Fields, likely_column, map_advice
 from assay.run._data._rows import _DEFAULT_LIMITS, MAX_NESTING, Row, SizeLimits
 from assay.run._data._text import contexts_from_text
 
 __all__ = [
-    "blank_contexts_problem",
+    "checked_row",
     "missing_problem",
     "required_fields",
-    "row_from_record",
-    "sample_from_record",
+    "row_from_fields",
+    "sample_from_fields",
     "size_problem",
     "text_problem",
+    "trace_from_tools_called",
 ]
 
 
-def sample_from_record(
-    record: Any,
+def sample_from_fields(
+    fields: Fields,
     *,
-    line: int | None = None,
     source: str | None = None,
     required: Iterable[str] = (),
-    mapping: Mapping[str, str] | None = None,
-    unit: str = "line",
     seen_ids: MutableMapping[str, int] | None = None,
     limits: SizeLimits | None = None,
     notes: list[str] | None = None,
-    label: str | None = None,
 ) -> Sample:
-    """Build a :class:`Sample` from one dict, naming the row in any error.
+    """Build a :class:`Sample` from a record's fields, naming the row in any error.
 
     Args:
-        record: The row (a JSON object).
-        line: The row's 1-based line (or item, or row) number, for errors and the default
-            id ``line-N``.
+        fields: The record turned into fields by the mapping (its place: line, unit, label).
         source: The file the row came from, for errors.
         required: Fields that must be present and not blank (empty or only whitespace text, an
             empty list or a list of blank contexts is absent; see :func:`missing_problem`).
-        mapping: Explicit column renames (``{"my_col": "answer"}``); they win over
-            :data:`ALIASES`.
-        unit: What ``line`` counts (``line``, ``item`` or ``row``), for errors.
         seen_ids: Id -> number of the row that used it, shared by all rows of one read; a
             row reusing an id is an error, and a good row's id is added.
         limits: How much text the row may hold (default: :class:`SizeLimits`'s defaults).
         notes: Where to add what was taken on trust (keys of :data:`NOTES`): ``contexts``
             given as one string is one context, or the list a JSON or Python list literal
             in it holds.
-        label: How errors name the row in place of its number (a DataFrame's index label).
 
     Raises:
         SampleError: the row is not an object, holds a text longer than
             ``limits.max_field_chars`` or more text than ``limits.max_row_chars``, holds
             text that is not valid Unicode or is nested too deep, gives one field in two
             columns, has a field of the wrong type, lacks a required field, or reuses an id.
-        ConfigError: ``mapping`` names a target that is not a sample field.
     """
+    place = fields.record
+    line, unit, label = place.line, place.unit, place.label
 
     def error(message: str) -> SampleError:
         return SampleError(message, source=source, line=line, unit=unit, label=label)
 
-    if not isinstance(record, dict):
-        raise error(f"expected a JSON object, got {type(record).__name__}")
-    explicit = dict(mapping or {})
-    unknown = sorted(target for target in explicit.values() if target not in _FIELDS)
-    if unknown:
-        raise ConfigError(f"--map target {unknown[0]!r} is not a sample field; use one of {', '.join(sorted(_FIELDS))}")
-    problem = size_problem(record, limits or _DEFAULT_LIMITS) or text_problem(record)
+    if fields.cell_problem is not None:
+        raise error(fields.cell_problem)
+    if fields.values is None:
+        raise error(f"expected a JSON object, got {type(fields.value).__name__}")
+    problem = size_problem(fields.value, limits or _DEFAULT_LIMITS) or text_problem(fields.value)
     if problem is not None:
         raise error(problem)
-    fields, columns, extra = _assign(record, explicit, error)
-    if isinstance(fields.get("contexts"), str):
+    if fields.problem is not None:
+        raise error(fields.problem)
+    values, columns = dict(fields.values), dict(fields.columns)
+    if isinstance(values.get("contexts"), str):
         try:
-            contexts = contexts_from_text(fields["contexts"])
+            contexts = contexts_from_text(values["contexts"])
         except ValueError as exc:
             raise error(f"field '{columns['contexts']}': {exc}") from None
         if notes is not None:
             notes.append("contexts_list_text" if isinstance(contexts, list) else "contexts_string")
-        fields["contexts"] = contexts if isinstance(contexts, list) else [contexts]
-    if extra.get(TOOLS_CALLED) is not None and "trace" not in fields:
-        fields["trace"] = trace_from_tools_called(fields, extra.pop(TOOLS_CALLED), error)
-        columns["trace"] = TOOLS_CALLED
-    if fields.get("trace") is not None:
-        _keep_trace_ids(fields, columns, error, notes)
-    metadata = _metadata(fields.pop("metadata", None), columns.get("metadata", "metadata"), extra, error)
-    if fields.get("id") is None or (isinstance(fields["id"], str) and not fields["id"].strip()):
-        fields["id"] = f"line-{line}" if line is not None else None
-    fields["metadata"] = metadata
+        values["contexts"] = contexts if isinstance(contexts, list) else [contexts]
+    if fields.tools_called is not None:
+        values["trace"] = trace_from_tools_called(values, fields.tools_called, error)
+    if values.get("trace") is not None:
+        _keep_trace_ids(values, columns, error, notes)
+    if fields.metadata_problem is not None:
+        raise error(fields.metadata_problem)
+    if values.get("id") is None or (isinstance(values["id"], str) and not values["id"].strip()):
+        values["id"] = f"line-{line}" if line is not None else None
+    values["metadata"] = dict(fields.metadata)
     try:
-        sample = Sample.model_validate(fields)
+        sample = Sample.model_validate(values)
     except ValidationError as exc:
         raise error("; ".join(_describe(err, columns) for err in exc.errors()[:3])) from None
-    problem = missing_problem(sample, required, record)
+    problem = missing_problem(sample, required, fields.value)
     if problem is not None:
         raise error(problem)
     if seen_ids is not None and line is not None:
@@ -121,6 +109,64 @@ def sample_from_record(
             earlier = f"{unit} {first}" if label is None else f"row {first} (counted from 1)"
             raise error(f"id {sample.id!r} already used on {earlier}; ids must be unique")
     return sample
+
+
+def row_from_fields(fields: Fields, **checks: Any) -> Row | SampleError:
+    """One input row as a :class:`Row` (with what was taken on trust), or its :class:`SampleError`.
+
+    ``checks`` are :func:`sample_from_fields`'s keyword arguments (source, required,
+    seen_ids, limits): every source's records and ``evaluate``'s own items become rows here.
+    """
+    notes: list[str] = []
+    try:
+        sample = sample_from_fields(fields, notes=notes, **checks)
+    except SampleError as exc:
+        return exc
+    line = fields.record.line
+    assert line is not None, "every source numbers its records"
+    return Row(sample, line, tuple(notes))
+
+
+def checked_row(row: Row, required: Iterable[str], source: str | None) -> Row | SampleError:
+    """A row read before (handed over in a list) checked for the fields ``required`` now."""
+    problem = missing_problem(row.sample, required)
+    return row if problem is None else SampleError(problem, source=source, line=row.line)
+
+
+def trace_from_tools_called(
+    fields: Mapping[str, Any], tools_called: Any, error: Callable[[str], SampleError]
+) -> list[dict[str, Any]]:
+    """DeepEval's ``tools_called`` as a trace: the input, the calls with their outputs, the output.
+
+    Each call (``{"name", "input_parameters", "output"}``) becomes an assistant tool call
+    followed by its result (``output`` as text; a call without an output has no result, so
+    whether it succeeded is not known). The row's ``input`` opens the trace and its
+    ``actual_output`` closes it.
+    """
+    from assay._messages import ToolCall
+
+    if not isinstance(tools_called, list):
+        raise error(f"field '{TOOLS_CALLED}': expected a list of tool calls, got {type(tools_called).__name__}")
+    trace: list[dict[str, Any]] = []
+    if isinstance(fields.get("question"), str) and fields["question"].strip():
+        trace.append({"role": "user", "content": fields["question"]})
+    for i, raw in enumerate(tools_called):
+        try:
+            call = ToolCall.model_validate(raw)
+        except ValueError as exc:
+            problem = str(exc).split("\n", 1)[-1].strip()
+            raise error(f"field '{TOOLS_CALLED}[{i}]': {problem}") from None
+        call_id = call.id or f"{TOOLS_CALLED}-{i + 1}"
+        trace.append(
+            {"role": "assistant", "tool_calls": [{"id": call_id, "name": call.name, "arguments": call.arguments}]}
+        )
+        output = raw.get("output") if isinstance(raw, Mapping) else None
+        if output is not None:
+            content = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, default=str)
+            trace.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": content})
+    if isinstance(fields.get("answer"), str) and fields["answer"].strip():
+        trace.append({"role": "assistant", "content": fields["answer"]})
+    return trace
 
 
 def _keep_trace_ids(
@@ -150,20 +196,6 @@ def _keep_trace_ids(
             fields[name] = value
 
 
-def row_from_record(record: Any, *, line: int, **checks: Any) -> Row | SampleError:
-    """One input row as a :class:`Row` (with what was taken on trust), or its :class:`SampleError`.
-
-    ``checks`` are :func:`sample_from_record`'s keyword arguments (source, required,
-    mapping, unit, seen_ids, limits): every reader and ``evaluate``'s own items build rows here.
-    """
-    notes: list[str] = []
-    try:
-        sample = sample_from_record(record, line=line, notes=notes, **checks)
-    except SampleError as exc:
-        return exc
-    return Row(sample, line, tuple(notes))
-
-
 def missing_problem(sample: Sample, required: Iterable[str], record: Mapping[str, Any] | None = None) -> str | None:
     """What makes ``sample`` unjudgeable for lack of a field (``missing or empty field 'contexts'``), or ``None``.
 
@@ -171,11 +203,17 @@ def missing_problem(sample: Sample, required: Iterable[str], record: Mapping[str
     ``record`` (the row as given) lets the message name an ideal-context column. Blank text
     is no text (:meth:`~assay.Sample.field_present`): an answer of ``""`` or only whitespace
     is a missing answer, and contexts that are all blank (``[""]``) are no contexts. Required
-    contexts that mix blank and real passages are refused too (:func:`blank_contexts_problem`).
+    contexts that mix blank and real passages are refused too: a retrieved passage with no
+    text cannot be judged, and dropping it would move every later passage up a rank, which
+    changes what context precision scores (an average over ranks) without a word. The user
+    removes it, or fixes the retriever that returned it.
     """
     missing = [name for name in required if not sample.field_present(name)]
     if not missing:
-        return blank_contexts_problem(sample) if "contexts" in required else None
+        if "contexts" not in required:
+            return None
+        blank = [i for i, text in enumerate(sample.contexts) if not text.strip()]
+        return _blank_contexts_problem(blank, len(sample.contexts)) if blank else None
     names = ", ".join(f"'{m}'" for m in missing)
     hint = ""
     ideal = [name for name in IDEAL_CONTEXT_COLUMNS if name in (record or sample.metadata)]
@@ -202,23 +240,14 @@ def missing_problem(sample: Sample, required: Iterable[str], record: Mapping[str
     return f"missing or empty field {names}{hint}"
 
 
-def blank_contexts_problem(sample: Sample) -> str | None:
-    """What is wrong with contexts that mix blank passages (``""``, only whitespace) and real ones, or ``None``.
-
-    Refused rather than dropped: a retrieved passage with no text cannot be judged, and
-    dropping it would move every later passage up a rank, which changes what context
-    precision scores (an average over ranks) without a word. The user removes it, or fixes
-    the retriever that returned it.
-    """
-    blank = [i for i, text in enumerate(sample.contexts) if not text.strip()]
-    if not blank:
-        return None
+def _blank_contexts_problem(blank: list[int], n_contexts: int) -> str:
+    """The contexts at ``blank`` are empty or only whitespace, among ``n_contexts`` that are not all blank."""
     shown = ", ".join(f"'contexts[{i}]'" for i in blank[:_BLANK_SHOWN])
     more = f" and {len(blank) - _BLANK_SHOWN} more" if len(blank) > _BLANK_SHOWN else ""
     one = len(blank) == 1
     return (
         f"field{'' if one else 's'} {shown}{more} {'is' if one else 'are'} empty or only whitespace "
-        f"({len(blank)} of the row's {len(sample.contexts)} contexts); remove blank contexts from the list: assay "
+        f"({len(blank)} of the row's {n_contexts} contexts); remove blank contexts from the list: assay "
         "does not drop them itself, since the later ones would move up a rank and change context precision"
     )
 

@@ -1,70 +1,32 @@
-"""DOC."""
+"""CSV with a header row (standard library ``csv``): dialects, strict quoting, bytes that are not UTF-8."""
 
 from __future__ import annotations
 
 import codecs
 import csv
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from assay.errors import (
-    DatasetError,
-    SampleError,
-)
-from assay.run._data._mapping import _renames, check_mapped_columns, fit_mapping
-from assay.run._data._rows import Row, SizeLimits, require_rows
-from assay.run._data._sources._table import _check_unique, _row
+from assay.errors import DatasetError, SampleError
+from assay.run._data._rows import Columns, Record
+from assay.run._data._sources._table import _check_unique
 from assay.run._data._sources.files import _first_line, check_data_file
 
-__all__ = ["read_csv"]
+__all__ = ["NO_ROWS", "csv_records"]
 
 
-def read_csv(
-    path: str | Path,
-    *,
-    required: Iterable[str] = (),
-    mapping: Mapping[str, str] | None = None,
-    limits: SizeLimits | None = None,
-) -> Iterator[Row | SampleError]:
-    """Stream samples from a CSV file with a header row (standard library ``csv``).
+NO_ROWS = "{path}: no rows (the file is empty or holds only a header)"
+"""What a CSV file that holds no rows and no row errors is told."""
 
-    The file must be UTF-8 (a byte-order mark is allowed). Blank lines are skipped; a
-    row with more cells than the header is an error, one with fewer has the rest absent;
-    columns with an empty header are ignored. Errors and :attr:`Row.line` give the
-    physical line on which the record starts.
 
-    Quoting is read strictly. An unclosed quote would otherwise swallow the lines after
-    it into one cell: it is reported with the lines it took (``data.csv:12-40: unclosed
-    quote in a cell opened on line 12; lines 13-40 were read into it ...``) and those
-    lines are read again as rows; a re-read row must have a cell for every column.
-
-    Args:
-        path: The CSV file.
-        required: Fields that must be present and non-empty in every row.
-        mapping: Column renames (``{"my_answer": "answer"}``); they win over the aliases.
-        limits: The text a field and a row may hold (default :class:`~assay.run.SizeLimits`).
-            A cell is also bounded by ``csv.field_size_limit()`` (131,072 characters by
-            default), which assay leaves as it is.
-
-    Yields:
-        A :class:`Row` per good record, a :class:`SampleError` per bad one.
+def csv_records(path: Path) -> Iterator[Columns | Record | SampleError]:
+    """The header's columns, then each record's cells (named by the physical line it starts on), or its error.
 
     Raises:
-        DatasetError: The file does not exist or cannot be opened, its header is not UTF-8
-            or not valid CSV, or it names a column twice; the file holds no rows and no
-            row errors (empty, or a header only; raised when iteration ends).
+        DatasetError: the file does not exist or cannot be opened, its header is not UTF-8
+            or not valid CSV, or it names a column twice (raised when iteration starts).
     """
-    path = Path(path)
-    return require_rows(
-        _csv_rows(path, tuple(required), mapping, limits),
-        f"{path}: no rows (the file is empty or holds only a header)",
-    )
-
-
-def _csv_rows(
-    path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None, limits: SizeLimits | None
-) -> Iterator[Row | SampleError]:
     source = str(path)
     check_data_file(path)
     try:
@@ -77,10 +39,7 @@ def _csv_rows(
         header = _csv_header(reader, lines, source)
         if header is None:
             return
-        mapping = fit_mapping(mapping, [name for name in header if name], source)
-        renames = _renames(mapping)
-        check_mapped_columns(mapping, [name for name in header if name], source)
-        seen: dict[str, int] = {}
+        yield Columns(tuple(name for name in header if name), complete=True)
         reread_until = 0  # lines up to this one are read a second time, after an unclosed quote
         while True:
             lines.begin_record()
@@ -132,16 +91,7 @@ def _csv_rows(
                 )
                 continue
             record = {name: cell for name, cell in zip(header, cells, strict=False) if name}
-            yield _row(
-                record,
-                line=start,
-                source=source,
-                required=required,
-                mapping=mapping,
-                renames=renames,
-                seen=seen,
-                limits=limits,
-            )
+            yield Record(record, start, cells=True)
 
 
 _CSV_HEADER_BYTES = 65_536

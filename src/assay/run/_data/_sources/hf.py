@@ -1,63 +1,29 @@
-"""DOC."""
+"""A Hugging Face dataset, through its own iterator (Arrow-backed, a few rows at a time)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from assay.errors import (
-    DatasetError,
-    SampleError,
-)
-from assay.run._data._mapping import MappedColumns, _renames, check_mapped_columns, fit_mapping
-from assay.run._data._rows import Row, SizeLimits, require_rows
-from assay.run._data._sources._table import _from_columns, _import_optional, _row
+from assay.errors import DatasetError
+from assay.run._data._rows import Columns, Record
+from assay.run._data._sources._table import _from_columns, _import_optional
 
-__all__ = ["from_hf_dataset"]
+__all__ = ["hf_records"]
 
 
-def from_hf_dataset(
-    ds: Any,
-    *,
-    required: Iterable[str] = (),
-    mapping: Mapping[str, str] | None = None,
-    source: str | None = "<dataset>",
-    limits: SizeLimits | None = None,
-) -> Iterator[Row | SampleError]:
-    """Stream samples from a Hugging Face ``datasets.Dataset`` (or ``IterableDataset``).
-
-    Rows are read through the dataset's own iterator (Arrow-backed, a few rows at a time),
-    never materialised as a whole; a dataset formatted for numpy, torch or pandas is read
-    unformatted. Row numbers are the 1-based position.
-
-    Args:
-        ds: One split, e.g. ``load_dataset(...)["test"]``.
-        required: Fields that must be present and non-empty in every row.
-        mapping: Column renames (``{"my_answer": "answer"}``), applied before the aliases.
-        source: How errors name the dataset.
-        limits: The text a field and a row may hold (default :class:`~assay.run.SizeLimits`).
-
-    Yields:
-        A :class:`Row` per good row, a :class:`SampleError` per bad one.
+def hf_records(ds: Any) -> Iterator[Columns | Record]:
+    """The columns of ``ds`` when it names them (a ``Dataset``; a streamed one may not), then its rows.
 
     Raises:
-        MissingExtraError: ``datasets`` is not installed (extra ``datasets``).
-        DatasetError: ``ds`` is a ``DatasetDict`` (pick a split) or not a dataset; it has
-            no rows (raised when iteration ends).
+        DatasetError: ``ds`` is a ``DatasetDict`` (pick a split) or not a dataset (raised when iteration starts).
     """
-    return require_rows(_hf_rows(ds, tuple(required), mapping, source, limits), f"{source or 'the dataset'}: no rows")
-
-
-def _hf_rows(
-    ds: Any, required: tuple[str, ...], mapping: Mapping[str, str] | None, source: str | None, limits: SizeLimits | None
-) -> Iterator[Row | SampleError]:
     datasets = _import_optional("datasets", "datasets", "datasets", "Reading a Hugging Face dataset")
     if isinstance(ds, datasets.DatasetDict | datasets.IterableDatasetDict):
         splits = ", ".join(repr(split) for split in ds)
         raise DatasetError(f"from_hf_dataset() needs one split, got a dataset dict with splits {splits}; pick one")
     if not isinstance(ds, datasets.Dataset | datasets.IterableDataset):
         raise DatasetError(f"from_hf_dataset() needs a datasets.Dataset, got {type(ds).__name__}")
-    seen: dict[str, int] = {}
     # Read unformatted (plain Python rows): a Dataset formatted for numpy or torch, and any
     # IterableDataset (whose format is not public; with_format is lazy there).
     formatting = getattr(ds, "format", None)
@@ -65,23 +31,6 @@ def _hf_rows(
     rows = ds.with_format(None) if formatted else ds
     names = getattr(ds, "column_names", None)
     if isinstance(names, list):
-        mapping = fit_mapping(mapping, [str(name) for name in names], source)
-        check_mapped_columns(mapping, [str(name) for name in names], source)
-    renames = _renames(mapping)
-    columns = MappedColumns(mapping if not isinstance(names, list) else None, source)
-    number = 0
+        yield Columns(tuple(str(name) for name in names), complete=True)
     for number, raw in enumerate(rows, start=1):
-        columns.see(raw)
-        record = _from_columns(raw)
-        yield _row(
-            record,
-            line=number,
-            source=source,
-            required=required,
-            mapping=mapping,
-            renames=renames,
-            seen=seen,
-            unit="row",
-            limits=limits,
-        )
-    columns.check(number)
+        yield Record(_from_columns(raw), number, unit="row", cells=True)

@@ -1,43 +1,42 @@
-"""DOC."""
+"""A ``.json`` file: one JSON array of objects (read whole; errors name the item), JSON lines, or an OTLP export."""
 
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from assay._traces._rag import is_span_export
-from assay.errors import (
-    DatasetError,
-    SampleError,
-)
-from assay.run._data._mapping import MappedColumns, fit_mapping
-from assay.run._data._rows import Row, SizeLimits, require_rows
+from assay.errors import DatasetError, SampleError
+from assay.run._data._rows import Columns, Record
 from assay.run._data._sources.files import check_data_file
-from assay.run._data._sources.jsonl import _checked_jsonl_rows
-from assay.run._data._sources.spans import span_rows
+from assay.run._data._sources.jsonl import checked_jsonl_records
+from assay.run._data._sources.spans import span_records
 from assay.run._data._text import parse_json
-from assay.run._data._validate import row_from_record
+
+__all__ = ["NO_ROWS", "json_records"]
 
 
-def _read_json_lines(
-    path: Path, *, required: tuple[str, ...], mapping: Mapping[str, str] | None, limits: SizeLimits | None
-) -> Iterator[Row | SampleError]:
-    """A ``.json`` file: one JSON array of objects, JSON lines, or an OTLP export of spans (one row per trace)."""
-    return require_rows(
-        _json_rows(path, required, mapping, limits),
-        f"{path}: no rows (the file is empty, holds only blank lines, or an empty array)",
-    )
+NO_ROWS = "{path}: no rows (the file is empty, holds only blank lines, or an empty array)"
+"""What a ``.json`` file that holds no rows and no row errors is told."""
 
 
-def _json_rows(
-    path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None, limits: SizeLimits | None
-) -> Iterator[Row | SampleError]:
+def json_records(
+    path: Path, is_column: Callable[[str], bool], named_field: Callable[[str], str | None]
+) -> Iterator[Columns | Record | SampleError]:
+    """A ``.json`` file's records: an array's items (after the columns of all of them), else its JSON lines.
+
+    ``is_column`` and ``named_field`` are for JSON lines (see
+    :func:`~assay.run._data._sources.jsonl.checked_jsonl_records`).
+
+    Raises:
+        DatasetError: the array is not UTF-8 or not valid JSON (raised when iteration starts).
+    """
     check_data_file(path)
     with path.open("rb") as handle:
         head = handle.read(4096).removeprefix(codecs.BOM_UTF8).lstrip()
     if not head.startswith(b"["):
-        yield from _checked_jsonl_rows(path, required, mapping, limits)
+        yield from checked_jsonl_records(path, is_column, named_field)
         return
     data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
     try:
@@ -54,22 +53,9 @@ def _json_rows(
     if not isinstance(items, list):  # e.g. "[1] 2": parse_json would have refused it
         raise DatasetError(f"{path}: expected a JSON array of objects")
     if is_span_export(items):  # a list of OTLP exports: a file of spans, read by trace
-        yield from span_rows(path, items, required=required, mapping=mapping, limits=limits)
+        yield from span_records(path, items)
         return
-    source = str(path)
-    seen: dict[str, int] = {}
-    mapping = fit_mapping(mapping, (key for item in items if isinstance(item, dict) for key in item), source)
-    columns = MappedColumns(mapping, source)
+    keys = (str(key) for item in items if isinstance(item, dict) for key in item)
+    yield Columns(tuple(dict.fromkeys(keys)), complete=False)
     for number, item in enumerate(items, start=1):
-        columns.see(item)
-        yield row_from_record(
-            item,
-            line=number,
-            source=source,
-            required=required,
-            mapping=mapping,
-            unit="item",
-            seen_ids=seen,
-            limits=limits,
-        )
-    columns.check(len(items))
+        yield Record(item, number, unit="item")

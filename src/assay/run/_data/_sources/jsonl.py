@@ -1,26 +1,31 @@
-"""DOC."""
+"""JSON lines: one JSON value a line, read one line at a time, each object a record.
+
+The source knows what a JSON-lines file may hold (an OTLP export instead of rows, one array
+or one wrapper object by mistake) and nothing of the mapping: whether a key is a column it
+asks (``is_column``, ``named_field``).
+"""
 
 from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from assay._traces._rag import is_span_export
-from assay.errors import (
-    DatasetError,
-    SampleError,
-)
-from assay.run._data._mapping import MappedColumns, _column_field, fit_mapping
-from assay.run._data._rows import Row, SizeLimits, require_rows
+from assay.errors import DatasetError, SampleError
+from assay.run._data._rows import Columns, Record
 from assay.run._data._sources.files import check_data_file
-from assay.run._data._sources.spans import span_rows
+from assay.run._data._sources.spans import span_records
 from assay.run._data._text import parse_json
-from assay.run._data._validate import row_from_record
 
-__all__ = ["count_rows", "json_lines", "read_jsonl"]
+__all__ = ["NO_ROWS", "checked_jsonl_records", "count_rows", "json_lines", "jsonl_records"]
+
+
+NO_ROWS = "{path}: no rows (the file is empty or holds only blank lines)"
+"""What a JSON-lines file that holds no rows and no row errors is told."""
 
 
 def _open(path: Path) -> Any:
@@ -29,30 +34,6 @@ def _open(path: Path) -> Any:
         return path.open("rb")
     except OSError as exc:
         raise DatasetError(f"{path}: cannot be read ({exc.strerror})") from exc
-
-
-def read_jsonl(
-    path: str | Path,
-    *,
-    required: Iterable[str] = (),
-    mapping: Mapping[str, str] | None = None,
-    limits: SizeLimits | None = None,
-) -> Iterator[Row | SampleError]:
-    """Stream samples from a JSONL file; a bad row yields a :class:`SampleError`, not a stop.
-
-    Blank lines are skipped and a UTF-8 byte-order mark is allowed. Memory stays bounded:
-    one line at a time (plus the set of ids seen, to refuse a reused one). A row with more
-    text than ``limits`` allows (default :class:`SizeLimits`) is a row error.
-
-    Raises:
-        DatasetError: the file does not exist or cannot be opened, or it holds no rows
-            and no row errors (``"...: no rows ..."``, raised when iteration ends).
-    """
-    path = Path(path)
-    return require_rows(
-        _jsonl_rows(path, tuple(required), mapping, limits),
-        f"{path}: no rows (the file is empty or holds only blank lines)",
-    )
 
 
 def json_lines(path: Path) -> Iterator[tuple[int, Any] | SampleError]:
@@ -83,24 +64,10 @@ def json_lines(path: Path) -> Iterator[tuple[int, Any] | SampleError]:
                 yield SampleError(str(exc), source=source, line=number)
 
 
-def _jsonl_rows(
-    path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None, limits: SizeLimits | None = None
-) -> Iterator[Row | SampleError]:
-    source = str(path)
-    seen: dict[str, int] = {}
-    columns = MappedColumns(mapping, source)
-    n_rows = 0
+def jsonl_records(path: Path) -> Iterator[Record | SampleError]:
+    """Each line's value as a :class:`Record`, or the line's error (blank lines skipped; see :func:`json_lines`)."""
     for item in json_lines(path):
-        if isinstance(item, SampleError):
-            yield item
-            continue
-        number, record = item
-        columns.see(record)
-        n_rows += 1
-        yield row_from_record(
-            record, line=number, source=source, required=required, mapping=mapping, seen_ids=seen, limits=limits
-        )
-    columns.check(n_rows)
+        yield item if isinstance(item, SampleError) else Record(item[1], item[0])
 
 
 def count_rows(path: str | Path) -> int:
@@ -121,40 +88,52 @@ _WHOLE_DOCUMENT_BYTES = 256 * 1024 * 1024
 """Largest file parsed whole to tell what one JSON document over many lines holds."""
 
 
-def _checked_jsonl_rows(
-    path: Path, required: tuple[str, ...], mapping: Mapping[str, str] | None, limits: SizeLimits | None
-) -> Iterator[Row | SampleError]:
-    """JSON lines, once the file is known to hold one JSON value a line and the mapping fits its columns.
+def checked_jsonl_records(
+    path: Path, is_column: Callable[[str], bool], named_field: Callable[[str], str | None]
+) -> Iterator[Columns | Record | SampleError]:
+    """JSON lines, once the file is known to hold one JSON value a line, after the columns of its first lines.
 
     A file that is an OTLP export (one document, or one export a line as the OpenTelemetry
     Collector's file exporter writes) is read by trace instead
-    (:mod:`~assay.run._data._sources.spans`).
+    (:mod:`~assay.run._data._sources.spans`). ``is_column``: whether a key is a column the
+    mapping reads (a field, an alias, a mapped column); ``named_field``: the field a column
+    gives by its name. A file whose first line is a row (an object with a column) is JSON
+    lines; only one whose first line is not is asked what else it holds
+    (:func:`_json_lines_shape_problem`).
+
+    Raises:
+        DatasetError: the file holds one JSON array or one object holding the rows (raised
+            when iteration starts).
     """
     check_data_file(path)
     export = spans_in(path)
     if export is not None:
-        yield from span_rows(path, export, required=required, mapping=mapping, limits=limits)
+        yield from span_records(path, export)
         return
-    problem = _json_lines_shape_problem(path, mapping or {})
-    if problem is not None:
-        raise DatasetError(problem)
-    columns: list[str] = []
-    for n, item in enumerate(json_lines(path)):
-        if n >= _PEEKED_ROWS:
-            break
-        if not isinstance(item, SampleError) and isinstance(item[1], dict):
-            columns.extend(str(key) for key in item[1])
-    yield from _jsonl_rows(path, required, fit_mapping(mapping, columns, str(path)), limits)
+    peeked = list(islice(jsonl_records(path), _PEEKED_ROWS))
+    first = peeked[0] if peeked else None
+    if not (isinstance(first, Record) and isinstance(first.value, dict) and any(map(is_column, first.value))):
+        # The first line is no row: is the file something else than JSON lines?
+        problem = _json_lines_shape_problem(path, is_column, named_field)
+        if problem is not None:
+            raise DatasetError(problem)
+    keys = (
+        str(key) for item in peeked if isinstance(item, Record) and isinstance(item.value, dict) for key in item.value
+    )
+    yield Columns(tuple(dict.fromkeys(keys)), complete=False)
+    yield from jsonl_records(path)
 
 
-def _json_lines_shape_problem(path: Path, mapping: Mapping[str, str]) -> str | None:
+def _json_lines_shape_problem(
+    path: Path, is_column: Callable[[str], bool], named_field: Callable[[str], str | None]
+) -> str | None:
     """What makes a file meant to hold one JSON object a line hold something else, with what to do; or ``None``.
 
     Found: one JSON array (on one line, or pretty-printed over many: a ``.json`` file's
     content in a ``.jsonl`` file), one object holding the rows in a list
     (``{"data": [...]}``), one object written over many lines. (A ``.json`` file that
     starts with ``[`` is read as an array before this is asked.) A key ``mapping`` names
-    is a column, so an object with one is a row.
+    is a column (``is_column``), so an object with one is a row.
     """
     json_name = path.with_suffix(".json").name
     lines = _non_blank_lines(path, 2)
@@ -188,14 +167,14 @@ def _json_lines_shape_problem(path: Path, mapping: Mapping[str, str]) -> str | N
             return None  # not one document either: each line says what is wrong with it
         if not isinstance(value, dict):
             return None
-        wrapped = _rows_under(value, mapping)
+        wrapped = _rows_under(value, is_column, named_field)
         if wrapped is not None:
             return _wrapper_problem(path, *wrapped)
         return (
             f"{path} holds one JSON object written over many lines, not one object per line: write each row on "
             f"one line, or the rows as a JSON array in {json_name}"
         )
-    wrapped = _rows_under(value, mapping) if isinstance(value, dict) else None
+    wrapped = _rows_under(value, is_column, named_field) if isinstance(value, dict) else None
     return _wrapper_problem(path, *wrapped) if wrapped is not None else None
 
 
@@ -205,21 +184,23 @@ _UNPARSED = object()
 _JQ_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _rows_under(value: Mapping[str, Any], mapping: Mapping[str, str]) -> tuple[str, int] | None:
+def _rows_under(
+    value: Mapping[str, Any], is_column: Callable[[str], bool], named_field: Callable[[str], str | None]
+) -> tuple[str, int] | None:
     """(key, how many) when ``value`` is no row but holds the rows: a list of objects with what rows hold.
 
     Not when ``value`` has a column itself (a field, an alias, a mapped column): then it is a
     row, read as one. An item counts as a row by a field it gives besides ``id`` and
     ``metadata`` (a list of tool calls with ids is not rows).
     """
-    if any(str(key) in mapping or _column_field(str(key)) is not None for key in value):
+    if any(is_column(str(key)) for key in value):
         return None
     for key, held in value.items():
         if (
             isinstance(held, list)
             and held
             and all(isinstance(item, dict) for item in held)
-            and any(_column_field(str(column)) not in _NOT_CONTENT for item in held[:20] for column in item)
+            and any(named_field(str(column)) not in _NOT_CONTENT for item in held[:20] for column in item)
         ):
             return str(key), len(held)
     return None
