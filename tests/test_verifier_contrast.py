@@ -247,16 +247,24 @@ def test_no_pair_of_a_held_out_items_document_reaches_training(cp: ModuleType) -
             "dialogue_message": "?",
         }
     )
+    # a BEGIN item of another snippet that answers the same dialogue turn as begin-0: one group, no shared text
+    rows["begin"].append(
+        {"id": "begin-t", "label": 1, "dialogue_message": "turn 0", "claim": "the nile is the longest river",
+         "context": "The Nile is the longest river in Africa. It flows north into the Mediterranean Sea."}
+    )  # fmt: skip
     pairs = list(cp.generate(rows, 1))
     groups = full_groups(rows)
     assert groups["summedits-0"] == groups["summedits-1"] != groups["begin-s"]
-    held = {"summedits": [rows["summedits"][-1]]}  # the unsupported item of MATCH: its document is held out
+    assert groups["begin-t"] == groups["begin-0"]
+    assert {p.item for p in pairs} >= {"begin-t", "begin-s"}
+    held = {"summedits": [rows["summedits"][-1]], "begin": [rows["begin"][0]]}  # MATCH's unsupported item, begin-0
     kept = cp.held_out(pairs, held, groups)
     assert kept and len(kept) < len(pairs)
+    assert not any(p.item in ("begin-0", "begin-t") for p in kept)  # begin-t by its group alone
     assert not any(p.group == groups["summedits-x"] for p in kept)  # MATCH's summaries, by their group
     assert not any(p.item == "begin-s" for p in kept)  # another group, by the shared sentence
     assert not any(shared in p.evidence or MATCH[:60] in p.evidence for p in kept)
-    assert {p.item for p in kept} >= {"summedits-3", "begin-0", "wice-0"}  # other documents stay
+    assert {p.item for p in kept} >= {"summedits-3", "begin-1", "wice-0"}  # other documents stay
 
 
 def test_separability_is_the_best_thresholds_balanced_accuracy(cp: ModuleType) -> None:
