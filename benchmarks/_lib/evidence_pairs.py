@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -82,8 +83,10 @@ class EvidencePair:
         return json.dumps({"generator": GENERATOR_VERSION, **asdict(self)}, ensure_ascii=False)
 
 
-def _sentences(text: str) -> list[tuple[int, int]]:
-    return [(a, b) for a, b in located_sentences(text) if text[a:b].strip()]
+@lru_cache(maxsize=1024)
+def _sentences(text: str) -> tuple[tuple[int, int], ...]:
+    """Spans of ``text``'s non-blank sentences (cached: a document's summaries all split it)."""
+    return tuple((a, b) for a, b in located_sentences(text) if text[a:b].strip())
 
 
 def _without(text: str, spans: Sequence[tuple[int, int]]) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from assay.grounding._details import detail_features
 from assay.grounding._details._lexicon import STOPWORDS
@@ -476,9 +476,21 @@ def read_pairs(path: Path) -> list[Pair]:
 # ---- keeping evaluation documents out ------------------------------------------------------------
 
 
-def held_out(
-    pairs: Sequence[Pair], held_rows: dict[str, Sequence[dict[str, Any]]], group_of: dict[str, str]
-) -> list[Pair]:
+class FromDocument(Protocol):
+    """What ``held_out`` reads of a pair: this generator's ``Pair`` and ``contrast_pairs.ContrastPair`` alike."""
+
+    @property
+    def group(self) -> str: ...
+    @property
+    def document(self) -> str: ...
+    @property
+    def evidence(self) -> str: ...
+
+
+P = TypeVar("P", bound=FromDocument)
+
+
+def held_out(pairs: Sequence[P], held_rows: dict[str, Sequence[dict[str, Any]]], group_of: dict[str, str]) -> list[P]:
     """``pairs`` without any that come from a held-out item's document.
 
     ``held_rows``: set -> the held-out dev rows; ``group_of``: item id -> its full-file
