@@ -506,3 +506,34 @@ def test_a_judge_that_writes_its_answers_start_out_again_is_read_past_it() -> No
     with FakeOpenAIServer(lambda body: '{"verdict": 0, "reason": "the' if body["seed"] else "1") as server:
         probs = _ask(get_judge("openai:fake-judge+samples:2", base_url=server.base_url), ["1", "0"])
     assert probs == {"1": 0.5, "0": 0.5}
+
+
+@pytest.mark.parametrize(("spec", "made"), [("openai:fake-judge+samples:3", 3), ("openai:fake-judge+logprobs", 1)])
+def test_the_graders_calls_that_read_no_pass_probability_are_still_recorded_with_their_tokens(
+    spec: str, made: int
+) -> None:
+    """A P(PASS) the judge's answers could not give leaves no p_pass, but the calls it cost stay in the record.
+
+    They were dropped: a run's tokens and cost left out every call an API judge made for a P
+    it could not read (K samples each).
+    """
+    from assay.metrics import BinaryJudgeGrader
+
+    def grade(body: Mapping[str, Any]) -> str:
+        asked = body["messages"][-1]["content"]
+        if "Answer with one word" in asked:
+            return "Probably"  # neither PASS nor FAIL
+        return json.dumps({"reasoning": "It greets the user.", "label": "PASS"})
+
+    listed = [("Prob", math.log(0.6)), ("PASS", math.log(0.3))]  # the answer's first token is no label
+    with FakeOpenAIServer(grade, top_logprobs=lambda body: listed) as server:
+        judge = build_judge_stack(get_judge(spec, base_url=server.base_url), limits=Limits(max_attempts=1))
+        sample = Sample(id="g", question="hi", answer="Hello, how can I help?")
+        score = _closing(judge, lambda j: BinaryJudgeGrader("The reply is polite.").score_with_confidence(sample, j))
+        sent = len(server.requests)
+    assert score.is_scored and score.value == 1.0 and not score.verdicts[0].details, "no P is made up"
+    assert sent == 1 + made
+    assert len(score.calls) == sent, [c.purpose for c in score.calls]
+    p_calls = [c for c in score.calls if c.purpose.endswith("p_pass")]
+    assert len(p_calls) == made and all(c.usage.prompt_tokens > 0 for c in p_calls)
+    assert any(c.error and "not one of ['PASS', 'FAIL'" in c.error for c in p_calls), "the call that gave no P says why"

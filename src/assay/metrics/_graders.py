@@ -282,15 +282,17 @@ class BinaryJudgeGrader:
 
     async def pass_probability(
         self, sample: Sample, judge: JudgeModel, raw: str | None
-    ) -> tuple[float, tuple[JudgeCall, ...]] | None:
+    ) -> tuple[float | None, tuple[JudgeCall, ...]] | None:
         """P(PASS) renormalised over PASS/FAIL, read after the judge's own reasoning (``raw``, its answer).
 
         The judge is asked for the label's next token with its answer up to the label as the
         assistant's start, so P is conditioned on the reasoning it wrote. ``None`` for a judge
-        without probabilities (:class:`~assay.models.ChoiceScorer`), an answer whose label
-        cannot be found, or a failed call: its verdict then has no confidence. With it, the
-        calls that read P (one for a judge that reads its logits; an API judge's own: one
-        with log-probabilities, or K samples).
+        without probabilities (:class:`~assay.models.ChoiceScorer`) or an answer whose label
+        cannot be found: no call is made. Otherwise P (``None`` when no P could be read: a
+        failed call, an answer that is none of the labels) and the calls made for it (one for
+        a judge that reads its logits; an API judge's own: one with log-probabilities, or K
+        samples), each with its error if it failed: they cost tokens whether or not a P came
+        of them, so the run's record counts them.
         """
         if not isinstance(judge, ChoiceScorer) or raw is None:
             return None
@@ -304,8 +306,19 @@ class BinaryJudgeGrader:
         started = time.perf_counter()
         try:
             probs = await judge.choice_probabilities(messages, prefix=prefix, choices=list(_LABELS), config=self.config)
-        except JudgeError:
-            return None
+        except JudgeError as exc:
+            made = getattr(exc, "exchanges", ())  # an API judge's calls that answered, but gave no P
+            failed = tuple(c.model_copy(update={"purpose": f"{BINARY_PROMPT_NAME}.p_pass"}) for c in made) or (
+                JudgeCall(
+                    model=str(getattr(judge, "model_id", type(judge).__name__)),
+                    purpose=f"{BINARY_PROMPT_NAME}.p_pass",
+                    messages=recorded,
+                    raw_output=None,
+                    latency_s=time.perf_counter() - started,
+                    error=str(exc),
+                ),
+            )
+            return None, failed
         purpose = f"{BINARY_PROMPT_NAME}.p_pass"
         exchanges = getattr(probs, "exchanges", ())
         calls = tuple(c.model_copy(update={"purpose": purpose}) for c in exchanges) or (
@@ -320,7 +333,7 @@ class BinaryJudgeGrader:
         )
         both = probs.get("PASS", 0.0) + probs.get("FAIL", 0.0)
         if not both > 0 or not math.isfinite(both):
-            return None
+            return None, calls
         return probs.get("PASS", 0.0) / both, calls
 
     async def score_with_confidence(self, sample: Sample, judge: JudgeModel) -> Score:
@@ -333,6 +346,8 @@ class BinaryJudgeGrader:
         if read is None:
             return score
         p, calls = read
+        if p is None:  # no confidence, but the calls made for it were made
+            return score.model_copy(update={"calls": (*score.calls, *calls)})
         verdict = score.verdicts[0].model_copy(update={"details": {"p_pass": round(p, 4)}})
         return score.model_copy(update={"verdicts": (verdict,), "calls": (*score.calls, *calls)})
 
