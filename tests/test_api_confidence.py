@@ -537,3 +537,30 @@ def test_the_graders_calls_that_read_no_pass_probability_are_still_recorded_with
     p_calls = [c for c in score.calls if c.purpose.endswith("p_pass")]
     assert len(p_calls) == made and all(c.usage.prompt_tokens > 0 for c in p_calls)
     assert any(c.error and "not one of ['PASS', 'FAIL'" in c.error for c in p_calls), "the call that gave no P says why"
+
+
+def test_the_reports_verdicts_row_says_an_api_judge_with_a_confidence_was_asked_per_statement(tmp_path: Path) -> None:
+    """``strategy=auto`` said "one call per sample for API judges" of a run that asked each statement alone."""
+    from assay.report._header import run_settings
+
+    row = {"id": "a", "answer": "The sky is green. The sea is red.", "contexts": ["The sky is blue."]}
+    said, asked = {}, {}
+    with FakeOpenAIServer(top_logprobs=lambda body: [("0", -0.1), ("1", -2.4)]) as server:
+        for spec in ("openai:fake-judge", "openai:fake-judge+logprobs", "openai:fake-judge+samples:2"):
+            before = len(server.requests)
+            result = evaluate(
+                [row],
+                Faithfulness(decomposer="sentences"),
+                judge=spec,
+                base_url=server.base_url,
+                store=tmp_path / "r.sqlite",
+                progress=False,
+            )
+            asked[spec] = len(server.requests) - before
+            with RunStore(tmp_path / "r.sqlite") as store:
+                settings = {s.name: s.value for s in run_settings(store.spec(result.run_id), 1)}
+            said[spec] = settings["verdicts"]
+    assert asked == {"openai:fake-judge": 1, "openai:fake-judge+logprobs": 2, "openai:fake-judge+samples:2": 4}
+    assert said["openai:fake-judge"].startswith("auto: one judge call per sample"), said
+    for spec in ("openai:fake-judge+logprobs", "openai:fake-judge+samples:2"):
+        assert said[spec].startswith("auto: one judge call per statement"), said

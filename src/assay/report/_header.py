@@ -45,10 +45,30 @@ _DECOMPOSERS = {
     "sentences": "sentences (the answer's sentences, no judge call)",
 }
 _STRATEGIES = {
-    "auto": "auto (per statement for local judges, one call per sample for API judges)",
+    "auto": "auto (per statement for a judge that gives probabilities, one call per sample for other API judges)",
     "per_statement": "one judge call per statement",
     "batch": "one judge call per sample",
 }
+
+
+def _gives_probabilities(judge: str, record: JudgeRecord | None) -> bool:
+    """The local judge (its logits), or an API judge asked for a confidence (its identity says so)."""
+    local = judge == "local" or judge.startswith("local:")
+    return local or (record is not None and judge_string(record.model_id, record.identity) != record.model_id)
+
+
+def _strategy(params: Mapping[str, Any], spec: RunSpec) -> str | None:
+    """The faithfulness verdicts' strategy, and for ``auto`` what it was for this run's judge where that is known."""
+    if "strategy" not in params:
+        return None
+    strategy = str(params["strategy"])
+    if strategy != "auto":
+        return _STRATEGIES.get(strategy, strategy)
+    if _gives_probabilities(spec.judge_model, spec.judge_record):
+        return f"auto: {_STRATEGIES['per_statement']} (the judge gives probabilities)"
+    if spec.judge_model.startswith(("openai:", "anthropic:")):
+        return f"auto: {_STRATEGIES['batch']} (an API judge without a confidence)"
+    return _STRATEGIES["auto"]  # a plugin says for itself (prefers_per_statement), unrecorded
 
 
 def _verifier(params: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -67,9 +87,7 @@ def _threshold(params: Mapping[str, Any], judge: str, record: JudgeRecord | None
         return None
     rule = f"P(supported) ≥ {verifier['threshold']:g}"
     method = verifier.get("method")
-    local = judge == "local" or judge.startswith("local:")
-    confident = record is not None and judge_string(record.model_id, record.identity) != record.model_id
-    if method == "generate" or (method == "auto" and not (local or confident)):
+    if method == "generate" or (method == "auto" and not _gives_probabilities(judge, record)):
         return f"not used: the judge answers 1/0 ({rule} applies to a judge that gives probabilities)"
     return f"{rule}, from the judge's probabilities"
 
@@ -127,7 +145,7 @@ def run_settings(spec: RunSpec, repeats: int) -> tuple[Setting, ...]:
         rows.append(Setting("judge weights and build", "not recorded (a run stored before assay recorded them)"))
     per_metric: Sequence[tuple[str, Any]] = (
         ("decomposer", lambda p: _DECOMPOSERS.get(p["decomposer"], p["decomposer"]) if "decomposer" in p else None),
-        ("verdicts", lambda p: _STRATEGIES.get(p["strategy"], p["strategy"]) if "strategy" in p else None),
+        ("verdicts", lambda p: _strategy(p, spec)),
         ("verifier threshold", lambda p: _threshold(p, spec.judge, spec.judge_record)),
         ("chunking", _chunking),
     )
