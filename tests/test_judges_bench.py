@@ -291,3 +291,28 @@ def test_a_limited_bench_says_how_many_it_judged_is_stored_as_partial_and_never_
     assert text.count("calibration: balanced accuracy 1.000 [1.000-1.000]") == 2, listed.stdout
     assert "n=4, partial: judged 4 of 120 items (--limit 4)" in text and "n=8" in text
     assert "statement_verifier" not in text  # not the share of claims judged supported
+
+
+def test_a_judge_object_with_a_confidence_is_its_own_column_named_with_it(tmp_path: Path) -> None:
+    """``openai:m+logprobs`` given as an object was a column named ``openai:m``, the plain judge's name.
+
+    Its figures (read by threshold from log-probabilities) were shown as the plain judge's,
+    and the plain judge beside it was refused as "named twice".
+    """
+    import math
+
+    from assay.models import get_judge
+
+    def p(body: Mapping[str, Any]) -> list[tuple[str, float]] | None:
+        return [("1", math.log(0.7)), ("0", math.log(0.3))] if body.get("logprobs") else None
+
+    with FakeOpenAIServer(responder, top_logprobs=p) as server:
+        plain = get_judge("openai:fake", base_url=server.base_url)
+        confident = get_judge("openai:fake+logprobs", base_url=server.base_url)
+        result = bench_judges(
+            [plain, confident], sets=["grounding"], limit=2, store=tmp_path / "r.sqlite", progress=False
+        )
+        asked = [r for r in server.requests if r.get("logprobs")]
+    assert result.judges == ["openai:fake", "openai:fake+logprobs:20"]
+    assert asked, "the second column's judge read its P from log-probabilities"
+    assert result.cell("openai:fake+logprobs:20", "grounding").error is None

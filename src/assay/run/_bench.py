@@ -28,6 +28,7 @@ from assay.analysis._agreement import Agreement
 from assay.errors import AssayError, ConfigError
 from assay.grounding import StatementVerifier
 from assay.models import FunctionJudge, JudgeModel, JudgeRequest, LocalJudge, get_judge
+from assay.models._confidence import judge_string
 from assay.run._calibrate import Calibration, CalibrationItem, calibrate, judge_item, read_items
 from assay.run._cost import CostReport, PriceTable
 from assay.run._progress import ProgressMode, load_local_judge, make_reporter
@@ -229,7 +230,8 @@ def bench_judges(
 
     Args:
         judges: Judge strings (``"local"``, ``"openai:gpt-4o-mini"``) or judges, one column
-            each (a judge's column is named by its model id).
+            each (a judge's column is named by its model id, and its confidence if it has
+            one: ``openai:gpt-4o-mini+samples:5``).
         sets: Which sets (default :data:`BENCH_SETS`, all of them).
         base_url: Server URL for ``openai:`` judges.
         limit: Judge only the first N items of each set (the files keep any prefix balanced).
@@ -245,7 +247,8 @@ def bench_judges(
     """
     if not judges:
         raise ConfigError("name at least one judge (--judge local, --judge openai:MODEL)")
-    names = [j if isinstance(j, str) else j.model_id for j in judges]
+    # a judge object with a confidence is named with it (openai:m+logprobs:20): another judge than openai:m
+    names = [j if isinstance(j, str) else judge_string(j.model_id, j.identity) for j in judges]
     if len(set(names)) != len(names):
         raise ConfigError(f"a judge is named twice: {', '.join(names)}")
     available = bench_sets()
