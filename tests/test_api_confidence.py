@@ -564,3 +564,15 @@ def test_the_reports_verdicts_row_says_an_api_judge_with_a_confidence_was_asked_
     assert said["openai:fake-judge"].startswith("auto: one judge call per sample"), said
     for spec in ("openai:fake-judge+logprobs", "openai:fake-judge+samples:2"):
         assert said[spec].startswith("auto: one judge call per statement"), said
+
+
+def test_a_calibration_by_a_judge_object_with_a_confidence_names_the_judge_with_it(tmp_path: Path) -> None:
+    """The run a calibration stores named an object ``openai:m+logprobs`` ``openai:m`` (``assay runs``, the report)."""
+    store = tmp_path / "runs.sqlite"
+    labels = test_cascade._labels(tmp_path / "labels.jsonl", test_cascade.SURE_YES + test_cascade.SURE_NO)
+    with FakeOpenAIServer(top_logprobs=_p_from_logprobs) as server:
+        judge = get_judge("openai:fake-judge+logprobs:5", base_url=server.base_url)
+        made = calibrate(labels, judge, store=store, progress=False)
+    with RunStore(store) as runs:
+        spec = runs.spec(made.run_id)
+    assert spec.judge == "openai:fake-judge+logprobs:5" and spec.judge_model == "openai:fake-judge"

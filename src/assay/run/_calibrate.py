@@ -41,6 +41,7 @@ from assay.metrics._graders import BinaryJudgeGrader
 from assay.metrics._rag import ContextPrecision
 from assay.metrics._spec import fields_json
 from assay.models import JudgeModel, LocalJudge, close_judge, get_judge
+from assay.models._confidence import judge_string
 from assay.models._stack import Limits, build_judge_stack
 from assay.run._data import json_lines
 from assay.run._judge_record import JudgeRecord
@@ -378,7 +379,7 @@ def calibrate(
         raise ConfigError(f"{path} holds no valid item" + (f" (first error: {errors[0]})" if errors else ""))
     # How many the file holds: a limited run is partial, and says so wherever it is shown.
     total = len(read_items(path)[0]) if limit is not None and len(items) >= limit else len(items)
-    judge_name = judge if isinstance(judge, str) else judge.model_id
+    judge_name = judge if isinstance(judge, str) else judge_string(judge.model_id, judge.identity)
     judge_model = get_judge(judge, base_url=base_url) if isinstance(judge, str) else judge
     kinds = sorted({i.kind for i in items})
     metrics: list[MetricSpec] = []
