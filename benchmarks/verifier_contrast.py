@@ -68,7 +68,7 @@ from _lib.contrast_pairs import (
     separability,
 )
 from _lib.devsets import read_rows
-from _lib.verifier_pairs import UNSUPPORTED, documents
+from _lib.verifier_pairs import UNSUPPORTED, documents, write_pairs
 from _lib.verifier_pairs import generate as generate_58
 
 Score = Callable[[str, str], float]
@@ -178,10 +178,7 @@ def main() -> None:
     rows = read_rows(args.sets.split(","))
     pairs = list(generate(rows, args.seed))
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.out.with_suffix(".tmp")
-        tmp.write_text("".join(p.to_json() + "\n" for p in pairs))
-        tmp.replace(args.out)
+        write_pairs(args.out, pairs)
         print(f"wrote {len(pairs)} pairs to {args.out}", file=sys.stderr)
     if args.show or args.out is None:
         show(pairs, args.show or 1, args.seed)

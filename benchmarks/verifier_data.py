@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from _lib.devsets import read_rows
-from _lib.verifier_pairs import LABEL, SETS, Pair, documents, generate
+from _lib.verifier_pairs import LABEL, SETS, Pair, documents, generate, write_pairs
 
 # ---- command line --------------------------------------------------------------------------------
 
@@ -75,10 +75,7 @@ def main() -> None:
     rows = read_rows(args.sets.split(","))
     pairs = list(generate(documents(rows), args.seed, window_chars=args.window_chars))
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.out.with_suffix(".tmp")
-        tmp.write_text("".join(p.to_json() + "\n" for p in pairs))
-        tmp.replace(args.out)
+        write_pairs(args.out, pairs)
         print(f"wrote {len(pairs)} pairs to {args.out}", file=sys.stderr)
     if args.show or args.out is None:
         show(pairs, args.show or 1, args.seed)

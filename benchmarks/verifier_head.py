@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 from _lib.devsets import read_rows
 from _lib.grouped_cv import full_groups
-from _lib.verifier_pairs import Pair, documents, generate, held_out, read_pairs
+from _lib.verifier_pairs import Pair, documents, generate, held_out, read_pairs, write_pairs
 
 from assay.grounding._verify import VERDICT_PREFIX, StatementCheck, StatementJudgement, chunk_contexts
 from assay.prompts._prompt import JudgePrompt
@@ -736,10 +736,7 @@ def main() -> None:
     pairs_path = args.work / "pairs.jsonl"
     if args.step in ("pairs", "all") and not pairs_path.exists():
         pairs = list(generate(documents(rows), args.seed))
-        args.work.mkdir(parents=True, exist_ok=True)
-        tmp = pairs_path.with_suffix(".tmp")
-        tmp.write_text("".join(p.to_json() + "\n" for p in pairs))
-        tmp.replace(pairs_path)
+        write_pairs(pairs_path, pairs)
         print(f"wrote {len(pairs)} pairs to {pairs_path}", file=sys.stderr)
     if args.step == "pairs":
         return

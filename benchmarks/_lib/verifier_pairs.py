@@ -457,6 +457,18 @@ def generate(docs: Iterable[Document], seed: int, **options: Any) -> Iterator[Pa
         yield from pairs_of(doc, seed, **options)
 
 
+class _Written(Protocol):
+    def to_json(self) -> str: ...
+
+
+def write_pairs(path: Path, pairs: Sequence[_Written]) -> None:
+    """``pairs`` as JSON lines at ``path``, whole or not at all (a temporary file, then a rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(p.to_json() + "\n" for p in pairs))
+    tmp.replace(path)
+
+
 def read_pairs(path: Path) -> list[Pair]:
     """Pairs written by this script; a line of another schema or generator version is an error naming it."""
     fields = set(Pair.__dataclass_fields__)
