@@ -66,7 +66,7 @@ from assay.grounding._addressed import AddressedFinding, addresses_judge
 from assay.grounding._details import DetailFeatures, detail_features
 from assay.grounding._evidence import ContextIndex, Evidence, EvidenceSpan
 from assay.grounding._sentences import _segmenter
-from assay.models._protocol import ChatMessage, ChoiceScorer, GenerateConfig, JudgeModel
+from assay.models._protocol import ChatMessage, ChoiceScorer, GenerateConfig, JudgeModel, calls_made
 from assay.parsing import Unparsed
 from assay.prompts import Example, JudgePrompt, ask
 
@@ -542,19 +542,16 @@ class StatementVerifier:
             probs = await judge.choice_probabilities(messages, prefix=VERDICT_PREFIX, choices=["1", "0"])
         except JudgeError as exc:
             state.failure = Unparsed(UnscoredReason.JUDGE_ERROR, str(exc))
-            made = getattr(exc, "exchanges", ())  # an API judge's calls that answered, but gave no P
-            if made:
-                state.calls.extend(call.model_copy(update={"purpose": f"{self.prompt.name}.p1"}) for call in made)
-            else:
-                state.calls.append(self._call(judge, messages, None, started, purpose="p1", error=str(exc)))
+            # an API judge's calls that answered but gave no P, else the one call that failed
+            made = calls_made(exc, f"{self.prompt.name}.p1")
+            state.calls.extend(made or [self._call(judge, messages, None, started, purpose="p1", error=str(exc))])
             return
-        exchanges = getattr(probs, "exchanges", ())
-        if exchanges:  # the calls an API judge made for its P (one with log-probabilities, or K samples)
-            purpose = f"{self.prompt.name}.p1"
-            state.calls.extend(call.model_copy(update={"purpose": purpose}) for call in exchanges)
-        else:
+        # an API judge's calls for its P (one with log-probabilities, or K samples), else the one pass
+        made = calls_made(probs, f"{self.prompt.name}.p1")
+        if not made:
             usage = getattr(probs, "usage", None)
-            state.calls.append(self._call(judge, messages, json.dumps(probs), started, purpose="p1", usage=usage))
+            made = (self._call(judge, messages, json.dumps(probs), started, purpose="p1", usage=usage),)
+        state.calls.extend(made)
         p = probs["1"]
         if p > state.best:
             state.best, state.best_context = p, value.context

@@ -33,7 +33,7 @@ from assay.metrics._common import failed, lacking, missing_field, prompt_version
 from assay.metrics._composite import SubMetric
 from assay.metrics._escalate import Escalation, pending_score, settle
 from assay.metrics._spec import spec_from_fields
-from assay.models._protocol import ChatMessage, ChoiceScorer, GenerateConfig, JudgeModel
+from assay.models._protocol import ChatMessage, ChoiceScorer, GenerateConfig, JudgeModel, calls_made
 from assay.parsing import Unparsed, parse_output
 from assay.prompts import DATA_RULES, Example, JudgePrompt, call_judge, neutralise
 
@@ -303,27 +303,26 @@ class BinaryJudgeGrader:
         prefix = raw[: quote + 1]
         messages = self.render(sample)
         recorded = (*(dict(m) for m in messages), {"role": "assistant", "content": prefix})
+        purpose = f"{BINARY_PROMPT_NAME}.p_pass"
+        model = str(getattr(judge, "model_id", type(judge).__name__))
         started = time.perf_counter()
         try:
             probs = await judge.choice_probabilities(messages, prefix=prefix, choices=list(_LABELS), config=self.config)
         except JudgeError as exc:
-            made = getattr(exc, "exchanges", ())  # an API judge's calls that answered, but gave no P
-            failed = tuple(c.model_copy(update={"purpose": f"{BINARY_PROMPT_NAME}.p_pass"}) for c in made) or (
+            # an API judge's calls that answered but gave no P, else the one call that failed
+            return None, calls_made(exc, purpose) or (
                 JudgeCall(
-                    model=str(getattr(judge, "model_id", type(judge).__name__)),
-                    purpose=f"{BINARY_PROMPT_NAME}.p_pass",
+                    model=model,
+                    purpose=purpose,
                     messages=recorded,
                     raw_output=None,
                     latency_s=time.perf_counter() - started,
                     error=str(exc),
                 ),
             )
-            return None, failed
-        purpose = f"{BINARY_PROMPT_NAME}.p_pass"
-        exchanges = getattr(probs, "exchanges", ())
-        calls = tuple(c.model_copy(update={"purpose": purpose}) for c in exchanges) or (
+        calls = calls_made(probs, purpose) or (
             JudgeCall(
-                model=str(getattr(judge, "model_id", type(judge).__name__)),
+                model=model,
                 purpose=purpose,
                 messages=recorded,
                 raw_output=json.dumps(probs, sort_keys=True),

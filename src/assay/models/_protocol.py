@@ -17,6 +17,7 @@ __all__ = [
     "JudgeModel",
     "JudgeResponse",
     "TokenLogprobs",
+    "calls_made",
     "close_judge",
 ]
 
@@ -196,6 +197,16 @@ class ChoiceProbabilities(dict[str, float]):
         self.usage = usage or Usage()
         self.how = how
         self.exchanges = tuple(exchanges)
+
+
+def calls_made(answer: object, purpose: str) -> tuple[JudgeCall, ...]:
+    """The model calls a probability took, named for ``purpose``: ``answer``'s ``exchanges``.
+
+    ``answer`` is a :class:`ChoiceProbabilities` or the error raised instead of one (an API
+    judge whose answers gave no P still spent its calls). Empty when it records none (a judge
+    that reads its logits in one pass): the caller then records its one call itself.
+    """
+    return tuple(call.model_copy(update={"purpose": purpose}) for call in getattr(answer, "exchanges", ()))
 
 
 @runtime_checkable
