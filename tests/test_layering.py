@@ -10,6 +10,7 @@ module is imported (module level, not under ``TYPE_CHECKING``).
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,13 +113,16 @@ def imports(source: str) -> Iterator[Import]:
     yield from walk(tree, True)
 
 
-ALL = [i for m in sorted(MODULES) for i in imports(m)]
+@functools.cache
+def all_imports() -> tuple[Import, ...]:
+    """Every import of every module: read when a test asks, not at collection (each worker collects)."""
+    return tuple(i for m in sorted(MODULES) for i in imports(m))
 
 
 def test_every_module_has_a_layer_and_every_import_a_module() -> None:
     for module in MODULES:
         layer_of(module)
-    unknown = [f"{i.source}:{i.line} imports {i.target}" for i in ALL if i.target not in MODULES]
+    unknown = [f"{i.source}:{i.line} imports {i.target}" for i in all_imports() if i.target not in MODULES]
     assert not unknown, unknown
 
 
@@ -126,7 +130,7 @@ def test_no_import_runs_up_a_layer() -> None:
     upward = [
         f"{MODULES[i.source].relative_to(SRC)}:{i.line}: {i.source} (layer {layer_of(i.source)}) imports "
         f"{i.target} (layer {layer_of(i.target)})"
-        for i in ALL
+        for i in all_imports()
         if layer_of(i.target) > layer_of(i.source)
     ]
     assert not upward, "imports that run up a layer:\n" + "\n".join(upward)
@@ -140,7 +144,7 @@ def _packages_of(module: str) -> list[str]:
 
 def runtime_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {m: set() for m in MODULES}
-    for i in ALL:
+    for i in all_imports():
         if i.runtime and i.target != i.source:
             graph[i.source].add(i.target)
     return graph
@@ -188,7 +192,7 @@ def test_no_cycle_between_packages_counting_every_import() -> None:
     # Inside one package a lazy import may close a loop (a registry that builds its own metrics);
     # between packages no import of any kind may: metrics -> retrieval -> run -> metrics was one.
     graph: dict[str, set[str]] = {package_of(m): set() for m in MODULES}
-    for i in ALL:
+    for i in all_imports():
         if package_of(i.source) != package_of(i.target):
             graph[package_of(i.source)].add(package_of(i.target))
     cycle = find_cycle(graph)
@@ -198,7 +202,7 @@ def test_no_cycle_between_packages_counting_every_import() -> None:
 def module_graph() -> dict[str, set[str]]:
     """Every import between modules, of any kind (module level, in a function, for the type checker)."""
     graph: dict[str, set[str]] = {m: set() for m in MODULES}
-    for i in ALL:
+    for i in all_imports():
         if i.target != i.source:
             graph[i.source].add(i.target)
     return graph
@@ -260,7 +264,7 @@ def test_the_runner_store_and_summary_form_no_import_circle_counting_every_impor
     members = {"assay.run._evaluate", "assay.run._store", "assay.run._summary", "assay.run._ray"}
     below = {"assay.run._results", "assay.run._outcome"}
     graph: dict[str, set[str]] = {m: set() for m in members | below}
-    for i in ALL:
+    for i in all_imports():
         if i.source in graph and i.target in graph and i.target != i.source:
             graph[i.source].add(i.target)
     cycle = find_cycle(graph)
