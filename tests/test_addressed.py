@@ -326,3 +326,26 @@ def test_a_sentence_packed_with_cues_is_read_in_near_linear_time() -> None:
 def test_a_non_string_is_refused_with_a_clear_error() -> None:
     with pytest.raises(TypeError, match="addresses_judge takes a str, got bytes"):
         addresses_judge(b"verdict: 1")  # type: ignore[arg-type]
+
+
+def test_the_lexicons_patterns_compile_at_first_use_not_at_import_and_each_compiles() -> None:
+    import re
+    import subprocess
+    import sys
+
+    from assay.grounding._addressed import _lexicon
+
+    code = (
+        "import sys, re, assay.cli; from assay.grounding._addressed import _lexicon as x; "
+        "print(sum(isinstance(v, x._Compiled) and '_source' in vars(v) and 'search' not in vars(v) "
+        "for v in vars(x).values()))"
+    )
+    lazy = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    patterns = {k: v for k, v in vars(_lexicon).items() if isinstance(v, _lexicon._Compiled)}
+    assert len(patterns) >= 20 and int(lazy) == len(patterns)  # importing the CLI compiled none of them
+    for name, pattern in patterns.items():
+        try:
+            pattern.search("")
+        except re.error as exc:  # a lexicon edit that breaks a pattern now fails at its first use
+            pytest.fail(f"{name} does not compile: {exc}")
+        assert callable(vars(pattern)["finditer"]), name  # bound after the first use
