@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 
 import pytest
@@ -42,11 +43,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True, scope="session")
 def _instruction_cells_in_a_scratch_directory(tmp_path_factory: pytest.TempPathFactory) -> object:
-    """The local judge keeps instruction cells on disk; tests keep theirs out of the user's cache."""
+    """The local judge keeps instruction cells on disk; tests keep theirs out of the user's cache.
+
+    The scratch directory starts with copies of the cells ``make install`` kept (``assay model
+    prepare --load``: the default model reading the default metric's instructions), as a user's
+    runs do: reading them cold took 44 s of the first default-judge test on a Zen 1. A copy
+    that does not match its key or digest is refused and recomputed, as in a run;
+    tests/test_instruction_cache.py tests the cold path in directories of its own.
+    """
     if "ASSAY_LOCAL_INSTRUCTION_CACHE" in os.environ:
         yield
         return
-    os.environ["ASSAY_LOCAL_INSTRUCTION_CACHE"] = str(tmp_path_factory.mktemp("instructions"))
+    from assay.models._instructions import instructions_dir
+
+    kept = instructions_dir()  # the user's, read before the variable points elsewhere; never written
+    scratch = tmp_path_factory.mktemp("instructions")
+    if kept is not None and kept.is_dir():
+        budget = 256 * 2**20
+        for path in sorted(kept.glob("*.kv"), key=lambda p: p.stat().st_mtime, reverse=True):
+            size = path.stat().st_size
+            if size <= budget:
+                shutil.copyfile(path, scratch / path.name)
+                budget -= size
+    os.environ["ASSAY_LOCAL_INSTRUCTION_CACHE"] = str(scratch)
     yield
     del os.environ["ASSAY_LOCAL_INSTRUCTION_CACHE"]
 

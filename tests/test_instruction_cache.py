@@ -247,13 +247,16 @@ def test_model_prepare_load_keeps_the_default_metrics_instructions_for_the_next_
 
 @pytest.mark.slow
 def test_two_runs_saving_the_same_instructions_at_once_leave_one_whole_file(tmp_path: Path) -> None:
-    environment = {**os.environ, "ASSAY_LOCAL_INSTRUCTION_CACHE": str(tmp_path)}
+    # One llama.cpp thread each: two processes of two threads on two cores spin against each other
+    # (7 s alone, 26 s in the suite on a Zen 1), and the threads are part of the cells' key.
+    one_thread = {"ASSAY_LOCAL_THREADS": "1"}
+    environment = {**os.environ, "ASSAY_LOCAL_INSTRUCTION_CACHE": str(tmp_path), **one_thread}
     command = [sys.executable, "-c", CHILD, str(smollm2_path()), *STATEMENTS]
     runs = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=environment) for _ in range(2)]
     outputs = [json.loads(run.communicate(timeout=300)[0].strip().splitlines()[-1]) for run in runs]
     assert all(run.returncode == 0 for run in runs)
     assert len(list(tmp_path.glob("*.kv"))) == 1 and not list(tmp_path.glob(".*.part"))
-    later = judged(tmp_path, *STATEMENTS)
+    later = judged(tmp_path, *STATEMENTS, env=one_thread)
     assert later["files"] == {"loaded": 1, "refused": 0}
     assert later["p"] == outputs[0]["p"] == outputs[1]["p"]
 
