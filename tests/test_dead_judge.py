@@ -9,8 +9,8 @@ prints, and a run where only some calls failed warns once per kind of error.
 from __future__ import annotations
 
 import json
-import socket
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ pytest.importorskip("openai")
 pytest.importorskip("anthropic")
 from assay.testing import FakeOpenAIServer
 from faithfulness_fakes import faithfulness_answer
+from refused import refused_base_url
 
 ROWS = [
     {"id": f"r{i}", "question": "Colour?", "answer": f"The sky is blue. Row {i} is here.", "contexts": ["The sky."]}
@@ -33,12 +34,10 @@ ROWS = [
 ]
 
 
-def _dead_url() -> str:
-    """A loopback address with nothing listening on it."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
+@pytest.fixture
+def url() -> Iterator[str]:
+    with refused_base_url() as address:
+        yield address
 
 
 def _cli(*args: str) -> tuple[int, str]:
@@ -52,12 +51,11 @@ def _flat(text: str) -> str:
 
 @pytest.mark.parametrize("judge", ["openai:gpt-4o-mini", "anthropic:claude-haiku-4-5"])
 def test_a_judge_server_that_is_not_running_raises_in_python_with_the_words_the_cli_prints(
-    judge: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    judge: str, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    url = _dead_url()
     (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
     options = ("--retries", "0", "--no-cache")
     code, out = _cli("run", "rows.jsonl", "-m", "faithfulness", "--judge", judge, "--base-url", url, *options)
@@ -80,8 +78,7 @@ def _no_retries() -> Any:
     return Limits(max_attempts=1)
 
 
-def test_a_stored_run_whose_every_call_failed_is_kept_and_raises(tmp_path: Path) -> None:
-    url = _dead_url()
+def test_a_stored_run_whose_every_call_failed_is_kept_and_raises(url: str, tmp_path: Path) -> None:
     with pytest.raises(JudgeUnavailableError) as raised:
         evaluate(
             ROWS,

@@ -24,6 +24,7 @@ from assay.models import ChatMessage, FunctionJudge
 from assay.run import BENCH_SETS, RunStore, bench_judges, bench_sets
 from assay.run._calibrate import read_items
 from assay.testing import FakeOpenAIServer
+from refused import refused_base_url
 
 pytest.importorskip("openai")
 
@@ -148,12 +149,9 @@ def test_two_judges_side_by_side_with_their_figures_limit_and_licences(tmp_path:
 
 
 def test_a_judge_that_cannot_be_reached_is_an_error_naming_it_and_exits_1(tmp_path: Path) -> None:
-    server = FakeOpenAIServer(responder)
-    server.start()
-    gone = server.base_url
-    server.close()  # nothing listens there any more
-    code, out, err = invoke("--judge", "openai:reads-label", "--base-url", gone, "--limit", "2", "--set", "retrieval",
-                            "--set", "grounding")  # fmt: skip
+    with refused_base_url() as gone:
+        code, out, err = invoke("--judge", "openai:reads-label", "--base-url", gone, "--limit", "2",
+                                "--set", "retrieval", "--set", "grounding")  # fmt: skip
     assert code == 1, out + err
     flat = " ".join(err.split())
     assert "judge openai:reads-label failed" in flat and "every judge call failed" in flat, flat

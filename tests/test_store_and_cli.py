@@ -23,6 +23,7 @@ from assay.models import FunctionJudge
 from assay.run import SCHEMA_VERSION, RunSpec, RunStore, SampleResult
 from assay.run._store import StoreError
 from assay.testing import FakeOpenAIServer
+from refused import refused_base_url
 
 pytest.importorskip("openai")
 
@@ -311,11 +312,6 @@ def test_contexts_given_as_one_string_is_said_once_on_the_command_line(tmp_path:
 # -- what the summary says of failed calls and of cost (issue 35) --------------------------------
 
 
-def _dead_base_url() -> str:
-    with FakeOpenAIServer() as server:
-        return server.base_url  # nothing listens there once the server is closed
-
-
 def _calls(flat: str) -> tuple[int, int]:
     found = re.search(r"judge calls (\d+) \(cached \d+, failed (\d+)\)", flat)
     assert found, flat
@@ -324,10 +320,10 @@ def _calls(flat: str) -> tuple[int, int]:
 
 def test_a_server_that_is_not_running_is_said_in_the_summary_not_only_in_runs_show(tmp_path: Path) -> None:
     (tmp_path / "data.jsonl").write_text(rows(3))
-    base_url = _dead_base_url()
-    host = base_url.removeprefix("http://").removesuffix("/v1")
-    code, out = invoke("run", "data.jsonl", "--judge", "openai:fake", "--base-url", base_url,
-                       "--retries", "0", "--no-cache", "--progress", "none")  # fmt: skip
+    with refused_base_url() as base_url:
+        host = base_url.removeprefix("http://").removesuffix("/v1")
+        code, out = invoke("run", "data.jsonl", "--judge", "openai:fake", "--base-url", base_url,
+                           "--retries", "0", "--no-cache", "--progress", "none")  # fmt: skip
     assert code == 3, out
     flat = " ".join(out.split())
     refused = f"Could not talk to the OpenAI-compatible server at {host} (ConnectError); is it running?"
