@@ -300,7 +300,7 @@ def test_word_overlap_separates_issue_58s_kinds_but_not_the_edits_of_a_fixed_cla
     assert ba_58 >= 0.75, ba_58  # the baseline can separate: issue 58's pairs are close to their evidence
 
 
-@pytest.mark.slow
+@pytest.mark.e2e  # reads every dev item (~15 s, no model): the full suite, in its parallel part
 @pytest.mark.skipif(not (DATA / "summedits_dev.jsonl").exists(), reason="../shared/data not present")
 def test_on_the_dev_sets_word_overlap_cannot_separate_the_document_side_changes_or_the_claim_edits(
     cp: ModuleType,

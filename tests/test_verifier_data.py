@@ -200,7 +200,7 @@ def test_no_document_of_a_held_out_item_reaches_the_training_pairs(vd: ModuleTyp
     assert not any(COMPANY[:60] in p.evidence for p in kept)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e  # reads every dev item (~9 s, no model): the full suite, in its parallel part
 @pytest.mark.skipif(not (DATA / "summedits_dev.jsonl").exists(), reason="../shared/data not present")
 def test_on_the_dev_sets_no_fold_trains_on_its_own_documents(vd: ModuleType) -> None:
     sys.path.insert(0, str(BENCHMARKS))
