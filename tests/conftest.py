@@ -35,6 +35,28 @@ them out (``make test-fast``, the inner loop); ``make test`` runs them. A single
 another file carries ``@pytest.mark.e2e`` itself."""
 
 
+def _one_command_tree_per_typer_app() -> None:
+    """``CliRunner().invoke(app, ...)`` builds the click command tree from the Typer app on every
+    call, evaluating every option's annotations (about 0.1-0.2 s on a Zen 1, over a thousand
+    invocations in the suite). A process running ``assay`` builds it once; so does the suite,
+    once per app object. Click keeps no invocation's state in its command objects."""
+    import typer.testing
+
+    build = typer.testing._get_command
+    built: dict[int, tuple[object, object]] = {}
+
+    def get_command(app: typer.Typer) -> object:
+        entry = built.get(id(app))
+        if entry is None or entry[0] is not app:
+            entry = built[id(app)] = (app, build(app))
+        return entry[1]
+
+    typer.testing._get_command = get_command  # type: ignore[assignment]
+
+
+_one_command_tree_per_typer_app()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.stem in END_TO_END:
