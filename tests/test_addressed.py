@@ -349,3 +349,8 @@ def test_the_lexicons_patterns_compile_at_first_use_not_at_import_and_each_compi
         except re.error as exc:  # a lexicon edit that breaks a pattern now fails at its first use
             pytest.fail(f"{name} does not compile: {exc}")
         assert callable(vars(pattern)["finditer"]), name  # bound after the first use
+    import copy
+    import pickle
+
+    fresh = _lexicon._Compiled("judges?", 0)  # copied or pickled before its first use: no endless lookup
+    assert copy.copy(fresh).search("the judge") and pickle.loads(pickle.dumps(fresh)).search("judges")

@@ -375,6 +375,8 @@ class _Compiled:
         self._source = (pattern, flags)
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_source":  # copy and pickle probe a bare object: no recursion
+            raise AttributeError(name)
         compiled = re.compile(*self._source)
         for method in ("search", "match", "fullmatch", "finditer", "findall", "sub"):
             setattr(self, method, getattr(compiled, method))
