@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -82,11 +83,16 @@ def _instruction_cells_in_a_scratch_directory(tmp_path_factory: pytest.TempPathF
     scratch = tmp_path_factory.mktemp("instructions")
     if kept is not None and kept.is_dir():
         budget = 256 * 2**20
-        for path in sorted(kept.glob("*.kv"), key=lambda p: p.stat().st_mtime, reverse=True):
-            size = path.stat().st_size
+        found = []
+        for path in kept.glob("*.kv"):  # another process may be pruning it: a file gone is not copied
+            with contextlib.suppress(OSError):
+                stat = path.stat()
+                found.append((stat.st_mtime, stat.st_size, path))
+        for _, size, path in sorted(found, reverse=True):  # the newest first
             if size <= budget:
-                shutil.copyfile(path, scratch / path.name)
-                budget -= size
+                with contextlib.suppress(OSError):
+                    shutil.copyfile(path, scratch / path.name)
+                    budget -= size
     os.environ["ASSAY_LOCAL_INSTRUCTION_CACHE"] = str(scratch)
     yield
     del os.environ["ASSAY_LOCAL_INSTRUCTION_CACHE"]
