@@ -160,10 +160,9 @@ def test_the_q8_0_layout_is_made_by_llama_cpp_verified_kept_and_loadable(
 
     # Every Q8_0 tensor whose rows are whole groups of 256 has one scale per group (what the
     # AMX kernel looks for); SmolLM2's 576-wide rows stay as the quantizer wrote them.
-    scales = _read(path)
-    widths = {
-        t.name: int(t.shape[0]) for t in gguf.GGUFReader(path).tensors if t.name in scales and scales[t.name][0].size
-    }
+    reader = gguf.GGUFReader(path)  # reading a GGUF's fields takes seconds here (SmolLM2's 49k-token vocabulary)
+    scales = _read(reader)
+    widths = {t.name: int(t.shape[0]) for t in reader.tensors if t.name in scales and scales[t.name][0].size}
     for name, width in widths.items():
         per_group = scales[name][0].reshape(-1, 8) if width % 256 == 0 else None
         assert per_group is None or (per_group == per_group[:, :1]).all(), name
@@ -492,12 +491,12 @@ def _q8_0_gguf(path: Path, tensors: dict[str, np.ndarray]) -> Path:
     return path
 
 
-def _read(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Each Q8_0 tensor's per-block scales and its values; F32 tensors as values only."""
+def _read(source: Path | Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each Q8_0 tensor's per-block scales and its values; F32 tensors as values only (a path or a GGUFReader)."""
     import gguf
 
     out = {}
-    for tensor in gguf.GGUFReader(path).tensors:
+    for tensor in (gguf.GGUFReader(source) if isinstance(source, Path) else source).tensors:
         if tensor.tensor_type == gguf.GGMLQuantizationType.Q8_0:
             blocks = np.array(tensor.data).reshape(-1, 34)
             scales = blocks[:, :2].copy().view(np.float16).astype(np.float32).ravel()
