@@ -304,32 +304,19 @@ class BinaryJudgeGrader:
         messages = self.render(sample)
         recorded = (*(dict(m) for m in messages), {"role": "assistant", "content": prefix})
         purpose = f"{BINARY_PROMPT_NAME}.p_pass"
-        model = str(getattr(judge, "model_id", type(judge).__name__))
         started = time.perf_counter()
+
+        def one_pass(**answer: Any) -> tuple[JudgeCall, ...]:  # a judge that reads its logits: the one call
+            model = str(getattr(judge, "model_id", type(judge).__name__))
+            latency = time.perf_counter() - started
+            return (JudgeCall(model=model, purpose=purpose, messages=recorded, latency_s=latency, **answer),)
+
         try:
             probs = await judge.choice_probabilities(messages, prefix=prefix, choices=list(_LABELS), config=self.config)
-        except JudgeError as exc:
-            # an API judge's calls that answered but gave no P, else the one call that failed
-            return None, calls_made(exc, purpose) or (
-                JudgeCall(
-                    model=model,
-                    purpose=purpose,
-                    messages=recorded,
-                    raw_output=None,
-                    latency_s=time.perf_counter() - started,
-                    error=str(exc),
-                ),
-            )
-        calls = calls_made(probs, purpose) or (
-            JudgeCall(
-                model=model,
-                purpose=purpose,
-                messages=recorded,
-                raw_output=json.dumps(probs, sort_keys=True),
-                usage=getattr(probs, "usage", None) or Usage(),
-                latency_s=time.perf_counter() - started,
-            ),
-        )
+        except JudgeError as exc:  # an API judge's calls that answered but gave no P, else the call that failed
+            return None, calls_made(exc, purpose) or one_pass(raw_output=None, error=str(exc))
+        usage = getattr(probs, "usage", None) or Usage()
+        calls = calls_made(probs, purpose) or one_pass(raw_output=json.dumps(probs, sort_keys=True), usage=usage)
         both = probs.get("PASS", 0.0) + probs.get("FAIL", 0.0)
         if not both > 0 or not math.isfinite(both):
             return None, calls

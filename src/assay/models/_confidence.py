@@ -58,6 +58,7 @@ __all__ = [
     "Confidence",
     "ConfidentJudge",
     "UnreadProbabilityError",
+    "judge_name",
     "judge_string",
     "one_word_prompt",
 ]
@@ -294,6 +295,15 @@ def judge_string(model_id: str, identity: str) -> str:
     """
     found = _CONFIDENCE_IN_IDENTITY.match(identity)
     return f"{model_id}+{found.group(1)}" if found else model_id
+
+
+def judge_name(judge: str | JudgeModel) -> str:
+    """What a judge is called where a run names it (a bench column, a stored run, a cascade level).
+
+    A judge string as given; a judge object by the string that rebuilds its kind, so an
+    ``openai:m`` asked for log-probabilities is ``openai:m+logprobs:20``, not the plain judge.
+    """
+    return judge if isinstance(judge, str) else judge_string(judge.model_id, judge.identity)
 
 
 def _exchange(

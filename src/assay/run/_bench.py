@@ -28,7 +28,7 @@ from assay.analysis._agreement import Agreement
 from assay.errors import AssayError, ConfigError
 from assay.grounding import StatementVerifier
 from assay.models import FunctionJudge, JudgeModel, JudgeRequest, LocalJudge, get_judge
-from assay.models._confidence import judge_string
+from assay.models._confidence import judge_name
 from assay.run._calibrate import Calibration, CalibrationItem, calibrate, judge_item, read_items
 from assay.run._cost import CostReport, PriceTable
 from assay.run._progress import ProgressMode, load_local_judge, make_reporter
@@ -247,8 +247,7 @@ def bench_judges(
     """
     if not judges:
         raise ConfigError("name at least one judge (--judge local, --judge openai:MODEL)")
-    # a judge object with a confidence is named with it (openai:m+logprobs:20): another judge than openai:m
-    names = [j if isinstance(j, str) else judge_string(j.model_id, j.identity) for j in judges]
+    names = [judge_name(j) for j in judges]
     if len(set(names)) != len(names):
         raise ConfigError(f"a judge is named twice: {', '.join(names)}")
     available = bench_sets()

@@ -41,7 +41,7 @@ from assay.metrics._graders import BinaryJudgeGrader
 from assay.metrics._rag import ContextPrecision
 from assay.metrics._spec import fields_json
 from assay.models import JudgeModel, LocalJudge, close_judge, get_judge
-from assay.models._confidence import judge_string
+from assay.models._confidence import judge_name
 from assay.models._stack import Limits, build_judge_stack
 from assay.run._data import json_lines
 from assay.run._judge_record import JudgeRecord
@@ -379,7 +379,7 @@ def calibrate(
         raise ConfigError(f"{path} holds no valid item" + (f" (first error: {errors[0]})" if errors else ""))
     # How many the file holds: a limited run is partial, and says so wherever it is shown.
     total = len(read_items(path)[0]) if limit is not None and len(items) >= limit else len(items)
-    judge_name = judge if isinstance(judge, str) else judge_string(judge.model_id, judge.identity)
+    named = judge_name(judge)
     judge_model = get_judge(judge, base_url=base_url) if isinstance(judge, str) else judge
     kinds = sorted({i.kind for i in items})
     metrics: list[MetricSpec] = []
@@ -398,7 +398,7 @@ def calibrate(
             RunSpec(
                 run_id=run_id,
                 dataset=str(path),
-                judge=judge_name,
+                judge=named,
                 judge_model=judge_model.model_id,
                 judge_record=record,
                 base_url=redact_url(base_url),  # never a credential in the store

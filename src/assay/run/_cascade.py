@@ -27,7 +27,7 @@ from assay.errors import ConfigError
 from assay.metrics._base import Metric
 from assay.metrics._escalate import EscalatingMetric, Escalation, JudgeLevel, p_yes, verdict_bit
 from assay.models import ChoiceScorer, JudgeModel
-from assay.models._confidence import judge_string
+from assay.models._confidence import judge_name
 from assay.run._cost import PriceTable
 from assay.run._judge_record import JudgeRecord
 from assay.run._store import RunStore
@@ -461,7 +461,7 @@ def prepare_cascade(
     judges = [first]
     for level in after:
         judge = get_judge(level) if isinstance(level, str) else level
-        judges.append((level if isinstance(level, str) else judge_string(judge.model_id, judge.identity), judge))
+        judges.append((judge_name(level), judge))
     planned = {
         m.name: plan_escalation(
             store, m, judges, review=review, agreement=agreement, delta=DEFAULT_DELTA if delta is None else delta
