@@ -4,6 +4,7 @@ import contextlib
 import os
 import shutil
 import socket
+from collections.abc import Iterator
 
 import pytest
 
@@ -96,6 +97,19 @@ def _instruction_cells_in_a_scratch_directory(tmp_path_factory: pytest.TempPathF
     os.environ["ASSAY_LOCAL_INSTRUCTION_CACHE"] = str(scratch)
     yield
     del os.environ["ASSAY_LOCAL_INSTRUCTION_CACHE"]
+
+
+@pytest.fixture
+def refused_url() -> Iterator[str]:
+    """An OpenAI-style base URL on a loopback port that is bound and never listened on.
+
+    A connection to it is refused, and while the test holds it no other test can take the
+    port: a port freed by closing a server or a socket could be taken by a parallel worker's
+    server, which then answered the calls meant to fail (a flaky failure seen under ``-n 2``).
+    """
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{held.getsockname()[1]}/v1"
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +25,11 @@ pytest.importorskip("openai")
 pytest.importorskip("anthropic")
 from assay.testing import FakeOpenAIServer
 from faithfulness_fakes import faithfulness_answer
-from refused import refused_base_url
 
 ROWS = [
     {"id": f"r{i}", "question": "Colour?", "answer": f"The sky is blue. Row {i} is here.", "contexts": ["The sky."]}
     for i in range(3)
 ]
-
-
-@pytest.fixture
-def url() -> Iterator[str]:
-    with refused_base_url() as address:
-        yield address
 
 
 def _cli(*args: str) -> tuple[int, str]:
@@ -51,8 +43,9 @@ def _flat(text: str) -> str:
 
 @pytest.mark.parametrize("judge", ["openai:gpt-4o-mini", "anthropic:claude-haiku-4-5"])
 def test_a_judge_server_that_is_not_running_raises_in_python_with_the_words_the_cli_prints(
-    judge: str, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    judge: str, refused_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    url = refused_url
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
@@ -78,7 +71,8 @@ def _no_retries() -> Any:
     return Limits(max_attempts=1)
 
 
-def test_a_stored_run_whose_every_call_failed_is_kept_and_raises(url: str, tmp_path: Path) -> None:
+def test_a_stored_run_whose_every_call_failed_is_kept_and_raises(refused_url: str, tmp_path: Path) -> None:
+    url = refused_url
     with pytest.raises(JudgeUnavailableError) as raised:
         evaluate(
             ROWS,

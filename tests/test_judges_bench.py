@@ -24,7 +24,6 @@ from assay.models import ChatMessage, FunctionJudge
 from assay.run import BENCH_SETS, RunStore, bench_judges, bench_sets
 from assay.run._calibrate import read_items
 from assay.testing import FakeOpenAIServer
-from refused import refused_base_url
 
 pytest.importorskip("openai")
 
@@ -148,10 +147,9 @@ def test_two_judges_side_by_side_with_their_figures_limit_and_licences(tmp_path:
         assert run.summary is not None and run.summary["_calibration"]["n"] == 6
 
 
-def test_a_judge_that_cannot_be_reached_is_an_error_naming_it_and_exits_1(tmp_path: Path) -> None:
-    with refused_base_url() as gone:
-        code, out, err = invoke("--judge", "openai:reads-label", "--base-url", gone, "--limit", "2",
-                                "--set", "retrieval", "--set", "grounding")  # fmt: skip
+def test_a_judge_that_cannot_be_reached_is_an_error_naming_it_and_exits_1(refused_url: str) -> None:
+    code, out, err = invoke("--judge", "openai:reads-label", "--base-url", refused_url, "--limit", "2",
+                            "--set", "retrieval", "--set", "grounding")  # fmt: skip
     assert code == 1, out + err
     flat = " ".join(err.split())
     assert "judge openai:reads-label failed" in flat and "every judge call failed" in flat, flat

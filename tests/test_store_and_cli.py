@@ -23,7 +23,6 @@ from assay.models import FunctionJudge
 from assay.run import SCHEMA_VERSION, RunSpec, RunStore, SampleResult
 from assay.run._store import StoreError
 from assay.testing import FakeOpenAIServer
-from refused import refused_base_url
 
 pytest.importorskip("openai")
 
@@ -318,12 +317,13 @@ def _calls(flat: str) -> tuple[int, int]:
     return int(found[1]), int(found[2])
 
 
-def test_a_server_that_is_not_running_is_said_in_the_summary_not_only_in_runs_show(tmp_path: Path) -> None:
+def test_a_server_that_is_not_running_is_said_in_the_summary_not_only_in_runs_show(
+    tmp_path: Path, refused_url: str
+) -> None:
     (tmp_path / "data.jsonl").write_text(rows(3))
-    with refused_base_url() as base_url:
-        host = base_url.removeprefix("http://").removesuffix("/v1")
-        code, out = invoke("run", "data.jsonl", "--judge", "openai:fake", "--base-url", base_url,
-                           "--retries", "0", "--no-cache", "--progress", "none")  # fmt: skip
+    host = refused_url.removeprefix("http://").removesuffix("/v1")
+    code, out = invoke("run", "data.jsonl", "--judge", "openai:fake", "--base-url", refused_url,
+                       "--retries", "0", "--no-cache", "--progress", "none")  # fmt: skip
     assert code == 3, out
     flat = " ".join(out.split())
     refused = f"Could not talk to the OpenAI-compatible server at {host} (ConnectError); is it running?"
