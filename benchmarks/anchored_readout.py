@@ -152,7 +152,9 @@ def threaded_judge(threads: int) -> Any:
     return Judge(mode="cb", names=NAMES, n_threads=threads)
 
 
-async def extract(work: Path, threads: int, seed: int, limit_s: float, only: str = "", dev_first: bool = False) -> None:
+async def extract(
+    work: Path, threads: int, seed: int, limit_s: float, only: str = "", dev_first: bool = False, contrast: bool = False
+) -> None:
     from _lib.hidden import extract as extract_rows
 
     from assay.models._weights import DEFAULT_MODEL_SHA256
@@ -174,6 +176,10 @@ async def extract(work: Path, threads: int, seed: int, limit_s: float, only: str
             raise SystemExit(f"{path} describes other features: {path.read_text()[:300]} (use another --work)")
         path.write_text(json.dumps(about, indent=1))
     plan = schedule(pairs, samples, seed)
+    if contrast:  # the contrast pairs' negatives of the items judged so far, in a folder of their own
+        (folder / "contrast").mkdir(exist_ok=True)
+        (folder / "contrast" / "about.json").write_text(json.dumps(about, indent=1))
+        plan = [(name, "contrast", rows) for name, rows in contrast_rows(folder, samples)]
     if only:  # "set:kind", e.g. summedits:dev: that part of the schedule alone, in its order
         plan = [e for e in plan if f"{e[0]}:{e[1]}" in only.split(",")]
     if dev_first:  # the contexts' other items (both labels) before the pairs' sides
@@ -182,7 +188,7 @@ async def extract(work: Path, threads: int, seed: int, limit_s: float, only: str
     started = time.perf_counter()
     print(f"{len(plan)} contexts to judge ({len(pairs)} pairs); store {folder}", file=sys.stderr, flush=True)
     for k, (name, kind, rows) in enumerate(plan, start=1):
-        target = folder if kind == "dev" else folder / "removed"
+        target = folder if kind == "dev" else folder / kind
         t0 = time.perf_counter()
         await extract_rows(judge, name, rows, target)
         load = os.getloadavg()[0]
@@ -195,6 +201,47 @@ async def extract(work: Path, threads: int, seed: int, limit_s: float, only: str
         if limit_s and time.perf_counter() - started > limit_s:
             print(f"stopped after {limit_s:.0f} s; run again to resume", file=sys.stderr)
             return
+
+
+CONTRAST_SEED = 64
+CONTRAST_KINDS = ("entity", "number", "negation", "changed")
+"""The contrast pairs' kinds judged (``verifier_contrast.py``): the claim edits, then a detail changed in the
+evidence; "removed" is the evidence-use pairs' own negative, judged already."""
+CONTRAST_SETS = ("summedits", "begin")
+"""WiCE's contexts cost about three SummEdits items each; its items are few and supported-only in the store."""
+
+
+def contrast_rows(folder: Path, samples: dict[str, list[dict[str, Any]]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(set, rows) for the contrast pairs' negatives of the supported dev items already judged, one entry a context.
+
+    A negative is its item's row with the pair's claim and, for "changed", its evidence;
+    its id is the pair's (``item:kind``). Claim edits share their item's context, so a
+    document's are judged together; entries in a seeded order, set by set.
+    """
+    from _lib.contrast_pairs import item_pairs
+    from _lib.grouped_cv import full_groups
+
+    groups = full_groups(samples)
+    out: list[tuple[str, list[dict[str, Any]]]] = []
+    for name in CONTRAST_SETS:
+        path = folder / f"{name}.jsonl"
+        judged = {json.loads(line)["id"] for line in path.read_text().splitlines()} if path.exists() else set()
+        by_context: dict[str, list[dict[str, Any]]] = {}
+        for row in samples[name]:
+            if row["id"] not in judged:
+                continue
+            for pair in item_pairs(name, row, groups[row["id"]], CONTRAST_SEED):
+                if pair.kind not in CONTRAST_KINDS:
+                    continue
+                negative = {**row, "id": pair.id, "claim": pair.claim, "label": pair.label}
+                if pair.kind == "changed":
+                    negative["context"] = pair.evidence
+                by_context.setdefault(f"{pair.kind == 'changed'}\x00{negative['context']}", []).append(negative)
+        entries = sorted(by_context.values(), key=lambda rows: (rows[0]["id"].endswith(":changed"), rows[0]["id"]))
+        random.Random(f"{CONTRAST_SEED}:{name}").shuffle(entries)
+        entries.sort(key=lambda rows: rows[0]["id"].endswith(":changed"))  # the claim edits first
+        out += [(name, rows) for rows in entries]
+    return out
 
 
 # ---- the readout ----------------------------------------------------------------------------------
@@ -302,22 +349,58 @@ def items_from(folder: Path, rows: dict[str, list[dict[str, Any]]]) -> Items:
     return Items(data, sources, h)
 
 
-def fit_readout(train: Items, seed: int) -> Readout:
-    """C by inner leave-one-source-out on weighted log-loss; threshold on those inner out-of-source scores."""
+PAIRS = "pairs"
+"""The weighting source of the pairs' negatives added to training: together they count as one source's label."""
+
+
+def stacked(*parts: Items) -> Items:
+    """The items of ``parts``, one after another."""
+    data = Data(
+        np.concatenate([q.data.sets for q in parts]),
+        [i for q in parts for i in q.data.ids],
+        np.concatenate([q.data.y for q in parts]),
+        [g for q in parts for g in q.data.groups],
+        np.concatenate([q.data.p for q in parts]),
+        np.concatenate([q.data.vetoed for q in parts]),
+        np.concatenate([q.data.fixed for q in parts]),
+    )
+    return Items(data, np.concatenate([q.sources for q in parts]), np.vstack([q.h for q in parts]))
+
+
+def _joined(human: Items, extra: Items | None) -> tuple[Items, npt.NDArray[np.str_]]:
+    """``human`` and ``extra`` as one training set, and the sources the weights count (``extra`` is one)."""
+    if extra is None or not len(extra.sources):
+        return human, human.sources
+    return stacked(human, extra), np.concatenate([human.sources, np.full(len(extra.sources), PAIRS)])
+
+
+def _fit_on(human: Items, extra: Items | None, c: float) -> tuple[Array, float]:
+    train, weighting = _joined(human, extra)
+    w = weights(weighting, train.data.y)
+    return fit_offset(train.h, logit(train.data.p), train.data.y.astype(np.float64), w, c)
+
+
+def fit_readout(train: Items, seed: int, extra: Items | None = None) -> Readout:
+    """C by inner leave-one-source-out on weighted log-loss; threshold on those inner out-of-source scores.
+
+    ``extra``: the pairs' negatives (judged, label 0, ``sources`` the source of the dev item
+    each was made from), added to every fit whose held-out source they do not come from,
+    and never scored: C and the threshold are chosen on the human-labelled items alone.
+    """
     d = train.data
     judged = d.fixed < 0
     part = train.take(judged)
+    if extra is not None:
+        extra = extra.take((extra.data.fixed < 0) & (extra.data.y == 0))
     y = part.data.y.astype(np.float64)
     w = weights(part.sources, part.data.y)
     offset = logit(part.data.p)
-    sources = np.unique(part.sources)
     oof = {c: np.zeros(len(y)) for c in CS}
-    for s in sources:
+    for s in np.unique(part.sources):
         te = part.sources == s
-        tr = ~te
-        wt = weights(part.sources[tr], part.data.y[tr])
+        inner_extra = None if extra is None else extra.take(extra.sources != s)
         for c in CS:
-            v, b = fit_offset(part.h[tr], offset[tr], y[tr], wt, c)
+            v, b = _fit_on(part.take(~te), inner_extra, c)
             oof[c][te] = offset[te] + part.h[te] @ v + b
 
     def loss(z: Array) -> float:
@@ -328,7 +411,7 @@ def fit_readout(train: Items, seed: int) -> Readout:
     scores = np.full(len(d.y), np.nan)
     scores[judged] = sigmoid(oof[c])
     threshold = best_threshold(train.sources, d.y, scores, d.vetoed, d.fixed)
-    v, b = fit_offset(part.h, offset, y, w, c)
+    v, b = _fit_on(part, extra, c)
     return Readout(v, b, c, threshold)
 
 
@@ -358,8 +441,23 @@ def subsample(items: Items, fraction: float, seed: int) -> Items:
     return items.take(keep)
 
 
-def leave_one_source_out(items: Items, fraction: float, seed: int) -> dict[str, Any]:
-    """Out-of-source verdicts of the readout, the threshold and the shipped rule, with what each fold chose."""
+def held_out_pairs(negatives: Items | None, test: Items) -> Items | None:
+    """The pairs' negatives a fold may train on: none made from an item of a held-out source.
+
+    The sources (SummEdits' domains, BEGIN, WiCE) share no document, so no negative made
+    from a held-out document is trained on.
+    """
+    if negatives is None:
+        return None
+    return negatives.take(~np.isin(negatives.sources, np.unique(test.sources)))
+
+
+def leave_one_source_out(items: Items, fraction: float, seed: int, negatives: Items | None = None) -> dict[str, Any]:
+    """Out-of-source verdicts of the readout, the threshold and the shipped rule, with what each fold chose.
+
+    With ``negatives`` (the evidence-use pairs' edited sides), the readout also trains on
+    those not made from the held-out source (:func:`held_out_pairs`); the threshold does not.
+    """
     n = len(items.sources)
     out = {k: np.zeros(n, dtype=np.int64) for k in ("readout", "threshold", "shipped")}
     chosen: list[str] = []
@@ -371,13 +469,15 @@ def leave_one_source_out(items: Items, fraction: float, seed: int) -> dict[str, 
         te = items.sources == s
         train = subsample(items.take(~te), fraction, seed)
         test = items.take(te)
-        model = fit_readout(train, seed)
+        extra = held_out_pairs(negatives, test)
+        model = fit_readout(train, seed) if extra is None else fit_readout(train, seed, extra)
         models[s] = model
         out["readout"][te] = readout_preds(model, test)
         t, preds = threshold_preds(train, test)
         out["threshold"][te] = preds
         thresholds[s] = t
-        chosen.append(f"{s}: readout C {model.c:g} t {model.threshold:.2f}; threshold t {t:.2f}")
+        added = "" if extra is None else f" (+{len(extra.sources)} pair negatives)"
+        chosen.append(f"{s}: readout C {model.c:g} t {model.threshold:.2f}{added}; threshold t {t:.2f}")
     return {"preds": out, "chosen": chosen, "models": models, "thresholds": thresholds}
 
 
@@ -411,6 +511,41 @@ def negatives_from(folder: Path, pairs: Sequence[EvidencePair], samples: dict[st
     """The pairs' negatives as items (sources of their dev item), for the readout's evidence-use figure."""
     rows = {name: [p.rows()[1] | {"domain": _domain(samples, p)} for p in pairs if p.set == name] for name in SETS}
     return items_from(folder / "removed", rows)
+
+
+def contrast_from(folder: Path, samples: dict[str, list[dict[str, Any]]]) -> Items | None:
+    """The contrast pairs' negatives judged so far (``extract --contrast``), sources of their dev item."""
+    if not (folder / "contrast").exists():
+        return None
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in SETS}
+    for name, entry in contrast_rows(folder, samples):
+        rows[name] += entry
+    return items_from(folder / "contrast", rows)
+
+
+def contrast_use(items: Items, contrast: Items, result: dict[str, Any], out: Any = print) -> None:
+    """Per kind, the share of contrast negatives still called supported: as shipped and held out."""
+    index = {i: k for k, i in enumerate(items.data.ids)}
+    kinds = np.array([i.rsplit(":", 1)[-1] for i in contrast.data.ids])
+    positives = np.array([index.get(i.rsplit(":", 1)[0], -1) for i in contrast.data.ids])
+    d = contrast.data
+    verdicts = {"shipped": decide(d.p, 0.5, d.vetoed, d.fixed), "readout": np.zeros(len(d.y), dtype=np.int64)}
+    for s in np.unique(contrast.sources):
+        m = contrast.sources == s
+        verdicts["readout"][m] = readout_preds(result["models"][s], contrast.take(m))
+    for kind in (*CONTRAST_KINDS, "all"):
+        for name in (*CONTRAST_SETS, "all"):
+            m = np.ones(len(d.y), dtype=bool) if kind == "all" else kinds == kind
+            if name != "all":
+                m &= d.sets == name
+            if not m.any():
+                continue
+            parts = []
+            for way, v in verdicts.items():
+                passed = result["preds"][way][positives[m]] == 1 if way in result["preds"] else None
+                flipped = float(np.mean(v[m][passed] == 0)) if passed is not None and passed.any() else math.nan
+                parts.append(f"{way} still supported {np.mean(v[m] == 1):.3f} (flipped {flipped:.3f})")
+            out(f"  contrast {kind:8s} {name:9s} n={int(m.sum()):3d}: " + "; ".join(parts))
 
 
 def _domain(samples: dict[str, list[dict[str, Any]]], p: EvidencePair) -> str:
@@ -487,7 +622,10 @@ def check_anchor(items: Items, out: Any = print) -> None:
         )
 
 
-def fit(work: Path, seed: int, json_out: Path | None) -> None:
+def fit(
+    work: Path, seed: int, json_out: Path | None, with_pairs: bool = False, fractions: Sequence[float] = FRACTIONS
+) -> None:
+    """The learning curve out of source; ``with_pairs``: the readout also trains on the pairs' negatives."""
     from _lib.hidden import HiddenStateJudge
 
     pairs, _, samples = dev_pairs(seed)
@@ -499,20 +637,38 @@ def fit(work: Path, seed: int, json_out: Path | None) -> None:
         + ", ".join(f"{s} {int((d.sets == s).sum())}" for s in SETS)
         + f"; {len(np.unique(items.sources))} sources; unscored {d.unscored or 0}"
     )
+    negatives = negatives_from(folder, pairs, samples) if (folder / "removed").exists() else None
+    contrast = contrast_from(folder, samples)
+    training = None
+    if with_pairs:
+        parts = [q for q in (negatives, contrast) if q is not None and len(q.sources)]
+        if not parts:
+            raise SystemExit(f"--pairs: no judged pair negatives in {folder / 'removed'} or {folder / 'contrast'}")
+        training = stacked(*parts)
+        kinds = [i.rsplit(":", 1)[-1] if ":" in i else "removed" for i in training.data.ids]
+        print(
+            f"the readout also trains on {len(training.sources)} pair negatives, never on those made from the "
+            "held-out source: "
+            + ", ".join(f"{k} {kinds.count(k)}" for k in ("removed", *CONTRAST_KINDS) if k in kinds)
+            + "; "
+            + ", ".join(f"{s} {int((training.data.sets == s).sum())}" for s in SETS)
+        )
     check_anchor(items)
-    figures: dict[str, Any] = {"n": len(d.y), "curve": []}
-    for fraction in FRACTIONS:
+    figures: dict[str, Any] = {"n": len(d.y), "pairs": with_pairs, "curve": []}
+    for fraction in fractions:
         repeats = (seed,) if fraction >= 1.0 else (seed, seed + 1, seed + 2)
         for r in repeats:
             started = time.perf_counter()
-            result = leave_one_source_out(items, fraction, r)
+            result = leave_one_source_out(items, fraction, r, training)
             print(f"\n== {fraction:.0%} of each training part (draw {r}, {time.perf_counter() - started:.0f} s) ==")
             for line in result["chosen"]:
                 print(f"  {line}")
             rows = report(items, result, seed)
             figures["curve"].append({"fraction": fraction, "draw": r, "rows": rows})
-            if fraction >= 1.0 and (folder / "removed").exists():
-                evidence_use_of(items, negatives_from(folder, pairs, samples), result, seed)
+            if fraction >= 1.0 and negatives is not None:
+                evidence_use_of(items, negatives, result, seed)
+            if fraction >= 1.0 and contrast is not None and len(contrast.sources):
+                contrast_use(items, contrast, result)
     if json_out:
         json_out.write_text(json.dumps(figures, indent=1, default=str))
 
@@ -525,13 +681,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--limit-s", type=float, default=0.0, help="extract: stop after this many seconds")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--pairs", action="store_true", help="fit: the readout also trains on the pairs' negatives")
+    parser.add_argument("--fractions", default="0.25,0.5,1", help="fit: the learning curve's fractions")
     parser.add_argument("--only", default="", help="extract: only these parts of the schedule (e.g. summedits:dev)")
     parser.add_argument("--dev-first", action="store_true", help="extract: dev items not in a pair first")
+    parser.add_argument(
+        "--contrast", action="store_true", help="extract: the contrast pairs' negatives of judged items"
+    )
     args = parser.parse_args()
     if args.command == "extract":
-        asyncio.run(extract(args.work, args.threads, args.seed, args.limit_s, args.only, args.dev_first))
+        asyncio.run(extract(args.work, args.threads, args.seed, args.limit_s, args.only, args.dev_first, args.contrast))
     else:
-        fit(args.work, args.seed, args.json)
+        fit(args.work, args.seed, args.json, args.pairs, [float(f) for f in args.fractions.split(",")])
 
 
 if __name__ == "__main__":

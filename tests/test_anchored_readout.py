@@ -111,6 +111,66 @@ def test_leave_one_source_out_never_trains_on_the_source_it_scores(ar: ModuleTyp
     assert balanced_accuracy(y, result["preds"]["readout"]) > balanced_accuracy(y, result["preds"]["threshold"]) + 0.1
 
 
+def _negatives(ar: ModuleType, items: Any, seed: int = 5) -> Any:
+    """An edited side for each supported item: label 0, its item's source, a state moved against the label."""
+    from _lib.grouped_cv import Data
+
+    pos = items.take(items.data.y == 1)
+    d = pos.data
+    n = len(d.y)
+    rng = np.random.default_rng(seed)
+    data = Data(
+        d.sets,
+        [f"{i}-removed" for i in d.ids],
+        np.zeros(n, dtype=np.int64),
+        list(d.groups),
+        np.clip(d.p + rng.normal(scale=0.05, size=n), 0.02, 0.98),
+        d.vetoed.copy(),
+        d.fixed.copy(),
+    )
+    h = pos.h.copy()
+    h[:, 0] -= 4.0
+    return ar.Items(data, pos.sources.copy(), h)
+
+
+def test_pair_negatives_are_trained_on_only_away_from_the_source_they_were_made_from(
+    ar: ModuleType, monkeypatch: Any
+) -> None:
+    items = _items(ar)
+    negatives = _negatives(ar, items)
+    seen: list[tuple[set[str], set[str], set[str]]] = []
+    fit = ar.fit_readout
+
+    def spy(train: Any, seed: int, extra: Any = None) -> Any:
+        assert extra is not None
+        seen.append((set(train.sources.tolist()), set(extra.sources.tolist()), set(extra.data.ids)))
+        return fit(train, seed, extra)
+
+    monkeypatch.setattr(ar, "fit_readout", spy)
+    ar.leave_one_source_out(items, 1.0, seed=1, negatives=negatives)
+    sources = set(items.sources.tolist())
+    assert len(seen) == len(sources)
+    for held, (trained, extra_sources, extra_ids) in zip(sorted(sources), seen, strict=True):
+        assert held not in extra_sources and extra_sources == trained
+        made_from_held = {i for i, s in zip(negatives.data.ids, negatives.sources, strict=True) if s == held}
+        assert made_from_held and not made_from_held & extra_ids
+
+
+def test_the_pairs_count_as_one_source_and_move_the_readout(ar: ModuleType) -> None:
+    items = _items(ar)
+    negatives = _negatives(ar, items)
+    joined, weighting = ar._joined(items, negatives)
+    w = ar.weights(weighting, joined.data.y)
+    pair_weight = w[len(items.sources) :].sum()
+    one_cell = w[: len(items.sources)][(items.sources == "begin") & (items.data.y == 0)].sum()
+    assert pair_weight == pytest.approx(one_cell)
+    # the negatives' states sit far on the unsupported side of dimension 0: training on them moves v there
+    c = 0.3
+    v_alone, _ = ar._fit_on(items, None, c)
+    v_pairs, _ = ar._fit_on(items, negatives, c)
+    assert v_pairs[0] > v_alone[0]
+
+
 def test_the_learning_curve_keeps_each_source_and_label_in_proportion(ar: ModuleType) -> None:
     items = _items(ar, n_per_source=40)
     part = ar.subsample(items, 0.25, seed=3)
@@ -180,3 +240,46 @@ def test_the_schedule_judges_every_item_once_and_the_pairs_first(ar: ModuleType)
 
 def json_key(row: dict[str, Any]) -> str:
     return str(row.get("oracle_chunks") or row["context"])
+
+
+def test_contrast_rows_are_judged_items_with_one_side_edited(ar: ModuleType, tmp_path: Path) -> None:
+    """A claim edit keeps its item's context byte for byte; "changed" keeps the claim; only judged items count."""
+    import json
+
+    context = (
+        "Alice Martin met Robert Chen in Paris in 2019. The company Northwind sold 40 bikes that year. "
+        "Robert Chen did not attend the meeting in London. Alice Martin founded Northwind in 2012."
+    )
+    rows = [
+        {"id": f"s{k}", "label": 1, "claim": claim, "context": context, "domain": "news"}
+        for k, claim in enumerate(
+            [
+                "Alice Martin met Robert Chen in Paris in 2019.",
+                "Northwind sold 40 bikes in 2019.",
+                "Alice Martin founded Northwind in 2012.",
+            ]
+        )
+    ]
+    rows.append({"id": "s9", "label": 0, "claim": "Northwind sold 90 bikes.", "context": context, "domain": "news"})
+    samples = {"summedits": rows, "begin": [], "wice": []}
+    judged = {"s0", "s1", "s9"}  # s2 not judged: its pairs have no positive state to be contrasted with
+    (tmp_path / "summedits.jsonl").write_text("".join(json.dumps({"id": i}) + "\n" for i in sorted(judged)))
+    entries = ar.contrast_rows(tmp_path, samples)
+    negatives = [r for _, entry in entries for r in entry]
+    assert negatives, "the rule-based edits found nothing to edit"
+    by_id = {r["id"]: r for r in rows}
+    for name, entry in entries:
+        assert name == "summedits"
+        assert len({r["context"] for r in entry}) == 1  # one context an entry: judged together
+    for negative in negatives:
+        item, kind = negative["id"].rsplit(":", 1)
+        original = by_id[item]
+        assert item in judged and original["label"] == 1 and negative["label"] == 0
+        assert kind in ar.CONTRAST_KINDS and negative["domain"] == original["domain"]
+        if kind == "changed":
+            assert negative["claim"] == original["claim"] and negative["context"] != original["context"]
+        else:
+            assert negative["context"] == original["context"] and negative["claim"] != original["claim"]
+    changed = [entry[0]["id"].endswith(":changed") for _, entry in entries]
+    assert changed == sorted(changed)  # the claim edits first
+    assert {r["id"].rsplit(":", 1)[1] for r in negatives} >= {"changed", "entity", "number"}
