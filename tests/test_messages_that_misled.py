@@ -227,6 +227,9 @@ def test_throughput_takes_its_ideal_from_the_calls_made_and_exits_1_on_a_miss() 
     assert ideal == pytest.approx(calls * 0.02 / 2, abs=0.006)
     missed = any(line.rstrip().endswith(" MISS") for line in done.stdout.splitlines())
     assert done.returncode == (1 if missed else 0), done.stdout + done.stderr
+    # the filling run and the re-run each run in a process of their own, through one cache file
+    assert int(rows["cached re-run calls (server)"].split()[0]) == 0
+    assert int(rows["cache-filling run wall (a new process)"].split("(")[1].split()[0]) == calls
     # No latency: the ideal is 0 s, which no run meets: a MISS, and the script says so in its exit code.
     miss = _throughput("--samples", "4", "--latency", "0", "--concurrency", "2")
     assert "MISS" in miss.stdout
