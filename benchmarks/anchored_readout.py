@@ -524,10 +524,15 @@ def contrast_from(folder: Path, samples: dict[str, list[dict[str, Any]]]) -> Ite
 
 
 def contrast_use(items: Items, contrast: Items, result: dict[str, Any], out: Any = print) -> None:
-    """Per kind, the share of contrast negatives still called supported: as shipped and held out."""
+    """Per kind, the share of contrast negatives still called supported: as shipped and held out.
+
+    Only negatives whose original is among ``items`` (judged by the model, not fixed) count:
+    "flipped" is of those whose original was called supported.
+    """
     index = {i: k for k, i in enumerate(items.data.ids)}
+    contrast = contrast.take(np.array([i.rsplit(":", 1)[0] in index for i in contrast.data.ids], dtype=bool))
     kinds = np.array([i.rsplit(":", 1)[-1] for i in contrast.data.ids])
-    positives = np.array([index.get(i.rsplit(":", 1)[0], -1) for i in contrast.data.ids])
+    positives = np.array([index[i.rsplit(":", 1)[0]] for i in contrast.data.ids], dtype=np.int64)
     d = contrast.data
     verdicts = {"shipped": decide(d.p, 0.5, d.vetoed, d.fixed), "readout": np.zeros(len(d.y), dtype=np.int64)}
     for s in np.unique(contrast.sources):

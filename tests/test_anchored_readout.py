@@ -283,3 +283,30 @@ def test_contrast_rows_are_judged_items_with_one_side_edited(ar: ModuleType, tmp
     changed = [entry[0]["id"].endswith(":changed") for _, entry in entries]
     assert changed == sorted(changed)  # the claim edits first
     assert {r["id"].rsplit(":", 1)[1] for r in negatives} >= {"changed", "entity", "number"}
+
+
+def test_contrast_use_counts_only_negatives_whose_original_was_judged(ar: ModuleType) -> None:
+    """A negative whose original is not among the judged items is left out, not matched to another item."""
+    from _lib.grouped_cv import Data
+
+    items = _items(ar)
+    d = items.data
+    first = int(np.flatnonzero(d.y == 1)[0])
+    ids = [f"{d.ids[first]}:negation", "nowhere:entity"]
+    n = len(ids)
+    data = Data(
+        np.array(["summedits", "summedits"]),
+        ids,
+        np.zeros(n, dtype=np.int64),
+        ["g", "g"],
+        np.array([0.9, 0.9]),
+        np.zeros(n, dtype=bool),
+        np.full(n, -1, dtype=np.int64),
+    )
+    contrast = ar.Items(data, np.array([items.sources[first]] * n), np.zeros((n, items.h.shape[1])))
+    result = ar.leave_one_source_out(items, 1.0, seed=1)
+    lines: list[str] = []
+    ar.contrast_use(items, contrast, result, out=lines.append)
+    rows = [line for line in lines if "contrast all      all" in line]
+    assert len(rows) == 1 and "n=  1:" in rows[0], lines
+    assert "shipped still supported 1.000" in rows[0]  # P 0.9, no veto: called supported as shipped
