@@ -166,8 +166,8 @@ def test_the_pairs_count_as_one_source_and_move_the_readout(ar: ModuleType) -> N
     assert pair_weight == pytest.approx(one_cell)
     # the negatives' states sit far on the unsupported side of dimension 0: training on them moves v there
     c = 0.3
-    v_alone, _ = ar._fit_on(items, None, c)
-    v_pairs, _ = ar._fit_on(items, negatives, c)
+    ((v_alone, _),) = ar._fit_on(items, None, [c])
+    ((v_pairs, _),) = ar._fit_on(items, negatives, [c])
     assert v_pairs[0] > v_alone[0]
 
 
@@ -310,3 +310,26 @@ def test_contrast_use_counts_only_negatives_whose_original_was_judged(ar: Module
     rows = [line for line in lines if "contrast all      all" in line]
     assert len(rows) == 1 and "n=  1:" in rows[0], lines
     assert "shipped still supported 1.000" in rows[0]  # P 0.9, no veto: called supported as shipped
+
+
+def test_fits_for_a_grid_of_c_are_each_the_fit_for_that_c_alone(ar: ModuleType) -> None:
+    """``_fit_on`` warm-starts each C from the one below; every fit is still its own optimum."""
+    items = _items(ar)
+    cs = [0.3, 0.0, 1e-3, 1.0]
+    grid = ar._fit_on(items, None, cs)
+    w = ar.weights(items.sources, items.data.y)
+    for c, (v, b) in zip(cs, grid, strict=True):
+        alone_v, alone_b = ar.fit_offset(items.h, ar.logit(items.data.p), items.data.y.astype(float), w, c)
+        np.testing.assert_allclose(v, alone_v, atol=1e-6)
+        assert b == pytest.approx(alone_b, abs=1e-6)
+
+
+def test_the_basis_spans_the_states_and_keeps_lengths(ar: ModuleType) -> None:
+    """``h = z vt`` with orthonormal rows of ``vt``: a coefficient in the basis has the length of ``v``."""
+    rng = np.random.default_rng(2)
+    h = rng.normal(size=(30, 80)) @ np.diag(np.linspace(1, 50, 80))
+    h[5] = h[3] + h[4]  # a dependent row: one direction fewer than rows
+    a, vt = ar.svd_basis(h)
+    assert np.allclose(a[:, 0], 1.0) and vt.shape == (29, 80)
+    np.testing.assert_allclose(vt @ vt.T, np.eye(29), atol=1e-8)
+    np.testing.assert_allclose(a[:, 1:] @ vt, h, atol=1e-6)
