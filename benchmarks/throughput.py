@@ -203,9 +203,14 @@ def run_assay_process(n: int, base_url: str, concurrency: int, cache_path: Path)
     """
     command = [sys.executable, str(Path(__file__).resolve()), "--assay-child", str(cache_path)]
     command += ["--base-url", base_url, "--samples", str(n), "--concurrency", str(concurrency)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    return child_report(command, "the assay run's process")
+
+
+def child_report(command: Sequence[str], what: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The JSON object a child process prints last; its exit code and stderr's end if it failed."""
+    done = subprocess.run(list(command), capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"the assay run's process failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"{what} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return report
 
@@ -232,11 +237,7 @@ def run_ragas(samples_path: Path, base_url: str, concurrency: int, api: str) -> 
     command = [str(RAGAS_PYTHON), str(script), str(samples_path), "--base-url", base_url]
     command += ["--concurrency", str(concurrency), "--api", api]
     env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true", "OPENAI_API_KEY": "not-needed"}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"ragas_faithfulness.py failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return report
+    return child_report(command, "ragas_faithfulness.py", env)
 
 
 # -- peak RSS while streaming ------------------------------------------------------------
@@ -315,11 +316,7 @@ def run_stream(n: int, concurrency: int, keep_requests: bool = False) -> dict[st
     command += ["--concurrency", str(concurrency)]
     if keep_requests:
         command.append("--keep-requests")
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"streaming child failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return report
+    return child_report(command, "streaming child")
 
 
 # -- main --------------------------------------------------------------------------------
