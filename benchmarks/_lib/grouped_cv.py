@@ -130,7 +130,7 @@ def load_hidden(folder: Path, sets: Sequence[str], rows: dict[str, list[dict[str
         meta_path = folder / f"{name}.jsonl"
         if not meta_path.exists():
             continue
-        lines = [json.loads(line) for line in meta_path.open()]
+        lines = [json.loads(line) for line in meta_path.read_text().splitlines()]
         wanted = data_rows[name]
         lines = [m for m in lines if m["id"] in wanted]
         group_of = document_groups(name, [wanted[m["id"]] for m in lines])

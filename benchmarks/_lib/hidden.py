@@ -246,7 +246,7 @@ def groups_of_rows(name: str, rows: list[dict[str, Any]]) -> list[list[dict[str,
 async def extract(judge: HiddenStateJudge, name: str, rows: list[dict[str, Any]], folder: Path) -> None:
     verifier = StatementVerifier(method="threshold", reasons="none")  # today's defaults otherwise
     meta_path = folder / f"{name}.jsonl"
-    done = {json.loads(line)["id"] for line in meta_path.open()} if meta_path.exists() else set()
+    done = {json.loads(line)["id"] for line in meta_path.read_text().splitlines()} if meta_path.exists() else set()
     part = len(list(folder.glob(f"{name}-*.npy")))
     todo = [[r for r in group if r["id"] not in done] for group in groups_of_rows(name, rows)]
     todo = [g for g in todo if g]
