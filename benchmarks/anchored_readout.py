@@ -155,6 +155,7 @@ def threaded_judge(threads: int) -> Any:
 async def extract(
     work: Path, threads: int, seed: int, limit_s: float, only: str = "", dev_first: bool = False, contrast: bool = False
 ) -> None:
+    from _lib.contrast_pairs import GENERATOR_VERSION
     from _lib.hidden import extract as extract_rows
 
     from assay.models._weights import DEFAULT_MODEL_SHA256
@@ -162,7 +163,7 @@ async def extract(
     pairs, _, samples = dev_pairs(seed)
     judge = threaded_judge(threads)
     folder = store_folder(work, judge, seed)
-    (folder / "removed").mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     about = {
         "names": list(NAMES),
         "feature_version": 1,
@@ -170,15 +171,12 @@ async def extract(
         "identity": judge.identity,
         "verifier": "StatementVerifier(method='threshold', reasons='none')",
     }
-    for where in (folder, folder / "removed"):
-        path = where / "about.json"
-        if path.exists() and json.loads(path.read_text()) != about:
-            raise SystemExit(f"{path} describes other features: {path.read_text()[:300]} (use another --work)")
-        path.write_text(json.dumps(about, indent=1))
+    made = {folder: about, folder / "removed": about}
+    if contrast:  # a contrast negative's id is ``item:kind``: the rule that edited it must not change under it
+        made[folder / "contrast"] = {**about, "contrast_seed": CONTRAST_SEED, "generator": GENERATOR_VERSION}
+    claim_stores(made)
     plan = schedule(pairs, samples, seed)
     if contrast:  # the contrast pairs' negatives of the items judged so far, in a folder of their own
-        (folder / "contrast").mkdir(exist_ok=True)
-        (folder / "contrast" / "about.json").write_text(json.dumps(about, indent=1))
         plan = [(name, "contrast", rows) for name, rows in contrast_rows(folder, samples)]
     if only:  # "set:kind", e.g. summedits:dev: that part of the schedule alone, in its order
         plan = [e for e in plan if f"{e[0]}:{e[1]}" in only.split(",")]
@@ -201,6 +199,20 @@ async def extract(
         if limit_s and time.perf_counter() - started > limit_s:
             print(f"stopped after {limit_s:.0f} s; run again to resume", file=sys.stderr)
             return
+
+
+def claim_stores(made: dict[Path, dict[str, Any]]) -> None:
+    """Each folder's ``about.json`` says what its verdicts were made with; a folder of other features is refused.
+
+    A resumed extraction appends to the store: verdicts of another model, verifier or pair
+    generator would be mixed with these under the same ids.
+    """
+    for where, what in made.items():
+        where.mkdir(parents=True, exist_ok=True)
+        path = where / "about.json"
+        if path.exists() and json.loads(path.read_text()) != what:
+            raise SystemExit(f"{path} describes other features: {path.read_text()[:300]} (use another --work)")
+        path.write_text(json.dumps(what, indent=1))
 
 
 CONTRAST_SEED = 64
@@ -236,8 +248,8 @@ def contrast_rows(folder: Path, samples: dict[str, list[dict[str, Any]]]) -> lis
                 negative = {**row, "id": pair.id, "claim": pair.claim, "label": pair.label}
                 if pair.kind == "changed":
                     negative["context"] = pair.evidence
-                by_context.setdefault(f"{pair.kind == 'changed'}\x00{negative['context']}", []).append(negative)
-        entries = sorted(by_context.values(), key=lambda rows: (rows[0]["id"].endswith(":changed"), rows[0]["id"]))
+                by_context.setdefault(negative["context"], []).append(negative)  # a changed one has its own
+        entries = list(by_context.values())
         random.Random(f"{CONTRAST_SEED}:{name}").shuffle(entries)
         entries.sort(key=lambda rows: rows[0]["id"].endswith(":changed"))  # the claim edits first
         out += [(name, rows) for rows in entries]
@@ -293,17 +305,14 @@ def svd_basis(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.hstack([np.ones((len(x), 1)), u[:, keep] * s]), (u[:, keep].T @ x) / s[:, None]
 
 
-def fit_offset(
-    h: np.ndarray, offset: Array, y: Array, w: Array, c: float, basis: tuple[np.ndarray, np.ndarray] | None = None
-) -> tuple[Array, float]:
+def fit_offset(h: np.ndarray, offset: Array, y: Array, w: Array, c: float) -> tuple[Array, float]:
     """(v, b) minimising ``c * sum w_i logloss(offset_i + v . h_i + b) + (|v|^2 + b^2) / 2`` (Newton, SVD basis).
 
-    ``c = 0`` returns zeros: the offset alone. ``basis``: ``svd_basis(h)``, computed once
-    for every ``c`` of one training set.
+    ``c = 0`` returns zeros: the offset alone.
     """
     if c == 0 or len(y) == 0:
         return np.zeros(h.shape[1]), 0.0
-    a, vt = basis if basis is not None else svd_basis(h)
+    a, vt = svd_basis(h)
     theta = _newton(a, offset, y, w, c, np.zeros(a.shape[1]))
     return vt.T @ theta[1:], float(theta[0])
 
@@ -397,21 +406,20 @@ def _joined(human: Items, extra: Items | None) -> tuple[Items, npt.NDArray[np.st
 
 
 def _fit_on(human: Items, extra: Items | None, cs: Sequence[float]) -> list[tuple[Array, float]]:
-    """(v, b) for each of ``cs`` on ``human`` plus ``extra`` (one SVD for all)."""
+    """``fit_offset``'s (v, b) for each of ``cs`` on ``human`` plus ``extra``: one basis for all, warm-started.
+
+    Each C starts from the optimum of the one below: a few Newton steps, not a hundred.
+    """
     train, weighting = _joined(human, extra)
-    w = weights(weighting, train.data.y)
-    offset, y = logit(train.data.p), train.data.y.astype(np.float64)
-    if not any(cs) or not len(y):
-        return [fit_offset(train.h, offset, y, w, c) for c in cs]
-    a, vt = svd_basis(train.h)
-    fits: dict[float, tuple[Array, float]] = {}
-    theta = np.zeros(a.shape[1])
-    for c in sorted(cs):  # each C starts from the optimum of the one below: a few Newton steps, not a hundred
-        if c == 0:
-            fits[c] = (np.zeros(train.h.shape[1]), 0.0)
-            continue
-        theta = _newton(a, offset, y, w, c, theta)
-        fits[c] = (vt.T @ theta[1:], float(theta[0]))
+    y = train.data.y.astype(np.float64)
+    fits: dict[float, tuple[Array, float]] = {c: (np.zeros(train.h.shape[1]), 0.0) for c in cs if c == 0 or not len(y)}
+    if len(fits) < len(set(cs)):
+        w, offset = weights(weighting, train.data.y), logit(train.data.p)
+        a, vt = svd_basis(train.h)
+        theta = np.zeros(a.shape[1])
+        for c in sorted(set(cs) - set(fits)):
+            theta = _newton(a, offset, y, w, c, theta)
+            fits[c] = (vt.T @ theta[1:], float(theta[0]))
     return [fits[c] for c in cs]
 
 
@@ -489,8 +497,9 @@ def held_out_pairs(negatives: Items | None, test: Items) -> Items | None:
 def leave_one_source_out(items: Items, fraction: float, seed: int, negatives: Items | None = None) -> dict[str, Any]:
     """Out-of-source verdicts of the readout, the threshold and the shipped rule, with what each fold chose.
 
-    With ``negatives`` (the evidence-use pairs' edited sides), the readout also trains on
-    those not made from the held-out source (:func:`held_out_pairs`); the threshold does not.
+    With ``negatives`` (the pairs' edited sides: evidence-use and contrast), the readout also
+    trains on those not made from the held-out source (:func:`held_out_pairs`); the
+    threshold does not.
     """
     n = len(items.sources)
     out = {k: np.zeros(n, dtype=np.int64) for k in ("readout", "threshold", "shipped")}
@@ -504,7 +513,7 @@ def leave_one_source_out(items: Items, fraction: float, seed: int, negatives: It
         train = subsample(items.take(~te), fraction, seed)
         test = items.take(te)
         extra = held_out_pairs(negatives, test)
-        model = fit_readout(train, seed) if extra is None else fit_readout(train, seed, extra)
+        model = fit_readout(train, seed, extra)
         models[s] = model
         out["readout"][te] = readout_preds(model, test)
         t, preds = threshold_preds(train, test)
@@ -548,13 +557,22 @@ def negatives_from(folder: Path, pairs: Sequence[EvidencePair], samples: dict[st
 
 
 def contrast_from(folder: Path, samples: dict[str, list[dict[str, Any]]]) -> Items | None:
-    """The contrast pairs' negatives judged so far (``extract --contrast``), sources of their dev item."""
-    if not (folder / "contrast").exists():
+    """The contrast pairs' negatives judged so far (``extract --contrast``), source and group of their dev item.
+
+    Read from the store's ids (``item:kind``) and the original item's row: the pairs are not
+    made again (the about.json that ``extract`` checks names the generator that made them).
+    """
+    store = folder / "contrast"
+    if not store.exists():
         return None
+    originals = {r["id"]: r for name in SETS for r in samples[name]}
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in SETS}
-    for name, entry in contrast_rows(folder, samples):
-        rows[name] += entry
-    return items_from(folder / "contrast", rows)
+    for name in SETS:
+        path = store / f"{name}.jsonl"
+        for line in path.read_text().splitlines() if path.exists() else ():
+            negative = json.loads(line)["id"]
+            rows[name].append({**originals[negative.rsplit(":", 1)[0]], "id": negative, "label": 0})
+    return items_from(store, rows)
 
 
 def contrast_use(items: Items, contrast: Items, result: dict[str, Any], out: Any = print) -> None:
@@ -581,8 +599,8 @@ def contrast_use(items: Items, contrast: Items, result: dict[str, Any], out: Any
                 continue
             parts = []
             for way, v in verdicts.items():
-                passed = result["preds"][way][positives[m]] == 1 if way in result["preds"] else None
-                flipped = float(np.mean(v[m][passed] == 0)) if passed is not None and passed.any() else math.nan
+                passed = result["preds"][way][positives[m]] == 1
+                flipped = float(np.mean(v[m][passed] == 0)) if passed.any() else math.nan
                 parts.append(f"{way} still supported {np.mean(v[m] == 1):.3f} (flipped {flipped:.3f})")
             out(f"  contrast {kind:8s} {name:9s} n={int(m.sum()):3d}: " + "; ".join(parts))
 
@@ -684,7 +702,7 @@ def fit(
         if not parts:
             raise SystemExit(f"--pairs: no judged pair negatives in {folder / 'removed'} or {folder / 'contrast'}")
         training = stacked(*parts)
-        kinds = [i.rsplit(":", 1)[-1] if ":" in i else "removed" for i in training.data.ids]
+        kinds = ["removed" if i.endswith(NEGATIVE_SUFFIX) else i.rsplit(":", 1)[-1] for i in training.data.ids]
         print(
             f"the readout also trains on {len(training.sources)} pair negatives, never on those made from the "
             "held-out source: "

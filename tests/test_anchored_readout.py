@@ -94,9 +94,10 @@ def test_leave_one_source_out_never_trains_on_the_source_it_scores(ar: ModuleTyp
     seen: list[set[str]] = []
     fit = ar.fit_readout
 
-    def spy(train: Any, seed: int) -> Any:
+    def spy(train: Any, seed: int, extra: Any = None) -> Any:
+        assert extra is None  # no pairs given: the readout trains on people alone
         seen.append(set(train.sources.tolist()))
-        return fit(train, seed)
+        return fit(train, seed, extra)
 
     monkeypatch.setattr(ar, "fit_readout", spy)
     result = ar.leave_one_source_out(items, 1.0, seed=1)
@@ -333,3 +334,39 @@ def test_the_basis_spans_the_states_and_keeps_lengths(ar: ModuleType) -> None:
     assert np.allclose(a[:, 0], 1.0) and vt.shape == (29, 80)
     np.testing.assert_allclose(vt @ vt.T, np.eye(29), atol=1e-8)
     np.testing.assert_allclose(a[:, 1:] @ vt, h, atol=1e-6)
+
+
+def test_a_store_made_with_another_generator_or_model_is_refused_not_appended_to(
+    ar: ModuleType, tmp_path: Path
+) -> None:
+    about = {"names": ["result_norm"], "model_sha256": "abc"}
+    contrast = tmp_path / "contrast"
+    ar.claim_stores({tmp_path: about, contrast: {**about, "generator": 1}})
+    ar.claim_stores({tmp_path: about, contrast: {**about, "generator": 1}})  # the same again: a resume
+    for made in ({contrast: {**about, "generator": 2}}, {tmp_path: {**about, "model_sha256": "def"}}):
+        with pytest.raises(SystemExit, match="describes other features"):
+            ar.claim_stores(made)
+
+
+def test_contrast_negatives_are_read_from_the_store_with_their_originals_source_and_document(
+    ar: ModuleType, tmp_path: Path
+) -> None:
+    """The fit reads the judged ids back and takes source and group from the item each was made from."""
+    import json
+
+    rows = [
+        {"id": "s1", "label": 1, "claim": "A.", "context": "Doc one.", "domain": "news"},
+        {"id": "s2", "label": 1, "claim": "B.", "context": "Doc two.", "domain": "podcast"},
+    ]
+    samples = {"summedits": rows, "begin": [], "wice": []}
+    store = tmp_path / "contrast"
+    store.mkdir()
+    (store / "about.json").write_text(json.dumps({"names": ["result_norm"]}))
+    judged = ["s1:entity", "s2:changed", "s2:negation"]
+    line = {"label": 0, "part": 0, "v": 1, "p": None, "vetoed": [], "flags": [], "verbatim": True, "calls": []}
+    line["failure"] = None
+    (store / "summedits.jsonl").write_text("".join(json.dumps({**line, "id": i}) + "\n" for i in judged))
+    items = ar.contrast_from(tmp_path, samples)
+    assert items.data.ids == judged and not items.data.y.any()
+    assert items.sources.tolist() == ["summedits/news", "summedits/podcast", "summedits/podcast"]
+    assert items.data.groups[1] == items.data.groups[2] != items.data.groups[0]  # s2's document, edited or not
