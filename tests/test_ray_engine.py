@@ -230,6 +230,51 @@ def test_ray_engine_matches_the_local_engine_on_200_samples(cluster: str, kind: 
 
 
 @pytest.mark.slow
+def test_ray_workers_read_back_the_scores_a_local_run_kept_and_keep_their_own(cluster: str, tmp_path: Path) -> None:
+    from assay.models import OpenAIJudge
+    from assay.run import JudgeCache
+    from assay.run._ray import aevaluate_ray
+
+    samples = make_samples(40)
+    metric = build_metric("faithfulness", WHOLE_ANSWER)
+    cache_path = tmp_path / "cache.sqlite"
+    with FakeOpenAIServer(responder) as server:
+        judge = OpenAIJudge("fake-judge", base_url=server.base_url)
+        # re-asks named: the suite's default (0, conftest) does not reach Ray's workers (1)
+        local = asyncio.run(aevaluate(samples[:20], [metric], judge, limits=LIMITS, cache=cache_path, reasks=1))
+        calls = server.calls
+
+        def on_ray() -> Any:
+            return asyncio.run(
+                aevaluate_ray(
+                    samples,
+                    [metric],
+                    "openai:fake-judge",
+                    base_url=server.base_url,
+                    limits=LIMITS,
+                    workers=2,
+                    per_worker_concurrency=4,
+                    cache_path=cache_path,
+                    reasks=1,
+                )
+            )
+
+        first = on_ray()
+        made = server.calls - calls
+        again = on_ray()
+        assert server.calls - calls == made, "the workers' own scores were kept too: the re-run made no call"
+    kept_ids = {s.id for s in samples[:20]}
+    calls_of = {r.sample.id: r.scores["faithfulness"].all_calls for r in first.results}
+    assert all(c.cached for i in kept_ids for c in calls_of[i]), "the local run's scores were read back"
+    assert made == sum(not c.cached for c in calls_of.values() for c in c) > 0
+    with JudgeCache(cache_path) as cache:
+        assert cache.info().scores == 40
+    assert _by_id(again.results) == _by_id(first.results)
+    assert {k: v for k, v in _by_id(first.results).items() if k in kept_ids} == _by_id(local.results)
+    assert all(c.cached for r in again.results for c in r.scores["faithfulness"].all_calls)
+
+
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_loses_nothing_and_judges_nothing_twice(cluster: str, tmp_path: Path) -> None:
     import ray
 

@@ -46,7 +46,7 @@ def _when(stamp: float | None) -> str:
 
 @cache_app.command("info")
 def info(path: PathOption = DEFAULT_PATH) -> None:
-    """The cache file, its size on disk, entries (per model), the oldest and newest entry."""
+    """The cache file, its size on disk, entries (per model), the oldest and newest entry, the scores kept."""
     cache = _open(path)
     try:
         facts = cache.info()
@@ -57,6 +57,7 @@ def info(path: PathOption = DEFAULT_PATH) -> None:
     out_console.print(f"entries {facts.entries}")
     out_console.print(f"oldest  {_when(facts.oldest)}")
     out_console.print(f"newest  {_when(facts.newest)}")
+    out_console.print(f"scores  {facts.scores} (whole scores a re-run reads back while their answers are here)")
     if facts.per_model:
         table = Table(title="entries per model", title_justify="left")
         table.add_column("model")
@@ -76,7 +77,7 @@ def clear(
         float | None, typer.Option("--older-than", min=0.0, help="Only entries older than DAYS.", metavar="DAYS")
     ] = None,
 ) -> None:
-    """Delete cached answers: all of them, or one model's and/or those older than DAYS."""
+    """Delete cached answers: all of them, or one model's and/or those older than DAYS (their kept scores too)."""
     cache = _open(path)
     try:
         deleted = cache.clear(model=model, older_than_days=older_than)

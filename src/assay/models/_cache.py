@@ -14,6 +14,13 @@ Two rules keep it from lying (``docs/design/judging.md``, "The judge stack"):
   use) is never cached: the next run asks again, so a run against a flaky server can
   be repaired by re-running it against a healthy one.
 
+The same file keeps each whole score whose every judge answer it holds (``scores``): a
+re-run finds the score without decomposing the answer or rendering a prompt again.
+:mod:`assay.run._memo` keys it by everything that made it (the code, the metric, the
+judge, the sample, the repeat); the cache only lends it :func:`collecting_calls`, which
+lists the answers a score was built from, and keeps a score only while every one of
+them is still here (``assay cache clear`` of a judge's answers clears its scores too).
+
 SQLite in WAL mode; one file per project (``.assay/cache.sqlite``), inspected and
 pruned with ``assay cache info|clear``. Keys are versioned: entries written under an
 older key scheme (before these rules) are never read again; ``assay cache clear``
@@ -23,14 +30,17 @@ removes them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -41,15 +51,18 @@ from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, Judg
 from assay.models._wrapper import JudgeWrapper
 from assay.parsing import Unparsed, looks_like_refusal, parse_output
 
-__all__ = ["CacheInfo", "CachedJudge", "JudgeCache", "cache_key", "is_cacheable"]
+__all__ = ["CacheInfo", "CachedJudge", "CallKeys", "JudgeCache", "cache_key", "collecting_calls", "is_cacheable"]
 
 _KEY_VERSION = 2
 """Bumped whenever what a key covers or what may be stored changes (2: identity, validated only)."""
 
-_SCHEMA_VERSION = 1
-"""The file's layout (``PRAGMA user_version``); 0 is a file from before versions were kept."""
+_SCHEMA_VERSION = 2
+"""The file's layout (``PRAGMA user_version``); 0 is a file from before versions were kept; 2 adds ``scores``."""
 
 _DDL = "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, response TEXT, created REAL, identity TEXT)"
+_SCORES_DDL = (
+    "CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, model TEXT, score TEXT, calls TEXT, created REAL)"
+)
 
 
 def _migrate(db: sqlite3.Connection, found: int) -> None:
@@ -60,6 +73,47 @@ def _migrate(db: sqlite3.Connection, found: int) -> None:
 
 
 _INCOMPLETE = frozenset({"length", "refusal", "content_filter"})
+
+_KEPT_SCORE = (
+    "SELECT score, json_array_length(calls), "
+    "(SELECT COUNT(*) FROM calls WHERE calls.key IN (SELECT value FROM json_each(scores.calls))) "
+    "FROM scores WHERE key = ?"
+)
+"""A kept score, how many answers it was built from (distinct keys) and how many of them are still here."""
+
+
+@dataclass
+class CallKeys:
+    """The cache keys of the answers one score was built from, and whether every answer is in the cache.
+
+    ``complete`` turns false when an answer was not stored (invalid, refused, truncated, a
+    write that failed), when a call failed, or when the judge was asked something the
+    cache does not keep (a choice's probabilities): such a score must be computed again.
+    """
+
+    keys: list[str] = field(default_factory=list)
+    complete: bool = True
+
+
+_COLLECTING: ContextVar[CallKeys | None] = ContextVar("assay_call_keys", default=None)
+
+
+@contextlib.contextmanager
+def collecting_calls() -> Iterator[CallKeys]:
+    """List the cached answers of the calls made inside (tasks started inside report to the same list)."""
+    keys = CallKeys()
+    token = _COLLECTING.set(keys)
+    try:
+        yield keys
+    finally:
+        _COLLECTING.reset(token)
+
+
+def _not_kept() -> None:
+    """A call whose answer the cache does not hold: the score being collected cannot be kept."""
+    collecting = _COLLECTING.get()
+    if collecting is not None:
+        collecting.complete = False
 
 
 def cache_key(
@@ -110,6 +164,7 @@ class CacheInfo:
         per_model: Entries per judge ``model_id``, most first.
         oldest: Unix time of the oldest entry (``None`` when empty).
         newest: Unix time of the newest entry (``None`` when empty).
+        scores: Whole scores kept beside the answers they were built from.
     """
 
     path: Path
@@ -118,6 +173,7 @@ class CacheInfo:
     per_model: Mapping[str, int]
     oldest: float | None
     newest: float | None
+    scores: int = 0
 
 
 def _check_existing(path: Path) -> None:
@@ -149,10 +205,17 @@ class JudgeCache:
             _check_existing(self.path)
         self._lock = threading.Lock()
         self._db = open_sqlite(
-            self.path, what="the judge-call cache", version=_SCHEMA_VERSION, schema=[_DDL], migrate=_migrate
+            self.path,
+            what="the judge-call cache",
+            version=_SCHEMA_VERSION,
+            schema=[_DDL, _SCORES_DDL],
+            migrate=_migrate,
         )
         self.hits = 0
         self.misses = 0
+        self.score_hits = 0
+        """Scores found whole (:meth:`get_score`): no answer decomposed, no prompt rendered."""
+        self.score_misses = 0
         self.rejected = 0
         """Answers not stored because they were invalid, refused or truncated."""
         self.failed_writes = 0
@@ -170,7 +233,7 @@ class JudgeCache:
         self.hits += 1
         return JudgeResponse.model_validate_json(row[0])
 
-    def put(self, key: str, response: JudgeResponse, *, model: str | None = None, identity: str | None = None) -> None:
+    def put(self, key: str, response: JudgeResponse, *, model: str | None = None, identity: str | None = None) -> bool:
         """Store an answer (latency and attempts are not part of the answer).
 
         The caller decides whether the answer may be stored (:func:`is_cacheable`);
@@ -182,6 +245,9 @@ class JudgeCache:
             model: The judge's ``model_id`` (default: the model the response names), for
                 ``assay cache info`` and ``clear --model``.
             identity: The judge's identity, kept for inspection.
+
+        Returns:
+            Whether the file took it.
         """
         stored = response.model_copy(update={"latency_s": 0.0, "attempts": 1, "cached": False})
         with self._lock:
@@ -196,6 +262,35 @@ class JudgeCache:
                 self.failed_writes += 1
                 if self.write_error is None:
                     self.write_error = storage_error(exc, self.path, "the judge-call cache", "write to")
+                return False
+        return True
+
+    def get_score(self, key: str) -> str | None:
+        """The kept score (its JSON) for ``key``, if every judge answer it was built from is still here."""
+        with self._lock:
+            row = self._db.execute(_KEPT_SCORE, (key,)).fetchone()
+        if row is None or row[1] != row[2]:
+            self.score_misses += 1
+            return None
+        self.score_hits += 1
+        return str(row[0])
+
+    def put_score(self, key: str, score: str, calls: Sequence[str], *, model: str | None = None) -> None:
+        """Keep a score's JSON under ``key`` with the keys of the answers it was built from.
+
+        A write that fails is counted as :meth:`put`'s are: the score itself is good, only
+        the next run's saving is lost.
+        """
+        with self._lock:
+            try:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO scores (key, model, score, calls, created) VALUES (?, ?, ?, ?, ?)",
+                    (key, model, score, json.dumps(sorted(set(calls))), time.time()),
+                )
+            except sqlite3.Error as exc:
+                self.failed_writes += 1
+                if self.write_error is None:
+                    self.write_error = storage_error(exc, self.path, "the judge-call cache", "write to")
 
     def info(self) -> CacheInfo:
         """Entries, entries per model, the oldest and newest entry, and the size on disk."""
@@ -206,6 +301,7 @@ class JudgeCache:
             per_model = self._db.execute(
                 "SELECT COALESCE(model, '?'), COUNT(*) FROM calls GROUP BY 1 ORDER BY 2 DESC, 1"
             ).fetchall()
+            scores = self._db.execute("SELECT COUNT(*) FROM scores").fetchone()[0]
         size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
         return CacheInfo(
             path=self.path,
@@ -214,10 +310,14 @@ class JudgeCache:
             per_model={str(m): int(n) for m, n in per_model},
             oldest=oldest,
             newest=newest,
+            scores=int(scores),
         )
 
     def clear(self, *, model: str | None = None, older_than_days: float | None = None) -> int:
         """Delete entries (all, or those of one ``model`` and/or older than N days); return how many.
+
+        The whole scores of the same judge and age go with them (and any score whose
+        answers are gone is never read again).
 
         Raises:
             ConfigError: ``older_than_days`` is negative.
@@ -232,9 +332,10 @@ class JudgeCache:
         if older_than_days is not None:
             where.append("created < ?")
             params.append(time.time() - older_than_days * 86400.0)
-        sql = "DELETE FROM calls" + (f" WHERE {' AND '.join(where)}" if where else "")
+        condition = f" WHERE {' AND '.join(where)}" if where else ""
         with self._lock:
-            deleted = self._db.execute(sql, params).rowcount
+            deleted = self._db.execute("DELETE FROM calls" + condition, params).rowcount
+            self._db.execute("DELETE FROM scores" + condition, params)
             if deleted:  # give the space back to the file system
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 self._db.execute("VACUUM")
@@ -248,6 +349,12 @@ class JudgeCache:
         """Close the database."""
         with self._lock:
             self._db.close()
+
+    def __enter__(self) -> JudgeCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class CachedJudge(JudgeWrapper):
@@ -268,12 +375,45 @@ class CachedJudge(JudgeWrapper):
         config = config or GenerateConfig()
         identity = self.inner.identity
         key = cache_key(identity, messages, schema, config)
+        collecting = _COLLECTING.get()
         hit = self.cache.get(key)
         if hit is not None:
+            if collecting is not None:
+                collecting.keys.append(key)
             return hit.model_copy(update={"cached": True})
-        response = await self.inner.generate(messages, schema=schema, config=config)
+        try:
+            response = await self.inner.generate(messages, schema=schema, config=config)
+        except BaseException:
+            _not_kept()
+            raise
+        kept = False
         if is_cacheable(response, schema):
-            self.cache.put(key, response, model=self.inner.model_id, identity=identity)
+            kept = self.cache.put(key, response, model=self.inner.model_id, identity=identity)
         else:
             self.cache.rejected += 1
+        if collecting is not None:
+            if kept:
+                collecting.keys.append(key)
+            else:
+                collecting.complete = False
         return response
+
+    def __getattr__(self, name: str) -> Any:
+        """The inner judge's optional capabilities; those the cache does not keep mark a collected score incomplete."""
+        found = super().__getattr__(name)
+        if name in _NOT_CACHED and callable(found):
+            return _uncached(found)
+        return found
+
+
+_NOT_CACHED = frozenset({"choice_probabilities", "complete_string"})
+"""Optional judge capabilities whose answers are not kept: a score that used one is computed again."""
+
+
+def _uncached(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    @functools.wraps(method)
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        _not_kept()
+        return await method(*args, **kwargs)
+
+    return call

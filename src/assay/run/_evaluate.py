@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from assay._safety import printable, redact_url
 from assay._version import __version__
 from assay.errors import JudgeCallWarning, JudgeUnavailableError, SampleError, StorageError
-from assay.metrics._base import Metric, score_safely
+from assay.metrics._base import Metric
 from assay.models._cache import JudgeCache
 from assay.models._protocol import JudgeModel, close_judge
 from assay.models._stack import _REPEAT, CountedJudge, Limits, build_judge_stack
@@ -32,6 +32,7 @@ from assay.run._cascade import PlannedCascade, cascade_option, prepare_cascade
 from assay.run._cost import CostReport, PriceTable
 from assay.run._data import DEFAULT_MAX_FIELD_CHARS, DEFAULT_MAX_ROW_CHARS, DatasetSource, Row, open_rows
 from assay.run._judge_record import JudgeRecord
+from assay.run._memo import ScoreMemo, score_sample
 from assay.run._outcome import EvalResult
 from assay.run._plan import RunPlan, plan_run
 from assay.run._progress import ProgressMode, Reporter, load_local_judge, make_reporter
@@ -445,6 +446,7 @@ async def _run_local(
     stacked = stack(judge_model)
     later = [stack(judge) for judge in cascade[1]]
     escalations = {name: p.escalation([stacked, *later]) for name, p in cascade[0].items()}
+    memo = ScoreMemo(cache, judge_model, temperature=temperature) if cache is not None else None
     queue: asyncio.Queue[tuple[Row, int] | None] = asyncio.Queue(maxsize=2 * workers)
     reasks_token = REASKS.set(reasks) if reasks is not None else None
 
@@ -452,7 +454,9 @@ async def _run_local(
         while (item := await queue.get()) is not None:
             row, repeat = item
             _REPEAT.set(repeat)
-            scores = {m.name: await score_safely(m, row.sample, stacked, escalations.get(m.name)) for m in metric_list}
+            scores = await score_sample(
+                metric_list, row.sample, stacked, memo=memo, repeat=repeat, escalations=escalations, on_call=on_call
+            )
             on_result(SampleResult(sample=row.sample, scores=scores, line=row.line, repeat=repeat))
 
     async def put(row: Row) -> None:

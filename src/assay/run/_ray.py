@@ -36,7 +36,7 @@ from assay._samples import Sample
 from assay._scores import MetricSpec
 from assay.errors import AssayError, ConfigError, MissingExtraError, SampleError
 from assay.metrics import metric_from_spec
-from assay.metrics._base import Metric, score_safely
+from assay.metrics._base import Metric
 from assay.models._cache import JudgeCache
 from assay.models._protocol import JudgeModel, close_judge
 from assay.models._registry import get_judge
@@ -44,6 +44,7 @@ from assay.models._resilient import RateLimiter
 from assay.models._stack import _REPEAT, Limits, build_judge_stack
 from assay.prompts import REASKS
 from assay.run._data import Row, read_rows, required_fields
+from assay.run._memo import ScoreMemo, score_sample
 from assay.run._outcome import EvalResult
 from assay.run._results import SampleResult
 
@@ -264,6 +265,7 @@ class _EvalWorker:
         self._stacked = build_judge_stack(
             judge, limits=config.limits, cache=self._cache, temperature=config.temperature, limiter=self._limiter
         )
+        self._memo = ScoreMemo(self._cache, judge, temperature=config.temperature) if self._cache is not None else None
 
     async def ready(self) -> str:
         """The judge's model id, once the actor is built."""
@@ -278,7 +280,7 @@ class _EvalWorker:
         _REPEAT.set(repeat)  # each actor call runs in its own task: context variables stay per row
         if self._config.reasks is not None:
             REASKS.set(self._config.reasks)
-        scores = {m.name: await score_safely(m, row.sample, self._stacked) for m in self._metrics}
+        scores = await score_sample(self._metrics, row.sample, self._stacked, memo=self._memo, repeat=repeat)
         return SampleResult(sample=row.sample, scores=scores, line=row.line, repeat=repeat)
 
     async def stats(self) -> tuple[int, float]:
