@@ -265,9 +265,11 @@ def test_ray_workers_read_back_the_scores_a_local_run_kept_and_keep_their_own(cl
         assert server.calls - calls == made, "the workers' own scores were kept too: the re-run made no call"
     kept_ids = {s.id for s in samples[:20]}
     calls_of = {r.sample.id: r.scores["faithfulness"].all_calls for r in first.results}
-    assert all(c.cached for i in kept_ids for c in calls_of[i]), "the local run's scores were read back"
+    assert all(c.cached for i in kept_ids for c in calls_of[i]), "the local run's samples made no call"
     assert made == sum(not c.cached for c in calls_of.values() for c in c) > 0
     with JudgeCache(cache_path) as cache:
+        # one score a sample: the workers keyed the local run's scores as it did (same code, same
+        # question) and found them; a key of their own would have kept 20 more
         assert cache.info().scores == 40
     assert _by_id(again.results) == _by_id(first.results)
     assert {k: v for k, v in _by_id(first.results).items() if k in kept_ids} == _by_id(local.results)

@@ -193,7 +193,22 @@ def test_the_fingerprint_reads_every_file_of_the_package(tmp_path: Path) -> None
     assert _memo.fingerprint_of(copy) == before
     (copy / "grounding" / "_new.py").write_text("X = 1\n")
     assert _memo.fingerprint_of(copy) != before, "a new module went unseen"
-    assert any(n.startswith("pysbd-") for n in _memo._distributions()), "the sentence splitter's version is read"
+
+
+def test_the_fingerprint_reads_the_requirements_as_imports_find_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = Path(_memo.__file__).resolve().parents[1]
+    before = _memo.fingerprint_of(package)
+    assert any(r.startswith("pysbd-0") for r in _memo._requirements()), "the sentence splitter's version is read"
+    # a distribution assay does not require, first on the path (a plugin, a test's fake): no change
+    (tmp_path / "some_plugin-1.0.dist-info").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _memo.fingerprint_of(package) == before
+    # another version of a requirement first on the path, as an upgrade: another fingerprint
+    (tmp_path / "pysbd-9.9.9.dist-info").mkdir()
+    assert "pysbd-9.9.9" in _memo._requirements()
+    assert _memo.fingerprint_of(package) != before
 
 
 def test_cleared_or_missing_answers_take_their_scores_with_them(server: FakeOpenAIServer, tmp_path: Path) -> None:

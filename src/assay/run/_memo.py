@@ -9,10 +9,11 @@ file, so a re-run that changes nothing reads it back.
 It must never hand back a score a fresh run would not compute, so the key is everything
 that made it, and a score is kept only when it can be made again from the cache:
 
-- **the code**: the bytes of every file of the installed ``assay`` package, every
-  distribution installed beside it with its version (pysbd's sentences, the encoder an
-  extra installs) and Python's version (:func:`code_fingerprint`): an edit to any line,
-  an upgrade, a missing extra is another key;
+- **the code**: the bytes of every file of the installed ``assay`` package, the
+  installed version of every distribution it requires, its extras' included (pysbd's
+  sentences, the encoder an extra installs), and Python's version
+  (:func:`code_fingerprint`): an edit to any line, an upgrade, a missing extra is
+  another key;
 - **the metric's spec** (its version, parameters and prompts' versions; a metric, prompt
   or function from outside assay, whose code the fingerprint does not read, or a
   parameter the spec cannot write down, is never kept), **the judge**
@@ -35,8 +36,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.metadata
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -63,33 +66,47 @@ def code_fingerprint() -> str:
 
 
 def fingerprint_of(package: Path) -> str:
-    """The sha256 of every file under ``package``, the installed distributions and Python's version.
-
-    The distributions are the names of the ``*.dist-info`` (and ``*.egg-info``) entries on
-    ``sys.path``, which carry their versions: an upgrade of pysbd, a missing extra, any
-    install or removal at all is another fingerprint (one directory listing each, where
-    reading each requirement's metadata took 30 ms).
-    """
+    """The sha256 of every file under ``package``, the versions of assay's requirements and Python's."""
     digest = hashlib.sha256()
     for path in sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
-    for name in _distributions():
-        digest.update(name.encode() + b"\0")
+    for found in _requirements():
+        digest.update(found.encode() + b"\0")
     digest.update(sys.version.encode())
     return digest.hexdigest()
 
 
-def _distributions() -> list[str]:
-    """The names of the distributions installed on ``sys.path`` (``pysbd-0.3.4.dist-info``), in order."""
-    found: list[str] = []
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _requirements() -> list[str]:
+    """Each distribution assay requires (extras too) as imports find it: ``pysbd-0.3.4``; ``pysbd-`` when absent.
+
+    Found by name among the ``*.dist-info`` and ``*.egg-info`` entries of ``sys.path``, the
+    first on the path winning as it does for an import: one directory listing each, where
+    reading each requirement's metadata took 30 ms. Other distributions beside them (a
+    plugin, a tool) do not move the fingerprint.
+    """
+    try:
+        required = importlib.metadata.requires("assay") or []
+    except importlib.metadata.PackageNotFoundError:  # a source tree that was never installed
+        required = []
+    wanted = {_normal(m.group(0)) for r in required if (m := re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", r))}
+    found: dict[str, str] = {}
     for entry in sys.path:
         try:
             names = os.listdir(entry or ".")
         except OSError:  # a zip file, a missing directory
             continue
-        found += sorted(n for n in names if n.endswith((".dist-info", ".egg-info")))
-    return found
+        for name in names:
+            stem, dot, kind = name.rpartition(".")
+            if dot and kind in ("dist-info", "egg-info"):
+                key = _normal(stem.partition("-")[0])
+                if key in wanted:
+                    found.setdefault(key, stem)
+    return [found.get(key, f"{key}-") for key in sorted(wanted)]
 
 
 def _all_ours(spec: Any) -> bool:
