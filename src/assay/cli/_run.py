@@ -534,7 +534,9 @@ MaxUnscoredOpt = Annotated[
         min=0.0, max=1.0, help="Exit 3 when more than this share of results is unscored (a grader's NA does not count)."
     ),
 ]
-CacheOpt = Annotated[bool, typer.Option(help="Answer identical judge calls from .assay/cache.sqlite.")]
+CacheOpt = Annotated[
+    bool, typer.Option(help="Answer identical judge calls, and the scores made only of them, from .assay/cache.sqlite.")
+]
 CachePathOpt = Annotated[Path, typer.Option(help="The judge-call cache.")]
 PricesOpt = Annotated[
     Path | None, typer.Option(envvar="ASSAY_PRICES", help="JSON price table overriding the built-in one.")
