@@ -306,3 +306,21 @@ def test_a_cache_file_of_the_last_layout_gains_the_scores(server: FakeOpenAIServ
         run(rows(2), server, cache)
         run(rows(2), server, cache)
         assert cache.score_hits == 2
+
+
+def test_a_damaged_kept_score_is_computed_again_and_kept_anew(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    data = rows(2)
+    path = tmp_path / "cache.sqlite"
+    with JudgeCache(path) as cache:
+        first = run(data, server, cache)
+    with sqlite3.connect(path) as db:
+        db.execute('UPDATE scores SET score = \'{"metric": "faithfulness", "value": "not a num\'')
+    with JudgeCache(path) as cache:
+        again = run(data, server, cache)
+        assert cache.score_hits == 0 and all(r.scores["faithfulness"].is_scored for r in again.results)
+        assert [r.scores["faithfulness"].value for r in again.results] == [
+            r.scores["faithfulness"].value for r in first.results
+        ]
+    with JudgeCache(path) as cache:
+        run(data, server, cache)
+        assert cache.score_hits == 2, "kept anew over the damaged record"

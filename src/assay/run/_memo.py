@@ -211,11 +211,16 @@ class ScoreMemo:
         key = self.key(metric, sample, repeat)
         kept = self.cache.get_score(key)
         if kept is not None:
-            score = Score.model_validate_json(kept)
-            if on_call is not None:
-                for _ in score.all_calls:
-                    on_call()
-            return score
+            try:
+                score = Score.model_validate_json(kept)
+            except ValueError:  # a damaged record is a miss: computed again and kept anew
+                self.cache.score_hits -= 1
+                self.cache.score_misses += 1
+            else:
+                if on_call is not None:
+                    for _ in score.all_calls:
+                        on_call()
+                return score
         with collecting_calls() as calls:
             score = await score_safely(metric, sample, judge)
         if calls.complete and not score.is_error:
