@@ -262,23 +262,21 @@ def test_a_server_that_serves_one_model_refuses_any_other_name() -> None:
 # --- assay judges fake, from the shell -----------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
     """``assay judges fake`` in a subprocess, and the flags it printed."""
     env = {k: v for k, v in cli_env().items() if k != "OPENAI_API_KEY"}  # no key anywhere
     process = subprocess.Popen(
-        [sys.executable, "-m", "assay", "judges", "fake", "--port", str(_free_port())],
+        # --port 0: the server binds a free port itself (a port probed free, then bound by the
+        # child, could be taken in between by another worker's connection: seen under -n 3)
+        [sys.executable, "-m", "assay", "judges", "fake", "--port", "0"],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         assert process.stdout is not None
         first = process.stdout.readline()
+        if not first:  # it ended before saying where it serves: say what it printed
+            process.wait(timeout=30)
         assert "fake judge (a word rule, not a model) serving on http://127.0.0.1:" in first, (
             first + process.stderr.read() if process.stderr and process.poll() is not None else first
         )

@@ -35,7 +35,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -145,17 +144,14 @@ def server() -> Iterator[str]:
         yield fake.base_url
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _serve_fake(args: list[str], cwd: Path) -> subprocess.Popen[str]:
-    """``assay judges fake ARGS`` in a subprocess on a free port, once it says where it serves."""
+    """``assay judges fake ARGS`` in a subprocess on a port it picks (``--port 0``), once it says where it serves.
+
+    Not a port probed free here: another worker's connection can take it before the child binds it.
+    """
     args = [a for i, a in enumerate(args) if a != "--port" and (i == 0 or args[i - 1] != "--port")]
     process = subprocess.Popen(
-        [sys.executable, "-m", "assay", *args, "--port", str(_free_port())],
+        [sys.executable, "-m", "assay", *args, "--port", "0"],
         cwd=cwd, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert process.stdout is not None
