@@ -45,6 +45,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from assay._schema import schema_json
+from assay._scores import Score
 from assay._sqlite import open_sqlite, storage_error
 from assay.errors import ConfigError, StorageError
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
@@ -80,6 +81,12 @@ _KEPT_SCORE = (
     "FROM scores WHERE key = ?"
 )
 """A kept score, how many answers it was built from (distinct keys) and how many of them are still here."""
+
+
+def _replayed(score: Score) -> Score:
+    """``score`` with every call (its parts' too) ``cached``, with no latency and one attempt."""
+    calls = tuple(c.model_copy(update={"cached": True, "latency_s": 0.0, "attempts": 1}) for c in score.calls)
+    return score.model_copy(update={"calls": calls, "parts": tuple(_replayed(p) for p in score.parts)})
 
 
 @dataclass
@@ -215,7 +222,6 @@ class JudgeCache:
         self.misses = 0
         self.score_hits = 0
         """Scores found whole (:meth:`get_score`): no answer decomposed, no prompt rendered."""
-        self.score_misses = 0
         self.rejected = 0
         """Answers not stored because they were invalid, refused or truncated."""
         self.failed_writes = 0
@@ -257,40 +263,52 @@ class JudgeCache:
                     (key, model or response.model, stored.model_dump_json(), time.time(), identity),
                 )
             except sqlite3.Error as exc:
-                # The answer itself is good and is used; only the next run's saving is lost.
-                # Kept (once) for the run to report, never raised into a judge call.
-                self.failed_writes += 1
-                if self.write_error is None:
-                    self.write_error = storage_error(exc, self.path, "the judge-call cache", "write to")
+                self._write_failed(exc)
                 return False
         return True
 
-    def get_score(self, key: str) -> str | None:
-        """The kept score (its JSON) for ``key``, if every judge answer it was built from is still here."""
+    def _write_failed(self, exc: sqlite3.Error) -> None:
+        """A write the file would not take: the value itself is good and is used; only the next run's saving is lost.
+
+        Counted, and the first kept for the run to report once; never raised into a judge call.
+        """
+        self.failed_writes += 1
+        if self.write_error is None:
+            self.write_error = storage_error(exc, self.path, "the judge-call cache", "write to")
+
+    def get_score(self, key: str) -> Score | None:
+        """The kept score for ``key``, if every judge answer it was built from is still here.
+
+        A record that no longer reads as a score (damaged) is a miss: the caller computes
+        the score again and keeps it anew.
+        """
         with self._lock:
             row = self._db.execute(_KEPT_SCORE, (key,)).fetchone()
         if row is None or row[1] != row[2]:
-            self.score_misses += 1
+            return None
+        try:
+            score = Score.model_validate_json(row[0])
+        except ValueError:
             return None
         self.score_hits += 1
-        return str(row[0])
+        return score
 
-    def put_score(self, key: str, score: str, calls: Sequence[str], *, model: str | None = None) -> None:
-        """Keep a score's JSON under ``key`` with the keys of the answers it was built from.
+    def put_score(self, key: str, score: Score, calls: Sequence[str], *, model: str | None = None) -> None:
+        """Keep ``score`` under ``key`` with the keys of the answers it was built from.
 
-        A write that fails is counted as :meth:`put`'s are: the score itself is good, only
-        the next run's saving is lost.
+        It is stored as a re-run answered from this cache would build it: every call
+        ``cached``, none waited for or retried (as :meth:`put` stores an answer without its
+        latency and attempts).
         """
+        record = _replayed(score).model_dump_json()
         with self._lock:
             try:
                 self._db.execute(
                     "INSERT OR REPLACE INTO scores (key, model, score, calls, created) VALUES (?, ?, ?, ?, ?)",
-                    (key, model, score, json.dumps(sorted(set(calls))), time.time()),
+                    (key, model, record, json.dumps(sorted(set(calls))), time.time()),
                 )
             except sqlite3.Error as exc:
-                self.failed_writes += 1
-                if self.write_error is None:
-                    self.write_error = storage_error(exc, self.path, "the judge-call cache", "write to")
+                self._write_failed(exc)
 
     def info(self) -> CacheInfo:
         """Entries, entries per model, the oldest and newest entry, and the size on disk."""
