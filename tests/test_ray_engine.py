@@ -183,10 +183,21 @@ def _by_id(results: Sequence[SampleResult]) -> dict[str, tuple[float, list[Any]]
 LIMITS = Limits(timeout_s=10, max_attempts=4, backoff_s=0.02)
 
 
+def on_ray(
+    samples: Sequence[Sample], server: FakeOpenAIServer, judge: Any = "openai:fake-judge", **options: Any
+) -> Any:
+    """``aevaluate_ray`` of whole-answer faithfulness against ``server``: two workers of four slots, ``LIMITS``."""
+    from assay.run._ray import aevaluate_ray
+
+    options = {"limits": LIMITS, "workers": 2, "per_worker_concurrency": 4, **options}
+    metric = build_metric("faithfulness", WHOLE_ANSWER)
+    return asyncio.run(aevaluate_ray(samples, [metric], judge, base_url=server.base_url, **options))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["function", "openai"])
 def test_ray_engine_matches_the_local_engine_on_200_samples(cluster: str, kind: str) -> None:
-    from assay.run._ray import RayRunStats, aevaluate_ray
+    from assay.run._ray import RayRunStats
 
     samples = make_samples(200)
     metric = build_metric("faithfulness", WHOLE_ANSWER)
@@ -202,18 +213,7 @@ def test_ray_engine_matches_the_local_engine_on_200_samples(cluster: str, kind: 
         local = asyncio.run(aevaluate(samples, [metric], local_judge, limits=LIMITS, concurrency=8))
         calls_local = server.calls
         stats = RayRunStats()
-        distributed = asyncio.run(
-            aevaluate_ray(
-                samples,
-                [metric],
-                judge_ref,
-                base_url=server.base_url,
-                limits=LIMITS,
-                workers=2,
-                per_worker_concurrency=4,
-                stats=stats,
-            )
-        )
+        distributed = on_ray(samples, server, judge_ref, stats=stats)
         calls_ray = server.calls - calls_local
     assert distributed.n_samples == local.n_samples == 200
     assert _by_id(distributed.results) == _by_id(local.results)
@@ -233,7 +233,6 @@ def test_ray_engine_matches_the_local_engine_on_200_samples(cluster: str, kind: 
 def test_ray_workers_read_back_the_scores_a_local_run_kept_and_keep_their_own(cluster: str, tmp_path: Path) -> None:
     from assay.models import OpenAIJudge
     from assay.run import JudgeCache
-    from assay.run._ray import aevaluate_ray
 
     samples = make_samples(40)
     metric = build_metric("faithfulness", WHOLE_ANSWER)
@@ -244,24 +243,9 @@ def test_ray_workers_read_back_the_scores_a_local_run_kept_and_keep_their_own(cl
         local = asyncio.run(aevaluate(samples[:20], [metric], judge, limits=LIMITS, cache=cache_path, reasks=1))
         calls = server.calls
 
-        def on_ray() -> Any:
-            return asyncio.run(
-                aevaluate_ray(
-                    samples,
-                    [metric],
-                    "openai:fake-judge",
-                    base_url=server.base_url,
-                    limits=LIMITS,
-                    workers=2,
-                    per_worker_concurrency=4,
-                    cache_path=cache_path,
-                    reasks=1,
-                )
-            )
-
-        first = on_ray()
+        first = on_ray(samples, server, cache_path=cache_path, reasks=1)
         made = server.calls - calls
-        again = on_ray()
+        again = on_ray(samples, server, cache_path=cache_path, reasks=1)
         assert server.calls - calls == made, "the workers' own scores were kept too: the re-run made no call"
     kept_ids = {s.id for s in samples[:20]}
     calls_of = {r.sample.id: r.scores["faithfulness"].all_calls for r in first.results}
@@ -281,7 +265,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_judges_nothing_twice(cluster:
     import ray
 
     from assay.run import RunSpec
-    from assay.run._ray import RayRunStats, aevaluate_ray
+    from assay.run._ray import RayRunStats
 
     samples = make_samples(200)
     store = RunStore(tmp_path / "runs.sqlite")
@@ -312,20 +296,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_judges_nothing_twice(cluster:
         killer = threading.Thread(target=kill_a_worker)
         killer.start()
         stats = RayRunStats()
-        result = asyncio.run(
-            aevaluate_ray(
-                samples,
-                [build_metric("faithfulness", WHOLE_ANSWER)],
-                "openai:fake-judge",
-                base_url=server.base_url,
-                limits=LIMITS,
-                workers=2,
-                per_worker_concurrency=4,
-                on_result=on_result,
-                stats=stats,
-                keep_results=False,
-            )
-        )
+        result = on_ray(samples, server, on_result=on_result, stats=stats, keep_results=False)
         killer.join(timeout=30)
         requests = server.requests
 
@@ -356,22 +327,12 @@ def test_a_worker_killed_mid_run_loses_nothing_and_judges_nothing_twice(cluster:
 
 @pytest.mark.slow
 def test_rate_limits_and_concurrency_are_global_across_workers(cluster: str) -> None:
-    from assay.run._ray import RayRunStats, aevaluate_ray
+    from assay.run._ray import RayRunStats
 
     samples = make_samples(6)
     with FakeOpenAIServer(responder) as server:
         started = time.monotonic()
-        asyncio.run(
-            aevaluate_ray(
-                samples,
-                [build_metric("faithfulness", WHOLE_ANSWER)],
-                "openai:fake-judge",
-                base_url=server.base_url,
-                limits=Limits(rpm=240),
-                workers=2,
-                per_worker_concurrency=8,
-            )
-        )
+        on_ray(samples, server, limits=Limits(rpm=240), per_worker_concurrency=8)
         elapsed = time.monotonic() - started
         # 12 calls at 4 per second from one shared bucket of 4: at least ~2 s. Two workers with
         # a budget each would finish in ~1 s.
@@ -379,18 +340,7 @@ def test_rate_limits_and_concurrency_are_global_across_workers(cluster: str) -> 
 
     with FakeOpenAIServer(responder, latency_s=0.05) as server:
         stats = RayRunStats()
-        asyncio.run(
-            aevaluate_ray(
-                make_samples(40),
-                [build_metric("faithfulness", WHOLE_ANSWER)],
-                "openai:fake-judge",
-                base_url=server.base_url,
-                limits=Limits(concurrency=3),
-                workers=2,
-                per_worker_concurrency=8,
-                stats=stats,
-            )
-        )
+        on_ray(make_samples(40), server, limits=Limits(concurrency=3), per_worker_concurrency=8, stats=stats)
     assert server.calls == 80 and stats.limiter_acquires == 80
     assert 1 <= stats.limiter_max_in_flight <= 3, "16 worker slots, but a global cap of 3"
 
@@ -475,22 +425,10 @@ def test_a_ray_worker_builds_the_shared_judge_stack_with_the_run_temperature() -
 @pytest.mark.slow
 def test_a_ray_run_sends_the_run_temperature_to_the_judge(cluster: str) -> None:
     """Regression: the Ray engine stored --temperature in the run spec but never applied it."""
-    from assay.run._ray import aevaluate_ray
 
     samples = make_samples(6)
     with FakeOpenAIServer(responder) as server:
-        result = asyncio.run(
-            aevaluate_ray(
-                samples,
-                [build_metric("faithfulness", WHOLE_ANSWER)],
-                "openai:fake-judge",
-                base_url=server.base_url,
-                limits=LIMITS,
-                temperature=0.7,
-                workers=2,
-                per_worker_concurrency=2,
-            )
-        )
+        result = on_ray(samples, server, temperature=0.7, per_worker_concurrency=2)
         requests = server.requests
     assert result.n_samples == 6
     assert len(requests) == 12
