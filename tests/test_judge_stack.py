@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from assay import Sample, evaluate
+from assay import JudgeCall, Sample, evaluate
 from assay.errors import ConfigError
 from assay.metrics import BinaryJudgeGrader
 from assay.models import (
@@ -310,6 +310,26 @@ def test_evaluate_retrieval_with_an_llm_judge_retries_a_429_and_judges_every_pai
     assert report.n_unjudged == 0, report.unjudged_by_reason
     statuses = [m.status for m in report.queries[0].matches]
     assert statuses == ["relevant", "not_relevant", "duplicate", "not_relevant", "duplicate", "not_relevant"]
+
+
+def test_an_llm_judges_call_records_say_they_were_retried_then_read_from_the_cache(tmp_path: Path) -> None:
+    pytest.importorskip("openai")
+    example = RetrievalExample(id="q1", query=QUERY, expected=[EXPECTED], retrieved=RETRIEVED)
+
+    def calls(report: Any) -> list[JudgeCall]:
+        return [d.call for m in report.queries[0].matches for d in m.decisions if d.call is not None]
+
+    with FakeOpenAIServer(relevance, faults={"429": 1.0}) as server, JudgeCache(tmp_path / "c.sqlite") as cache:
+        watcher = _end_rate_limit_after(server, len(RETRIEVED))
+        first = evaluate_retrieval([example], LLMJudge(openai_judge(server, "fake-judge"), cache=cache), k=[6])
+        watcher.join(timeout=5)
+        asked = server.calls
+        again = evaluate_retrieval([example], LLMJudge(openai_judge(server, "fake-judge"), cache=cache), k=[6])
+        assert server.calls == asked, "the second run asked the server nothing"
+    assert calls(first) and not any(c.cached for c in calls(first))
+    assert max(c.attempts for c in calls(first)) > 1, "a call refused with 429 then answered says how many tries"
+    assert len(calls(again)) == len(calls(first)) and all(c.cached and c.attempts == 1 for c in calls(again))
+    assert [m.status for m in again.queries[0].matches] == [m.status for m in first.queries[0].matches]
 
 
 def test_assay_retrieval_judge_llm_retries_a_429(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

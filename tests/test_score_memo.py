@@ -20,7 +20,7 @@ import pytest
 
 from assay import Faithfulness, Sample, evaluate
 from assay.metrics import BinaryJudgeGrader
-from assay.models import FunctionJudge, ProbabilityJudge
+from assay.models import FunctionJudge
 from assay.run import EvalResult, JudgeCache, Limits, _memo
 from assay.testing import FakeOpenAIServer
 from faithfulness_fakes import faithfulness_answer
@@ -266,20 +266,6 @@ def test_a_failed_call_keeps_nothing(tmp_path: Path) -> None:
         first = run(rows(2), server, cache)
         assert first.results[0].scores["faithfulness"].unscored_reason == "judge_error"
         assert cache.info().scores == 1
-
-
-def test_probabilities_the_cache_does_not_keep_leave_the_score_uncached(tmp_path: Path) -> None:
-    # the verifier reads each verdict from P(1), which the cache does not keep (the local judge's way)
-    judge = ProbabilityJudge(lambda statement, context: 0.9, name="probs")
-    data = rows(3)
-    asked = []
-    with JudgeCache(tmp_path / "cache.sqlite") as cache:
-        for _ in range(2):
-            result = evaluate(data, [Faithfulness(decomposer="sentences")], judge, cache=cache, progress="none")
-            assert all(r.scores["faithfulness"].is_scored for r in result.results)
-            asked.append(len(judge.asked))
-        assert cache.score_hits == 0 and cache.info().scores == 0
-    assert asked[0] > 0 and asked[1] == 2 * asked[0], "every probability was read again"
 
 
 def test_a_metric_from_outside_assay_is_never_kept(tmp_path: Path) -> None:

@@ -550,7 +550,8 @@ class StatementVerifier:
         made = calls_made(probs, f"{self.prompt.name}.p1")
         if not made:
             usage = getattr(probs, "usage", None)
-            made = (self._call(judge, messages, json.dumps(probs), started, purpose="p1", usage=usage),)
+            cached = getattr(probs, "cached", False)
+            made = (self._call(judge, messages, json.dumps(probs), started, purpose="p1", usage=usage, cached=cached),)
         state.calls.extend(made)
         p = probs["1"]
         if p > state.best:
@@ -584,8 +585,9 @@ class StatementVerifier:
             state.calls.append(self._call(judge, messages, None, started, purpose="reason", error=str(exc)))
             return
         state.reason = response.text.strip()
+        raw = prefix + response.text + '"}'
         state.calls.append(
-            self._call(judge, messages, prefix + response.text + '"}', started, purpose="reason", usage=response.usage)
+            self._call(judge, messages, raw, started, purpose="reason", usage=response.usage, cached=response.cached)
         )
 
     def _call(
@@ -598,6 +600,7 @@ class StatementVerifier:
         purpose: str,
         error: str | None = None,
         usage: Usage | None = None,
+        cached: bool = False,
     ) -> JudgeCall:
         return JudgeCall(
             model=judge.model_id,
@@ -607,6 +610,7 @@ class StatementVerifier:
             usage=usage or Usage(),
             latency_s=time.perf_counter() - started,
             error=error,
+            cached=cached,
         )
 
     def _outcome(self, state: _State, threshold: bool) -> StatementOutcome:

@@ -316,7 +316,10 @@ class BinaryJudgeGrader:
         except JudgeError as exc:  # an API judge's calls that answered but gave no P, else the call that failed
             return None, calls_made(exc, purpose) or one_pass(raw_output=None, error=str(exc))
         usage = getattr(probs, "usage", None) or Usage()
-        calls = calls_made(probs, purpose) or one_pass(raw_output=json.dumps(probs, sort_keys=True), usage=usage)
+        cached = getattr(probs, "cached", False)
+        calls = calls_made(probs, purpose) or one_pass(
+            raw_output=json.dumps(probs, sort_keys=True), usage=usage, cached=cached
+        )
         both = probs.get("PASS", 0.0) + probs.get("FAIL", 0.0)
         if not both > 0 or not math.isfinite(both):
             return None, calls
@@ -567,6 +570,7 @@ class RangeJudgeGrader:
             raw_output=json.dumps(raw, sort_keys=True),
             usage=getattr(raw, "usage", None) or Usage(),
             latency_s=time.perf_counter() - started,
+            cached=getattr(raw, "cached", False),
         )
         distribution = _distribution(raw, choices)
         if isinstance(distribution, Unparsed):

@@ -40,15 +40,15 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from assay._schema import schema_json
-from assay._scores import Score
+from assay._scores import Score, Usage
 from assay._sqlite import open_sqlite, storage_error
 from assay.errors import ConfigError, StorageError
-from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse
+from assay.models._protocol import ChatMessage, ChoiceProbabilities, GenerateConfig, JudgeModel, JudgeResponse
 from assay.models._wrapper import JudgeWrapper
 from assay.parsing import Unparsed, looks_like_refusal, parse_output
 
@@ -94,8 +94,8 @@ class CallKeys:
     """The cache keys of the answers one score was built from, and whether every answer is in the cache.
 
     ``complete`` turns false when an answer was not stored (invalid, refused, truncated, a
-    write that failed), when a call failed, or when the judge was asked something the
-    cache does not keep (a choice's probabilities): such a score must be computed again.
+    write that failed, a probability made of calls of its own) or when a call failed: such
+    a score must be computed again.
     """
 
     keys: list[str] = field(default_factory=list)
@@ -124,7 +124,12 @@ def _not_kept() -> None:
 
 
 def cache_key(
-    identity: str, messages: Sequence[ChatMessage], schema: type[BaseModel] | None, config: GenerateConfig
+    identity: str,
+    messages: Sequence[ChatMessage],
+    schema: type[BaseModel] | None,
+    config: GenerateConfig,
+    *,
+    ask: Mapping[str, object] | None = None,
 ) -> str:
     """The sha256 of everything that can change a judge's answer.
 
@@ -134,14 +139,18 @@ def cache_key(
         messages: The full prompt.
         schema: The output schema, if any.
         config: Decoding settings, the repeat index included.
+        ask: What else the call asks beside a generated answer (a choice's prefix and
+            choices, a string's prefix and length cap); ``None`` for ``generate``.
     """
-    payload = {
+    payload: dict[str, object] = {
         "v": _KEY_VERSION,
         "judge": identity,
         "messages": [dict(m) for m in messages],
         "schema": schema_json(schema) if schema is not None else None,
         "config": config.model_dump(mode="json"),
     }
+    if ask is not None:
+        payload["ask"] = dict(ask)
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -376,7 +385,15 @@ class JudgeCache:
 
 
 class CachedJudge(JudgeWrapper):
-    """Answers from the cache when it can; otherwise asks the inner judge and stores a valid answer."""
+    """Answers from the cache when it can; otherwise asks the inner judge and stores a valid answer.
+
+    Besides answers it keeps what a judge that reads its own logits returns: a choice's
+    probabilities (``choice_probabilities``, stored as JSON under a key that adds the prefix
+    and the choices) and a string's continuation (``complete_string``, the prefix and the
+    length cap), so a re-run on the local judge asks it nothing. A probability built from
+    calls of its own (``exchanges``: an API judge's log-probabilities or samples) is kept
+    by those calls, not as a whole.
+    """
 
     def __init__(self, inner: JudgeModel, cache: JudgeCache) -> None:
         super().__init__(inner)
@@ -391,47 +408,126 @@ class CachedJudge(JudgeWrapper):
     ) -> JudgeResponse:
         """A cached answer (``cached=True``), or a fresh one, cached if :func:`is_cacheable`."""
         config = config or GenerateConfig()
-        identity = self.inner.identity
-        key = cache_key(identity, messages, schema, config)
+        key = cache_key(self.inner.identity, messages, schema, config)
+
+        def stored(response: JudgeResponse) -> JudgeResponse | None:
+            return response if is_cacheable(response, schema) else None
+
+        def read(hit: JudgeResponse) -> JudgeResponse:
+            return hit.model_copy(update={"cached": True})
+
+        def ask() -> Awaitable[JudgeResponse]:
+            return self.inner.generate(messages, schema=schema, config=config)
+
+        return await self._through(key, ask, stored, read)
+
+    def __getattr__(self, name: str) -> Any:
+        """The inner judge's optional capabilities; a choice's probabilities and a string go through the cache."""
+        found = super().__getattr__(name)
+        if name == "choice_probabilities" and callable(found):
+            return functools.partial(self._choice_probabilities, found)
+        if name == "complete_string" and callable(found):
+            return functools.partial(self._complete_string, found)
+        return found
+
+    async def _choice_probabilities(
+        self,
+        ask: Callable[..., Awaitable[Any]],
+        messages: Sequence[ChatMessage],
+        *,
+        prefix: str,
+        choices: Sequence[str],
+        config: GenerateConfig | None = None,
+    ) -> Any:
+        config = config or GenerateConfig()
+        key = cache_key(self.inner.identity, messages, None, config, ask={"prefix": prefix, "choices": list(choices)})
+
+        def stored(probs: Any) -> JudgeResponse | bool | None:
+            if getattr(probs, "exchanges", ()):
+                return False  # built from calls of its own, each kept (or not) under its own key
+            if set(probs) != set(choices) or not all(_probability(probs[c]) for c in choices):
+                return None
+            text = json.dumps({"p": {c: float(probs[c]) for c in choices}, "how": getattr(probs, "how", "")})
+            usage = getattr(probs, "usage", None) or Usage()
+            return JudgeResponse(text=text, model=self.inner.model_id, usage=usage, finish_reason="stop")
+
+        def read(hit: JudgeResponse) -> ChoiceProbabilities | None:
+            try:
+                kept = json.loads(hit.text)
+                probabilities = {c: float(kept["p"][c]) for c in choices}
+                how = str(kept.get("how", ""))
+            except (ValueError, TypeError, KeyError):
+                return None  # not what this kind of call stores: asked again
+            return ChoiceProbabilities(probabilities, hit.usage, how=how, cached=True)
+
+        return await self._through(
+            key, lambda: ask(messages, prefix=prefix, choices=choices, config=config), stored, read
+        )
+
+    async def _complete_string(
+        self,
+        ask: Callable[..., Awaitable[JudgeResponse]],
+        messages: Sequence[ChatMessage],
+        *,
+        prefix: str,
+        max_chars: int = 200,
+        config: GenerateConfig | None = None,
+    ) -> JudgeResponse:
+        config = config or GenerateConfig()
+        key = cache_key(self.inner.identity, messages, None, config, ask={"prefix": prefix, "max_chars": max_chars})
+
+        def stored(response: JudgeResponse) -> JudgeResponse | None:
+            return response if is_cacheable(response, None) else None
+
+        def read(hit: JudgeResponse) -> JudgeResponse:
+            return hit.model_copy(update={"cached": True})
+
+        return await self._through(
+            key, lambda: ask(messages, prefix=prefix, max_chars=max_chars, config=config), stored, read
+        )
+
+    async def _through(
+        self,
+        key: str,
+        ask: Callable[[], Awaitable[_A]],
+        stored: Callable[[_A], JudgeResponse | bool | None],
+        read: Callable[[JudgeResponse], _A | None],
+    ) -> _A:
+        """The answer kept under ``key``, else ``ask()``'s, kept when ``stored`` gives what to keep.
+
+        ``stored`` returns the record to keep, ``None`` for an answer that may not be kept
+        (invalid, refused, truncated: counted in :attr:`JudgeCache.rejected`) or ``False``
+        for one kept elsewhere. ``read`` turns a record back into an answer, ``None`` when it
+        cannot (then the judge is asked). Every key found or stored is listed for
+        :func:`collecting_calls`; anything else makes the score being collected incomplete.
+        """
         collecting = _COLLECTING.get()
         hit = self.cache.get(key)
-        if hit is not None:
+        if hit is not None and (answer := read(hit)) is not None:
             if collecting is not None:
                 collecting.keys.append(key)
-            return hit.model_copy(update={"cached": True})
+            return answer
         try:
-            response = await self.inner.generate(messages, schema=schema, config=config)
+            fresh = await ask()
         except BaseException:
             _not_kept()
             raise
+        record = stored(fresh)
         kept = False
-        if is_cacheable(response, schema):
-            kept = self.cache.put(key, response, model=self.inner.model_id, identity=identity)
-        else:
+        if isinstance(record, JudgeResponse):
+            kept = self.cache.put(key, record, model=self.inner.model_id, identity=self.inner.identity)
+        elif record is None:
             self.cache.rejected += 1
         if collecting is not None:
             if kept:
                 collecting.keys.append(key)
             else:
                 collecting.complete = False
-        return response
-
-    def __getattr__(self, name: str) -> Any:
-        """The inner judge's optional capabilities; those the cache does not keep mark a collected score incomplete."""
-        found = super().__getattr__(name)
-        if name in _NOT_CACHED and callable(found):
-            return _uncached(found)
-        return found
+        return fresh
 
 
-_NOT_CACHED = frozenset({"choice_probabilities", "complete_string"})
-"""Optional judge capabilities whose answers are not kept: a score that used one is computed again."""
+_A = TypeVar("_A")
 
 
-def _uncached(method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    @functools.wraps(method)
-    async def call(*args: Any, **kwargs: Any) -> Any:
-        _not_kept()
-        return await method(*args, **kwargs)
-
-    return call
+def _probability(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0

@@ -182,7 +182,8 @@ class ChoiceProbabilities(dict[str, float]):
     local judge), for the verdict's record. ``exchanges``: the model calls it took, each as
     sent and answered (its tokens, whether it was cached), with an empty ``purpose`` for the
     caller to name; empty when the backend read P in one pass of its own (the local judge),
-    and the caller records one call with ``usage``.
+    and the caller records one call with ``usage`` and ``cached`` (read from the judge-call
+    cache, no model call made).
     """
 
     def __init__(
@@ -192,11 +193,13 @@ class ChoiceProbabilities(dict[str, float]):
         *,
         how: str = "",
         exchanges: Sequence[JudgeCall] = (),
+        cached: bool = False,
     ) -> None:
         super().__init__(probabilities)
         self.usage = usage or Usage()
         self.how = how
         self.exchanges = tuple(exchanges)
+        self.cached = cached
 
 
 def calls_made(answer: object, purpose: str) -> tuple[JudgeCall, ...]:

@@ -147,7 +147,27 @@ class CountedJudge(JudgeWrapper):
 
 
 class _RepeatJudge(JudgeWrapper):
-    """Puts the current repeat index (and a run-wide temperature) into every call's config."""
+    """Puts the current repeat index (and a run-wide temperature) into every call's config.
+
+    A choice's probabilities and a string's continuation get the repeat index too (not the
+    temperature: a probability is read at none, and a reason is written as its caller asks),
+    so the cache keeps each repeat's apart, as it keeps each repeat's answers.
+    """
+
+    _REPEATED = ("choice_probabilities", "complete_string")
+
+    def __getattr__(self, name: str) -> Any:
+        found = super().__getattr__(name)
+        if name not in self._REPEATED or not callable(found):
+            return found
+
+        @functools.wraps(found)
+        async def repeated(*args: Any, config: GenerateConfig | None = None, **kwargs: Any) -> Any:
+            if not _SAME_IN_EVERY_REPEAT.get():
+                config = (config or GenerateConfig()).model_copy(update={"repeat": _REPEAT.get()})
+            return await found(*args, config=config, **kwargs)
+
+        return repeated
 
     def __init__(self, inner: JudgeModel, temperature: float | None = None) -> None:
         super().__init__(inner)

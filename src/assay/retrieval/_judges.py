@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -25,12 +24,13 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
 from assay._scores import Binary, JudgeCall, UnscoredReason
-from assay.errors import ConfigError, JudgeError
+from assay.errors import ConfigError
 from assay.models._cache import JudgeCache
 from assay.models._encoders import Encoder, MiniLMEncoder
 from assay.models._protocol import close_judge
 from assay.models._stack import Limits, build_judge_stack
 from assay.parsing import Unparsed, parse_output
+from assay.prompts._prompt import call_judge
 
 if TYPE_CHECKING:
     from assay.models import ChatMessage, JudgeModel
@@ -291,30 +291,13 @@ class LLMJudge:
         return f"llm:{self.model.model_id}"
 
     async def _one(self, stacked: JudgeModel, pair: JudgePair, gate: asyncio.Semaphore) -> MatchDecision:
-        messages = render_relevance_prompt(pair)
-        record = tuple(dict(msg) for msg in messages)
         async with gate:
-            started = time.perf_counter()
-            try:
-                response = await stacked.generate(messages, schema=RelevanceVerdict)
-            except JudgeError as exc:
-                call = JudgeCall(
-                    model=self.model.model_id,
-                    purpose="retrieval_relevance",
-                    messages=record,
-                    raw_output=None,
-                    latency_s=time.perf_counter() - started,
-                    error=f"{type(exc).__name__}: {exc}",
-                )
-                return MatchDecision.unjudged(UnscoredReason.JUDGE_ERROR, f"{type(exc).__name__}: {exc}", call)
-        call = JudgeCall(
-            model=response.model,
-            purpose="retrieval_relevance",
-            messages=record,
-            raw_output=response.text,
-            usage=response.usage,
-            latency_s=response.latency_s or (time.perf_counter() - started),
-        )
+            response, call = await call_judge(
+                stacked, render_relevance_prompt(pair), schema=RelevanceVerdict, purpose="retrieval_relevance"
+            )
+        if response is None:
+            assert call.error is not None
+            return MatchDecision.unjudged(UnscoredReason.JUDGE_ERROR, call.error, call)
         parsed = parse_output(response.text, RelevanceVerdict, finish_reason=response.finish_reason)
         if isinstance(parsed, Unparsed):
             return MatchDecision.unjudged(parsed.reason, parsed.detail, call)

@@ -21,9 +21,10 @@ that made it, and a score is kept only when it can be made again from the cache:
   field, after the mapping), **the repeat index**, the run's **temperature** and
   **re-asks**;
 - **only a score whose every judge answer is in the cache** (:func:`collecting_calls`): a
-  call that failed, an answer that was not stored (invalid, refused, truncated), a
-  question the cache does not keep (a choice's probabilities, so the local judge's
-  graders) or an error result (``judge_error``, ``metric_error``) leaves nothing kept;
+  call that failed, an answer that was not stored (invalid, refused, truncated, a
+  probability that is no distribution), a probability made of calls of its own (an API
+  judge's ``+logprobs``) or an error result (``judge_error``, ``metric_error``) leaves
+  nothing kept;
 - **read back only while those answers are still there**: ``assay cache clear`` of a
   judge clears its scores.
 
