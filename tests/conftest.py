@@ -27,6 +27,7 @@ END_TO_END = frozenset(
         "test_report_browser",
         "test_review_browser",
         "test_run_browser",
+        "test_runner",
         "test_secrets",
         "test_store_and_cli",
     }

@@ -21,7 +21,6 @@ from assay.run import JudgeCache, Limits, RunStore
 from assay.testing import FakeOpenAIServer
 
 pytest.importorskip("openai")
-pytestmark = pytest.mark.slow
 
 CONTEXT = "The sky is blue. Grass is green. Snow is white. Coal is black."
 # Two calls a sample (the answer's statements, then their verdicts), so calls can be counted.
