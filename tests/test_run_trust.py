@@ -426,6 +426,39 @@ def test_the_progress_line_moves_with_each_judge_call_not_only_each_sample(monke
     assert f"{calls} judge calls" in recorder.events[-1][1]
 
 
+@pytest.mark.parametrize("kept", [True, False], ids=["scores kept whole", "answers alone"])
+def test_the_progress_line_counts_answers_from_the_cache_apart_from_calls_to_the_judge(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kept: bool
+) -> None:
+    # A re-run answered by the cache said "4 judge calls" as it went, then "judge calls 0 (cached 4)"
+    import assay.run._evaluate as runner
+
+    data = [
+        {"id": f"a{i}", "question": "Colour?", "answer": "Grass is green. Snow is white.", "contexts": [f"Sky {i}."]}
+        for i in range(2)
+    ]
+    metric = Faithfulness(strategy="per_statement", decomposer="sentences")
+    judge = FunctionJudge(supported_when_sky_one)
+    path = tmp_path / "cache.sqlite"
+    lines = []
+    for rows in (data[:1], data):  # the second run: one row answered by the cache, one by the judge
+        recorder = _Recorder()
+        monkeypatch.setattr(runner, "make_reporter", lambda progress, recorder=recorder: recorder)
+        evaluate(rows, metric, judge, cache=path, progress="plain")
+        lines.append(recorder.events[-1][1])
+        if not kept:
+            with sqlite3.connect(path) as db:
+                db.execute("DELETE FROM scores")
+    assert "2 judge calls ·" in lines[0] and "cached" not in lines[0]
+    assert "2 judge calls (2 cached) ·" in lines[1], lines[1]
+    recorder = _Recorder()
+    monkeypatch.setattr(runner, "make_reporter", lambda progress: recorder)
+    again = evaluate(data, metric, judge, cache=path, progress="plain")
+    calls = [c for r in again.results for score in r.scores.values() for c in score.all_calls]
+    assert len(calls) == 4 and all(c.cached for c in calls)
+    assert "0 judge calls (4 cached) ·" in recorder.events[-1][1], recorder.events[-1][1]
+
+
 def supported_when_sky_one(messages: list[dict[str, str]], schema: type | None) -> str:
     statement = messages[-1]["content"].split("<statement>\n")[1].split("\n</statement>")[0]
     return json.dumps({"reason": "r", "verdict": int("sky" in statement)})

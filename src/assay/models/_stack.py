@@ -90,17 +90,18 @@ def same_in_every_repeat() -> Iterator[None]:
 
 
 class CountedJudge(JudgeWrapper):
-    """Calls ``on_call`` after every answer of the judge (generated, or choices and strings scored).
+    """Calls ``on_call(cached)`` after every answer of the judge (generated, or choices and strings scored).
 
     The runner's progress moves with each judge call this way, not only when a sample is
     done. The optional capabilities (``choice_probabilities``, ``complete_string``) are
     counted too, and stay present exactly when the inner judge has them; a probability an
-    API judge read from K samples counts K calls (its ``exchanges``).
+    API judge read from K samples counts K calls (its ``exchanges``). ``cached``: the answer
+    came from the judge-call cache (no model was asked); a failed call is not cached.
     """
 
     _COUNTED = ("choice_probabilities", "complete_string")
 
-    def __init__(self, inner: JudgeModel, on_call: Callable[[], None]) -> None:
+    def __init__(self, inner: JudgeModel, on_call: Callable[[bool], None]) -> None:
         super().__init__(inner)
         self.on_call = on_call
 
@@ -133,8 +134,12 @@ class CountedJudge(JudgeWrapper):
 
     def _count(self, answer: object) -> None:
         """One call, or each model call an API judge made for a probability (K samples are K calls)."""
-        for _ in range(max(1, len(getattr(answer, "exchanges", ())))):
-            self.on_call()
+        exchanges = getattr(answer, "exchanges", ())
+        if exchanges:
+            for exchange in exchanges:
+                self.on_call(bool(getattr(exchange, "cached", False)))
+        else:
+            self.on_call(getattr(answer, "cached", False) is True)
 
     async def generate(
         self,

@@ -238,7 +238,8 @@ class _Book:
         self.run_store, self.run_id, self.source = run_store, run_id, source
         self.live = live  # evaluate(export=...): each result also sent as it is recorded
         self.tally = RunTally(list(result.metrics), plan.prices)
-        self.calls_made = 0
+        self.calls_made = 0  # answered, from the judge or the cache
+        self.calls_cached = 0
         self.stored_calls = 0  # calls of the samples recorded by this process: the rest belong to samples cut short
 
     def begin(self, done: set[tuple[str, int]]) -> None:
@@ -261,16 +262,23 @@ class _Book:
         """The progress line's figures."""
         s = self.tally.summary()
         unscored = sum(m.n_unscored for m in s.metrics.values())
-        n = self.calls_made
-        calls = f" · {n:,} judge call{'s' if n != 1 else ''}" if n else ""
+        n, cached = self.calls_made - self.calls_cached, self.calls_cached
+        calls = f" · {n:,} judge call{'s' if n != 1 else ''}" if n or cached else ""
+        calls += f" ({cached:,} cached)" if cached else ""
         return (
             f"scored {s.n_scored} unscored {unscored}{calls} · {s.cost.usage.total_tokens:,} tok · "
             f"{_cost_text(s.cost, self.plan.judge.model_id)}"
         )
 
-    def call_done(self) -> None:
-        """A judge call ended: a sample of a long agent trace takes minutes, so the line moves with each call."""
+    def call_done(self, cached: bool = False) -> None:
+        """A judge call ended: a sample of a long agent trace takes minutes, so the line moves with each call.
+
+        ``cached``: answered from the judge-call cache; the line counts those apart, as the
+        run's summary does ("judge calls 0 (cached 32)"), so a re-run never says it asked the
+        judge.
+        """
         self.calls_made += 1
+        self.calls_cached += cached
         self.reporter.advance(0, self.stats())
 
     def record(self, done_result: SampleResult) -> None:
@@ -429,7 +437,7 @@ async def _run_local(
     skip: Collection[tuple[str, int]],
     on_result: Callable[[SampleResult], None],
     on_error: Callable[[SampleError], None],
-    on_call: Callable[[], None] | None = None,
+    on_call: Callable[[bool], None] | None = None,
     cascade: tuple[Mapping[str, PlannedCascade], Sequence[JudgeModel]] = ({}, ()),
 ) -> None:
     """The in-process engine: a bounded queue feeding a pool of workers (``on_call``: after each judge call).

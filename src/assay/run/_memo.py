@@ -186,7 +186,7 @@ class ScoreMemo:
         sample: Sample,
         judge: JudgeModel,
         repeat: int,
-        on_call: Callable[[], None] | None = None,
+        on_call: Callable[[bool], None] | None = None,
     ) -> Score:
         """The kept score, or :func:`score_safely`'s through ``judge`` (the run's stack), kept when it can be.
 
@@ -200,7 +200,7 @@ class ScoreMemo:
         if kept is not None:
             if on_call is not None:
                 for _ in kept.all_calls:
-                    on_call()
+                    on_call(True)  # read back whole: every call it was built from is in the cache
             return kept
         with collecting_calls() as calls:
             score = await score_safely(metric, sample, judge)
@@ -217,7 +217,7 @@ async def score_sample(
     memo: ScoreMemo | None,
     repeat: int,
     escalations: Mapping[str, Escalation] | None = None,
-    on_call: Callable[[], None] | None = None,
+    on_call: Callable[[bool], None] | None = None,
 ) -> dict[str, Score]:
     """Every metric's score of ``sample`` through ``judge`` (the run's stack), from ``memo`` where kept.
 
