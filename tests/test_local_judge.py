@@ -571,6 +571,10 @@ def test_the_threads_asked_for_read_the_prompt_too(monkeypatch: pytest.MonkeyPat
     llama = judge.load()
     assert judge.n_threads == 1 and llama.n_threads == 1 and llama.n_threads_batch == 1
     assert LocalJudge(smollm2_path(), n_ctx=512, n_threads=3).n_threads == 3  # the argument wins
+    # Another thread count of the same file and window is another model: it got the one loaded first.
+    other = LocalJudge(smollm2_path(), n_ctx=608, n_threads=2).load()
+    assert other is not llama and other.n_threads == 2 and other.n_threads_batch == 2
+    assert LocalJudge(smollm2_path(), n_ctx=608).load() is llama  # the same again is the same model
     for bad in ("0", "two", "-1"):
         monkeypatch.setenv("ASSAY_LOCAL_THREADS", bad)
         with pytest.raises(ConfigError, match=f"ASSAY_LOCAL_THREADS must be a whole number of at least 1, got {bad!r}"):

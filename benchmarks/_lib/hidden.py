@@ -129,6 +129,10 @@ class HiddenStateJudge(LocalJudge):
         self.names = tuple(names)  # the graph nodes kept, in this order (``cb`` mode)
         self.records: dict[str, tuple[float, np.ndarray | None]] = {}
 
+    def _load_key(self, path: Path) -> tuple[object, ...]:
+        """A model loaded with the graph callback is another model: a plain one loaded before reads no hidden state."""
+        return (*super()._load_key(path), "cb_eval")
+
     def load(self, progress: Any = None) -> Any:
         global _CALLBACK
         import llama_cpp.llama_cpp as lib

@@ -63,11 +63,11 @@ from assay.models._weights import (
 
 __all__ = ["LocalJudge", "local_model_path"]
 
-_LOADED: dict[tuple[str, int], Any] = {}
+_LOADED: dict[tuple[object, ...], Any] = {}
 # GBNF: the rest of one JSON string (no quote, backslash or newline), then its closing quote.
 _STRING_BODY_GBNF = r'root ::= [^"\\\x7F\x00-\x1F]{1,%d} "\""'
-_LOCKS: dict[tuple[str, int], threading.Lock] = {}
-_STATES: dict[tuple[str, int], _PrefixStates] = {}
+_LOCKS: dict[tuple[object, ...], threading.Lock] = {}
+_STATES: dict[tuple[object, ...], _PrefixStates] = {}
 _LOAD_LOCK = threading.Lock()
 GENERATION_CELLS = 64
 """Cache cells kept free per sequence for generation when greedy calls are grouped (see :meth:`LocalJudge._groups`)."""
@@ -568,7 +568,7 @@ class LocalJudge(JudgeModel):
         except ImportError as exc:
             raise MissingExtraError("llama-cpp-python", "local", "The local judge") from exc
         path = self._weights_file(progress)
-        key = (str(path.resolve()), self.n_ctx)
+        key = self._load_key(path)
         with _LOAD_LOCK:
             if key not in _LOADED:
                 _LOADED[key] = llama_cpp.Llama(
@@ -586,6 +586,16 @@ class LocalJudge(JudgeModel):
                 _STATES[key] = _PrefixStates(files=files)
             self._key = key
             return _LOADED[key]
+
+    def _load_key(self, path: Path) -> tuple[object, ...]:
+        """What makes a loaded model another one: the file, the window and the threads.
+
+        The threads too: a judge asked for one thread got the two-thread model another judge
+        of the same file had loaded, and the instruction cells of that thread count (which
+        differ bitwise from one thread's). A subclass that loads the model otherwise adds
+        what differs.
+        """
+        return (str(path.resolve()), self.n_ctx, self.n_threads)
 
     def keep_instructions(self, prompts: Sequence[Sequence[ChatMessage]]) -> None:
         """Read each prompt's instructions now (or load them), keeping their cells for later processes.
