@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from assay import Faithfulness, Sample, evaluate
+from assay import Faithfulness, Sample, Usage, evaluate
 from assay.metrics import BinaryJudgeGrader, RangeJudgeGrader
 from assay.models import FunctionJudge
 from assay.models._protocol import ChatMessage, ChoiceProbabilities, GenerateConfig, JudgeResponse
@@ -46,8 +46,6 @@ class ReadsItsLogits(FunctionJudge):
         self.asked.append(("p", prompt, repeat))
         first = self.p(prompt, repeat)
         rest = (1.0 - first) / (len(choices) - 1)
-        from assay._scores import Usage
-
         probabilities = {c: (first if i == 0 else rest) for i, c in enumerate(choices)}
         return ChoiceProbabilities(probabilities, Usage(prompt_tokens=len(prompt) // 4, completion_tokens=1))
 
