@@ -33,7 +33,7 @@ from assay.models import (
     close_judge,
     get_judge,
 )
-from assay.run import RunStore
+from assay.run import JudgeCache, RunStore
 from assay.run._calibrate import calibrate
 from assay.run._cascade import plan_escalation
 from assay.run._judge_record import JudgeRecord
@@ -401,18 +401,25 @@ def test_the_binary_graders_pass_probability_is_read_after_its_own_reasoning_kep
     assert p_call.usage.prompt_tokens > 0 and "answer-start" in p_call.messages[-1]["content"]
 
 
-def test_the_runs_progress_counts_each_sample_as_a_call() -> None:
+def test_the_runs_progress_counts_each_sample_as_a_call(tmp_path: Path) -> None:
     from assay.models._stack import CountedJudge
 
-    ticks: list[int] = []
-    with FakeOpenAIServer(lambda body: "0") as server:
-        stacked = build_judge_stack(get_judge("openai:fake-judge+samples:3", base_url=server.base_url), limits=Limits())
-        judge = CountedJudge(stacked, lambda: ticks.append(1))
+    def verified(server: FakeOpenAIServer, cache: JudgeCache) -> tuple[list[bool], Any]:
+        ticks: list[bool] = []  # each tick says whether its answer came from the cache
+        judge_ = get_judge("openai:fake-judge+samples:3", base_url=server.base_url)
+        judge = CountedJudge(build_judge_stack(judge_, limits=Limits(), cache=cache), ticks.append)
         verifier = StatementVerifier()
         outcomes = _closing(judge, lambda j: verifier.verify(["The sky is blue."], ["The sky is green.", "Sea."], j))
+        return ticks, outcomes
+
+    with FakeOpenAIServer(lambda body: "0") as server, JudgeCache(tmp_path / "cache.sqlite") as cache:
+        ticks, outcomes = verified(server, cache)
         made = len(server.requests)
-    assert made == 6 and len(ticks) == made, "three calls a statement, three ticks"
+        again, _ = verified(server, cache)
+        assert len(server.requests) == made, "the second pass asked the server nothing"
+    assert made == 6 and ticks == [False] * made, "three calls a statement, three ticks"
     assert [len(o.calls) for o in outcomes] == [3, 3]
+    assert again == [True] * made, "each sample read from the cache ticks as cached"
 
 
 def test_a_run_on_a_server_without_logprobs_scores_nothing_exits_3_and_names_what_to_calibrate(

@@ -165,14 +165,14 @@ def test_a_cancelled_call_is_not_counted_but_answered_and_failed_ones_are() -> N
     from assay.models._stack import CountedJudge
 
     counted: list[int] = []
-    judge = CountedJudge(ScriptedJudge(["yes", JudgeError("HTTP 500")]), lambda: counted.append(1))
+    judge = CountedJudge(ScriptedJudge(["yes", JudgeError("HTTP 500")]), lambda cached: counted.append(1))
 
     async def main() -> None:
         await judge.generate([{"role": "user", "content": "a"}])
         with pytest.raises(JudgeError):
             await judge.generate([{"role": "user", "content": "b"}])
         waiting = asyncio.ensure_future(asyncio.sleep(10))
-        stuck = CountedJudge(judge, lambda: counted.append(1))
+        stuck = CountedJudge(judge, lambda cached: counted.append(1))
         stuck.inner.generate = lambda *a, **k: waiting  # type: ignore[method-assign]
         task = asyncio.ensure_future(stuck.generate([{"role": "user", "content": "c"}]))
         await asyncio.sleep(0)

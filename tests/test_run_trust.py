@@ -544,9 +544,9 @@ def test_a_counted_judge_counts_scored_choices_and_keeps_exactly_the_inner_capab
             return {c: 1 / len(choices) for c in choices}
 
     seen: list[int] = []
-    plain = CountedJudge(FunctionJudge(lambda m, s: "{}"), lambda: seen.append(1))
+    plain = CountedJudge(FunctionJudge(lambda m, s: "{}"), lambda cached: seen.append(1))
     assert not isinstance(plain, ChoiceScorer)
-    scorer = CountedJudge(Scorer(lambda m, s: "{}"), lambda: seen.append(1))
+    scorer = CountedJudge(Scorer(lambda m, s: "{}"), lambda cached: seen.append(1))
     assert isinstance(scorer, ChoiceScorer)
     asyncio.run(scorer.choice_probabilities([], prefix="", choices=["1", "0"]))
     asyncio.run(plain.generate([{"role": "user", "content": "x"}]))
