@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -89,10 +88,14 @@ def scripted_judge() -> FunctionJudge:
 # -- the cluster --------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _head_address(temp_dir: str) -> str:
+    """The head's GCS address on loopback, from the file ``ray start --head --port=0`` writes in its temp dir.
+
+    The port is the one the head bound itself: a port probed free here and bound later by
+    Ray could be taken in between by another test's server.
+    """
+    written = (Path(temp_dir) / "ray_current_cluster").read_text().strip()
+    return f"127.0.0.1:{written.rsplit(':', 1)[1]}"
 
 
 def _ray_cli() -> str:
@@ -120,8 +123,6 @@ def cluster() -> Iterator[str]:
     pytest.importorskip("openai")
     cli = _ray_cli()
     temp_dir = tempfile.mkdtemp(prefix="assay-ray-", dir="/tmp")  # short: Ray's socket paths are limited
-    port = _free_port()
-    address = f"127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "OPENAI", "ASSAY"))}
     env.update(
         PYTHONPATH=os.pathsep.join([str(HERE), str(SRC), env.get("PYTHONPATH", "")]),
@@ -147,7 +148,8 @@ def cluster() -> Iterator[str]:
             raise RuntimeError(f"ray start failed:\n{out}")
 
     try:
-        start("--head", f"--port={port}", "--include-dashboard=false", f"--temp-dir={temp_dir}")
+        start("--head", "--port=0", "--include-dashboard=false", f"--temp-dir={temp_dir}")
+        address = _head_address(temp_dir)
         start(f"--address={address}")
         os.environ["RAY_AUTH_MODE"] = "disabled"
         ray.init(address=address, log_to_driver=False)
