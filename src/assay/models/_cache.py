@@ -116,13 +116,6 @@ def collecting_calls() -> Iterator[CallKeys]:
         _COLLECTING.reset(token)
 
 
-def _not_kept() -> None:
-    """A call whose answer the cache does not hold: the score being collected cannot be kept."""
-    collecting = _COLLECTING.get()
-    if collecting is not None:
-        collecting.complete = False
-
-
 def cache_key(
     identity: str,
     messages: Sequence[ChatMessage],
@@ -408,27 +401,14 @@ class CachedJudge(JudgeWrapper):
     ) -> JudgeResponse:
         """A cached answer (``cached=True``), or a fresh one, cached if :func:`is_cacheable`."""
         config = config or GenerateConfig()
-        key = cache_key(self.inner.identity, messages, schema, config)
+        return await self._answer(
+            messages, schema, config, None, lambda: self.inner.generate(messages, schema=schema, config=config)
+        )
 
-        def stored(response: JudgeResponse) -> JudgeResponse | None:
-            return response if is_cacheable(response, schema) else None
-
-        def read(hit: JudgeResponse) -> JudgeResponse:
-            return hit.model_copy(update={"cached": True})
-
-        def ask() -> Awaitable[JudgeResponse]:
-            return self.inner.generate(messages, schema=schema, config=config)
-
-        return await self._through(key, ask, stored, read)
-
-    def __getattr__(self, name: str) -> Any:
-        """The inner judge's optional capabilities; a choice's probabilities and a string go through the cache."""
-        found = super().__getattr__(name)
-        if name == "choice_probabilities" and callable(found):
-            return functools.partial(self._choice_probabilities, found)
-        if name == "complete_string" and callable(found):
-            return functools.partial(self._complete_string, found)
-        return found
+    def _capability(self, name: str, method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        if name == "choice_probabilities":
+            return functools.partial(self._choice_probabilities, method)
+        return functools.partial(self._complete_string, method)
 
     async def _choice_probabilities(
         self,
@@ -440,7 +420,8 @@ class CachedJudge(JudgeWrapper):
         config: GenerateConfig | None = None,
     ) -> Any:
         config = config or GenerateConfig()
-        key = cache_key(self.inner.identity, messages, None, config, ask={"prefix": prefix, "choices": list(choices)})
+        identity = self.inner.identity
+        key = cache_key(identity, messages, None, config, ask={"prefix": prefix, "choices": list(choices)})
 
         def stored(probs: Any) -> JudgeResponse | bool | None:
             if getattr(probs, "exchanges", ()):
@@ -461,7 +442,7 @@ class CachedJudge(JudgeWrapper):
             return ChoiceProbabilities(probabilities, hit.usage, how=how, cached=True)
 
         return await self._through(
-            key, lambda: ask(messages, prefix=prefix, choices=choices, config=config), stored, read
+            key, identity, lambda: ask(messages, prefix=prefix, choices=choices, config=config), stored, read
         )
 
     async def _complete_string(
@@ -474,21 +455,34 @@ class CachedJudge(JudgeWrapper):
         config: GenerateConfig | None = None,
     ) -> JudgeResponse:
         config = config or GenerateConfig()
-        key = cache_key(self.inner.identity, messages, None, config, ask={"prefix": prefix, "max_chars": max_chars})
+        asked = {"prefix": prefix, "max_chars": max_chars}
+        return await self._answer(
+            messages, None, config, asked, lambda: ask(messages, prefix=prefix, max_chars=max_chars, config=config)
+        )
 
-        def stored(response: JudgeResponse) -> JudgeResponse | None:
-            return response if is_cacheable(response, None) else None
-
-        def read(hit: JudgeResponse) -> JudgeResponse:
-            return hit.model_copy(update={"cached": True})
-
+    async def _answer(
+        self,
+        messages: Sequence[ChatMessage],
+        schema: type[BaseModel] | None,
+        config: GenerateConfig,
+        asked: Mapping[str, object] | None,
+        ask: Callable[[], Awaitable[JudgeResponse]],
+    ) -> JudgeResponse:
+        """A text answer (generated, or a string continued after ``asked``'s prefix) through the cache."""
+        identity = self.inner.identity
+        key = cache_key(identity, messages, schema, config, ask=asked)
         return await self._through(
-            key, lambda: ask(messages, prefix=prefix, max_chars=max_chars, config=config), stored, read
+            key,
+            identity,
+            ask,
+            lambda response: response if is_cacheable(response, schema) else None,
+            lambda hit: hit.model_copy(update={"cached": True}),
         )
 
     async def _through(
         self,
         key: str,
+        identity: str,
         ask: Callable[[], Awaitable[_A]],
         stored: Callable[[_A], JudgeResponse | bool | None],
         read: Callable[[JudgeResponse], _A | None],
@@ -510,12 +504,13 @@ class CachedJudge(JudgeWrapper):
         try:
             fresh = await ask()
         except BaseException:
-            _not_kept()
+            if collecting is not None:  # a failed call: the score it was for cannot be kept
+                collecting.complete = False
             raise
         record = stored(fresh)
         kept = False
         if isinstance(record, JudgeResponse):
-            kept = self.cache.put(key, record, model=self.inner.model_id, identity=self.inner.identity)
+            kept = self.cache.put(key, record, model=self.inner.model_id, identity=identity)
         elif record is None:
             self.cache.rejected += 1
         if collecting is not None:

@@ -99,20 +99,14 @@ class CountedJudge(JudgeWrapper):
     came from the judge-call cache (no model was asked); a failed call is not cached.
     """
 
-    _COUNTED = ("choice_probabilities", "complete_string")
-
     def __init__(self, inner: JudgeModel, on_call: Callable[[bool], None]) -> None:
         super().__init__(inner)
         self.on_call = on_call
 
-    def __getattr__(self, name: str) -> Any:
-        found = super().__getattr__(name)
-        if name not in self._COUNTED or not callable(found):
-            return found
-
-        @functools.wraps(found)
+    def _capability(self, name: str, method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        @functools.wraps(method)
         async def counted(*args: Any, **kwargs: Any) -> Any:
-            return await self._counting(found(*args, **kwargs))
+            return await self._counting(method(*args, **kwargs))
 
         return counted
 
@@ -134,12 +128,8 @@ class CountedJudge(JudgeWrapper):
 
     def _count(self, answer: object) -> None:
         """One call, or each model call an API judge made for a probability (K samples are K calls)."""
-        exchanges = getattr(answer, "exchanges", ())
-        if exchanges:
-            for exchange in exchanges:
-                self.on_call(bool(getattr(exchange, "cached", False)))
-        else:
-            self.on_call(getattr(answer, "cached", False) is True)
+        for each in getattr(answer, "exchanges", ()) or (answer,):
+            self.on_call(getattr(each, "cached", False) is True)
 
     async def generate(
         self,
@@ -159,18 +149,12 @@ class _RepeatJudge(JudgeWrapper):
     so the cache keeps each repeat's apart, as it keeps each repeat's answers.
     """
 
-    _REPEATED = ("choice_probabilities", "complete_string")
-
-    def __getattr__(self, name: str) -> Any:
-        found = super().__getattr__(name)
-        if name not in self._REPEATED or not callable(found):
-            return found
-
-        @functools.wraps(found)
+    def _capability(self, name: str, method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        @functools.wraps(method)
         async def repeated(*args: Any, config: GenerateConfig | None = None, **kwargs: Any) -> Any:
             if not _SAME_IN_EVERY_REPEAT.get():
                 config = (config or GenerateConfig()).model_copy(update={"repeat": _REPEAT.get()})
-            return await found(*args, config=config, **kwargs)
+            return await method(*args, config=config, **kwargs)
 
         return repeated
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
 
 from assay.models._protocol import ChatMessage, GenerateConfig, JudgeModel, JudgeResponse, close_judge
 
-__all__ = ["JudgeWrapper"]
+__all__ = ["CAPABILITIES", "JudgeWrapper"]
+
+CAPABILITIES = frozenset({"choice_probabilities", "complete_string"})
+"""The optional judge calls besides ``generate``: a choice's probabilities, a string's continuation."""
 
 
 class JudgeWrapper(JudgeModel):
@@ -63,7 +66,18 @@ class JudgeWrapper(JudgeModel):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name == "inner":
             raise AttributeError(name)
-        return getattr(self.inner, name)
+        found = getattr(self.inner, name)
+        if name in CAPABILITIES and callable(found):
+            return self._capability(name, found)
+        return found
+
+    def _capability(self, name: str, method: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        """The inner judge's ``name`` (one of :data:`CAPABILITIES`) as this layer offers it: unchanged here.
+
+        A layer with a concern for those calls (the cache, the repeat index, the progress
+        count) wraps ``method`` instead; it is found only when the inner judge has it.
+        """
+        return method
 
     async def aclose(self) -> None:
         """Close the inner judge's resources."""
