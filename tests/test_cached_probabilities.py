@@ -178,9 +178,10 @@ def test_a_graders_pass_probability_is_read_from_the_cache_and_says_so(tmp_path:
     assert len([k for k, _, _ in judge.asked if k == "p"]) == 1
     assert [c.purpose for c in second.calls] == [c.purpose for c in first.calls]
     assert [c.cached for c in first.calls] == [False, False] and [c.cached for c in second.calls] == [True, True]
-    # P(PASS) renormalised over PASS and FAIL (the judge spreads 0.25 over the other choices)
-    rest = 0.25 / (len(first.calls[-1].raw_output and json.loads(first.calls[-1].raw_output)) - 1)
-    expected = round(0.75 / (0.75 + rest), 4)
+    # P(PASS) renormalised over PASS and FAIL, as the call recorded them (0.25 is spread over the other choices)
+    read = json.loads(first.calls[-1].raw_output or "{}")
+    assert read["PASS"] == pytest.approx(0.75)
+    expected = round(read["PASS"] / (read["PASS"] + read["FAIL"]), 4)
     assert second.verdicts[0].details["p_pass"] == first.verdicts[0].details["p_pass"] == expected
 
 
