@@ -500,3 +500,74 @@ def test_other_json_is_described_by_its_shape() -> None:
         err = judge._reply_error(200, "application/json", body)
         assert err is not None and found in str(err), (body, err)
     assert judge._reply_error(200, "application/json", b'{"choices": []}') is None  # said later: no choice
+
+
+def _read(judge: OpenAIJudge, reply: dict[str, Any], top_logprobs: int = 0) -> JudgeResponse:
+    """The response read from a reply's bytes, as ``generate`` reads a 200 (the JSON parsed once)."""
+    parsed = judge._reply(200, "application/json", json.dumps(reply).encode())
+    return judge._to_response(parsed, 0.1, top_logprobs)
+
+
+def _choice(**message: Any) -> dict[str, Any]:
+    return {"index": 0, "message": {"role": "assistant", **message}, "finish_reason": "stop"}
+
+
+def test_a_reply_is_read_from_its_json_as_servers_send_it() -> None:
+    judge = OpenAIJudge("asked-model", base_url="http://127.0.0.1:9/v1", api_key=SECRET)
+    full = _read(
+        judge,
+        {
+            "model": "served-model",
+            "choices": [_choice(content='{"verdict": "yes"}', refusal=None)],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
+        },
+    )
+    assert (full.text, full.model, full.finish_reason) == ('{"verdict": "yes"}', "openai:served-model", "stop")
+    assert (full.usage.prompt_tokens, full.usage.completion_tokens) == (12, 5)
+    # What some servers leave out or send as null: no model, no usage counts, no finish reason.
+    bare = _read(judge, {"choices": [{"message": {"content": "ok"}}], "usage": {"prompt_tokens": None}})
+    assert (bare.text, bare.model, bare.finish_reason) == ("ok", "openai:asked-model", None)
+    assert (bare.usage.prompt_tokens, bare.usage.completion_tokens) == (0, 0)
+    # A count that is not a count is no count, never a made-up one.
+    odd = _read(judge, {"choices": [_choice(content="ok")], "usage": {"prompt_tokens": "12", "completion_tokens": -3}})
+    assert (odd.usage.prompt_tokens, odd.usage.completion_tokens) == (0, 0)
+    refused = _read(judge, {"choices": [_choice(content=None, refusal="I can't help with that.")]})
+    assert (refused.text, refused.finish_reason) == ("I can't help with that.", "refusal")
+    assert _read(judge, {"choices": [_choice(content=None)]}).text == ""  # no text: an answer that will not parse
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        ({"choices": [_choice(content=[{"type": "text", "text": "ok"}])]}, "whose content is a JSON list, not text"),
+        ({"choices": [_choice(content=None, refusal={"reason": "no"})]}, "whose refusal is a JSON dict, not text"),
+        ({"choices": []}, "answered without any choice"),
+    ],
+)
+def test_a_reply_whose_fields_are_not_the_apis_is_a_judge_error(reply: dict[str, Any], said: str) -> None:
+    judge = OpenAIJudge("m", base_url="http://127.0.0.1:9/v1", api_key=SECRET)
+    with pytest.raises(JudgeError, match=said):
+        _read(judge, reply)
+
+
+def test_log_probabilities_are_read_or_their_shape_is_said() -> None:
+    judge = OpenAIJudge("m", base_url="http://127.0.0.1:9/v1", api_key=SECRET)
+    token = {
+        "token": "yes",
+        "logprob": -0.1,
+        "top_logprobs": [{"token": "yes", "logprob": -0.1}, {"token": "no", "logprob": -2.4}],
+    }
+    choice = {**_choice(content="yes"), "logprobs": {"content": [token]}}
+    read = _read(judge, {"choices": [choice]}, top_logprobs=2)
+    assert read.logprobs is not None and read.logprobs[0].token == "yes"
+    assert read.logprobs[0].top == (("yes", -0.1), ("no", -2.4))
+    assert _read(judge, {"choices": [choice]}).logprobs is None  # not asked: not read
+    for broken in (
+        {"content": [{"logprob": -0.1}]},
+        {"content": "yes"},
+        {"content": [{"token": "y", "logprob": "high"}]},
+    ):
+        with pytest.raises(JudgeError, match="log-probabilities that are not a list of tokens"):
+            _read(judge, {"choices": [{**choice, "logprobs": broken}]}, top_logprobs=2)
+    with pytest.raises(JudgeError, match="returned no log-probabilities"):
+        _read(judge, {"choices": [{**choice, "logprobs": None}]}, top_logprobs=2)

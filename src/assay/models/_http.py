@@ -271,6 +271,21 @@ class HTTPJudge(JudgeModel, Generic[ClientT]):
             f"The {self._client_label} client failed ({type(err).__name__}): {self._redact(str(err))[:_EXCERPT_CHARS]}"
         )
 
+    def _reply(self, status: int, content_type: str | None, body: bytes) -> Mapping[str, object]:
+        """A success status's body as this API's reply, read once.
+
+        Raises:
+            JudgeError: The body is not this API's reply (see :meth:`_reply_error`).
+        """
+        try:
+            value: object = json.loads(body)
+        except ValueError:
+            value = _NOT_JSON
+        if isinstance(value, dict) and self._is_reply(value):
+            return value
+        problem = self._reply_error(status, content_type, body)
+        raise problem if problem is not None else AssertionError("unreachable: a reply that is not one")
+
     def _reply_error(self, status: int, content_type: str | None, body: bytes) -> JudgeError | None:
         """The error for a success status whose body is not this API's reply, else ``None``.
 

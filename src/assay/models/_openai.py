@@ -16,7 +16,9 @@ unchanged. ``extra_body`` is the SDK's documented way
 to add JSON to a request, merged into the body after that walk, its keys replacing the
 typed ones (``create`` requires ``model`` and ``messages``; ``messages=[]`` stands in).
 The request is the same JSON, and the SDK still sends it and owns the connection, the
-timeout, the raw response and its errors.
+timeout, the raw response and its errors. The reply is parsed once, to tell it from
+another API's reply or a web page, and its few fields are read from that JSON: the SDK's
+``ChatCompletion`` built from it cost 0.15 ms a call more (Xeon).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from assay.models._protocol import ChatMessage, GenerateConfig, JudgeResponse, T
 
 if TYPE_CHECKING:
     from openai import APIStatusError, AsyncOpenAI, OpenAIError
-    from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+    from openai.types.chat import ChatCompletionMessageParam
     from openai.types.chat.completion_create_params import ResponseFormat
 
 __all__ = ["JudgeHTTPError", "OpenAIJudge", "StructuredMode"]
@@ -193,10 +195,8 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
                 # Raised outside the except block so that neither __cause__ nor __context__
                 # holds the SDK's exception (whose body may echo the API key).
                 raise failure
-            problem = self._reply_error(raw.status_code, raw.headers.get("content-type"), raw.content)
-            if problem is not None:
-                raise problem
-            return self._to_response(raw.parse(), time.perf_counter() - started, config.top_logprobs)
+            reply = self._reply(raw.status_code, raw.headers.get("content-type"), raw.content)
+            return self._to_response(reply, time.perf_counter() - started, config.top_logprobs)
         raise AssertionError("unreachable: every fallback happens at most once")
 
     # -- helpers ----------------------------------------------------------------------
@@ -229,41 +229,47 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
             return self._connection_error(err)
         return self._client_error(err)
 
-    def _to_response(self, completion: ChatCompletion, latency_s: float, top_logprobs: int = 0) -> JudgeResponse:
-        if not completion.choices:
+    def _to_response(self, reply: Mapping[str, object], latency_s: float, top_logprobs: int = 0) -> JudgeResponse:
+        """The response in a chat-completions reply, read from its JSON.
+
+        Read by hand rather than built into the SDK's ``ChatCompletion`` (a walk of every
+        field through its types, a third of the SDK's cost a call): the reply is already
+        parsed once, to tell it from another API's, and four fields are read from it.
+        Raises :class:`JudgeError` for a reply whose fields are not what the API says.
+        """
+        choices = reply["choices"]
+        assert isinstance(choices, list)  # openai_shaped: a list of choices, each with a message object
+        if not choices:
             raise JudgeError(
                 f"The OpenAI-compatible server at {self._host} answered without any choice (model {self._model!r})."
             )
-        choice = completion.choices[0]
-        message = choice.message
-        usage = completion.usage
+        choice, usage = choices[0], reply.get("usage")
+        message = choice["message"]
         counted = Usage(
-            prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
-            completion_tokens=(usage.completion_tokens or 0) if usage else 0,
+            prompt_tokens=_count(usage, "prompt_tokens"),
+            completion_tokens=_count(usage, "completion_tokens"),
         )
-        model = f"openai:{completion.model or self._model}"
-        if message.refusal:
-            text, finish_reason = message.refusal, "refusal"
+        served = reply.get("model")
+        model = f"openai:{served if isinstance(served, str) and served else self._model}"
+        refusal, content, finish = message.get("refusal"), message.get("content"), choice.get("finish_reason")
+        finish_reason: str | None
+        if refusal:
+            text, finish_reason = self._text(refusal, "refusal"), "refusal"
         else:
-            text, finish_reason = message.content or "", choice.finish_reason
+            text = "" if content is None else self._text(content, "content")
+            finish_reason = finish if isinstance(finish, str) else None
         logprobs = None
         if top_logprobs and finish_reason != "refusal":
-            content = choice.logprobs.content if choice.logprobs is not None else None
-            if not content:
+            given = choice.get("logprobs")
+            tokens = given.get("content") if isinstance(given, Mapping) else None
+            if not tokens:
                 raise JudgeError(
                     f"The OpenAI-compatible server at {self._host} returned no log-probabilities for model "
                     f"{self._model!r} though asked (logprobs=true, top_logprobs={top_logprobs}): it does not give "
                     "them, so no confidence can be read from them. Use +samples:K instead of +logprobs "
                     "(agreement over K answers)."
                 )
-            logprobs = tuple(
-                TokenLogprobs(
-                    token=item.token,
-                    logprob=item.logprob,
-                    top=tuple((alt.token, alt.logprob) for alt in item.top_logprobs or ()),
-                )
-                for item in content
-            )
+            logprobs = self._logprobs(tokens)
         return JudgeResponse(
             text=text,
             model=model,
@@ -272,6 +278,38 @@ class OpenAIJudge(HTTPJudge["AsyncOpenAI"]):
             finish_reason=finish_reason,
             logprobs=logprobs,
         )
+
+    def _text(self, value: object, field: str) -> str:
+        if not isinstance(value, str):
+            raise JudgeError(
+                f"The OpenAI-compatible server at {self._host} answered with a message whose {field} is a JSON "
+                f"{type(value).__name__}, not text (model {self._model!r})."
+            )
+        return value
+
+    def _logprobs(self, tokens: object) -> tuple[TokenLogprobs, ...]:
+        try:
+            if not isinstance(tokens, list):
+                raise TypeError("not a list")
+            return tuple(
+                TokenLogprobs(
+                    token=item["token"],
+                    logprob=item["logprob"],
+                    top=tuple((alt["token"], alt["logprob"]) for alt in item.get("top_logprobs") or ()),
+                )
+                for item in tokens
+            )
+        except (AssertionError, KeyError, TypeError, AttributeError, ValueError):
+            raise JudgeError(
+                f"The OpenAI-compatible server at {self._host} returned log-probabilities that are not a list of "
+                f"tokens, each with its logprob and top_logprobs (model {self._model!r})."
+            ) from None
+
+
+def _count(usage: object, field: str) -> int:
+    """A token count of the reply's ``usage``; 0 where the server gave none (or not a count)."""
+    value = usage.get(field) if isinstance(usage, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _to_openai_messages(messages: Sequence[ChatMessage]) -> list[ChatCompletionMessageParam]:
