@@ -209,3 +209,25 @@ def test_another_prefix_or_other_choices_are_another_question(tmp_path: Path) ->
         and text.cached
         and p == {"1": pytest.approx(0.6), "0": pytest.approx(0.4)}
     )
+
+
+def test_a_kept_probability_that_no_longer_reads_is_asked_again_and_counted_as_a_miss(tmp_path: Path) -> None:
+    judge = ReadsItsLogits(by_prompt)
+    path = tmp_path / "cache.sqlite"
+    with JudgeCache(path) as cache:
+        first = evaluate(rows(1), [Faithfulness(decomposer="sentences")], judge, cache=cache, progress="none")
+    asked = [kind for kind, _, _ in judge.asked]
+    drop_kept_scores(path)
+    with sqlite3.connect(path) as db:
+        kept = db.execute("SELECT key, response FROM calls").fetchall()
+        # a probabilities record whose text is no distribution (a damaged file, an edit by hand)
+        key, response = next((k, r) for k, r in kept if json.loads(r)["text"].startswith("{"))
+        db.execute(
+            "UPDATE calls SET response = ? WHERE key = ?",
+            (json.dumps({**json.loads(response), "text": "{not json"}), key),
+        )
+    with JudgeCache(path) as cache:
+        again = evaluate(rows(1), [Faithfulness(decomposer="sentences")], judge, cache=cache, progress="none")
+        assert (cache.hits, cache.misses) == (len(kept) - 1, 1)
+    assert [kind for kind, _, _ in judge.asked] == [*asked, "p"], "that probability, and only it, read again"
+    assert records(again) == records(first)

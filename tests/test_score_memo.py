@@ -310,3 +310,27 @@ def test_a_damaged_kept_score_is_computed_again_and_kept_anew(server: FakeOpenAI
     with JudgeCache(path) as cache:
         run(data, server, cache)
         assert cache.score_hits == 2, "kept anew over the damaged record"
+
+
+def test_a_damaged_answer_is_asked_again_and_never_counted_as_found(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    data = rows(3)
+    path = tmp_path / "cache.sqlite"
+    with JudgeCache(path) as cache:
+        first = run(data, server, cache)
+        calls = server.calls
+    drop_kept_scores(path)
+    with sqlite3.connect(path) as db:
+        (damaged,) = db.execute("SELECT key FROM calls ORDER BY key LIMIT 1").fetchone()
+        db.execute("UPDATE calls SET response = '{\"text\": 7' WHERE key = ?", (damaged,))
+        total = db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+    with JudgeCache(path) as cache:
+        again = run(data, server, cache)
+        assert server.calls == calls + 1, "the damaged answer, and only it, is asked again"
+        assert (cache.hits, cache.misses) == (total - 1, 1)
+        assert records(again) != [] and [r.scores["faithfulness"].value for r in again.results] == [
+            r.scores["faithfulness"].value for r in first.results
+        ]
+    drop_kept_scores(path)
+    with JudgeCache(path) as cache:
+        run(data, server, cache)
+        assert server.calls == calls + 1 and (cache.hits, cache.misses) == (total, 0), "kept anew"

@@ -52,6 +52,8 @@ from assay.models._protocol import ChatMessage, ChoiceProbabilities, GenerateCon
 from assay.models._wrapper import JudgeWrapper
 from assay.parsing import Unparsed, looks_like_refusal, parse_output
 
+_A = TypeVar("_A")
+
 __all__ = ["CacheInfo", "CachedJudge", "CallKeys", "JudgeCache", "cache_key", "collecting_calls", "is_cacheable"]
 
 _KEY_VERSION = 2
@@ -232,14 +234,31 @@ class JudgeCache:
         """The first of those failures, for the run to report once."""
 
     def get(self, key: str) -> JudgeResponse | None:
-        """The cached answer for ``key``, if any."""
+        """The cached answer for ``key``, if any.
+
+        A record that no longer reads as an answer (damaged) is a miss, as a damaged kept
+        score is: the caller asks the judge again and keeps the answer anew.
+        """
+        return self.counted(self.record(key))
+
+    def record(self, key: str) -> JudgeResponse | None:
+        """The answer kept under ``key``, uncounted: ``None`` when there is none or it is damaged."""
         with self._lock:
             row = self._db.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
         if row is None:
-            self.misses += 1
             return None
-        self.hits += 1
-        return JudgeResponse.model_validate_json(row[0])
+        try:
+            return JudgeResponse.model_validate_json(row[0])
+        except ValueError:
+            return None
+
+    def counted(self, found: _A) -> _A:
+        """``found``, counted in :attr:`hits` when it is an answer, else in :attr:`misses`."""
+        if found is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return found
 
     def put(self, key: str, response: JudgeResponse, *, model: str | None = None, identity: str | None = None) -> bool:
         """Store an answer (latency and attempts are not part of the answer).
@@ -496,8 +515,10 @@ class CachedJudge(JudgeWrapper):
         :func:`collecting_calls`; anything else makes the score being collected incomplete.
         """
         collecting = _COLLECTING.get()
-        hit = self.cache.get(key)
-        if hit is not None and (answer := read(hit)) is not None:
+        # A record found but not readable as this answer (a damaged one) is a miss, not a hit.
+        found = self.cache.record(key)
+        answer = self.cache.counted(read(found) if found is not None else None)
+        if answer is not None:
             if collecting is not None:
                 collecting.keys.append(key)
             return answer
@@ -519,9 +540,6 @@ class CachedJudge(JudgeWrapper):
             else:
                 collecting.complete = False
         return fresh
-
-
-_A = TypeVar("_A")
 
 
 def _probability(value: object) -> bool:
