@@ -117,12 +117,13 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="assay-phoenix-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PHOENIX_", "OTEL_", "LANGFUSE_"))}
     server = serve(work)
-    url, log = server.url, server.log
     try:
-        print(f"phoenix serve on {url} (log: {log})")
+        print(f"phoenix serve in {work} (log: {server.log})")
         problem = server.wait_ready()
         if problem is not None:
             sys.exit(problem)
+        url = server.url  # known once it answers: a port taken in between means a start on another
+        print(f"phoenix serve on {url}")
         trace_ids = send_app_traces(url).trace_ids
         spans = work / "spans.json"
 
@@ -131,7 +132,7 @@ def main() -> None:
             spans.write_text(json.dumps(export))
             return len(export["data"]) == 3 * len(APP)
 
-        wait_for(f"Phoenix to store the app's {3 * len(APP)} spans", stored, 30, log)
+        wait_for(f"Phoenix to store the app's {3 * len(APP)} spans", stored, 30, server.log)
 
         run_env = dict(env, PHOENIX_ENDPOINT=url, OTEL_EXPORTER_OTLP_ENDPOINT=url,
                        OTEL_RESOURCE_ATTRIBUTES=f"openinference.project.name={PROJECT}")  # fmt: skip

@@ -50,24 +50,63 @@ def get_json(url: str) -> Any:
         return json.load(reply)
 
 
+PORT_TAKEN = "address already in use"
+"""What ``phoenix serve`` (uvicorn) logs when a port it was given was taken in the meantime."""
+STARTS = 3
+
+
 @dataclass
 class Phoenix:
-    """A ``phoenix serve`` process, where it answers and where it logs."""
+    """A ``phoenix serve`` process with its database in ``work``: where it answers and where it logs.
 
-    url: str
-    log: Path
-    process: subprocess.Popen[bytes]
+    Its ports are probed free, then bound by the server a moment later; another process (a
+    test worker's client socket takes an ephemeral port from the same range) can take one
+    in between. A server that exits saying so is started again on new ports, up to
+    ``STARTS`` times; any other exit is reported as it is.
+    """
+
+    work: Path
+    url: str = ""
+    log: Path = field(init=False)
+    process: subprocess.Popen[bytes] = field(init=False)
+    starts: int = 0
+
+    def __post_init__(self) -> None:
+        self.log = self.work / "server.log"
+        self.start()
+
+    def start(self) -> None:
+        port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PHOENIX_", "OTEL_", "LANGFUSE_"))}
+        env.update(
+            PHOENIX_HOST="127.0.0.1",
+            PHOENIX_PORT=str(port),
+            PHOENIX_GRPC_PORT=str(free_port()),
+            PHOENIX_WORKING_DIR=str(self.work),
+            PHOENIX_TELEMETRY_ENABLED="false",
+            PHOENIX_ALLOW_EXTERNAL_RESOURCES="false",
+            PHOENIX_DISABLE_AGENT_ASSISTANT="true",
+            PHOENIX_ENABLE_MCP_SERVER="false",
+        )
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen([str(PHOENIX), "serve"], env=env, stdout=out, stderr=subprocess.STDOUT)
+        self.url = f"http://127.0.0.1:{port}"
+        self.starts += 1
 
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> str | None:
-        """Until ``/healthz`` answers 200: ``None``, or why it never did, with the log's tail."""
+        """Until ``/healthz`` answers 200 (at :attr:`url`, which a new start changes): ``None``, or why it never did."""
         deadline = time.monotonic() + timeout_s
         while True:
             if self.process.poll() is not None:
+                if PORT_TAKEN in self.log_tail().lower() and self.starts < STARTS:
+                    self.start()
+                    continue
                 return (f"phoenix serve exited with {self.process.returncode} before answering "
-                        f"{self.url}/healthz; its log ends:\n{self.log_tail()}")  # fmt: skip
+                        f"{self.url}/healthz (start {self.starts} of at most {STARTS}); its log ends:\n"
+                        f"{self.log_tail()}")  # fmt: skip
             try:
                 with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as reply:
                     if reply.status == 200:
@@ -90,22 +129,7 @@ class Phoenix:
 
 def serve(work: Path) -> Phoenix:
     """Start ``phoenix serve`` with its database in ``work``; the caller waits for it and stops it."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PHOENIX_", "OTEL_", "LANGFUSE_"))}
-    env.update(
-        PHOENIX_HOST="127.0.0.1",
-        PHOENIX_PORT=str(port),
-        PHOENIX_GRPC_PORT=str(free_port()),
-        PHOENIX_WORKING_DIR=str(work),
-        PHOENIX_TELEMETRY_ENABLED="false",
-        PHOENIX_ALLOW_EXTERNAL_RESOURCES="false",
-        PHOENIX_DISABLE_AGENT_ASSISTANT="true",
-        PHOENIX_ENABLE_MCP_SERVER="false",
-    )
-    log = work / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen([str(PHOENIX), "serve"], env=env, stdout=out, stderr=subprocess.STDOUT)
-    return Phoenix(f"http://127.0.0.1:{port}", log, process)
+    return Phoenix(work)
 
 
 @dataclass

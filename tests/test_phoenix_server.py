@@ -144,3 +144,50 @@ def test_rag_rows_read_from_phoenix_get_their_scores_back_on_the_spans_they_came
                 for t, r in by_trace.items()}  # fmt: skip
 
     assert rows(second) == rows(results)
+
+
+def test_a_server_whose_port_was_taken_before_it_bound_is_started_again_on_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stand-in for phoenix serve with its real exit when the port is taken (uvicorn's line, exit 3):
+    # the first start finds its port taken, the second serves /healthz.
+    import socket
+    import sys
+
+    import phoenix_app
+
+    stand_in = tmp_path / "phoenix"
+    stand_in.write_text(
+        f"#!{sys.executable}\n"
+        "import http.server, os, sys\n"
+        "port = int(os.environ['PHOENIX_PORT'])\n"
+        "try:\n"
+        "    server = http.server.HTTPServer(('127.0.0.1', port), http.server.SimpleHTTPRequestHandler)\n"
+        "except OSError as err:\n"
+        "    print(f'ERROR:    [Errno {err.errno}] error while attempting to bind on address (127.0.0.1, {port}): '\n"
+        "          'address already in use', flush=True)\n"
+        "    sys.exit(3)\n"
+        "os.chdir(os.environ['PHOENIX_WORKING_DIR']); open('healthz', 'w').write('ok')\n"
+        "server.serve_forever()\n"
+    )
+    stand_in.chmod(0o755)
+    monkeypatch.setattr(phoenix_app, "PHOENIX", stand_in)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        ports = iter([taken.getsockname()[1]])
+        probe = phoenix_app.free_port
+        monkeypatch.setattr(phoenix_app, "free_port", lambda: next(ports, None) or probe())
+        server = phoenix_app.serve(tmp_path)
+        try:
+            assert server.wait_ready(timeout_s=20) is None
+            assert server.starts == 2 and server.url != f"http://127.0.0.1:{taken.getsockname()[1]}"
+        finally:
+            server.stop()
+
+    # Any other exit is said as it is, never started again.
+    stand_in.write_text(f"#!{sys.executable}\nimport sys\nprint('no such table: spans'); sys.exit(1)\n")
+    (tmp_path / "again").mkdir()
+    server = phoenix_app.serve(tmp_path / "again")
+    problem = server.wait_ready(timeout_s=20)
+    assert problem is not None and "exited with 1" in problem and "no such table" in problem and server.starts == 1
