@@ -312,3 +312,63 @@ def test_max_statements_is_a_metric_option_recorded_in_the_spec() -> None:
         build_metrics(["faithfulness"], {"faithfulness": {"max_statements": "abc"}})
     with pytest.raises(ConfigError, match="max_statements must be a whole number, at least 1, not 0"):
         Faithfulness(max_statements=0)
+
+
+def test_batch_verdicts_out_of_order_go_to_the_statements_they_name() -> None:
+    # the judge answered the second statement first: by position each verdict and reason went to the other
+    batch = json.dumps(
+        {
+            "verdicts": [
+                {"statement": "Paris has 20 million inhabitants.", "reason": "2.1 million", "verdict": 0},
+                {"statement": "Paris is the capital of France.", "reason": "stated", "verdict": 1},
+            ]
+        }
+    )
+    s = score([STATEMENTS, batch], Faithfulness(strategy="batch", decomposer="llm"))
+    assert [(v.subject, v.value, v.reason) for v in s.verdicts] == [
+        ("Paris is the capital of France.", 1, "stated"),
+        ("Paris has 20 million inhabitants.", 0, "2.1 million"),
+    ]
+
+
+def test_batch_verdicts_for_statements_not_asked_are_unscored_never_counted() -> None:
+    # placeholders of the right count (a schema's minimal instance): they judge nothing that was asked
+    placeholders = json.dumps({"verdicts": [{"statement": "x", "reason": "x", "verdict": 0}] * 2})
+    s = score([STATEMENTS, placeholders], Faithfulness(strategy="batch", decomposer="llm"))
+    assert s.unscored_reason is UnscoredReason.PARSE_FAILURE and not s.verdicts
+    assert "verdict 1 is for 'x', which is not one of the 2 statements asked" in (s.detail or "")
+
+
+def test_a_batch_judge_that_answers_in_reverse_scores_as_one_that_answers_in_order() -> None:
+    data = [
+        Sample(
+            id=f"r{i}",
+            answer=f"The box {i} is red. The box {i} weighs {i} kg. It ships today.",
+            contexts=(f"The box {i} is red and weighs {i} kg.",),
+        )
+        for i in range(4)
+    ]
+
+    def judge(reverse: bool) -> FunctionJudge:
+        def answer(messages: list[dict[str, str]], request: object) -> str:
+            user = messages[-1]["content"]
+            items = user.split("<statements>\n")[1].split("\n</statements>")[0].splitlines()
+            asked = [item.split("] ", 1)[1] if "] " in item else item for item in items]
+            context = user.split("<context>")[1]
+            verdicts = [
+                {"statement": t, "reason": f"on {t}", "verdict": int("ships" not in t and t.split()[2] in context)}
+                for t in asked
+            ]
+            return json.dumps({"verdicts": verdicts[::-1] if reverse else verdicts})
+
+        return FunctionJudge(answer, per_statement=False)
+
+    metric = Faithfulness(strategy="batch", decomposer="sentences")
+    straight, reversed_ = (evaluate(data, [metric], judge(r), progress="none") for r in (False, True))
+    for a, b in zip(straight.results, reversed_.results, strict=True):
+        sa, sb = a.scores["faithfulness"], b.scores["faithfulness"]
+        assert sa.value == sb.value == 2 / 3
+        assert [(v.subject, v.value, v.reason) for v in sa.verdicts] == [
+            (v.subject, v.value, v.reason) for v in sb.verdicts
+        ]
+        assert all(v.reason == f"on {v.subject}" for v in sb.verdicts)

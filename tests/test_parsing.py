@@ -740,3 +740,84 @@ def test_property_verdict_line_number(value: float) -> None:
         assert result == [ParsedVerdict(value)]
     else:
         assert isinstance(result, Unparsed), (value, result)
+
+
+# -- verdicts matched to the statements they name --------------------------------------
+
+ASKED = (
+    "The Eiffel Tower was completed in 1889.",
+    "It is about 330 metres tall.",
+    "It was designed by Gustave Eiffel's company.",
+)
+
+
+def _answer(*items: tuple[str, int]) -> str:
+    return json.dumps({"verdicts": [{"statement": s, "reason": f"about {s[:12]}", "verdict": v} for s, v in items]})
+
+
+def _values(found: Any) -> list[tuple[int, str]]:
+    assert not isinstance(found, Unparsed), found
+    return [(v.value, v.reason) for v in found]
+
+
+@pytest.mark.parametrize(
+    "order",
+    [(2, 1, 0), (1, 0, 2), (0, 2, 1), (2, 0, 1)],
+)
+def test_verdicts_out_of_order_are_put_with_the_statements_they_name(order: tuple[int, ...]) -> None:
+    value = {0: 1, 1: 0, 2: 1}
+    text = _answer(*((ASKED[i], value[i]) for i in order))
+    found = parse_verdicts(text, 3, statements=ASKED)
+    assert _values(found) == [(value[i], f"about {ASKED[i][:12]}") for i in range(3)]
+
+
+@pytest.mark.parametrize(
+    "named",
+    [
+        (
+            "the eiffel tower was completed in 1889",
+            "IT IS ABOUT 330 METRES TALL",
+            "It was designed by Gustave Eiffel’s company",
+        ),
+        (
+            "1. The Eiffel Tower was completed in 1889.",
+            "2) It is about 330 metres tall.",
+            "Statement 3: It was designed by Gustave Eiffel's company.",
+        ),
+        (
+            "The Eiffel Tower was finished in 1889.",
+            "The tower is about 330 metres tall.",
+            "Gustave Eiffel's company designed it.",
+        ),
+        ("The Eiffel Tower was completed in 1889.", "", "It was designed by Gustave Eiffel's company."),
+    ],
+    ids=["case-and-punctuation", "numbered", "reworded", "one-unnamed"],
+)
+def test_verdicts_in_order_that_name_their_statements_loosely_are_kept_in_order(named: tuple[str, ...]) -> None:
+    text = _answer(*zip(named, (1, 0, 1), strict=True))
+    assert [v for v, _ in _values(parse_verdicts(text, 3, statements=ASKED))] == [1, 0, 1]
+
+
+@pytest.mark.parametrize(
+    ("named", "said"),
+    [
+        (("x", "x", "x"), "verdict 1 is for 'x', which is not one of the 3 statements asked"),
+        ((ASKED[0], "The sky is green.", ASKED[2]), "verdict 2 is for 'The sky is green.'"),
+        ((ASKED[0], ASKED[0], ASKED[2]), "verdict 2 ('The Eiffel Tower was completed in 1889.') names a statement"),
+        ((ASKED[1], "", ASKED[0]), "verdict 2 names no statement"),
+    ],
+    ids=["placeholders", "another-statement", "one-named-twice", "unnamed-among-moved"],
+)
+def test_verdicts_that_do_not_name_the_statements_asked_one_to_one_are_a_parse_failure(
+    named: tuple[str, ...], said: str
+) -> None:
+    found = parse_verdicts(_answer(*zip(named, (1, 0, 1), strict=True)), 3, statements=ASKED)
+    assert isinstance(found, Unparsed) and found.reason is UnscoredReason.PARSE_FAILURE
+    assert said in found.detail, found.detail
+
+
+def test_verdicts_naming_nothing_are_taken_in_order() -> None:
+    lines = "1. yes: completed in 1889\n2. no: no height given\n3. yes: designed by it"
+    assert [v for v, _ in _values(parse_verdicts(lines, 3, statements=ASKED))] == [1, 0, 1]
+    bare = json.dumps({"verdicts": [1, 0, 1]})
+    assert [v for v, _ in _values(parse_verdicts(bare, 3, statements=ASKED))] == [1, 0, 1]

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+import unicodedata
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -42,6 +43,7 @@ __all__ = [
     "ParsedVerdict",
     "StatementVerdicts",
     "Unparsed",
+    "align_verdicts",
     "find_json_values",
     "looks_like_refusal",
     "parse_output",
@@ -65,6 +67,8 @@ class ParsedVerdict:
 
     value: int
     reason: str = ""
+    statement: str = field(default="", compare=False)
+    """The statement the judge said this verdict is for, where it said one (a JSON item's ``statement``)."""
 
 
 class _VerdictItem(BaseModel):
@@ -261,7 +265,7 @@ def _read_item(item: Any, where: str) -> ParsedVerdict | str:
     try:
         if isinstance(item, dict):
             parsed = _VerdictItem.model_validate(item)
-            return ParsedVerdict(parsed.verdict, parsed.reason)
+            return ParsedVerdict(parsed.verdict, parsed.reason, parsed.statement)
         return ParsedVerdict(_BINARY.validate_python(item))
     except ValidationError as exc:
         return _describe(exc, where)
@@ -367,7 +371,11 @@ def _from_lines(text: str) -> list[ParsedVerdict] | Unparsed | None:
 
 
 def parse_verdicts(
-    text: str | None, n_statements: int, *, finish_reason: str | None = None
+    text: str | None,
+    n_statements: int,
+    *,
+    finish_reason: str | None = None,
+    statements: Sequence[str] | None = None,
 ) -> list[ParsedVerdict] | Unparsed:
     """Read one binary verdict per statement from judge output.
 
@@ -377,9 +385,13 @@ def parse_verdicts(
             ``verdict_count_mismatch`` (``truncated_output`` if the judge hit its length
             limit), never a padded or truncated list.
         finish_reason: The backend's finish reason, if known.
+        statements: The statements asked about, in order. Where the judge names the
+            statement of each verdict (a JSON item's ``statement``), the verdicts are
+            matched to them by what they name, not by position (:func:`align_verdicts`).
 
     Returns:
-        ``n_statements`` verdicts in order, or an :class:`Unparsed` with the reason.
+        ``n_statements`` verdicts in the order of the statements asked, or an
+        :class:`Unparsed` with the reason.
     """
     text = text or ""
     empty = _empty(text, finish_reason)
@@ -400,4 +412,66 @@ def parse_verdicts(
         if finish_reason == "length":
             return Unparsed(UnscoredReason.TRUNCATED_OUTPUT, f"{detail}; the judge hit its length limit")
         return Unparsed(UnscoredReason.VERDICT_COUNT_MISMATCH, detail)
-    return found
+    return found if statements is None else align_verdicts(found, statements)
+
+
+_MATCH = 0.5
+"""Least likeness (Dice over the words) for a named statement to be taken as one of those asked."""
+_ENUMERATOR = re.compile(r"^\W*(?:(?:statement|claim)\s*#?\s*)?\(?\d+[.):]?\s+", re.IGNORECASE)
+
+
+def _statement_words(text: str) -> frozenset[str]:
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return frozenset(re.findall(r"\w+", _ENUMERATOR.sub("", folded.strip())))
+
+
+def _likeness(named: frozenset[str], asked: frozenset[str]) -> float:
+    if not named or not asked:
+        return 0.0
+    return 2 * len(named & asked) / (len(named) + len(asked))
+
+
+def align_verdicts(verdicts: Sequence[ParsedVerdict], statements: Sequence[str]) -> list[ParsedVerdict] | Unparsed:
+    """The verdicts in the order of ``statements``, matched by the statement each names.
+
+    A judge asked about several statements at once may answer them out of order, skip one
+    and repeat another, or fill the list with placeholders; taken by position, a verdict
+    would then be kept as another statement's, its reason with it. So where the verdicts
+    name their statements, each is matched to the statement asked that it is most like
+    (the same words, up to case, punctuation, a "1." or "Statement 1:" before it, and a
+    judge's light rewording: at least half the words in common). Verdicts in order stay as
+    they are; verdicts out of order are put in order; a verdict that names no statement
+    asked, or two verdicts that name one, are a ``parse_failure`` that says which, never a
+    guess. Verdicts that name nothing (numbered lines, bare values) are taken in order.
+    """
+    named = [_statement_words(v.statement) for v in verdicts]
+    if not any(named) or len(verdicts) != len(statements):
+        return list(verdicts)
+    asked = [_statement_words(s) for s in statements]
+    like = [[_likeness(n, a) for a in asked] if n else [] for n in named]
+    if all(not row or (row[i] >= _MATCH and row[i] >= max(row)) for i, row in enumerate(like)):
+        return list(verdicts)
+    # Out of order: each verdict to the statement it is most like, one to one, the likest pairs first.
+    pairs = sorted(
+        ((score, i, j) for i, row in enumerate(like) for j, score in enumerate(row) if score >= _MATCH),
+        key=lambda pair: -pair[0],
+    )
+    placed: dict[int, int] = {}
+    for _, i, j in pairs:
+        if i not in placed and j not in placed.values():
+            placed[i] = j
+    for i, verdict in enumerate(verdicts):
+        if i not in placed:
+            said = verdict.statement.strip()[:80]
+            why = (
+                f"verdict {i + 1} names no statement (the others do), so its place is unknown"
+                if not named[i]
+                else f"verdict {i + 1} is for {said!r}, which is not one of the {len(statements)} statements asked"
+                if not any(score >= _MATCH for score in like[i])
+                else f"verdict {i + 1} ({said!r}) names a statement another verdict already answers"
+            )
+            return Unparsed(UnscoredReason.PARSE_FAILURE, why)
+    ordered: list[ParsedVerdict | None] = [None] * len(statements)
+    for i, j in placed.items():
+        ordered[j] = verdicts[i]
+    return [v for v in ordered if v is not None]

@@ -331,7 +331,7 @@ class Faithfulness:
         parsed, failure, made = await call_and_parse(
             judge,
             messages,
-            lambda text, finish: parse_verdicts(text, len(statements), finish_reason=finish),
+            lambda text, finish: parse_verdicts(text, len(statements), finish_reason=finish, statements=statements),
             schema=VerdictList,
             purpose=BATCH_PROMPT.name,
             config=config,
