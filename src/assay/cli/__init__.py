@@ -16,6 +16,7 @@ from assay import __version__
 from assay.cli._browse import browse
 from assay.cli._cache import cache_app
 from assay.cli._calibrate import calibrate
+from assay.cli._envvars import AssayGroup
 from assay.cli._export import export
 from assay.cli._gate import gate
 from assay.cli._judges import judges_app
@@ -36,6 +37,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     context_settings={"auto_envvar_prefix": "ASSAY"},
+    cls=AssayGroup,  # every option's variable is ASSAY_<COMMAND>_<OPTION> (see _envvars)
 )
 app.command("run")(run)
 app.command("calibrate")(calibrate)
