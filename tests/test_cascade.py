@@ -49,8 +49,8 @@ def big_p(statement: str, context: str) -> float:
 
 
 # What the run asks about (statements never seen in calibration): known P at each level.
-SMALL_RUN = {"alpha holds.": 0.99, "beta holds.": 0.59, "gamma holds.": 0.01, "delta holds.": 0.5}
-BIG_RUN = {"alpha holds.": 0.5, "beta holds.": 0.99, "gamma holds.": 0.5, "delta holds.": 0.55}
+SMALL_RUN = {"alpha rule holds.": 0.99, "beta rule holds.": 0.59, "gamma rule holds.": 0.01, "delta rule holds.": 0.5}
+BIG_RUN = {"alpha rule holds.": 0.5, "beta rule holds.": 0.99, "gamma rule holds.": 0.5, "delta rule holds.": 0.55}
 
 
 def _labels(path: Path, statements: list[str]) -> Path:
@@ -106,23 +106,23 @@ def test_a_cascade_routes_exactly_the_verdicts_below_threshold(calibrated: Path)
     t0 = planned.record["levels"][0]["sides"]["0"]["threshold"]
     sample = Sample(
         id="s1",
-        answer="alpha holds. beta holds. gamma holds. delta holds.",
+        answer="alpha rule holds. beta rule holds. gamma rule holds. delta rule holds.",
         contexts=["alpha, beta, gamma and delta all hold."],
     )
     score = asyncio.run(metric.score_escalating(sample, escalation))
     # small: alpha 0.99 (kept as 1), gamma 0.01 (kept as 0: confidence 0.99), beta 0.59 and delta 0.5 below
     expected_small = {s for s, p in SMALL_RUN.items() if (p >= 0.5 and p >= t1) or (p < 0.5 and 1 - p >= t0)}
-    assert expected_small == {"alpha holds.", "gamma holds."}
+    assert expected_small == {"alpha rule holds.", "gamma rule holds."}
     assert small.asked == list(SMALL_RUN)
-    assert big.asked == ["beta holds.", "delta holds."], "only what small was unsure of reaches big"
+    assert big.asked == ["beta rule holds.", "delta rule holds."], "only what small was unsure of reaches big"
     decided = {v.subject: v.decision for v in score.verdicts}
     assert {s for s, d in decided.items() if d is not None and d.level == 0} == expected_small
-    assert decided["beta holds."] is not None and decided["beta holds."].by == "big"
+    assert decided["beta rule holds."] is not None and decided["beta rule holds."].by == "big"
     assert all(d is not None and d.guaranteed and d.threshold is not None for d in decided.values())
     # delta: big's 0.55 is below its threshold too, so it waits for a person, never a guessed value
     assert score.unscored_reason == UnscoredReason.NEEDS_REVIEW
     (wait,) = score.pending
-    assert wait.subject == "delta holds."
+    assert wait.subject == "delta rule holds."
     assert [(t.decision.by, round(t.decision.confidence or 0, 2)) for t in wait.tried if t.decision] == [
         ("small", 0.5),
         ("big", 0.55),
@@ -149,10 +149,10 @@ def test_without_review_the_last_judge_decides_the_rest_outside_the_guarantee() 
     small = ProbabilityJudge(small_p, name="small")
     api = FunctionJudge(lambda messages, request: '{"reason": "said so", "verdict": 1}', name="api")
     escalation = Escalation((JudgeLevel(small, {1: 0.9, 0: 0.9}, "small"), JudgeLevel(api, None, "api")))
-    sample = Sample(id="s", answer="alpha holds. beta holds.", contexts=["alpha and beta hold."])
+    sample = Sample(id="s", answer="alpha rule holds. beta rule holds.", contexts=["alpha and beta hold."])
     score = asyncio.run(Faithfulness(decomposer="sentences").score_escalating(sample, escalation))
     assert score.value == 1.0
-    beta = next(v for v in score.verdicts if v.subject == "beta holds.")
+    beta = next(v for v in score.verdicts if v.subject == "beta rule holds.")
     assert beta.decision is not None and beta.decision.by == "api" and beta.decision.guaranteed is False
     assert len(api.requests) == 1, "only beta (P 0.7 < 0.9) went to the API judge"
     assert "outside the guarantee: 1 verdicts decided by api" in "\n".join(
@@ -281,8 +281,8 @@ def test_a_grader_calibration_stores_pass_probability_for_a_cascade(tmp_path: Pa
 
 
 RUN_SAMPLES = [
-    {"id": "s1", "answer": "alpha holds. beta holds. gamma holds. delta holds.", "contexts": ["alpha to delta hold."]},
-    {"id": "s2", "answer": "alpha holds. beta holds.", "contexts": ["alpha and beta hold."]},
+    {"id": "s1", "answer": "alpha rule holds. beta rule holds. gamma rule holds. delta rule holds.", "contexts": ["alpha to delta hold."]},
+    {"id": "s2", "answer": "alpha rule holds. beta rule holds.", "contexts": ["alpha and beta hold."]},
 ]
 
 
@@ -300,9 +300,9 @@ def test_evaluate_runs_the_cascade_and_stores_its_plan(calibrated: Path) -> None
         progress=False,
     )
     s1, s2 = (r.scores["faithfulness"] for r in result.results)
-    assert s1.unscored_reason == UnscoredReason.NEEDS_REVIEW and [p.subject for p in s1.pending] == ["delta holds."]
+    assert s1.unscored_reason == UnscoredReason.NEEDS_REVIEW and [p.subject for p in s1.pending] == ["delta rule holds."]
     assert s2.value == 1.0 and [v.decision.by for v in s2.verdicts if v.decision] == ["small", "big"]
-    assert big.asked == ["beta holds.", "delta holds.", "beta holds."], "big judged only what small left"
+    assert big.asked == ["beta rule holds.", "delta rule holds.", "beta rule holds."], "big judged only what small left"
     with RunStore(calibrated) as store:
         spec = store.spec(result.run_id)
     plan = spec.options["cascade"]["faithfulness"]
@@ -345,7 +345,7 @@ def test_a_cascade_run_refuses_before_any_call(calibrated: Path) -> None:
     from assay import evaluate
 
     small = ProbabilityJudge(small_p, name="small")
-    asked = [s | {"question": "What holds?", "reference": "alpha holds."} for s in RUN_SAMPLES]
+    asked = [s | {"question": "What holds?", "reference": "alpha rule holds."} for s in RUN_SAMPLES]
     with pytest.raises(ConfigError, match="context_precision cannot escalate"):
         evaluate(
             asked,

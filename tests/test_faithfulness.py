@@ -372,3 +372,32 @@ def test_a_batch_judge_that_answers_in_reverse_scores_as_one_that_answers_in_ord
             (v.subject, v.value, v.reason) for v in sb.verdicts
         ]
         assert all(v.reason == f"on {v.subject}" for v in sb.verdicts)
+
+
+@pytest.mark.parametrize("failure", ["timeout", "server error", "connection reset"])
+def test_a_rewrite_call_that_failed_leaves_the_sample_unscored_as_a_judge_error(failure: str) -> None:
+    # "It ..." leans on the sentence before: the anchored decomposer asks the judge to rewrite it
+    sample = Sample(
+        id="tower",
+        question="Tell me about the Eiffel Tower.",
+        answer="The Eiffel Tower was completed in 1889. It is about 330 metres tall.",
+        contexts=("The Eiffel Tower was completed in 1889 and is 330 metres tall.",),
+    )
+
+    def answer(messages: list[dict[str, str]], request: object) -> str:
+        if "<sentence>" in messages[-1]["content"]:
+            raise JudgeError(f"the judge's server: {failure}")
+        return json.dumps({"verdict": 1, "reason": "stated"})
+
+    s = evaluate_kept([sample], [Faithfulness()], FunctionJudge(answer)).results[0].scores["faithfulness"]
+    assert s.unscored_reason is UnscoredReason.JUDGE_ERROR, (s.value, s.explanation)
+    assert failure in (s.detail or "") and not s.verdicts
+
+    # the judge answered, but unusably: that sentence is judged whole, as designed
+    def garbled(messages: list[dict[str, str]], request: object) -> str:
+        if "<sentence>" in messages[-1]["content"]:
+            return "I would split it like so: first, the tower; second, its height"
+        return json.dumps({"verdict": 1, "reason": "stated"})
+
+    s = evaluate_kept([sample], [Faithfulness()], FunctionJudge(garbled)).results[0].scores["faithfulness"]
+    assert s.value == 1.0 and "judged whole" in (s.explanation or "")

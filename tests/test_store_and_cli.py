@@ -327,7 +327,7 @@ def test_a_server_that_is_not_running_is_said_in_the_summary_not_only_in_runs_sh
     assert code == 3, out
     flat = " ".join(out.split())
     refused = f"Could not talk to the OpenAI-compatible server at {host} (ConnectError); is it running?"
-    assert f"judge_error: 3 — first: {refused}" in flat
+    assert f"judge_error: 3 — first: statement extraction: {refused}" in flat
     calls, failed = _calls(flat)
     assert calls == failed > 0
     assert f"every judge call failed ({calls} of {calls}): {refused}" in flat
@@ -351,7 +351,7 @@ def test_the_summary_gives_the_first_message_of_each_reason_and_no_every_call_li
                            "--retries", "0", "--reasks", "0", "--no-cache", "--progress", "none")  # fmt: skip
     assert code == 3, out  # half of the results are unscored, above --max-unscored
     flat = " ".join(out.split())
-    assert "judge_error: 1 — first: The OpenAI-compatible server at 127.0.0.1:" in flat
+    assert "judge_error: 1 — first: statement extraction: The OpenAI-compatible server at 127.0.0.1:" in flat
     assert "answered HTTP 500 (model 'fake'): responder raised RuntimeError: row one breaks the server" in flat
     assert "parse_failure: 1 — first: " in flat
     assert "every judge call failed" not in flat
@@ -368,13 +368,13 @@ def test_an_anthropic_judge_at_an_openai_server_counts_its_calls_and_says_what_a
     flat = " ".join(out.split())
     assert made > 0 and _calls(flat) == (made, made)  # every request that was made is counted, each failed
     assert "metric_error" not in flat and "NoneType" not in flat
-    assert "judge_error: 3 — first: The Anthropic server at" in flat
+    assert "judge_error: 3 — first: statement extraction: The Anthropic server at" in flat
     assert f"every judge call failed ({made} of {made}): The Anthropic server at" in flat
     assert "answered HTTP 200 with an OpenAI chat-completions reply" in flat and "--judge openai:MODEL" in flat
     with RunStore(".assay/runs.sqlite") as store:
         run_id = store.latest()
     code, shown = invoke("runs", "show", run_id)
-    assert code == 0 and "TypeError" not in shown and "judge_error — JudgeError: The Anthropic server" in shown
+    assert code == 0 and "TypeError" not in shown and "judge_error — statement extraction: JudgeError: The Anthropic server" in shown
 
 
 def test_a_fully_cached_run_of_an_unpriced_judge_costs_unknown_and_of_a_priced_one_nothing(tmp_path: Path) -> None:

@@ -218,12 +218,12 @@ def _print_summary(
 _EVIDENCE_CHARS = 120
 _SENTENCE_CHARS = 240
 _SAID_CHARS = 400
-_JUDGE_ERROR_NAME = re.compile(r"^_?\w*Judge\w*Error: ")
+_JUDGE_ERROR_NAME = re.compile(r"^((?:[a-z][a-z ]*: )?)_?\w*Judge\w*Error: ")  # after a step ("statement extraction: ")
 
 
 def _said(detail: str) -> str:
     """An unscored result's detail or a call's error as one summary line, without the judge error's class name."""
-    text = " ".join(_JUDGE_ERROR_NAME.sub("", detail, count=1).split())
+    text = " ".join(_JUDGE_ERROR_NAME.sub(r"\1", detail, count=1).split())
     return text if len(text) <= _SAID_CHARS else text[: _SAID_CHARS - 1] + "…"
 
 

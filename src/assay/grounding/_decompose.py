@@ -9,7 +9,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from assay._scores import AnswerMap, JudgeCall
+from assay._scores import ERROR_REASONS, AnswerMap, JudgeCall
 from assay.grounding._addressed import addresses_judge
 from assay.grounding._anchor import (
     about_the_answer,
@@ -354,7 +354,11 @@ class AnchoredDecomposer:
     Every rewritten statement must be anchored to its sentence
     (:func:`~assay.grounding._anchor.settle`): a statement from the question, from the
     prompt's example or restating the sentence before is dropped and recorded, a fragment
-    too; a sentence whose statements do not state it is judged whole. Statements are
+    too; a sentence whose statements do not state it is judged whole, and so is one whose
+    rewrite the judge answered unusably (unreadable, cut short, refused). A rewrite call
+    that failed (the network, the server, a timeout after the retries) fails the
+    decomposition with ``judge_error``: the sample is unscored and a resumed run asks
+    again, rather than a score that depends on the glitch. Statements are
     decomposed at the judge's configured temperature (0 by default) and, under
     :func:`~assay.models.same_in_every_repeat`, identically in every repeat.
     """
@@ -393,8 +397,17 @@ class AnchoredDecomposer:
                 for value in rewrites.values()
             )
         )
-        for index, result in zip(rewrites, results, strict=True):
+        for result in results:
             calls.extend(result.calls)
+        # A rewrite the judge could not be asked for (network, server, timeout) is a failed
+        # call, not an answer: the sample is unscored ``judge_error`` and a resumed run asks
+        # again. Judging the sentence whole instead would make the score depend on a glitch.
+        failed_call = next(
+            (r.failure for r in results if r.failure is not None and r.failure.reason in ERROR_REASONS), None
+        )
+        if failed_call is not None:
+            return Decomposition((), tuple(calls), failed_call)
+        for index, result in zip(rewrites, results, strict=True):
             if result.output is None:
                 assert result.failure is not None
                 whole[index] = f"the rewrite failed ({result.failure.reason.value}): judged as it is"
