@@ -336,3 +336,15 @@ def test_library_calibrate_is_what_the_command_runs_and_a_judge_serves_twice(tmp
         info = store.info(result.run_id)
         assert info.status == "finished" and info.n_results == 8 and info.spec.judge == "openai:fake"
         assert info.summary is not None and info.summary["_calibration"]["disagreements"] == ["fn0", "fp0"]
+
+
+@pytest.mark.parametrize("judge_says", ["banana", "I'd rather not judge this.", '{"verdict": "maybe"}'])
+def test_cli_a_calibration_that_scored_nothing_exits_3_and_attaches_nothing(tmp_path: Path, judge_says: str) -> None:
+    # (a judge whose every call fails takes the same path; its retries make it a slow test)
+    write(tmp_path / "items.jsonl", grounding_rows())
+    with FakeOpenAIServer(lambda body: judge_says) as server:
+        code, out = invoke("items.jsonl", "--judge", "openai:fake", "--base-url", server.base_url)
+    flat = " ".join(out.split())
+    assert code == 3, out
+    assert "nothing was scored: 8 of 8 items unscored" in flat and "none is attached" in flat
+    assert "attached to faithfulness" not in flat

@@ -13,7 +13,15 @@ from rich.table import Table
 
 from assay._safety import printable
 from assay.analysis._agreement import Agreement
-from assay.cli._console import EXIT_BAD_ROWS, EXIT_OK, err_console, exits_for_judging, fmt_score, out_console
+from assay.cli._console import (
+    EXIT_BAD_ROWS,
+    EXIT_OK,
+    EXIT_UNSCORED,
+    err_console,
+    exits_for_judging,
+    fmt_score,
+    out_console,
+)
 from assay.errors import SampleError
 from assay.models import JUDGE_FORMS
 from assay.run._calibrate import CalibrationOutcome
@@ -106,7 +114,9 @@ def calibrate(
     """Measure the judge against human labels: balanced accuracy, kappa, confusion, disagreements.
 
     Exit codes: 0 every row judged; 1 could not run (unreadable input, bad option);
-    2 judged, but some input rows were invalid.
+    2 judged, but some input rows were invalid; 3 nothing was scored (every item's call
+    failed or its answer could not be read): no agreement measured, nothing attached;
+    130 interrupted (the items judged so far are stored).
     """
 
     def skipped(error: SampleError) -> None:
@@ -142,4 +152,11 @@ def calibrate(
             "agreement beside the score (runs set otherwise say which setting differs)",
             soft_wrap=True,
         )
+    if result.outcomes and all(o.pred is None for o in result.outcomes):
+        err_console.print(
+            f"[red]nothing was scored[/red]: {len(result.outcomes)} of {len(result.outcomes)} items unscored, so no "
+            "agreement was measured and none is attached to a metric; 'assay runs show "
+            f"{result.run_id}' has each item's reason"
+        )
+        raise typer.Exit(EXIT_UNSCORED)
     raise typer.Exit(EXIT_BAD_ROWS if result.errors else EXIT_OK)
