@@ -689,8 +689,14 @@ def test_a_run_answered_by_two_models_says_its_scores_mix_judges(tmp_path: Path)
     run_id = flat.split("stored in ")[1].split(" as run ")[1].split()[0]
     code, shown = invoke("runs", "show", run_id, "--store", str(store))
     assert code == 0 and "the scores mix judges" in " ".join(shown.split())
+    # the gate does not pass scores that mix judges, whatever they show, unless told to
     code, gated = invoke("gate", run_id, "--store", str(store), "--min", "0.0")
-    assert "faithfulness: judge calls were answered by 2 models" in " ".join(gated.split())
+    flat_gate = " ".join(gated.split())
+    assert code == 2 and "GATE UNTRUSTED" in flat_gate, gated
+    assert "faithfulness: judge calls were answered by 2 models" in flat_gate
+    assert "not gated: judge calls were answered by 2 models" in flat_gate and "no one judge's verdict" in flat_gate
+    code, gated = invoke("gate", run_id, "--store", str(store), "--min", "0.0", "--allow-untrusted-judge")
+    assert code == 0 and "gated anyway (--allow-untrusted-judge)" in " ".join(gated.split()), gated
     write_report(store, run_id, tmp_path / "report.html")
     page = (tmp_path / "report.html").read_text()
     assert "the scores mix judges" in page and html.escape(f"openai:{fallback}") in page

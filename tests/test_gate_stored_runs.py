@@ -754,3 +754,29 @@ def test_the_job_summary_folds_how_the_verdict_was_decided_and_keeps_what_bears_
     assert "tolerated by \\-\\-max\\-invalid\\-rows 1" in before
     assert "simulated runs" in folded and "simulated runs" not in before
     assert "</details>" in folded
+
+
+@pytest.mark.parametrize("answered", [("judge-a", "judge-b"), ("judge-a", "judge-a", "proxy-fallback")])
+def test_scores_that_mix_judges_are_not_gated_unless_a_cascade_planned_them(answered: tuple[str, ...]) -> None:
+    def every_statement_holds(messages: Sequence[ChatMessage], request: object) -> str:
+        return json.dumps({"verdict": 1, "reason": "stated"})
+
+    data = [Sample(id=f"s{i}", answer=f"Box {i} is red.", contexts=(f"We painted box {i} red.",)) for i in range(6)]
+    result = evaluate(
+        data, [Faithfulness(decomposer="sentences")], FunctionJudge(every_statement_holds), progress="none"
+    )
+    records = [r.to_record() for r in result.results]
+    calls = [c for r in records for c in r["scores"]["faithfulness"]["calls"]]
+    assert calls, "each sample made a judge call"
+    for i, call in enumerate(calls):  # a proxy answering some calls with another model
+        call["model"] = answered[i % len(answered)]
+    report = analyze_repeats(records, "faithfulness")
+    mixed = evaluate_gate(report, GatePolicy(threshold=0.5))
+    assert mixed.outcome == "untrusted" and mixed.untrusted is not None
+    assert f"answered by {len(set(answered))} models" in mixed.untrusted
+    allowed = evaluate_gate(report, GatePolicy(threshold=0.5, allow_untrusted_judge=True))
+    assert allowed.outcome == "pass"
+    assert evaluate_gate(report, GatePolicy(threshold=0.5), cascade=True).outcome == "pass"
+    for call in calls:
+        call["model"] = answered[0]
+    assert evaluate_gate(analyze_repeats(records, "faithfulness"), GatePolicy(threshold=0.5)).outcome == "pass"

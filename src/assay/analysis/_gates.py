@@ -839,7 +839,12 @@ def _repeat_outcomes(samples: Sequence[SampleRepeats], policy: GatePolicy) -> tu
 
 
 def evaluate_gate(
-    report: RepeatReport, policy: GatePolicy, run: RunCoverage | None = None, *, untrusted: str | None = None
+    report: RepeatReport,
+    policy: GatePolicy,
+    run: RunCoverage | None = None,
+    *,
+    untrusted: str | None = None,
+    cascade: bool = False,
 ) -> GateResult:
     """Apply ``policy`` to a run's :class:`RepeatReport` (and, given its :class:`RunCoverage`, to the run).
 
@@ -870,6 +875,11 @@ def evaluate_gate(
     unless ``allow_untrusted_judge`` (then it is a note). A partial run stays ``incomplete``, and a
     metric with nothing scored ``unscored`` (its judge's agreement spoils no verdict; the reason
     stays in ``untrusted``).
+
+    A metric whose scored results' judge calls were answered by more than one model (a
+    proxy that fell back to another model for some) is ``untrusted`` the same way: its
+    scores mix judges, so its verdict is no one judge's. Not for a ``cascade`` metric, whose
+    levels are judges of its own plan, each verdict kept with the level that decided it.
     """
     notes: list[str] = []
     caveats: list[str] = []
@@ -882,6 +892,8 @@ def evaluate_gate(
     mixed = judge_models_note(answered_by(c for score in scored_results for c in score.all_calls))
     if mixed:
         caveats.append(f"{report.metric}: {mixed}")
+        if not cascade and untrusted is None:
+            untrusted = f"{mixed}, so no one judge's verdict can be read off them"
     if judge_free:
         flip, source = 0.0, "no judge call"
         notes.append(

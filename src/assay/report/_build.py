@@ -755,7 +755,11 @@ def build_report(
         if view.n_samples:
             repeat_report = analyze_repeats(records, name, seed=policy.seed)
             verdict = evaluate_gate(
-                repeat_report, dataclasses.replace(policy, threshold=marks[name]), coverage, untrusted=untrusted
+                repeat_report,
+                dataclasses.replace(policy, threshold=marks[name]),
+                coverage,
+                untrusted=untrusted,
+                cascade=name in (info.spec.options.get("cascade") or {}),
             )
             pass_fail = is_pass_fail(repeat_report)
         views.append(dataclasses.replace(view, verdict=verdict, pass_fail=pass_fail, trust=figure))
