@@ -283,3 +283,23 @@ def test_retrieval_given_a_directory_or_a_missing_file_says_so_without_a_traceba
         assert result.exception is None or isinstance(result.exception, SystemExit)
     listed = CliRunner().invoke(app, ["retrieval", str(tmp_path)])
     assert "ret.jsonl" in listed.output
+
+
+def test_a_dry_run_exits_as_the_run_would_for_its_rows(tmp_path: Path) -> None:
+    good = {"id": "ok", "answer": "The sky is blue.", "contexts": ["The sky is blue today."]}
+    files = {
+        # each row has the fields, and none is valid: blank answer, no contexts, not JSON
+        "all_bad.jsonl": [
+            '{"id": "a", "answer": "", "contexts": ["a"]}',
+            '{"id": "b", "answer": "hi", "contexts": []}',
+            "{",
+        ],
+        "some_bad.jsonl": [json.dumps(good), "not json"],
+        "good.jsonl": [json.dumps(good)],
+    }
+    codes = {}
+    for name, lines in files.items():
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+        codes[name], out = _invoke("run", str(tmp_path / name), "--judge", "openai:gpt-4o-mini", "--dry-run")
+        assert "nothing was called" in " ".join(out.split()), out
+    assert codes == {"all_bad.jsonl": 3, "some_bad.jsonl": 2, "good.jsonl": 0}

@@ -373,7 +373,8 @@ def _give_up(store_path: Path, run_id: str) -> None:
         os._exit(EXIT_INTERRUPTED)
 
 
-def _dry_run(plan: RunPlan, prices: PriceTable) -> None:
+def _dry_run(plan: RunPlan, prices: PriceTable) -> int:
+    """Estimate the run; its exit code is the one the real run's rows would give (2: some invalid, 3: all)."""
     judge_id, data, metrics = plan.judge.model_id, plan.data, list(plan.metrics)
     estimator = EstimatingJudge(judge_id, per_statement=plan.judge.prefers_per_statement)
     confidence = plan.judge.confidence if isinstance(plan.judge, ConfidentJudge) else None
@@ -409,6 +410,10 @@ def _dry_run(plan: RunPlan, prices: PriceTable) -> None:
         "[dim]Estimates: statements counted as sentences, reasons of typical length, 4 characters a "
         "token; the cache would make repeated calls free.[/dim]"
     )
+    if result.errors and not result.n_samples:
+        err_console.print(f"nothing would be judged: every row of {printable(str(data))} is invalid")
+        return EXIT_UNSCORED
+    return EXIT_BAD_ROWS if result.errors else EXIT_OK
 
 
 _DRY_RUN_KEY = "dry-run: no call is made"
@@ -623,8 +628,7 @@ def run(
     try:
         plan, store, price_table = _plan(ctx, sink)
         if dry_run:
-            _dry_run(plan, price_table)
-            raise typer.Exit(EXIT_OK)
+            raise typer.Exit(_dry_run(plan, price_table))
     except AssayError as exc:
         err_console.print(f"[red]error:[/red] {printable(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
