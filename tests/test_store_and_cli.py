@@ -140,6 +140,8 @@ def test_ctrl_c_keeps_finished_samples_and_resume_completes(tmp_path: Path) -> N
                 server.base_url,
                 "--concurrency",
                 "2",
+                "--out",
+                "out.jsonl",
             ],
             cwd=tmp_path,
             env=env,
@@ -163,9 +165,16 @@ def test_ctrl_c_keeps_finished_samples_and_resume_completes(tmp_path: Path) -> N
         store = RunStore(".assay/runs.sqlite")
         (info,) = store.runs()
         assert info.status == "interrupted" and 5 <= info.n_results < 40, out
-        code, out = invoke("run", "--resume", info.run_id)
+        # --out holds what was judged, and says it is not the whole run
+        n = info.n_results
+        said = f"--out out.jsonl: {n} results, the run so far (interrupted: {n} of 40 rows judged)"
+        assert said in " ".join(out.split()) and "the whole run" not in out, out
+        assert len((tmp_path / "out.jsonl").read_text().splitlines()) == n
+        code, out = invoke("run", "--resume", info.run_id, "--out", "out.jsonl")
         assert code == 0, out
         assert store.info(info.run_id).status == "finished" and store.info(info.run_id).n_results == 40
+        assert "--out out.jsonl: 40 results, the whole run" in " ".join(out.split())
+        assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 40
 
 
 def test_store_refuses_a_newer_schema(tmp_path: Path) -> None:

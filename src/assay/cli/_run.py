@@ -930,5 +930,14 @@ def _write_out_from_store(store: RunStore, run_id: str, out: Path | None) -> boo
             f"'assay runs export {run_id} --out FILE'"
         )
         return False
-    err_console.print(f"--out {printable(str(out))}: {n} result{'s' if n != 1 else ''}, the whole run, from the store")
+    results = f"{n} result{'s' if n != 1 else ''}"
+    coverage = store.coverage(run_id)
+    if coverage.status == "finished":
+        err_console.print(f"--out {printable(str(out))}: {results}, the whole run, from the store")
+    else:  # an interrupted or failed run: what is stored so far, never called the whole run
+        of = f" of {coverage.n_rows:,}" if coverage.n_rows is not None else ""
+        err_console.print(
+            f"--out {printable(str(out))}: {results}, the run so far ({coverage.status}: {coverage.n_judged:,}{of} "
+            f"rows judged), from the store; --resume {run_id} continues it and writes --out again"
+        )
     return True
