@@ -358,6 +358,9 @@ def test_a_calibration_shows_only_under_runs_with_the_settings_it_measured(tmp_p
         default = trust_line("--no-cache")
         assert calibrated not in default and "not measured for this judge with these settings" in default
         assert "strategy=auto (batch with this judge) here, per_statement in the calibration" in default
+        # and says how to get the figure: calibrating again would measure per_statement again
+        assert "run with `--set faithfulness.strategy=per_statement` for your calibration's figure" in default
+        assert "measure with `assay calibrate" not in default
         # Each other setting is named.
         for option, named in (
             ("faithfulness.threshold=0.9", "verifier.threshold=0.9 here, 0.5 in the calibration"),
@@ -395,6 +398,7 @@ def test_settings_are_matched_by_fingerprint_with_auto_read_as_the_calibrating_j
     # Otherwise set: not this calibration; the shipped figure (default settings) or "not measured", and why.
     batch = trust_for(_faithfulness_spec(strategy="batch"), local, stored)
     assert batch.kind == "unmeasured" and "strategy=batch here, per_statement in the calibration" in batch.text()
+    assert "run with `--set faithfulness.strategy=per_statement` for your calibration's figure" in batch.text()
     bumped = _faithfulness_spec()
     prompts = dict(bumped.params["prompts"])
     name = next(iter(prompts))
@@ -406,6 +410,7 @@ def test_settings_are_matched_by_fingerprint_with_auto_read_as_the_calibrating_j
     assert sentences.kind == "unmeasured"
     assert "decomposer=sentences here, anchored in the calibration" in sentences.text()
     assert "verifier.threshold=0.7 here, 0.5 in the calibration" in sentences.text()
+    assert "measure with `assay calibrate" in sentences.text() or "run with `--set faithfulness." in sentences.text()
     # A calibration stored before settings were recorded is never the figure, and says so.
     old = {k: v for k, v in stored[0].items() if k not in ("settings", "settings_fingerprint", "resolves")}
     before = trust_for(_faithfulness_spec(), local, [old])

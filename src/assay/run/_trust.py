@@ -209,9 +209,11 @@ def shipped_table(path: Path = TRUST_TABLE) -> dict[str, Any]:
     return data
 
 
-def _unmeasured(metric: str, judge: str | None, why: str = "") -> TrustFigure:
+def _unmeasured(metric: str, judge: str | None, why: str = "", sets: str | None = None) -> TrustFigure:
     command = f"assay calibrate LABELS.jsonl --judge {judge}" if judge else "assay calibrate LABELS.jsonl --judge JUDGE"
     said = f"not measured for this judge{why} — measure with `{command}`"
+    if sets:  # the user's calibration measured settings a run can be given
+        said = f"not measured for this judge{why} — run with `{sets}` for your calibration's figure"
     return TrustFigure(metric=metric, kind="unmeasured", judge=judge, note=said)
 
 
@@ -297,6 +299,33 @@ def _describes(record: Mapping[str, Any], spec: MetricSpec) -> bool:
     return measured is not None and measured == settings_fingerprint(_resolved(spec, record.get("resolves")))
 
 
+def _sets_for(spec: MetricSpec, others: list[Mapping[str, Any]]) -> str | None:
+    """The ``--set`` options that give a run the settings of this judge's largest calibration, if any do.
+
+    ``None`` when it recorded no settings or differs otherwise than in plain parameters (another
+    metric version): then only calibrating again with this run's settings gives a figure.
+    """
+    if not others:
+        return None
+    record = max(others, key=lambda r: int(r.get("n") or 0))
+    settings = record.get("settings")
+    if not isinstance(settings, Mapping) or settings.get("version") != spec.version:
+        return None
+    theirs = settings.get("params")
+    if not isinstance(theirs, Mapping):
+        return None
+    mine = _resolved(spec, record.get("resolves")).params
+    sets = []
+    for key in dict.fromkeys([*mine, *theirs]):
+        if mine.get(key) == theirs.get(key):
+            continue
+        value = theirs.get(key)
+        if key not in theirs or not isinstance(value, str | int | float | bool):
+            return None  # a setting --set cannot give back as it was
+        sets.append(f"--set {spec.name}.{key}={str(value).lower() if isinstance(value, bool) else value}")
+    return " ".join(sets) or None
+
+
 def _elsewhere(spec: MetricSpec, others: list[Mapping[str, Any]]) -> str | None:
     """What a calibration of this judge with other settings says about this run: not its figure, and why."""
     if not others:
@@ -368,12 +397,15 @@ def trust_for(
         return _unmeasured(spec.name, None, " (the run did not record its judge exactly)")
     named = judge_string(judge.model_id, judge.identity)  # what to calibrate: with its confidence, if it has one
     figure = entry.get("figure")
+    # Where the user's calibration measured other settings, calibrating again measures what it
+    # measured (assay calibrate asks one statement a call): say how a run gets that figure.
+    sets = _sets_for(spec, [r for r, ok in zip(stored, describes, strict=True) if not ok])
     if not figure or _judge_settings(judge.identity) != table.get("judge", {}).get("settings"):
         why = " with these settings" if elsewhere else ""
-        return _unmeasured(spec.name, named, why).model_copy(update={"elsewhere": elsewhere})
+        return _unmeasured(spec.name, named, why, sets).model_copy(update={"elsewhere": elsewhere})
     if entry.get("settings_fingerprint") != settings_fingerprint(spec):
-        unmeasured = _unmeasured(spec.name, named, " with these settings (the shipped figure is for the defaults)")
-        return unmeasured.model_copy(update={"elsewhere": elsewhere})
+        why = " with these settings (the shipped figure is for the defaults)"
+        return _unmeasured(spec.name, named, why, sets).model_copy(update={"elsewhere": elsewhere})
     return TrustFigure(
         metric=spec.name,
         kind="shipped",
