@@ -383,7 +383,11 @@ def test_an_anthropic_judge_at_an_openai_server_counts_its_calls_and_says_what_a
     with RunStore(".assay/runs.sqlite") as store:
         run_id = store.latest()
     code, shown = invoke("runs", "show", run_id)
-    assert code == 0 and "TypeError" not in shown and "judge_error — statement extraction: JudgeError: The Anthropic server" in shown
+    assert (
+        code == 0
+        and "TypeError" not in shown
+        and "judge_error — statement extraction: JudgeError: The Anthropic server" in shown
+    )
 
 
 def test_a_fully_cached_run_of_an_unpriced_judge_costs_unknown_and_of_a_priced_one_nothing(tmp_path: Path) -> None:
@@ -459,3 +463,35 @@ def test_a_ctrl_c_that_a_library_wrapped_is_still_the_interrupt() -> None:
     assert signal.getsignal(signal.SIGINT) is not guard._handler  # restored
     with pytest.raises(ValueError, match="no Ctrl-C"), _bounded_interrupt(lambda: None):
         raise ValueError("no Ctrl-C: an error stays an error")
+
+
+def test_a_run_started_elsewhere_resumes_from_another_directory_by_naming_its_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    start, other = tmp_path / "project", tmp_path / "elsewhere"
+    start.mkdir()
+    other.mkdir()
+    (start / "data.jsonl").write_text(rows(3))
+    (other / "data.jsonl").write_text(rows(4))  # same name, other content
+    store = str(tmp_path / "runs.sqlite")
+    with FakeOpenAIServer(sentence_judge) as server:
+        judge = ("--judge", "openai:fake", "--base-url", server.base_url, "--store", store)
+        monkeypatch.chdir(start)
+        code, out = invoke("run", "data.jsonl", *judge, "--no-cache")
+        assert code == 0, out
+        run_id = RunStore(store).latest()
+        monkeypatch.chdir(other)
+        code, out = invoke("run", "--resume", run_id, *judge[2:])  # 'data.jsonl' here is another file
+        assert code == 1 and "the data changed since the run started" in " ".join(out.split()), out
+        (other / "data.jsonl").unlink()
+        code, out = invoke("run", "--resume", run_id, *judge[2:])
+        flat = " ".join(out.split())
+        assert code == 1 and f"data.jsonl: no such file in {other}" in flat and "--resume" in flat, out
+        code, out = invoke("run", str(start / "data.jsonl"), "--resume", run_id, *judge[2:])
+        assert code == 0, out
+        code, out = invoke("run", "../project/data.jsonl", "--resume", run_id, *judge[2:])
+        assert code == 0, out
+        (other / "changed.jsonl").write_text(rows(2))
+        code, out = invoke("run", "changed.jsonl", "--resume", run_id, *judge[2:])
+        assert code == 1 and "the data changed since the run started" in " ".join(out.split()), out
+    assert RunStore(store).info(run_id).n_results == 3

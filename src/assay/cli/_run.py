@@ -421,7 +421,6 @@ _DRY_RUN_KEY = "dry-run: no call is made"
 # Options that change results: a resumed run uses the stored ones, so giving one of
 # these with --resume is an error rather than silently ignored or silently applied.
 _RESULT_OPTIONS = (
-    "data",
     "metric",
     "set_",
     "judge",
@@ -764,12 +763,21 @@ def _resumed(ctx: typer.Context) -> tuple[dict[str, Any], RunStore]:
     options = RunOptions.from_stored(spec.options).model_dump()
     if spec.dataset is None:
         raise ConfigError(f"run {resume} was not started from a file; resume it from Python")
+    # The data may be named again (from another directory, another path to it): the resume
+    # checks its content hash against the run's, so only the same data continues the run.
+    data = p["data"] if p["data"] is not None else Path(spec.dataset)
+    if p["data"] is None and not data.is_absolute() and not data.exists():
+        raise ConfigError(
+            f"{spec.dataset}: no such file in {Path.cwd()}; run {resume} read it from the directory it was started "
+            f"in: run this there, or name the file: 'assay run PATH/{data.name} --resume {resume}' (its content is "
+            "checked against the run's)"
+        )
     # the run's own throughput unless given again (they change no result, so they may change)
     kept = spec.options.get("throughput") or {}
     throughput = {k: p[k] if p[k] is not None else kept.get(k) for k in ("concurrency", "rpm", "tpm")}
     limits = _limits(throughput, timeout_s=options.pop("timeout_s"), max_attempts=options.pop("max_attempts"))
     settings = {
-        "data": Path(spec.dataset),
+        "data": data,
         "metrics": _stored_metrics(spec),
         "judge": spec.judge,
         "base_url": _resume_base_url(spec.base_url, p["base_url"], resume),
