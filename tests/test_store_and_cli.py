@@ -495,3 +495,21 @@ def test_a_run_started_elsewhere_resumes_from_another_directory_by_naming_its_da
         code, out = invoke("run", "changed.jsonl", "--resume", run_id, *judge[2:])
         assert code == 1 and "the data changed since the run started" in " ".join(out.split()), out
     assert RunStore(store).info(run_id).n_results == 3
+
+
+def test_an_unscored_result_exports_an_empty_value_in_the_long_and_the_wide_csv(tmp_path: Path) -> None:
+    def half_refuses(body: dict[str, object]) -> str:
+        user = str(body["messages"][1]["content"])  # type: ignore[index]
+        return "I'm sorry, I cannot help with that." if "Row 1." in user else sentence_judge(body)
+
+    (tmp_path / "data.jsonl").write_text(rows(3))
+    with FakeOpenAIServer(half_refuses) as server:
+        code, out = invoke("run", "data.jsonl", "--judge", "openai:fake", "--base-url", server.base_url)
+    run_id = RunStore(".assay/runs.sqlite").latest()
+    for wide in ((), ("--wide",)):
+        code, out = invoke("runs", "export", run_id, "--format", "csv", "--out", "r.csv", *wide)
+        assert code == 0, out
+        with open("r.csv") as handle:
+            table = {r["id"]: r for r in csv.DictReader(handle)}
+        column = "faithfulness" if wide else "value"
+        assert table["r1"][column] == "" and table["r0"][column] == "0.5", (wide, table["r1"])

@@ -53,7 +53,7 @@ from assay._sqlite import open_sqlite, storage_error
 from assay.errors import SampleError, StorageError
 from assay.models._endpoint import canonical_identity
 from assay.run._cost import PriceTable
-from assay.run._frames import wide_rows
+from assay.run._frames import score_value, wide_rows
 from assay.run._judge_record import JudgeRecord
 from assay.run._results import SampleResult
 from assay.run._summary import RunSummary, summarize_results
@@ -593,7 +593,7 @@ class RunStore:
                     "question": sample.get("question"),
                     "answer": sample.get("answer"),
                     "metric": metric,
-                    "value": score["value"],
+                    "value": score_value(score),  # unscored: empty, as in the wide frame (CSV wrote "nan")
                     "unscored_reason": score.get("unscored_reason"),
                     "n_verdicts": len(score.get("verdicts", ())),
                     "failing": " | ".join(failing),
