@@ -550,3 +550,18 @@ def test_the_report_cli_takes_the_gates_partial_run_options(tmp_path: Path) -> N
     assert result.exit_code == 0 and "gate pass" in result.output, result.output
     result = runner.invoke(cli(), [*base, "--max-invalid-rows", "2"])
     assert result.exit_code == 1 and "--max-invalid-rows only apply with --gate" in result.output
+
+
+def test_the_histogram_caption_counts_its_tallest_bar_or_says_nothing_was_scored(tmp_path: Path) -> None:
+    from assay import UnscoredReason
+
+    store = RunStore(tmp_path / "s.sqlite")
+    unscored = Score.unscored("faithfulness", UnscoredReason.PARSE_FAILURE, "bad json")
+    store_run(store, "none", {"a": [unscored], "b": [unscored]})
+    store_run(
+        store, "some", {"a": [scored(1.0, {"A.": 1})], "b": [scored(1.0, {"A.": 1})], "c": [scored(0.5, {"A.": 0})]}
+    )
+    store_run(store, "one", {"a": [scored(1.0, {"A.": 1})]})
+    none, some, one = (render_report(store, run) for run in ("none", "some", "one"))
+    assert "no scored value" in none and "tallest bar" not in none
+    assert "tallest bar: 2 values" in some and "tallest bar: 1 value<" in one

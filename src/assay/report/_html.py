@@ -65,7 +65,8 @@ def _fmt_signed(value: float | None, digits: int = 3) -> str:
 
 def _histogram_bars(hist: Histogram, threshold: float) -> dict[str, object]:
     """SVG geometry of a histogram: bars with their counts, and the threshold's x."""
-    peak = max(hist.counts) or 1
+    tallest = max(hist.counts)
+    peak = tallest or 1  # the bars' scale; an empty histogram draws no bar
     width = (_HIST_W - 2 * _PAD) / len(hist.counts)
     bars: list[dict[str, object]] = []
     for (left, right), count in zip(hist.edges, hist.counts, strict=True):
@@ -88,7 +89,7 @@ def _histogram_bars(hist: Histogram, threshold: float) -> dict[str, object]:
         "threshold_x": round(min(max(x, _PAD), _HIST_W - _PAD), 2),
         "low": hist.low,
         "high": hist.high,
-        "peak": peak,
+        "peak": tallest,
     }
 
 
