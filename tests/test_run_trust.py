@@ -551,3 +551,54 @@ def test_a_counted_judge_counts_scored_choices_and_keeps_exactly_the_inner_capab
     asyncio.run(scorer.choice_probabilities([], prefix="", choices=["1", "0"]))
     asyncio.run(plain.generate([{"role": "user", "content": "x"}]))
     assert len(seen) == 2
+
+
+def test_a_resumed_runs_progress_line_counts_the_whole_runs_calls_as_it_does_its_tokens(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # It said "2 judge calls · 4,391 tok": this session's calls beside the whole run's tokens.
+    import asyncio
+
+    import assay.run._evaluate as runner
+    from assay import aevaluate
+
+    data = [
+        {"id": f"a{i}", "question": "Colour?", "answer": "Grass is green. Snow is white.", "contexts": [f"Sky {i}."]}
+        for i in range(3)
+    ]
+    metric = Faithfulness(strategy="per_statement", decomposer="sentences")
+    store = tmp_path / "runs.sqlite"
+    answered = 0
+
+    async def stalls_after_two(messages: list[dict[str, str]], schema: type | None) -> str:
+        nonlocal answered
+        answered += 1
+        if answered > 2:
+            await asyncio.sleep(60)
+        return supported_when_sky_one(messages, schema)
+
+    async def first_part() -> None:
+        task = asyncio.create_task(
+            aevaluate(data, metric, FunctionJudge(stalls_after_two, concurrency=1), store=store, progress=False)
+        )
+        while answered <= 2:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(first_part())
+    with RunStore(store) as opened:
+        run_id = opened.latest()
+        assert opened.info(run_id).n_samples == 1
+    recorder = _Recorder()
+    monkeypatch.setattr(runner, "make_reporter", lambda progress: recorder)
+    resumed = evaluate(
+        data, metric, FunctionJudge(supported_when_sky_one), store=store, resume=run_id, progress="plain"
+    )
+    with RunStore(store) as opened:
+        every = [c for r in opened.results(run_id) for s in r.scores.values() for c in s.all_calls]
+    assert len(resumed.results) == 2 and len(every) == 6  # this session judged two of the three
+    tokens = sum(c.usage.prompt_tokens + c.usage.completion_tokens for c in every)
+    last = recorder.events[-1][1]
+    assert "scored 3 unscored 0 · 6 judge calls ·" in last and f"{tokens:,} tok" in last, last

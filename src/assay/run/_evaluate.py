@@ -252,6 +252,11 @@ class _Book:
             for earlier in self.run_store.results(self.run_id):  # a resumed run's progress counts what is stored
                 if (str(earlier.line), earlier.repeat) in done:  # not an error it judges again
                     self.tally.add(earlier)
+                    # its calls too: the line's counts, tokens and cost are all the whole run's, as the summary's are
+                    calls = [c for score in earlier.scores.values() for c in score.all_calls]
+                    self.calls_made += len(calls)
+                    self.calls_cached += sum(c.cached for c in calls)
+                    self.stored_calls += len(calls)  # stored already: none of them is a call cut short
 
     def start(self, done: set[tuple[str, int]]) -> None:
         """Start the progress line (after the judge is loaded)."""
