@@ -430,7 +430,7 @@ def test_a_dry_runs_progress_says_it_estimates_and_scores_nothing(tmp_path: Path
     for judge, cost in (("openai:gpt-4o-mini", "~$0.00"), ("openai:my-model", "cost unknown (no price)")):
         code, out = invoke("run", "data.jsonl", "--judge", judge, "--base-url", "http://127.0.0.1:9/v1",
                            "--dry-run", "--progress", "plain")  # fmt: skip
-        assert code == 0, out
+        assert code == 2, out  # one invalid row: as the run would exit
         progress = [line for line in out.splitlines() if line.startswith("estimating (dry run: ")]
         assert progress and all("nothing is called or scored" in line for line in progress), out
         assert not re.search(r"\bscored \d", out) and "unscored" not in out  # nothing was scored: none are counted
@@ -440,7 +440,7 @@ def test_a_dry_runs_progress_says_it_estimates_and_scores_nothing(tmp_path: Path
         assert "skipped data.jsonl:1: invalid JSON" in out  # an invalid row is said, as in a run
         assert "│ 4 │ 1 │ 8 │" in " ".join(out.split()).replace("  ", " ")  # the table agrees with the progress
     code, out = invoke("run", "data.jsonl", "--judge", "openai:gpt-4o-mini", "--dry-run", "--progress", "none")
-    assert code == 0 and "estimating" not in out and "nothing was called" in out
+    assert code == 2 and "estimating" not in out and "nothing was called" in out
 
 
 def test_a_ctrl_c_that_a_library_wrapped_is_still_the_interrupt() -> None:
