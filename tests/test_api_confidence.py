@@ -271,7 +271,7 @@ def test_an_api_judge_with_logprobs_is_calibrated_and_routes_exactly_the_verdict
         asked_before = len(server.requests)
         big = ProbabilityJudge(test_cascade.big_p, name="big")  # what the run asks it, alone
         result = evaluate(
-            [{"id": "s1", "answer": "alpha holds. beta holds. gamma holds. delta holds.", "contexts": ["alpha."]}],
+            [{"id": "s1", "answer": "alpha rule holds. beta rule holds. gamma rule holds. delta rule holds.", "contexts": ["alpha."]}],
             "faithfulness",
             judge=spec,
             base_url=server.base_url,
@@ -283,12 +283,12 @@ def test_an_api_judge_with_logprobs_is_calibrated_and_routes_exactly_the_verdict
         run_calls = server.requests[asked_before:]
     p = test_cascade.SMALL_RUN
     below = [s for s, q in p.items() if not ((q >= 0.5 and q >= t1) or (q < 0.5 and 1 - q >= t0))]
-    assert below == ["beta holds.", "delta holds."]
+    assert below == ["beta rule holds.", "delta rule holds."]
     assert big.asked == below, "exactly the verdicts below the API judge's thresholds reached the next level"
     assert sum(1 for r in run_calls if r.get("logprobs")) == 4, "one log-probability call per statement"
     score = result.results[0].scores["faithfulness"]
     decided = {v.subject: v for v in score.verdicts}
-    for statement in ("alpha holds.", "gamma holds."):
+    for statement in ("alpha rule holds.", "gamma rule holds."):
         verdict = decided[statement]
         assert (
             verdict.decision is not None and verdict.decision.by == "openai:fake-judge" and verdict.decision.level == 0
@@ -297,8 +297,8 @@ def test_an_api_judge_with_logprobs_is_calibrated_and_routes_exactly_the_verdict
         assert verdict.decision.confidence == pytest.approx(want, abs=1e-4)
         assert verdict.decision.threshold in (t1, t0) and verdict.decision.guaranteed
         assert verdict.details is not None and verdict.details["p_read"] == "logprobs: top 20"
-    assert decided["beta holds."].decision is not None and decided["beta holds."].decision.by == "big"
-    assert [w.subject for w in score.pending] == ["delta holds."]
+    assert decided["beta rule holds."].decision is not None and decided["beta rule holds."].decision.by == "big"
+    assert [w.subject for w in score.pending] == ["delta rule holds."]
     with RunStore(store) as runs:
         record = runs.spec(result.run_id).judge_record
     assert record is not None and "log-probabilities" in record.components["confidence"]
@@ -314,7 +314,7 @@ def test_the_cli_runs_an_api_judge_with_logprobs_first_and_records_its_confidenc
         tmp_path / "labels.jsonl", test_cascade.SURE_YES + test_cascade.SURE_NO + test_cascade.WAVER
     )
     data = tmp_path / "data.jsonl"
-    data.write_text(json.dumps({"id": "s1", "answer": "alpha holds. gamma holds.", "contexts": ["a."]}) + "\n")
+    data.write_text(json.dumps({"id": "s1", "answer": "alpha rule holds. gamma rule holds.", "contexts": ["a."]}) + "\n")
     env = {"COLUMNS": "200", "OPENAI_API_KEY": "sk-test"}
     with FakeOpenAIServer(top_logprobs=_p_from_logprobs) as server:
         judge = ["--judge", "openai:fake-judge+logprobs", "--base-url", server.base_url]
