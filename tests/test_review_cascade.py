@@ -35,7 +35,7 @@ def test_a_question_the_cascade_left_is_answered_in_review_scored_by_the_metric_
         [
             {
                 "id": "s1",
-                "answer": "alpha holds. beta holds. gamma holds. delta holds.",
+                "answer": "alpha rule holds. beta rule holds. gamma rule holds. delta rule holds.",
                 "contexts": ["alpha, beta, gamma and delta all hold."],
             }
         ],
@@ -49,7 +49,7 @@ def test_a_question_the_cascade_left_is_answered_in_review_scored_by_the_metric_
     run_id = result.run_id
     score = result.results[0].scores["faithfulness"]
     assert score.unscored_reason == UnscoredReason.NEEDS_REVIEW and [p.subject for p in score.pending] == [
-        "delta holds."
+        "delta rule holds."
     ]
     gate = CliRunner().invoke(app, ["gate", run_id, "--store", str(store), "--max-unscored", "1"])
     assert "1 question waits for review in 1 result" in " ".join(gate.output.split()), gate.output
@@ -64,12 +64,12 @@ def test_a_question_the_cascade_left_is_answered_in_review_scored_by_the_metric_
     assert stored["unscored_reason"] is None and "pending" not in stored
     deciders = {v["subject"]: v["decision"]["by"] for v in stored["verdicts"]}
     assert deciders == {
-        "alpha holds.": "small",
-        "gamma holds.": "small",
-        "beta holds.": "big",
-        "delta holds.": "person",
+        "alpha rule holds.": "small",
+        "gamma rule holds.": "small",
+        "beta rule holds.": "big",
+        "delta rule holds.": "person",
     }
     # the metric's share: alpha and beta supported, gamma and (by the person) delta not
     assert stored["value"] == pytest.approx(0.5) and summary["n_scored"] == 1 and summary["unscored_by_reason"] == {}
     items, errors = read_items(labels)
-    assert errors == [] and [(i.kind, i.claim, i.label) for i in items] == [("grounding", "delta holds.", 0)]
+    assert errors == [] and [(i.kind, i.claim, i.label) for i in items] == [("grounding", "delta rule holds.", 0)]
