@@ -1000,17 +1000,20 @@ def test_one_object_over_many_lines_says_to_write_it_on_one_line(tmp_path: Path)
 
 
 def capitalised(kind: str, tmp_path: Path, columns: dict[str, list[Any]]) -> Any:
-    """The same table as a file of ``kind`` (or a DataFrame)."""
+    """The same table as a file of ``kind`` (or a DataFrame); ``None`` is an empty cell, a null, a key not given."""
     names = list(columns)
     records = [dict(zip(names, values, strict=True)) for values in zip(*columns.values(), strict=True)]
     if kind == "csv":
-        cells = [[json.dumps(v) if isinstance(v, list) else str(v) for v in r.values()] for r in records]
+        cells = [
+            ["" if v is None else json.dumps(v) if isinstance(v, list) else str(v) for v in r.values()] for r in records
+        ]
         return write_csv(tmp_path / "d.csv", [names, *cells])
     if kind == "parquet":
         return write_parquet(tmp_path / "d.parquet", columns)
     if kind == "dataframe":
         pd = pytest.importorskip("pandas")
         return pd.DataFrame(columns)
+    records = [{k: v for k, v in r.items() if v is not None} for r in records]  # None: no such key in JSON
     if kind == "json":
         path = tmp_path / "d.json"
         path.write_text(json.dumps(records))
@@ -1039,12 +1042,117 @@ def test_capitalised_columns_are_read_as_their_fields(tmp_path: Path, kind: str)
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "csv", "dataframe"])
-def test_a_column_of_the_exact_name_or_the_mapping_wins_over_one_differing_in_case(tmp_path: Path, kind: str) -> None:
+def test_a_column_of_the_exact_name_and_one_differing_in_case_are_two_for_one_field(tmp_path: Path, kind: str) -> None:
     data = capitalised(kind, tmp_path, {"answer": ["exact"], "Answer": ["capital"], "contexts": [["c"]]})
-    (row,) = list(_read(data))
-    assert isinstance(row, Row) and row.sample.answer == "exact" and row.sample.metadata == {"Answer": "capital"}
-    (row,) = list(_read(data, mapping={"Answer": "reference"}))
-    assert isinstance(row, Row) and row.sample.reference == "capital"
+    (item,) = list(_read(data))  # neither wins in silence: the row names both, and how to choose
+    assert isinstance(item, SampleError)
+    assert "columns 'answer' and 'Answer' both give the answer; keep one, or choose it with --map answer=answer" in (
+        item.detail
+    )
+    (row,) = list(_read(data, mapping={"Answer": "reference"}))  # the mapping decides
+    assert isinstance(row, Row) and (row.sample.answer, row.sample.reference) == ("exact", "capital")
+    (row,) = list(_read(data, mapping={"Answer": "answer"}))
+    assert isinstance(row, Row) and row.sample.answer == "capital" and row.sample.metadata == {"answer": "exact"}
+
+
+SAME_FIELD = [
+    ("ANSWER", "output", "answer"),
+    ("Answer", "actual_output", "answer"),
+    ("Question", "query", "question"),
+    ("QUESTION", "user_input", "question"),
+    ("Contexts", "retrieval_context", "contexts"),
+    ("CONTEXTS", "retrieved_contexts", "contexts"),
+    ("Reference", "ground_truth", "reference"),
+    ("Response", "answer", "answer"),  # an alias but for its case, and the exact name
+    ("Expected_Output", "ground_truth", "reference"),  # an alias but for its case, and another alias
+    ("Answer", "ANSWER", "answer"),  # two case variants
+]
+"""Two columns that could both give one field: a case variant beside an alias, the exact name, another variant."""
+
+
+def _given(field: str, text: str) -> Any:
+    return [text] if field == "contexts" else text
+
+
+def _read_as(field: str, text: str) -> Any:
+    return (text,) if field == "contexts" else text
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "json", "csv", "parquet", "dataframe"])
+@pytest.mark.parametrize(("first", "second", "field"), SAME_FIELD)
+def test_two_columns_that_could_give_one_field_are_read_row_by_row_and_never_chosen_in_silence(
+    tmp_path: Path, kind: str, first: str, second: str, field: str
+) -> None:
+    """A row reads the one of them it fills, whatever other rows fill; a row filling both is invalid."""
+    others = {"question": "Q?", "answer": "A.", "contexts": ["c"]}
+    data = capitalised(kind, tmp_path, {
+        "id": ["both", "first", "second", "neither"],
+        first: [_given(field, "one"), _given(field, "one"), None, None],
+        second: [_given(field, "two"), None, _given(field, "two"), None],
+        **{name: [value] * 4 for name, value in others.items() if name != field},
+    })  # fmt: skip
+    rows, errors = split(_read(data))
+    (error,) = errors
+    assert error.line == (2 if kind == "csv" else 1)
+    assert (
+        f"columns '{first}' and '{second}' both give the {field}; keep one, or choose it with --map {first}={field} "
+        "(the other is then kept in metadata)"
+    ) in error.detail
+    read = {row.sample.id: row.sample for row in rows}
+    assert list(read) == ["first", "second", "neither"]
+    assert getattr(read["first"], field) == _read_as(field, "one")
+    assert getattr(read["second"], field) == _read_as(field, "two")
+    assert not read["neither"].field_present(field)
+    assert read["first"].metadata == read["second"].metadata == read["neither"].metadata == {}
+    # An explicit mapping decides: the other column is kept in metadata.
+    (row,) = [r for r in _read(data, mapping={second: field}) if isinstance(r, Row) and r.sample.id == "both"]
+    assert getattr(row.sample, field) == _read_as(field, "two") and set(row.sample.metadata) == {first}
+
+
+def test_a_json_line_reads_a_column_differing_in_case_whatever_the_other_lines_hold(tmp_path: Path) -> None:
+    """Not decided by the file: a line with an alias does not hide another line's capitalised column."""
+    lines = [{"id": f"r{i}", "response": f"R{i}.", "contexts": ["c"]} for i in range(60)]
+    lines.insert(0, {"id": "first", "Answer": "A1.", "contexts": ["c"]})  # before any alias
+    lines.append({"id": "late", "ANSWER": "A2.", "contexts": ["c"]})  # after the lines peeked for columns
+    lines.append({"id": "both", "Answer": "A3.", "response": "R3.", "contexts": ["c"]})
+    rows, errors = split(read_dataset(write_jsonl(tmp_path / "d.jsonl", lines), required=["answer", "contexts"]))
+    answers = {row.sample.id: row.sample.answer for row in rows}
+    assert (answers["first"], answers["late"], answers["r0"]) == ("A1.", "A2.", "R0.")
+    assert len(answers) == 62
+    (error,) = errors
+    assert error.line == 63 and "columns 'Answer' and 'response' both give the answer" in error.detail
+
+
+def test_assay_run_does_not_judge_an_alias_in_silence_beside_a_capitalised_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report: ``Answer`` and ``response`` in one CSV row judged ``response`` (1.0, exit 0, not a word)."""
+    pytest.importorskip("openai")
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+    from assay.testing import FakeOpenAIServer, word_overlap_answer
+
+    monkeypatch.chdir(tmp_path)
+    data = write_csv(tmp_path / "both.csv", [
+        ["id", "Question", "Answer", "response", "contexts"],
+        ["both", "Sky?", "The sky is green.", "The sky is blue.", "The sky is blue."],
+        ["capital", "Sky?", "The sky is green.", "", "The sky is blue."],
+        ["alias", "Sky?", "", "The sky is blue.", "The sky is blue."],
+    ])  # fmt: skip
+    out = tmp_path / "out.jsonl"
+    with FakeOpenAIServer(word_overlap_answer) as server:
+        result = CliRunner().invoke(
+            app,
+            ["run", str(data), "-m", "faithfulness", "--judge", "openai:fake", "--base-url", server.base_url,
+             "--progress", "none", "--out", str(out)],
+            env={"COLUMNS": "200", "NO_COLOR": "1"},
+        )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    flat = " ".join(result.output.split())
+    assert f"{data}:2: columns 'Answer' and 'response' both give the answer" in flat, flat
+    scores = {r["id"]: r["scores"]["faithfulness"]["value"] for r in map(json.loads, out.read_text().splitlines())}
+    assert scores == {"capital": 0.0, "alias": 1.0}
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "json", "csv", "parquet", "dataframe"])

@@ -59,7 +59,8 @@ ALIASES: Mapping[str, str] = {
 """Column name -> sample field, for columns named as other tools name them.
 
 Every reader uses this one table. An explicit ``mapping`` always wins over it; two
-columns that would fill one field (``answer`` and ``response``) are a row error.
+columns that would fill one field in a row (``answer`` and ``response``, or ``Answer``
+and ``response``: see :func:`fit_mapping`) are a row error.
 A ``user_input`` that holds a list is Ragas' ``MultiTurnSample`` conversation and fills the
 trace (see :data:`LIST_ALIASES`); DeepEval's ``tools_called`` becomes a trace when the row
 has none (:func:`~assay.run._data._validate.trace_from_tools_called`).
@@ -119,12 +120,18 @@ def unmapped_problem(mapping: Mapping[str, str] | None, columns: Iterable[str]) 
     return None
 
 
-def fit_mapping(mapping: Mapping[str, str] | None, columns: Iterable[str], source: str | None) -> dict[str, str]:
-    """``mapping`` checked against the ``columns`` a source has, with columns named but for their case added.
+def fit_mapping(mapping: Mapping[str, str] | None, columns: Iterable[str], source: str | None) -> None:
+    """Check ``mapping`` against the ``columns`` a source has, before its first record.
 
-    A column that differs from a field or an alias only in case (``Question``, ``Answer``,
-    ``Retrieved_Contexts``) is read as that field, unless the mapping names it or another
-    column (an exact name, an alias, a mapped one) gives the field already.
+    Once a source's columns are known, :class:`ColumnMapping` also reads a column that
+    differs from a field or an alias only in case (``Question``, ``Answer``,
+    ``Retrieved_Contexts``) as that field, in each record by itself, as it reads an exact
+    name or an alias: in a record where two columns that could give one field both hold a
+    value (``Answer`` and ``response``, ``answer`` and ``Answer``), neither is chosen (the
+    record is a row error naming both, see :func:`_assign`) unless the mapping names one;
+    in a record where only one holds a value, it gives the field, whatever other records
+    hold. (It was decided once per source, and an exact name or an alias then hid a column
+    differing in case in every record: ``Answer`` in metadata, ``response`` judged.)
 
     Raises:
         ConfigError: the mapping is written FIELD=COLUMN (``--map answer=response``, where
@@ -140,30 +147,12 @@ def fit_mapping(mapping: Mapping[str, str] | None, columns: Iterable[str], sourc
                 f"{where}--map {column}={target} is the wrong way round: '{target}' is a column and '{column}' a "
                 f"field, and --map takes COLUMN=FIELD; did you mean --map {target}={column}?"
             )
-    exact = _FIELDS | set(ALIASES)
-    claimed = {given.get(c) or ALIASES.get(c, c) for c in present if c in given or c in exact}
-    claimed.update(given.values())
-    found: dict[str, str] = {}
-    for column in present:
-        if column in given or column in exact:
-            continue
-        field = column_field(column)
-        if field is None or field in claimed:
-            continue
-        found[column] = field
-        claimed.add(field)
-    return {**found, **given}
 
 
 def column_field(column: str) -> str | None:
     """The field a column gives by its name (exactly, as an alias, or but for its case), or ``None``."""
     name = column if column in _FIELDS or column in ALIASES else _BY_FOLDED.get(column.casefold())
     return None if name is None else ALIASES.get(name, name)
-
-
-def _renames(mapping: Mapping[str, str] | None) -> dict[str, str]:
-    """Column -> field, as :func:`sample_from_record` applies them."""
-    return {**ALIASES, **(mapping or {})}
 
 
 def likely_column(field_name: str, columns: Iterable[str]) -> str | None:
@@ -220,22 +209,23 @@ class ColumnMapping:
     def __init__(self, mapping: Mapping[str, str] | None) -> None:
         self._at_end = True
         self._seen: dict[str, None] = {}
-        self._use(dict(mapping or {}))
-
-    def _use(self, mapping: dict[str, str]) -> None:
-        self.mapping = mapping
-        self._renames = _renames(mapping)
-        self._unknown = sorted(target for target in mapping.values() if target not in _FIELDS)
+        self._fold = False
+        self.mapping = dict(mapping or {})
+        self._unknown = sorted(target for target in self.mapping.values() if target not in _FIELDS)
 
     def fit(self, columns: Columns, source: str | None) -> None:
         """Fit the mapping to a source's columns (see :func:`fit_mapping`); a complete set is checked at once.
+
+        A source whose columns fit (``columns.fit``: a file or a table, not records assay
+        built) has its columns named but for their case read as their fields, record by record.
 
         Raises:
             ConfigError: the mapping is written FIELD=COLUMN, or (``columns.complete``) names
                 a column that is not there.
         """
         if columns.fit:
-            self._use(fit_mapping(self.mapping, columns.names, source))
+            fit_mapping(self.mapping, columns.names, source)
+            self._fold = True
         if columns.complete and columns.checked:
             check_mapped_columns(self.mapping, columns.names, source)
         self._at_end = columns.checked and not columns.complete
@@ -256,7 +246,7 @@ class ColumnMapping:
                 self._seen.setdefault(str(key), None)
         if record.cells:
             try:
-                value = _decoded_cells(value, self._renames)
+                value = _decoded_cells(value, self.mapping, self._fold)
             except _CellError as exc:
                 return Fields(record, value, cell_problem=str(exc))
         if not isinstance(value, dict):
@@ -265,7 +255,7 @@ class ColumnMapping:
             raise ConfigError(
                 f"--map target {self._unknown[0]!r} is not a sample field; use one of {', '.join(sorted(_FIELDS))}"
             )
-        values, columns, extra, problem = _assign(value, self.mapping)
+        values, columns, extra, problem = _assign(value, self.mapping, self._fold)
         if problem is not None:
             return Fields(record, value, values, columns, problem=problem)
         tools_called = None
@@ -285,16 +275,32 @@ class ColumnMapping:
         return None
 
 
+def _target(key: str, value: Any, explicit: Mapping[str, str], fold: bool) -> str:
+    """The field a column gives in a record, or the column's own name when it gives none.
+
+    Mapped, a list alias holding a list, a field, an alias, or (``fold``) either but for its case.
+    """
+    mapped = explicit.get(key) or (LIST_ALIASES.get(key) if isinstance(value, list) else None)
+    if mapped:
+        return mapped
+    if fold:
+        return column_field(key) or key
+    return ALIASES.get(key, key)
+
+
 def _assign(
-    record: dict[str, Any], explicit: Mapping[str, str]
+    record: dict[str, Any], explicit: Mapping[str, str], fold: bool
 ) -> tuple[dict[str, Any], dict[str, str], dict[str, Any], str | None]:
-    """(field -> value, field -> the column it came from, columns that are no field, two columns for one field)."""
+    """(field -> value, field -> the column it came from, columns that are no field, two columns for one field).
+
+    Decided in this record alone: of the columns that could give a field (its exact name, an
+    alias, and with ``fold`` either but for its case), the one that holds a value gives it;
+    two that hold one are the record's problem, unless the mapping names one of them.
+    """
     claims: dict[str, list[str]] = {}
     extra: dict[str, Any] = {}
     for key, value in record.items():
-        target = (
-            explicit.get(key) or (LIST_ALIASES.get(key) if isinstance(value, list) else None) or ALIASES.get(key, key)
-        )
+        target = _target(key, value, explicit, fold)
         if target in _FIELDS:
             # A null cell is an absent one, and so is blank text: CSV cannot tell "" from null,
             # so every format reads both (and whitespace only) as the field not given.
@@ -337,8 +343,8 @@ class _CellError(ValueError):
     """A cell that cannot be decoded (reported as the row's error)."""
 
 
-def _decoded_cells(record: Mapping[str, Any], renames: Mapping[str, str]) -> dict[str, Any]:
-    """A table's row with its empty cells dropped and text decoded by the field its column gives.
+def _decoded_cells(record: Mapping[str, Any], explicit: Mapping[str, str], fold: bool) -> dict[str, Any]:
+    """A table's row with its empty cells dropped and text decoded by the field its column gives (:func:`_target`).
 
     A ``contexts`` cell holding a list written as text is the list; a ``trace``,
     ``reference_tool_calls`` or ``metadata`` cell holding JSON (or a Python literal, as
@@ -347,7 +353,7 @@ def _decoded_cells(record: Mapping[str, Any], renames: Mapping[str, str]) -> dic
     cleaned: dict[str, Any] = {}
     for key, value in record.items():
         name = str(key)
-        target = renames.get(name, name)
+        target = _target(name, value, explicit, fold)
         if isinstance(value, str):
             if not value:
                 continue
