@@ -34,13 +34,13 @@ ANSWER = "Paris is the capital of France. It lies on the Seine."
 
 
 def supporting_judge(body: dict[str, Any]) -> str:
-    """Faithfulness verdicts (sentence decomposer, batch strategy): every statement supported."""
+    """Faithfulness (batch strategy): a sentence to rewrite is its own statement; every statement supported."""
     user = body["messages"][-1]["content"]
-    block = user.rsplit("<statements>\n", 1)[1]
-    count, at = 0, 0
-    while (found := block.find(f"[{count + 1}] ", at)) >= 0:
-        count, at = count + 1, found
-    items = [{"statement": f"s{i}", "reason": "stated", "verdict": 1} for i in range(count)]
+    if "<sentence>" in user:
+        return json.dumps({"statements": [user.split("<sentence>\n")[1].split("\n</sentence>")[0]]})
+    block = user.rsplit("<statements>\n", 1)[1].split("\n</statements>")[0]
+    statements = [line.split("] ", 1)[1] for line in block.splitlines() if line.startswith("[") and "] " in line]
+    items = [{"statement": s, "reason": "stated", "verdict": 1} for s in statements]
     return json.dumps({"verdicts": items})
 
 
