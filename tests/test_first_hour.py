@@ -281,7 +281,9 @@ def _slow_first_judge():
         if text:  # the first rows take longest: they finish last
             await asyncio.sleep(0.02 * (10 - int(text.split()[1].rstrip("."))))
             return json.dumps({"statements": [text]})
-        return json.dumps({"verdicts": [{"statement": "s", "reason": "ok", "verdict": 1}]})
+        block = user.split("<statements>\n")[1].split("\n</statements>")[0] if "<statements>" in user else ""
+        asked = [line.split("] ", 1)[1] for line in block.splitlines() if "] " in line] or ["s"]
+        return json.dumps({"verdicts": [{"statement": a, "reason": "ok", "verdict": 1} for a in asked]})
 
     return FunctionJudge(answer, per_statement=False)
 
