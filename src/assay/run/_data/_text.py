@@ -71,16 +71,23 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def parse_json(text: str, *, strict: bool = True) -> Any:
+def parse_json(text: str, *, strict: bool = True, line: bool = False) -> Any:
     """Parse JSON row data; a problem raises ``ValueError`` with a message for a row error.
 
     Unlike :func:`json.loads`, a key given twice in one object is an error (not the last
     one silently), and nesting too deep to parse is an error (not a ``RecursionError``).
-    ``strict=False`` allows raw control characters (a newline) inside strings.
+    ``strict=False`` allows raw control characters (a newline) inside strings. ``line``:
+    ``text`` is one line of a file, which the error names: the problem is placed by its
+    column ("at the end of the line" for an object left open), never by a line of its own.
     """
+    if line:
+        text = text.rstrip("\r\n")
     try:
         return json.loads(text, object_pairs_hook=_unique_keys, strict=strict)
     except json.JSONDecodeError as exc:
+        if line:
+            at = "at the end of the line" if exc.pos >= len(text.rstrip()) else f"at column {exc.colno}"
+            raise ValueError(f"invalid JSON: {json_message(exc)} {at}") from None
         raise ValueError(f"invalid JSON: {json_message(exc)} at line {exc.lineno} column {exc.colno}") from None
     except _DuplicateKeyError as exc:
         raise ValueError(f"invalid JSON: the key {exc.args[0]!r} appears twice in one object") from None

@@ -59,7 +59,7 @@ def json_lines(path: Path) -> Iterator[tuple[int, Any] | SampleError]:
             if not text.strip():
                 continue
             try:
-                yield number, parse_json(text)
+                yield number, parse_json(text, line=True)
             except ValueError as exc:
                 yield SampleError(str(exc), source=source, line=number)
 
