@@ -1242,3 +1242,21 @@ def test_a_row_with_several_problems_reports_the_first_in_the_validation_order(
     assert isinstance(error, SampleError)
     assert said in str(error), str(error)
     assert str(error).startswith(f"{path}:1: ")
+
+
+def test_two_columns_mapped_to_one_field_read_whichever_a_row_fills_and_say_so_when_it_fills_both(
+    tmp_path: Path,
+) -> None:
+    # --map a1=answer --map a2=answer: for a file whose rows fill one or the other
+    path = tmp_path / "m.jsonl"
+    rows = [
+        {"id": "one", "a1": "From a1.", "contexts": ["c"]},
+        {"id": "two", "a2": "From a2.", "contexts": ["c"]},
+        {"id": "both", "a1": "x", "a2": "y", "contexts": ["c"]},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    read, errors = split(read_jsonl(path, mapping={"a1": "answer", "a2": "answer"}))
+    assert [(r.sample.id, r.sample.answer) for r in read] == [("one", "From a1."), ("two", "From a2.")]
+    (error,) = errors
+    assert error.line == 3 and "columns 'a1' and 'a2' both give the answer, and the mapping names both" in str(error)
+    assert "keep one of the --map" in str(error) and "choose it with --map a1=answer" not in str(error)

@@ -313,10 +313,18 @@ def _assign(
     for target, keys in claims.items():
         chosen = [key for key in keys if key in explicit] or keys
         if len(chosen) > 1:
-            problem = (
-                f"columns '{chosen[0]}' and '{chosen[1]}' both give the {target}; keep one, or choose it with "
-                f"--map {chosen[0]}={target} (the other is then kept in metadata)"
-            )
+            both = f"columns '{chosen[0]}' and '{chosen[1]}' both give the {target}"
+            if all(key in explicit for key in chosen[:2]):  # the mapping named both: naming one again is no way out
+                problem = (
+                    f"{both}, and the mapping names both (--map {chosen[0]}={target} --map {chosen[1]}={target}: "
+                    "for files whose rows fill one or the other); this row fills both: keep one of the --map, or "
+                    "empty one of the columns"
+                )
+            else:
+                problem = (
+                    f"{both}; keep one, or choose it with --map {chosen[0]}={target} (the other is then kept in "
+                    "metadata)"
+                )
             return fields, columns, extra, problem
         columns[target] = chosen[0]
         fields[target] = record[chosen[0]]
