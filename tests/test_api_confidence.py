@@ -271,7 +271,13 @@ def test_an_api_judge_with_logprobs_is_calibrated_and_routes_exactly_the_verdict
         asked_before = len(server.requests)
         big = ProbabilityJudge(test_cascade.big_p, name="big")  # what the run asks it, alone
         result = evaluate(
-            [{"id": "s1", "answer": "alpha rule holds. beta rule holds. gamma rule holds. delta rule holds.", "contexts": ["alpha."]}],
+            [
+                {
+                    "id": "s1",
+                    "answer": "alpha rule holds. beta rule holds. gamma rule holds. delta rule holds.",
+                    "contexts": ["alpha."],
+                }
+            ],
             "faithfulness",
             judge=spec,
             base_url=server.base_url,
@@ -314,7 +320,9 @@ def test_the_cli_runs_an_api_judge_with_logprobs_first_and_records_its_confidenc
         tmp_path / "labels.jsonl", test_cascade.SURE_YES + test_cascade.SURE_NO + test_cascade.WAVER
     )
     data = tmp_path / "data.jsonl"
-    data.write_text(json.dumps({"id": "s1", "answer": "alpha rule holds. gamma rule holds.", "contexts": ["a."]}) + "\n")
+    data.write_text(
+        json.dumps({"id": "s1", "answer": "alpha rule holds. gamma rule holds.", "contexts": ["a."]}) + "\n"
+    )
     env = {"COLUMNS": "200", "OPENAI_API_KEY": "sk-test"}
     with FakeOpenAIServer(top_logprobs=_p_from_logprobs) as server:
         judge = ["--judge", "openai:fake-judge+logprobs", "--base-url", server.base_url]

@@ -281,7 +281,11 @@ def test_a_grader_calibration_stores_pass_probability_for_a_cascade(tmp_path: Pa
 
 
 RUN_SAMPLES = [
-    {"id": "s1", "answer": "alpha rule holds. beta rule holds. gamma rule holds. delta rule holds.", "contexts": ["alpha to delta hold."]},
+    {
+        "id": "s1",
+        "answer": "alpha rule holds. beta rule holds. gamma rule holds. delta rule holds.",
+        "contexts": ["alpha to delta hold."],
+    },
     {"id": "s2", "answer": "alpha rule holds. beta rule holds.", "contexts": ["alpha and beta hold."]},
 ]
 
@@ -300,7 +304,9 @@ def test_evaluate_runs_the_cascade_and_stores_its_plan(calibrated: Path) -> None
         progress=False,
     )
     s1, s2 = (r.scores["faithfulness"] for r in result.results)
-    assert s1.unscored_reason == UnscoredReason.NEEDS_REVIEW and [p.subject for p in s1.pending] == ["delta rule holds."]
+    assert s1.unscored_reason == UnscoredReason.NEEDS_REVIEW and [p.subject for p in s1.pending] == [
+        "delta rule holds."
+    ]
     assert s2.value == 1.0 and [v.decision.by for v in s2.verdicts if v.decision] == ["small", "big"]
     assert big.asked == ["beta rule holds.", "delta rule holds.", "beta rule holds."], "big judged only what small left"
     with RunStore(calibrated) as store:

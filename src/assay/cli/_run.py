@@ -519,7 +519,10 @@ ResumeOpt = Annotated[
     str | None, typer.Option("--resume", help="Continue run RUN_ID; finished samples are not judged again.")
 ]
 StrategyOpt = Annotated[str | None, typer.Option(help="Faithfulness verdicts: auto, per_statement, batch.")]
-DecomposerOpt = Annotated[str | None, typer.Option(help="How faithfulness finds statements: anchored (the default), llm, sentences or hybrid.")]
+DecomposerOpt = Annotated[
+    str | None,
+    typer.Option(help="How faithfulness finds statements: anchored (the default), llm, sentences or hybrid."),
+]
 MapOpt = Annotated[list[str] | None, typer.Option("--map", help="Rename an input column: COLUMN=FIELD (repeatable).")]
 ConcurrencyOpt = Annotated[int | None, typer.Option(min=1, help="Samples and calls in flight at once.")]
 RpmOpt = Annotated[float | None, typer.Option(min=0.001, help="Requests-per-minute budget.")]
