@@ -206,3 +206,26 @@ def test_evaluate_on_a_missing_path_or_a_directory_creates_no_store(tmp_path: Pa
     with pytest.raises(DatasetError, match=r"data: is a directory; give a data file \(.*\); it holds .*rag\.jsonl$"):
         evaluate(tmp_path / "data", Faithfulness(), verdict_judge(), store=store)
     assert not (tmp_path / ".assay").exists()
+
+
+@pytest.mark.parametrize("word", ["nan", "None", "null", " NaN ", "NULL"])
+def test_a_missing_value_written_as_text_is_judged_as_text_and_said_once(word: str, tmp_path: Path) -> None:
+    # A CSV from pandas' astype(str) holds 'nan' where the answer was missing: it scored 0.0 and nothing said so
+    data = tmp_path / "data.csv"
+    data.write_text(
+        "id,question,answer,reference,contexts\n"
+        f"a,What colour?,{word},,The sky is blue.\n"
+        f"b,What colour?,The sky is blue.,,{word}\n"
+        "c,What colour?,The sky is blue.,,The sky is blue.\n"
+    )
+    result = evaluate(data, Faithfulness(), verdict_judge())
+    assert [r.sample.answer for r in result.results][0] == word, "judged as the text it is, not dropped"
+    said = [n for n in result.notes if "'nan', 'None' or 'null'" in n]
+    assert said == [
+        f"a field was the text 'nan', 'None' or 'null' in 2 rows of {data} (what pandas or Python write for a "
+        "missing value); it was judged as that text: leave the cell empty for a row that lacks the field"
+    ], result.notes
+    for text in ("Nancy is here.", "None of them.", "nan-grams"):  # words that start so are answers
+        assert not [
+            n for n in evaluate([{**ROW, "answer": text}], Faithfulness(), verdict_judge()).notes if "null" in n
+        ]

@@ -80,6 +80,8 @@ NOTES: Mapping[str, str] = {
     "(give a list to pass several)",
     "contexts_list_text": "contexts was a list written as text in {rows}; each was read as the list it holds "
     "(give the list itself to avoid the guess)",
+    "missing_as_text": "a field was the text 'nan', 'None' or 'null' in {rows} (what pandas or Python write for "
+    "a missing value); it was judged as that text: leave the cell empty for a row that lacks the field",
     "trace_ids_several": "the trace held spans of several OpenTelemetry traces in {rows}; no trace or span id "
     "was kept for them, so 'assay export' gives their scores a trace of their own (one trace a row, or give "
     "trace_id and span_id columns)",

@@ -87,6 +87,8 @@ def sample_from_fields(
         if notes is not None:
             notes.append("contexts_list_text" if isinstance(contexts, list) else "contexts_string")
         values["contexts"] = contexts if isinstance(contexts, list) else [contexts]
+    if notes is not None and _missing_as_text(values):
+        notes.append("missing_as_text")
     if fields.tools_called is not None:
         values["trace"] = trace_from_tools_called(values, fields.tools_called, error)
     if values.get("trace") is not None:
@@ -354,3 +356,16 @@ def _path(parts: tuple[Any, ...]) -> str:
     for part in parts:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text
+
+
+_MISSING_WORDS = frozenset({"nan", "none", "null"})
+"""What a missing value becomes when written as text: pandas' ``nan``, Python's ``None``, JSON's ``null``."""
+
+
+def _missing_as_text(values: Mapping[str, Any]) -> bool:
+    """Whether a text field (or a context) is the whole text of a missing value, e.g. a CSV cell ``nan``."""
+    texts = [values.get(name) for name in ("question", "answer", "reference")]
+    contexts = values.get("contexts")
+    if isinstance(contexts, list):
+        texts.extend(contexts)
+    return any(isinstance(text, str) and text.strip().casefold() in _MISSING_WORDS for text in texts)
