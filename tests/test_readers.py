@@ -1260,3 +1260,19 @@ def test_two_columns_mapped_to_one_field_read_whichever_a_row_fills_and_say_so_w
     (error,) = errors
     assert error.line == 3 and "columns 'a1' and 'a2' both give the answer, and the mapping names both" in str(error)
     assert "keep one of the --map" in str(error) and "choose it with --map a1=answer" not in str(error)
+
+
+def test_a_row_without_id_whose_given_id_is_taken_is_told_it_has_none(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    rows = [
+        {"id": "line-2", "answer": "The sky is red.", "contexts": ["c"]},
+        {"answer": "The sky is blue.", "contexts": ["c"]},
+        {"id": "a", "answer": "x", "contexts": ["c"]},
+        {"id": "a", "answer": "y", "contexts": ["c"]},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    read, errors = split(read_jsonl(path))
+    assert [r.sample.id for r in read] == ["line-2", "a"]
+    first, second = (str(e) for e in errors)
+    assert ":2:" in first and "the row has no id, and the one it would be given, 'line-2', is used on line 1" in first
+    assert ":4:" in second and "id 'a' already used on line 3; ids must be unique" in second

@@ -95,7 +95,8 @@ def sample_from_fields(
         _keep_trace_ids(values, columns, error, notes)
     if fields.metadata_problem is not None:
         raise error(fields.metadata_problem)
-    if values.get("id") is None or (isinstance(values["id"], str) and not values["id"].strip()):
+    named = not (values.get("id") is None or (isinstance(values["id"], str) and not values["id"].strip()))
+    if not named:
         values["id"] = f"line-{line}" if line is not None else None
     values["metadata"] = dict(fields.metadata)
     try:
@@ -109,6 +110,11 @@ def sample_from_fields(
         first = seen_ids.setdefault(sample.id, line)
         if first != line:
             earlier = f"{unit} {first}" if label is None else f"row {first} (counted from 1)"
+            if not named:  # the id this row was given, not one it holds
+                raise error(
+                    f"the row has no id, and the one it would be given, {sample.id!r}, is used on {earlier}; "
+                    "give it an id"
+                )
             raise error(f"id {sample.id!r} already used on {earlier}; ids must be unique")
     return sample
 
