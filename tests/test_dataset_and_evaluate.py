@@ -219,7 +219,7 @@ def test_a_missing_value_written_as_text_is_judged_as_text_and_said_once(word: s
         "c,What colour?,The sky is blue.,,The sky is blue.\n"
     )
     result = evaluate(data, Faithfulness(), verdict_judge())
-    assert [r.sample.answer for r in result.results][0] == word, "judged as the text it is, not dropped"
+    assert result.results[0].sample.answer == word, "judged as the text it is, not dropped"
     said = [n for n in result.notes if "'nan', 'None' or 'null'" in n]
     assert said == [
         f"a field was the text 'nan', 'None' or 'null' in 2 rows of {data} (what pandas or Python write for a "
