@@ -68,7 +68,7 @@ class Job:
     pip_args: list[str] = field(default_factory=list)
 
 
-def run_action(tmp_path: Path, inputs: dict[str, str]) -> Job:
+def run_action(tmp_path: Path, inputs: dict[str, str], env: dict[str, str] | None = None) -> Job:
     """Run action.yml's steps in order: a failed step skips the rest but ``if: !cancelled()`` ones."""
     action = load_action()
     declared = action["inputs"]
@@ -110,6 +110,7 @@ def run_action(tmp_path: Path, inputs: dict[str, str]) -> Job:
         "PIP_LOG": str(pip_log),
         "COLUMNS": "200",
     }
+    base_env |= env or {}  # the workflow's own env: (a job's ``env:``)
     if os.environ.get("PYTHONPATH"):  # a checkout run with PYTHONPATH=src: its assay, not the venv's install
         base_env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     job = Job(exit_code=0, summary="", outputs=outputs)
@@ -250,3 +251,14 @@ def test_max_invalid_rows_tolerates_invalid_rows_and_the_job_says_so(tmp_path: P
     assert job.outputs["run"]["exit"] == "2" and job.outputs["gate"]["exit"] == "0", logs
     assert job.exit_code == 0 and "::warning::some input rows were invalid and were not judged" in logs
     assert "tolerated by --max-invalid-rows 1" in job.summary.replace("\\", "").replace("\u2060", "")
+
+
+@pytest.mark.parametrize("variable", ["ASSAY_RUN_JUDGE", "ASSAY_JUDGE"])
+def test_a_judge_named_in_the_workflows_env_is_the_one_installed_and_run(tmp_path: Path, variable: str) -> None:
+    # ASSAY_RUN_JUDGE outranks ASSAY_JUDGE in assay run: the install step chose the local judge's packages for it
+    with FakeOpenAIServer() as server:
+        inputs = {k: v for k, v in judge_inputs(server, dataset(tmp_path, "The sky is blue.")).items() if k != "judge"}
+        job = run_action(tmp_path, inputs, env={variable: "openai:fake"})
+        judged = server.calls
+    assert job.pip_args == ["install", f"{ROOT}[openai]"], job.pip_args
+    assert job.exit_code == 0 and judged > 0, "\n".join(job.logs)
