@@ -31,6 +31,7 @@ from assay.models import FunctionJudge
 from assay.models._protocol import ChatMessage
 from assay.report import build_report, gate_summary_markdown, md_text
 from assay.run import EvalResult, RunSpec, RunStore, SampleResult, new_run_id
+from interrupting import cancel_after
 
 app = typer.Typer(pretty_exceptions_enable=False)
 app.command("gate", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(gate)
@@ -383,25 +384,11 @@ def every_statement_supported(messages: Sequence[ChatMessage], request: object) 
 
 def interrupted_run(store: Path, n: int = 30, keep: int = 2) -> str:
     """A run of ``n`` rows cancelled after ``keep`` were judged: what Ctrl-C does to ``assay run``."""
-    judged = 0
-
-    async def slow(messages: Sequence[ChatMessage], request: object) -> str:
-        nonlocal judged
-        judged += 1
-        if judged > keep:
-            await asyncio.sleep(60)
-        return every_statement_supported(messages, request)
-
-    async def main() -> None:
-        judge = FunctionJudge(slow, concurrency=1)
-        task = asyncio.create_task(aevaluate(sky_rows(n), SENTENCES, judge, store=store, progress=False))
-        while judged <= keep:
-            await asyncio.sleep(0.01)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(main())
+    cancel_after(
+        keep,
+        every_statement_supported,
+        lambda slow: aevaluate(sky_rows(n), SENTENCES, FunctionJudge(slow, concurrency=1), store=store, progress=False),
+    )
     with RunStore(store) as opened:
         run_id = opened.latest()
         info = opened.info(run_id)

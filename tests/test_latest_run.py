@@ -11,7 +11,6 @@ resume, a FunctionJudge, the real store).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ from assay.models import FunctionJudge
 from assay.models._protocol import ChatMessage
 from assay.report import write_browser
 from assay.run import SCHEMA_VERSION, RunSpec, RunStore, SampleResult
+from interrupting import cancel_after
 
 SENTENCES = Faithfulness(strategy="batch", decomposer="sentences")
 SKY = "The sky is blue."
@@ -60,26 +60,11 @@ def run_ids(store: Path) -> set[str]:
 def interrupted(store: Path, path: Path, keep: int = 2) -> str:
     """A run of ``path`` cancelled after ``keep`` rows were judged (what Ctrl-C does); its id."""
     before = run_ids(store)
-    judged = 0
-
-    async def slow(messages: Sequence[ChatMessage], request: object) -> str:
-        nonlocal judged
-        judged += 1
-        if judged > keep:
-            await asyncio.sleep(60)
-        return _answer(messages, 1)
-
-    async def main() -> None:
-        task = asyncio.create_task(
-            aevaluate(path, SENTENCES, FunctionJudge(slow, concurrency=1), store=store, progress=False)
-        )
-        while judged <= keep:
-            await asyncio.sleep(0.01)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(main())
+    cancel_after(
+        keep,
+        lambda messages, request: _answer(messages, 1),
+        lambda slow: aevaluate(path, SENTENCES, FunctionJudge(slow, concurrency=1), store=store, progress=False),
+    )
     (run_id,) = run_ids(store) - before
     with RunStore(store) as opened:
         assert opened.info(run_id).status == "interrupted"

@@ -24,6 +24,7 @@ from assay.models import FunctionJudge
 from assay.report import report_result
 from assay.run import ResumeError, RunStore, summarize_results
 from assay.testing import FakeOpenAIServer
+from interrupting import cancel_after
 
 pytest.importorskip("openai")
 
@@ -346,36 +347,19 @@ def test_a_run_cancelled_mid_way_is_interrupted_even_if_closing_the_judge_fails(
     "interrupted, resume with ...". A run being cancelled is interrupted, whatever its
     clean-up raises.
     """
-    import asyncio
-
     from assay import aevaluate
 
     class ClosingBadly(FunctionJudge):
         async def aclose(self) -> None:
             raise RuntimeError("client closed while a request was in flight")
 
-    judged = 0
-
-    async def slow(messages: list[dict[str, str]], request: object) -> str:
-        nonlocal judged
-        judged += 1
-        if judged > 3:
-            await asyncio.sleep(30)
-        return supported_when_sky(messages, request)
-
     store = tmp_path / "runs.sqlite"
-
-    async def main() -> None:
-        task = asyncio.create_task(
-            aevaluate(records(20), metric(), ClosingBadly(slow, concurrency=1), store=store, progress=False)
-        )
-        while judged <= 3:
-            await asyncio.sleep(0.01)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):  # the cancellation, not the clean-up's error
-            await task
-
-    asyncio.run(main())
+    # cancel_after expects the cancellation itself, not the clean-up's error
+    cancel_after(
+        3,
+        supported_when_sky,
+        lambda slow: aevaluate(records(20), metric(), ClosingBadly(slow, concurrency=1), store=store, progress=False),
+    )
     (info,) = RunStore(store).runs()
     assert info.status == "interrupted" and 1 <= info.n_results < 20
 
@@ -557,7 +541,6 @@ def test_a_resumed_runs_progress_line_counts_the_whole_runs_calls_as_it_does_its
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # It said "2 judge calls · 4,391 tok": this session's calls beside the whole run's tokens.
-    import asyncio
 
     import assay.run._evaluate as runner
     from assay import aevaluate
@@ -568,26 +551,11 @@ def test_a_resumed_runs_progress_line_counts_the_whole_runs_calls_as_it_does_its
     ]
     metric = Faithfulness(strategy="per_statement", decomposer="sentences")
     store = tmp_path / "runs.sqlite"
-    answered = 0
-
-    async def stalls_after_two(messages: list[dict[str, str]], schema: type | None) -> str:
-        nonlocal answered
-        answered += 1
-        if answered > 2:
-            await asyncio.sleep(60)
-        return supported_when_sky_one(messages, schema)
-
-    async def first_part() -> None:
-        task = asyncio.create_task(
-            aevaluate(data, metric, FunctionJudge(stalls_after_two, concurrency=1), store=store, progress=False)
-        )
-        while answered <= 2:
-            await asyncio.sleep(0.01)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(first_part())
+    cancel_after(
+        2,
+        supported_when_sky_one,
+        lambda slow: aevaluate(data, metric, FunctionJudge(slow, concurrency=1), store=store, progress=False),
+    )
     with RunStore(store) as opened:
         run_id = opened.latest()
         assert opened.info(run_id).n_samples == 1
