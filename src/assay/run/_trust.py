@@ -299,15 +299,19 @@ def _describes(record: Mapping[str, Any], spec: MetricSpec) -> bool:
     return measured is not None and measured == settings_fingerprint(_resolved(spec, record.get("resolves")))
 
 
-def _sets_for(spec: MetricSpec, others: list[Mapping[str, Any]]) -> str | None:
-    """The ``--set`` options that give a run the settings of this judge's largest calibration, if any do.
+def _largest(records: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The calibration with the largest n: the one a user most likely meant."""
+    return max(records, key=lambda r: int(r.get("n") or 0)) if records else None
+
+
+def _sets_for(spec: MetricSpec, record: Mapping[str, Any] | None) -> str | None:
+    """The ``--set`` options that give a run the settings a calibration (``record``) measured, if any do.
 
     ``None`` when it recorded no settings or differs otherwise than in plain parameters (another
     metric version): then only calibrating again with this run's settings gives a figure.
     """
-    if not others:
+    if record is None:
         return None
-    record = max(others, key=lambda r: int(r.get("n") or 0))
     settings = record.get("settings")
     if not isinstance(settings, Mapping) or settings.get("version") != spec.version:
         return None
@@ -328,9 +332,9 @@ def _sets_for(spec: MetricSpec, others: list[Mapping[str, Any]]) -> str | None:
 
 def _elsewhere(spec: MetricSpec, others: list[Mapping[str, Any]]) -> str | None:
     """What a calibration of this judge with other settings says about this run: not its figure, and why."""
-    if not others:
+    record = _largest(others)
+    if record is None:
         return None
-    record = max(others, key=lambda r: int(r.get("n") or 0))  # the one a user most likely meant
     what = ", ".join(p for p in (record.get("dataset"), f"n={record.get('n')}", record.get("date")) if p)
     settings = record.get("settings")
     if not isinstance(settings, Mapping):
@@ -371,7 +375,8 @@ def trust_for(
     stored = list(calibrations) if judge is not None else []
     describes = [_describes(r, spec) for r in stored]
     matching = [r for r, ok in zip(stored, describes, strict=True) if ok]
-    elsewhere = _elsewhere(spec, [r for r, ok in zip(stored, describes, strict=True) if not ok])
+    others = [r for r, ok in zip(stored, describes, strict=True) if not ok]
+    elsewhere = _elsewhere(spec, others)
     if matching:
         # The figure that says most: the largest n (the newest on a tie; ``stored`` is newest first).
         best = max(range(len(matching)), key=lambda i: (int(matching[i].get("n") or 0), -i))
@@ -399,7 +404,7 @@ def trust_for(
     figure = entry.get("figure")
     # Where the user's calibration measured other settings, calibrating again measures what it
     # measured (assay calibrate asks one statement a call): say how a run gets that figure.
-    sets = _sets_for(spec, [r for r, ok in zip(stored, describes, strict=True) if not ok])
+    sets = _sets_for(spec, _largest(others))
     if not figure or _judge_settings(judge.identity) != table.get("judge", {}).get("settings"):
         why = " with these settings" if elsewhere else ""
         return _unmeasured(spec.name, named, why, sets).model_copy(update={"elsewhere": elsewhere})
