@@ -130,8 +130,7 @@ def fit_mapping(mapping: Mapping[str, str] | None, columns: Iterable[str], sourc
     value (``Answer`` and ``response``, ``answer`` and ``Answer``), neither is chosen (the
     record is a row error naming both, see :func:`_assign`) unless the mapping names one;
     in a record where only one holds a value, it gives the field, whatever other records
-    hold. (It was decided once per source, and an exact name or an alias then hid a column
-    differing in case in every record: ``Answer`` in metadata, ``response`` judged.)
+    hold.
 
     Raises:
         ConfigError: the mapping is written FIELD=COLUMN (``--map answer=response``, where
