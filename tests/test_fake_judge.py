@@ -259,6 +259,29 @@ def test_a_server_that_serves_one_model_refuses_any_other_name() -> None:
         assert asyncio.run(ask(f"openai:{FAKE_JUDGE_MODEL}")).text == "OK"
 
 
+@pytest.mark.parametrize("sent", [b"", b'{"model": "m", "messa'], ids=["no body", "half a body"])
+def test_a_request_whose_body_never_fully_arrived_is_not_a_request(sent: bytes) -> None:
+    """A client killed while sending (a Ray worker, a ``kill -9``) leaves headers promising a body.
+
+    The server kept it as the request ``{}`` (a call with no messages, which a test then read
+    as a judged sample); it never arrived, so it is neither kept nor counted."""
+    from assay.testing import FakeAnthropicServer, FakeOpenAIServer
+
+    for server_type, path in ((FakeOpenAIServer, "/v1/chat/completions"), (FakeAnthropicServer, "/v1/messages")):
+        with server_type() as server:
+            port = int(server.base_url.split(":")[2].split("/")[0])
+            with socket.create_connection(("127.0.0.1", port)) as cut:
+                cut.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 200\r\n\r\n".encode() + sent)
+                cut.shutdown(socket.SHUT_WR)  # the client is gone: the rest never comes
+                assert cut.recv(1024) == b""  # closed without an answer
+            with socket.create_connection(("127.0.0.1", port)) as whole:  # the server still answers
+                body = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
+                head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n"
+                whole.sendall(f"{head}Content-Type: application/json\r\nx-api-key: k\r\n\r\n".encode() + body)
+                assert whole.recv(1024).startswith(b"HTTP/1.")
+            assert server.calls == 1 and server.requests == [json.loads(body)], server_type.__name__
+
+
 # --- assay judges fake, from the shell -----------------------------------------------------------
 
 

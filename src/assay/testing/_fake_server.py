@@ -83,6 +83,9 @@ class FakeHandler(BaseHTTPRequestHandler):
         """Parse a JSON object body sent to :attr:`post_path` (any path with ``any_path``) and hand it on."""
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if len(raw) < length:  # the client went away while sending (a killed process): no request arrived
+            self.close_connection = True
+            return
         if self.path.rstrip("/") != self.post_path and not self.server.owner.any_path:
             self._send_request_error(404, f"Unknown path {self.path}")
             return
