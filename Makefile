@@ -87,16 +87,24 @@ test test-fast stress: export PYTHONDONTWRITEBYTECODE =
 # (pytest-xdist: most of them wait on a child process, a loopback server or a browser; with one
 # worker a core, the cores were busy 1.5 of 2 on average, and a third worker took the part
 # from 4m54s to 4m08s on the EPYC Zen 4, a fourth to 4m03s), then the `slow` ones that run
-# llama.cpp or a Ray cluster, one at a time (llama.cpp slows badly when its threads share the
-# cores). Both parts always run; either failing fails. pytest exits 5 when it collected no
-# tests: a part that tested nothing fails, loudly.
+# llama.cpp or a Ray cluster, on one worker a core, a file's tests on one worker (the model
+# loaded and the cluster started once), each model on one thread: llama.cpp's threads wait
+# for each other by spinning, and slow badly when they share a core. One thread a worker kept
+# the cores full where one worker on two threads left one idle through single-threaded work
+# (the quantizer, the Ray tests' waits): 4m00s -> 3m33s on a 2-core Xeon (family 6 model 207).
+# The parts are not mixed: the whole suite on three workers, the model tests among the rest on
+# one thread, took 8m58s there (the model tests twice their time beside the others). Both
+# parts always run; either failing fails. pytest exits 5 when it collected no tests: a part
+# that tested nothing fails, loudly.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+SLOW_WORKERS ?= $(shell nproc)
 test: install browser phoenix
 	@status=0; \
 	for marks in "not slow" "slow"; do \
-	  workers=$(TEST_WORKERS); [ "$$marks" = slow ] && workers=0; \
-	  echo "== pytest -m '$$marks' -n $$workers"; \
-	  $(BIN)/python -m pytest -m "$$marks" -n $$workers; code=$$?; \
+	  if [ "$$marks" = slow ]; then options="-n $(SLOW_WORKERS) --dist loadfile"; one=ASSAY_LOCAL_THREADS=1; \
+	  else options="-n $(TEST_WORKERS)"; one=; fi; \
+	  echo "== $$one pytest -m '$$marks' $$options"; \
+	  env $$one $(BIN)/python -m pytest -m "$$marks" $$options; code=$$?; \
 	  if [ $$code -eq 5 ]; then echo "pytest collected no tests (-m '$$marks'): treating as a failure"; fi; \
 	  if [ $$code -ne 0 ]; then status=$$code; fi; \
 	done; exit $$status

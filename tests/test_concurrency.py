@@ -214,7 +214,7 @@ def test_a_file_from_a_newer_assay_is_refused_and_left_alone(tmp_path: Path) -> 
 
 
 def test_eight_cli_runs_started_together_share_a_new_cache_and_store(tmp_path: Path, server: FakeOpenAIServer) -> None:
-    rounds, n_procs, n_rows = 2, 8, 4
+    rounds, n_procs, n_rows = trials(2, 1), 8, 4
     tracebacks = failures = 0
     for k in range(rounds):
         store, cache = tmp_path / f"runs{k}.sqlite", tmp_path / f"cache{k}.sqlite"
@@ -312,7 +312,7 @@ def _kill_when(p: subprocess.Popen[bytes], store: Path, results: int, extra_s: f
 
 def test_kill_9_at_random_points_then_resume_leaves_a_complete_out(tmp_path: Path) -> None:
     """Killed at a random point, resumed (to the same --out or a new one): --out is the whole run."""
-    n_trials, n_rows = trials(30, 8), 6
+    n_trials, n_rows = trials(30, 4), 6
     rng = random.Random(33)
     data = write_data(tmp_path / "d.jsonl", n_rows)
     counted = {"killed mid-run": 0, "finished before the kill": 0}
