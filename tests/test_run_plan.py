@@ -43,6 +43,27 @@ def test_openai_base_url_from_the_environment_is_not_an_error_for_a_local_judge(
     assert result.exit_code == 0, result.output
 
 
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("ASSAY_RUN_BASE_URL", "http://x:1/v1", "reads no URL"),
+        ("ASSAY_RUN_ADDRESS", "auto", "is for --engine ray"),
+        ("ASSAY_RUN_WORKERS", "3", "is for --engine ray"),
+    ],
+)
+def test_the_run_commands_own_variable_is_refused_where_it_would_be_ignored(
+    data: Path, monkeypatch: pytest.MonkeyPatch, variable: str, value: str, says: str
+) -> None:
+    """Set for assay run, it is meant for the run: a local run that dropped it ran another judge
+    or engine than the one the job named, and said nothing. The variable is named."""
+    monkeypatch.setenv(variable, value)
+    for judge in ("local", "local:/models/judge.gguf"):
+        result = CliRunner().invoke(app, ["run", str(data), "--judge", judge, "--dry-run"])
+        flat = " ".join(result.output.split())
+        assert result.exit_code == 1 and variable in flat and says in flat, flat
+    assert not Path(".assay/runs.sqlite").exists()
+
+
 @pytest.mark.parametrize(("option", "value"), [("--address", "auto"), ("--workers", "3")])
 def test_a_ray_option_given_to_the_local_engine_is_refused(data: Path, option: str, value: str) -> None:
     result = CliRunner().invoke(app, ["run", str(data), "--judge", "local", option, value, "--dry-run"])

@@ -797,9 +797,11 @@ def _limits(p: Mapping[str, Any], *, timeout_s: float | None, max_attempts: int)
     )
 
 
-# Options only one kind of judge or engine reads: given on the command line to another, they
-# would be ignored (a run that names a URL it never used), so they are refused. From the
-# environment (OPENAI_BASE_URL, RAY_ADDRESS) they are set for every run and are dropped instead.
+# Options only one kind of judge or engine reads: given to another, they would be ignored (a
+# run that names a URL it never used), so they are refused: on the command line or in the run
+# command's own variable (ASSAY_RUN_BASE_URL, ASSAY_RUN_ADDRESS: set for assay run, so meant
+# for it). From a variable other tools share (OPENAI_BASE_URL, RAY_ADDRESS) they are set for
+# every run and are dropped instead.
 _ENGINE_OPTIONS = ("address", "workers")
 
 
@@ -807,20 +809,36 @@ def _refuse_unused(ctx: typer.Context, settings: dict[str, Any]) -> None:
     """Refuse ``--base-url`` for a judge that reads no URL, and Ray's options for the local engine."""
     kind = judge_kind(settings["judge"])
     if settings["base_url"] is not None and kind == "local":
-        if _on_command_line(ctx, "base_url"):
+        given = _given_for_this_run(ctx, "base_url")
+        if given is not None:
             raise ConfigError(
-                f"--base-url is for {' and '.join(URL_JUDGES)} judges; the {settings['judge']} judge runs in this "
+                f"{given} is for {' and '.join(URL_JUDGES)} judges; the {settings['judge']} judge runs in this "
                 "process and reads no URL, so it would be ignored. Drop it, or name a judge that reads it "
                 "(--judge openai:MODEL)"
             )
         settings["base_url"] = None  # OPENAI_BASE_URL, set for other tools: not this judge's
     if settings["engine"] != "ray":
-        given = [f"--{name}" for name in _ENGINE_OPTIONS if _on_command_line(ctx, name)]
-        if given:
+        named = [given for name in _ENGINE_OPTIONS if (given := _given_for_this_run(ctx, name)) is not None]
+        if named:
             raise ConfigError(
-                f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for --engine ray; this run's engine is "
-                f"{settings['engine']}, which would ignore {'it' if len(given) == 1 else 'them'}"
+                f"{' and '.join(named)} {'is' if len(named) == 1 else 'are'} for --engine ray; this run's engine is "
+                f"{settings['engine']}, which would ignore {'it' if len(named) == 1 else 'them'}"
             )
+
+
+def _given_for_this_run(ctx: typer.Context, name: str) -> str | None:
+    """How option ``name`` was given for this command (``--base-url``, ``ASSAY_RUN_BASE_URL``), or None.
+
+    None when it is unset or came from a variable other tools share (``OPENAI_BASE_URL``).
+    """
+    option = next(p for p in ctx.command.params if p.name == name)
+    if _on_command_line(ctx, name):
+        return next((o for o in option.opts if o.startswith("--")), name)
+    source = ctx.get_parameter_source(name)
+    envvars = [option.envvar] if isinstance(option.envvar, str) else list(option.envvar or ())
+    if source is not None and source.name == "ENVIRONMENT" and envvars and os.environ.get(envvars[0]):
+        return envvars[0]  # the first is the command's own (cli/_envvars.py)
+    return None
 
 
 def _on_command_line(ctx: typer.Context, name: str) -> bool:
