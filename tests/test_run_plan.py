@@ -85,3 +85,49 @@ def test_evaluate_refuses_a_base_url_its_judge_would_not_use(judge: str, tmp_pat
     with pytest.raises(ConfigError, match="base_url"):
         evaluate(ROWS, "faithfulness", judge=given, base_url="http://x:1/v1", store=tmp_path / "r.db", progress="none")
     assert not (tmp_path / "r.db").exists()
+
+
+LABELS = [
+    {"id": "a", "question": "q", "answer": "Paris is in France.", "contexts": ["Paris is in France."], "label": 1}
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "given"),
+    [
+        (["calibrate", "labels.jsonl", "--judge", "local", "--base-url", "http://x:1/v1"], "--base-url"),
+        (["calibrate", "labels.jsonl", "--judge", "local:/models/j.gguf"], "ASSAY_CALIBRATE_BASE_URL"),
+        (["judges", "bench", "--judge", "local", "--base-url", "http://x:1/v1"], "--base-url"),
+        (["judges", "bench", "--judge", "local"], "ASSAY_JUDGES_BENCH_BASE_URL"),
+    ],
+)
+def test_calibrate_and_bench_refuse_a_url_no_judge_of_theirs_reads(
+    data: Path, monkeypatch: pytest.MonkeyPatch, command: list[str], given: str
+) -> None:
+    """Calibrating the local model with the URL of the judge meant stored that URL with the
+    calibration and attached the figures to the local judge, with nothing said."""
+    Path("labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in LABELS))
+    if given.startswith("ASSAY_"):
+        monkeypatch.setenv(given, "http://x:1/v1")
+    result = CliRunner().invoke(app, command)
+    flat = " ".join(result.output.split())
+    assert result.exit_code == 1 and f"{given} is for openai and anthropic judges" in flat, flat
+    assert not Path(".assay/runs.sqlite").exists()
+
+
+def test_calibrate_and_bench_leave_a_shared_openai_base_url_alone_and_refuse_one_passed_in(
+    data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assay.run import bench_judges, calibrate
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # set for other tools: not an error
+    for command in (["calibrate", "labels.jsonl", "--judge", "local"], ["judges", "bench", "--judge", "local"]):
+        Path("labels.jsonl").write_text("")  # no item: the command stops after its options are checked
+        result = CliRunner().invoke(app, [*command, "--set", "nope"] if "bench" in command else command)
+        assert "is for openai and anthropic judges" not in result.output, result.output
+    Path("labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in LABELS))
+    with pytest.raises(ConfigError, match="base_url"):
+        calibrate("labels.jsonl", "local", base_url="http://x:1/v1", progress="none")
+    with pytest.raises(ConfigError, match="base_url"):
+        bench_judges(["local"], base_url="http://x:1/v1", progress="none")
+    assert not Path(".assay/runs.sqlite").exists()

@@ -22,6 +22,7 @@ from assay.cli._console import (
     fmt_score,
     out_console,
 )
+from assay.cli._envvars import base_url_for
 from assay.errors import SampleError
 from assay.models import JUDGE_FORMS
 from assay.run._calibrate import CalibrationOutcome
@@ -89,6 +90,7 @@ def _print_report(
 
 
 def calibrate(
+    ctx: typer.Context,
     data: Annotated[Path, typer.Argument(help="JSONL of human-labelled grounding or grader items.")],
     judge: Annotated[
         str,
@@ -123,6 +125,7 @@ def calibrate(
         err_console.print(f"[red]skipped[/red] {printable(str(error))}")
 
     with exits_for_judging():
+        base_url = base_url_for(ctx, [judge], base_url)
         result = run_calibration(
             data,
             judge,

@@ -18,10 +18,12 @@ from __future__ import annotations
 import functools
 import os
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from typer.core import TyperGroup
+
+from assay.errors import ConfigError
 
 try:  # typer >= 0.20 ships its own copy of click
     from typer._click.core import ParameterSource
@@ -30,7 +32,7 @@ except ImportError:  # pragma: no cover - older typer on plain click
     from click.core import ParameterSource  # type: ignore[assignment]
     from click.globals import get_current_context  # type: ignore[no-redef]
 
-__all__ = ["AssayGroup", "command_prefix", "option_envvar", "options_with_envvars"]
+__all__ = ["AssayGroup", "base_url_for", "command_prefix", "given_for_command", "option_envvar", "options_with_envvars"]
 
 
 def command_prefix(parent: str, name: str) -> str:
@@ -108,3 +110,40 @@ class AssayGroup(TyperGroup):
         prefix = (self.context_settings or {}).get("auto_envvar_prefix")
         if prefix:
             _name_envvars(self, prefix)
+
+
+def given_for_command(ctx: Any, name: str) -> str | None:
+    """How option ``name`` was given for this command (``--base-url``, ``ASSAY_RUN_BASE_URL``), or None.
+
+    None when it is unset, or came from a variable other tools share (``OPENAI_BASE_URL``,
+    ``RAY_ADDRESS``): set for every program, not meant for this command.
+    """
+    option = next(p for p in ctx.command.params if p.name == name)
+    source = ctx.get_parameter_source(name)
+    if source is ParameterSource.COMMANDLINE:
+        return next((o for o in option.opts if o.startswith("--")), name)
+    envvars = [option.envvar] if isinstance(option.envvar, str) else list(option.envvar or ())
+    if source is ParameterSource.ENVIRONMENT and envvars and os.environ.get(envvars[0]):
+        return str(envvars[0])  # the first is the command's own (see _name_envvars)
+    return None
+
+
+def base_url_for(ctx: Any, judges: Sequence[str | None], base_url: str | None) -> str | None:
+    """The ``--base-url`` a command passes on to its judges.
+
+    Where no judge reads a URL (every one is ``local``), one given for this command is refused
+    (it would be recorded and never used: the job named a server, and another judge judged),
+    and one from a variable other tools share is dropped.
+    """
+    from assay.run._plan import URL_JUDGES, judge_kind
+
+    if base_url is None or any(judge_kind(j) != "local" for j in judges):
+        return base_url
+    given = given_for_command(ctx, "base_url")
+    if given is None:
+        return None  # OPENAI_BASE_URL, set for other tools: not this judge's
+    named = " and ".join(j or "local" for j in judges)
+    raise ConfigError(
+        f"{given} is for {' and '.join(URL_JUDGES)} judges; the {named} judge runs in this process and reads "
+        "no URL, so it would be ignored. Drop it, or name a judge that reads it (--judge openai:MODEL)"
+    )

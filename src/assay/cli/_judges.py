@@ -28,6 +28,7 @@ from assay.cli._console import (
     fmt_score,
     out_console,
 )
+from assay.cli._envvars import base_url_for
 from assay.models import JUDGE_FORMS
 from assay.run._bench import BENCH_SETS, BenchCell, BenchResult, BenchSet, bench_judges, dev_note
 from assay.run._cost import PriceTable
@@ -122,6 +123,7 @@ def print_bench(result: BenchResult) -> None:
 
 
 def bench(
+    ctx: typer.Context,
     judge: Annotated[
         list[str],
         typer.Option("--judge", "-j", help=f"A judge to compare (repeat for several): {JUDGE_FORMS}."),
@@ -152,6 +154,7 @@ def bench(
         err_console.print(f"[bold]{printable(name)}[/bold] on {bench_set.name}")
 
     with exits_for_judging():
+        base_url = base_url_for(ctx, judge, base_url)
         result = bench_judges(
             judge,
             sets=set_names,

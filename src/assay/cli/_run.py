@@ -35,6 +35,7 @@ from assay.cli._console import (
     fmt_score,
     out_console,
 )
+from assay.cli._envvars import base_url_for, given_for_command
 from assay.cli._runs import print_cascade, print_trust, write_export
 from assay.errors import (
     AssayError,
@@ -56,7 +57,7 @@ from assay.run._dryrun import EstimatingJudge, estimate
 from assay.run._evaluate import DEFAULT_CACHE_PATH, run_plan
 from assay.run._judge_record import JudgeRecord
 from assay.run._outcome import EvalResult
-from assay.run._plan import URL_JUDGES, RunPlan, judge_kind, plan_run
+from assay.run._plan import RunPlan, judge_kind, plan_run
 from assay.run._session import RunOptions
 from assay.run._summary import RunSummary
 from assay.run._trust import TrustFigure
@@ -807,43 +808,14 @@ _ENGINE_OPTIONS = ("address", "workers")
 
 def _refuse_unused(ctx: typer.Context, settings: dict[str, Any]) -> None:
     """Refuse ``--base-url`` for a judge that reads no URL, and Ray's options for the local engine."""
-    kind = judge_kind(settings["judge"])
-    if settings["base_url"] is not None and kind == "local":
-        given = _given_for_this_run(ctx, "base_url")
-        if given is not None:
-            raise ConfigError(
-                f"{given} is for {' and '.join(URL_JUDGES)} judges; the {settings['judge']} judge runs in this "
-                "process and reads no URL, so it would be ignored. Drop it, or name a judge that reads it "
-                "(--judge openai:MODEL)"
-            )
-        settings["base_url"] = None  # OPENAI_BASE_URL, set for other tools: not this judge's
+    settings["base_url"] = base_url_for(ctx, [settings["judge"]], settings["base_url"])
     if settings["engine"] != "ray":
-        named = [given for name in _ENGINE_OPTIONS if (given := _given_for_this_run(ctx, name)) is not None]
+        named = [given for name in _ENGINE_OPTIONS if (given := given_for_command(ctx, name)) is not None]
         if named:
             raise ConfigError(
                 f"{' and '.join(named)} {'is' if len(named) == 1 else 'are'} for --engine ray; this run's engine is "
                 f"{settings['engine']}, which would ignore {'it' if len(named) == 1 else 'them'}"
             )
-
-
-def _given_for_this_run(ctx: typer.Context, name: str) -> str | None:
-    """How option ``name`` was given for this command (``--base-url``, ``ASSAY_RUN_BASE_URL``), or None.
-
-    None when it is unset or came from a variable other tools share (``OPENAI_BASE_URL``).
-    """
-    option = next(p for p in ctx.command.params if p.name == name)
-    if _on_command_line(ctx, name):
-        return next((o for o in option.opts if o.startswith("--")), name)
-    source = ctx.get_parameter_source(name)
-    envvars = [option.envvar] if isinstance(option.envvar, str) else list(option.envvar or ())
-    if source is not None and source.name == "ENVIRONMENT" and envvars and os.environ.get(envvars[0]):
-        return envvars[0]  # the first is the command's own (cli/_envvars.py)
-    return None
-
-
-def _on_command_line(ctx: typer.Context, name: str) -> bool:
-    source = ctx.get_parameter_source(name)
-    return source is not None and source.name == "COMMANDLINE"
 
 
 class _OutSink:

@@ -45,6 +45,7 @@ from assay.models._confidence import judge_name
 from assay.models._stack import Limits, build_judge_stack
 from assay.run._data import json_lines
 from assay.run._judge_record import JudgeRecord
+from assay.run._plan import refuse_unread_base_url
 from assay.run._progress import ProgressMode, load_local_judge, make_reporter
 from assay.run._results import SampleResult
 from assay.run._store import RunSpec, RunStore, new_run_id
@@ -380,6 +381,8 @@ def calibrate(
     # How many the file holds: a limited run is partial, and says so wherever it is shown.
     total = len(read_items(path)[0]) if limit is not None and len(items) >= limit else len(items)
     named = judge_name(judge)
+    if base_url is not None:
+        refuse_unread_base_url(judge)  # else stored with the calibration and never used
     judge_model = get_judge(judge, base_url=base_url) if isinstance(judge, str) else judge
     kinds = sorted({i.kind for i in items})
     metrics: list[MetricSpec] = []

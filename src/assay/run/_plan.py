@@ -164,7 +164,7 @@ def plan_run(
     )  # checked before the judge is built
     _check_export(settings.get("export"))
     if base_url is not None:
-        _check_base_url(judge)
+        refuse_unread_base_url(judge)
     _check_cascade(settings)
     judge_model = judge if not isinstance(judge, str | None) else get_judge(judge, base_url=base_url, api_key=api_key)
     return RunPlan(
@@ -219,8 +219,11 @@ def _check_cascade(settings: dict[str, Any]) -> None:
         )
 
 
-def _check_base_url(judge: JudgeModel | str | None) -> None:
-    """A base URL given to a judge that reads none would be stored with the run, yet never used: refused."""
+def refuse_unread_base_url(judge: JudgeModel | str | None) -> None:
+    """A base URL given to a judge that reads none would be stored with the run, yet never used: refused.
+
+    ``evaluate``, ``calibrate`` and ``bench_judges`` (for a URL none of its judges reads) ask it.
+    """
     if not isinstance(judge, str | None):
         raise ConfigError(
             f"base_url= is for a judge string (openai:MODEL); the judge object given ({judge.model_id}) "
