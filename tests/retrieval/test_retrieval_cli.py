@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -80,3 +81,35 @@ def test_retrieval_token_judge(tmp_path: Path) -> None:
 def test_retrieval_bad_k() -> None:
     result = CliRunner().invoke(_app(), ["retrieval", "x.jsonl", "--k", "a,b"])
     assert result.exit_code != 0
+
+
+def test_a_shared_openai_base_url_is_left_alone_and_one_given_to_no_reader_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OPENAI_BASE_URL, set in a shell for other tools, stopped every token-judge run with
+    "--base-url is the server of --judge llm's model", an option the user never gave."""
+    from assay.cli import app
+
+    data = tmp_path / "r.jsonl"
+    row = {
+        "id": "q",
+        "query": "capital?",
+        "expected": ["Paris is the capital."],
+        "retrieved": ["Paris is the capital."],
+    }
+    data.write_text(json.dumps(row) + "\n")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    for judge in ("token", "semantic"):
+        result = CliRunner().invoke(app, ["retrieval", str(data), "--judge", judge, "--k", "1"])
+        assert result.exit_code == 0, result.output
+        assert "1.0000" in result.output
+    refused = {
+        ("--judge", "token", "--base-url", "http://x:1/v1"): ("--base-url", "--judge token calls no server"),
+        ("--judge", "llm"): ("ASSAY_RETRIEVAL_BASE_URL", "the local judge runs in this process"),
+    }
+    for options, (given, why) in refused.items():
+        if given.startswith("ASSAY_"):
+            monkeypatch.setenv(given, "http://x:1/v1")
+        result = CliRunner().invoke(app, ["retrieval", str(data), *options])
+        flat = " ".join(result.output.split())
+        assert result.exit_code == 1 and f"{given} is for openai and anthropic judges; {why}" in flat, flat

@@ -128,12 +128,16 @@ def given_for_command(ctx: Any, name: str) -> str | None:
     return None
 
 
-def base_url_for(ctx: Any, judges: Sequence[str | None], base_url: str | None) -> str | None:
+def base_url_for(
+    ctx: Any, judges: Sequence[str | None], base_url: str | None, *, unread: str | None = None, name: str = "--judge"
+) -> str | None:
     """The ``--base-url`` a command passes on to its judges.
 
-    Where no judge reads a URL (every one is ``local``), one given for this command is refused
-    (it would be recorded and never used: the job named a server, and another judge judged),
-    and one from a variable other tools share is dropped.
+    Where no judge reads a URL (none, or every one ``local``), one given for this command is
+    refused (it would be recorded and never used: the job named a server, and another judge
+    judged), and one from a variable other tools share is dropped. ``unread`` says why none
+    reads it (default: the local judge runs in this process); ``name`` is the option that
+    names a judge that would.
     """
     from assay.run._plan import URL_JUDGES, judge_kind
 
@@ -143,7 +147,8 @@ def base_url_for(ctx: Any, judges: Sequence[str | None], base_url: str | None) -
     if given is None:
         return None  # OPENAI_BASE_URL, set for other tools: not this judge's
     named = " and ".join(j or "local" for j in judges)
+    unread = unread or f"the {named} judge runs in this process and reads no URL"
     raise ConfigError(
-        f"{given} is for {' and '.join(URL_JUDGES)} judges; the {named} judge runs in this process and reads "
-        "no URL, so it would be ignored. Drop it, or name a judge that reads it (--judge openai:MODEL)"
+        f"{given} is for {' and '.join(URL_JUDGES)} judges; {unread}, so it would be ignored. Drop it, or name a "
+        f"judge that reads it ({name} openai:MODEL)"
     )

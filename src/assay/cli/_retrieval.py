@@ -12,6 +12,7 @@ from rich.table import Table
 from assay._safety import printable
 from assay._sqlite import storage_error
 from assay.cli._console import EXIT_BAD_ROWS, EXIT_UNSCORED, EXIT_USAGE, err_console, out_console, stdout
+from assay.cli._envvars import base_url_for
 from assay.errors import AssayError, ConfigError, SampleError, did_you_mean
 from assay.retrieval import (
     DEFAULT_MEASURES,
@@ -42,8 +43,6 @@ def _parse_ks(text: str) -> list[int]:
 
 
 def _build_judge(judge: str, threshold: float | None, model: str, base_url: str | None) -> RelevanceJudge:
-    if base_url is not None and judge != "llm":
-        raise ConfigError(f"--base-url is the server of --judge llm's model; --judge {judge} calls no server")
     if judge == "token":
         return TokenOverlapJudge() if threshold is None else TokenOverlapJudge(threshold=threshold)
     if judge == "semantic":
@@ -98,6 +97,7 @@ def _print_report(report: RetrievalReport, show_matches: bool) -> None:
 
 
 def retrieval(
+    ctx: typer.Context,
     data: Annotated[
         Path,
         typer.Argument(
@@ -135,6 +135,9 @@ def retrieval(
     try:
         check_data_file(data)  # a directory or a missing path is a message, not a traceback
         examples = load_retrieval_dataset(data, mapping=_mapping(map_ or []), errors=bad)
+        llm = judge == "llm"
+        unread = None if llm else f"--judge {judge} calls no server"
+        base_url = base_url_for(ctx, [model] if llm else [], base_url, unread=unread, name="--judge llm --model")
         relevance_judge = _build_judge(judge, threshold, model, base_url)
         kwargs: dict[str, object] = {"k": ks, "level": level}
         if metric:
