@@ -99,8 +99,10 @@ def test_a_shared_openai_base_url_is_left_alone_and_one_given_to_no_reader_is_re
     }
     data.write_text(json.dumps(row) + "\n")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    for judge in ("token", "semantic"):
-        result = CliRunner().invoke(app, ["retrieval", str(data), "--judge", judge, "--k", "1"])
+    # the command's own variable is named after the command (ASSAY_RETRIEVAL_...): an app
+    # that gives its commands none (this file's own) reads OPENAI_BASE_URL as shared too
+    for judge, program in (("token", app), ("semantic", app), ("token", _app())):
+        result = CliRunner().invoke(program, ["retrieval", str(data), "--judge", judge, "--k", "1"])
         assert result.exit_code == 0, result.output
         assert "1.0000" in result.output
     refused = {

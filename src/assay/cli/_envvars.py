@@ -122,9 +122,9 @@ def given_for_command(ctx: Any, name: str) -> str | None:
     source = ctx.get_parameter_source(name)
     if source is ParameterSource.COMMANDLINE:
         return next((o for o in option.opts if o.startswith("--")), name)
-    envvars = [option.envvar] if isinstance(option.envvar, str) else list(option.envvar or ())
-    if source is ParameterSource.ENVIRONMENT and envvars and os.environ.get(envvars[0]):
-        return str(envvars[0])  # the first is the command's own (see _name_envvars)
+    own = option_envvar(ctx.auto_envvar_prefix, option) if ctx.auto_envvar_prefix else None
+    if source is ParameterSource.ENVIRONMENT and own is not None and os.environ.get(own):
+        return own
     return None
 
 

@@ -31,7 +31,7 @@ from assay.models import FunctionJudge, JudgeModel, JudgeRequest, LocalJudge, ge
 from assay.models._confidence import judge_name
 from assay.run._calibrate import Calibration, CalibrationItem, calibrate, judge_item, read_items
 from assay.run._cost import CostReport, PriceTable
-from assay.run._plan import judge_kind, refuse_unread_base_url
+from assay.run._plan import refuse_unread_base_url
 from assay.run._progress import ProgressMode, load_local_judge, make_reporter
 from assay.testing import minimal_instance
 
@@ -256,8 +256,8 @@ def bench_judges(
     unknown = [s for s in chosen if s not in available]
     if unknown:
         raise ConfigError(f"unknown set {', '.join(unknown)}; the sets are {', '.join(available)}")
-    if base_url is not None and not any(_reads_url(j) for j in judges):
-        refuse_unread_base_url(judges[0])
+    if base_url is not None:
+        refuse_unread_base_url(*judges)
     prices = prices or PriceTable.load()
     result = BenchResult(names, [available[s] for s in chosen], limit=limit)
     _warm_up(result.sets, limit, progress)
@@ -294,8 +294,3 @@ def bench_judges(
             if cost.every_call_failed:
                 failure = f"not asked: every call failed on {bench_set.name}"
     return result
-
-
-def _reads_url(judge: str | JudgeModel) -> bool:
-    """A judge string that would use ``base_url`` (a judge object has its own)."""
-    return isinstance(judge, str) and judge_kind(judge) != "local"

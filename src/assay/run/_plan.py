@@ -219,20 +219,22 @@ def _check_cascade(settings: dict[str, Any]) -> None:
         )
 
 
-def refuse_unread_base_url(judge: JudgeModel | str | None) -> None:
-    """A base URL given to a judge that reads none would be stored with the run, yet never used: refused.
+def refuse_unread_base_url(*judges: JudgeModel | str | None) -> None:
+    """A base URL given where no judge reads one would be stored with the run, yet never used: refused.
 
-    ``evaluate``, ``calibrate`` and ``bench_judges`` (for a URL none of its judges reads) ask it.
+    ``evaluate`` and ``calibrate`` ask it of their judge, ``bench_judges`` of all of its judges
+    (a URL one of them reads is theirs). A judge object has its own URL; ``local`` reads none.
     """
+    if any(isinstance(j, str | None) and judge_kind(j) != "local" for j in judges):
+        return
+    judge = judges[0]
     if not isinstance(judge, str | None):
         raise ConfigError(
             f"base_url= is for a judge string (openai:MODEL); the judge object given ({judge.model_id}) "
             "has its own URL, and this one would be recorded with the run but never used"
         )
-    kind = judge_kind(judge)
-    if kind == "local":
-        raise ConfigError(
-            f"base_url= (--base-url) is for {' and '.join(URL_JUDGES)} judges; the {judge or 'local'} judge runs "
-            "in this process and reads no URL, so it would be ignored. Drop it, or name a judge that reads it "
-            "(openai:MODEL)"
-        )
+    raise ConfigError(
+        f"base_url= (--base-url) is for {' and '.join(URL_JUDGES)} judges; the {judge or 'local'} judge runs "
+        "in this process and reads no URL, so it would be ignored. Drop it, or name a judge that reads it "
+        "(openai:MODEL)"
+    )
