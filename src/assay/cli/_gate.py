@@ -608,7 +608,7 @@ def gate(
             dataclasses.replace(policy, threshold=threshold),
             coverage,
             untrusted=trust[name].untrusted_reason() if name in trust and trust[name].untrusted else None,
-            cascade=name in (spec.options.get("cascade") or {}),
+            cascade=name in spec.cascade_plans,
         )
         for name, threshold in gated
         if name in reports

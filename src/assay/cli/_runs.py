@@ -178,7 +178,7 @@ def show(
             f"judge {printable(spec.judge)} → {printable(spec.judge_model)}{at}  engine {printable(spec.engine)}"
         )
         out_console.print(f"metrics {printable(', '.join(f'{m.name} v{m.version}' for m in spec.metrics))}")
-        plans = spec.options.get("cascade") or {}
+        plans = spec.cascade_plans
         shown = {k: v for k, v in spec.options.items() if k != "cascade"}
         out_console.print(f"options {printable(str(shown))}" + (" (cascade: below)" if plans else ""))
         calibration = (info.summary or {}).get("_calibration")

@@ -740,12 +740,12 @@ def build_report(
     # The gate's own rule on a partial run (not finished, invalid rows): the same verdicts as 'assay gate'.
     coverage = info.coverage([line for line, _ in row_errors])
     if trust is None:
-        plans = info.spec.options.get("cascade") or {}
+        plans = info.spec.cascade_plans
         trust = {
             m.name: cascade_figure(m.name, plans[m.name]) if m.name in plans else trust_for(m, info.spec.judge_record)
             for m in info.spec.metrics
         }
-    trust = _with_cascade_split(trust, info.spec.options.get("cascade") or {}, records)
+    trust = _with_cascade_split(trust, info.spec.cascade_plans, records)
     views = []
     for name in names:
         view = _metric_view(name, groups, repeats, marks[name], seed)
@@ -759,7 +759,7 @@ def build_report(
                 dataclasses.replace(policy, threshold=marks[name]),
                 coverage,
                 untrusted=untrusted,
-                cascade=name in (info.spec.options.get("cascade") or {}),
+                cascade=name in info.spec.cascade_plans,
             )
             pass_fail = is_pass_fail(repeat_report)
         views.append(dataclasses.replace(view, verdict=verdict, pass_fail=pass_fail, trust=figure))

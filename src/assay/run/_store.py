@@ -99,6 +99,11 @@ class RunSpec(BaseModel):
     engine: str = "local"
     assay_version: str = ""
 
+    @property
+    def cascade_plans(self) -> dict[str, Any]:
+        """Metric name -> its escalation plan as stored, for the metrics the run escalated (else empty)."""
+        return self.options.get("cascade") or {}
+
 
 class RunInfo(BaseModel):
     """One line of ``assay runs list``.

@@ -431,7 +431,7 @@ def trust_for_run(store: RunStore, run_id: str) -> dict[str, TrustFigure]:
     """Every metric of a stored run with its :class:`TrustFigure` (the user's calibrations from ``store``)."""
     spec = store.spec(run_id)
     record = spec.judge_record
-    plans = spec.options.get("cascade") or {}
+    plans = spec.cascade_plans
     return {
         m.name: cascade_figure(m.name, plans[m.name])
         if m.name in plans
